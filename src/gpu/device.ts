@@ -1,0 +1,135 @@
+// Adapter and device: ask for the adapter's real limits and useful features, classify the
+// adapter (CPU fallback vs GPU) so kernels can pick variants, and report device loss.
+
+import { webgpu } from "../runtime.ts";
+import { DeviceLostError, DeviceRequestError, NoWebGPUError, noAdapterAdvice } from "./errors.ts";
+
+/** Coarse adapter families; kernel variants are chosen per class in the kernel lab. */
+export type AdapterClass = "cpu" | "gpu";
+
+/** Optional features this project uses when present. */
+export const WANTED_FEATURES = ["shader-f16", "subgroups", "timestamp-query"] as const;
+export type WantedFeature = typeof WANTED_FEATURES[number];
+
+/** Limits requested at the adapter's maximum (defaults are far lower, e.g. 128 MiB bindings). */
+const WANTED_LIMITS = [
+  "maxStorageBufferBindingSize",
+  "maxBufferSize",
+  "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup",
+  "maxComputeWorkgroupSizeX",
+  "maxComputeWorkgroupSizeY",
+  "maxComputeWorkgroupSizeZ",
+  "maxComputeWorkgroupsPerDimension",
+  "maxStorageBuffersPerShaderStage",
+  "maxUniformBufferBindingSize",
+  "maxBindGroups",
+] as const;
+
+export interface AdapterDescription {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  isFallback: boolean;
+  adapterClass: AdapterClass;
+}
+
+export interface GpuContext {
+  adapter: GPUAdapter;
+  device: GPUDevice;
+  info: AdapterDescription;
+  features: ReadonlySet<string>;
+  limits: GPUSupportedLimits;
+  /** Resolves once, if the device is lost; `destroy()` losses are reported too. */
+  lost: Promise<DeviceLostError>;
+  has(feature: WantedFeature): boolean;
+}
+
+export interface CreateGpuOptions {
+  powerPreference?: GPUPowerPreference;
+  /** Force a CPU-class or GPU-class choice of kernel variants (for the lab and tests). */
+  adapterClass?: AdapterClass;
+  /** Features to leave off even when present (to test fallbacks). */
+  disableFeatures?: WantedFeature[];
+  /** Called when the device is lost (in addition to the `lost` promise). */
+  onLost?: (err: DeviceLostError) => void;
+}
+
+const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|software|microsoft basic render/i;
+
+/** Classifies an adapter from its info: software rasterisers are "cpu". */
+export function classifyAdapter(info: Omit<AdapterDescription, "adapterClass">): AdapterClass {
+  const text = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`;
+  return info.isFallback || SOFTWARE_ADAPTER.test(text) ? "cpu" : "gpu";
+}
+
+function describeAdapter(adapter: GPUAdapter): Omit<AdapterDescription, "adapterClass"> {
+  // deno-lint-ignore no-explicit-any
+  const a = adapter as any;
+  const info = a.info ?? {};
+  return {
+    vendor: String(info.vendor ?? ""),
+    architecture: String(info.architecture ?? ""),
+    device: String(info.device ?? ""),
+    description: String(info.description ?? ""),
+    isFallback: Boolean(info.isFallbackAdapter ?? a.isFallbackAdapter ?? false),
+  };
+}
+
+/** Requests an adapter and a device with the adapter's limits; throws NoWebGPUError with advice. */
+export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuContext> {
+  const gpu = webgpu();
+  if (!gpu) throw new NoWebGPUError(`This host has no navigator.gpu.\n${noAdapterAdvice()}`);
+  const adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? "high-performance" });
+  if (!adapter) throw new NoWebGPUError(noAdapterAdvice());
+
+  const disabled = new Set(options.disableFeatures ?? []);
+  const requiredFeatures = WANTED_FEATURES.filter((f) => adapter.features.has(f) && !disabled.has(f));
+  const requiredLimits: Record<string, number> = {};
+  for (const k of WANTED_LIMITS) {
+    const v = (adapter.limits as unknown as Record<string, number>)[k];
+    if (typeof v === "number") requiredLimits[k] = v;
+  }
+  let device: GPUDevice;
+  try {
+    device = await adapter.requestDevice({
+      requiredFeatures: requiredFeatures as GPUFeatureName[],
+      requiredLimits,
+    });
+  } catch (e) {
+    throw new DeviceRequestError(
+      `requestDevice failed: ${(e as Error).message}. Try again with fewer features ` +
+        `(createGpu({disableFeatures: [...]})) or update the graphics driver.`,
+      { cause: e },
+    );
+  }
+  const base = describeAdapter(adapter);
+  const info: AdapterDescription = { ...base, adapterClass: options.adapterClass ?? classifyAdapter(base) };
+  const lost = device.lost.then((i) => {
+    const err = new DeviceLostError(String(i.reason ?? "unknown"), i.message || "no message");
+    options.onLost?.(err);
+    return err;
+  });
+  const features = new Set<string>(requiredFeatures);
+  return {
+    adapter,
+    device,
+    info,
+    features,
+    limits: device.limits,
+    lost,
+    has: (f) => features.has(f),
+  };
+}
+
+/** One line for logs: which adapter, which class, which features. */
+export function describeGpu(ctx: GpuContext): string {
+  const i = ctx.info;
+  const name = [i.vendor, i.architecture, i.device, i.description].filter((s) => s).join(" / ") ||
+    "unnamed adapter";
+  const feats = [...ctx.features].join(", ") || "none";
+  const mib = (ctx.limits.maxStorageBufferBindingSize / 2 ** 20).toFixed(0);
+  return `${name} [${i.adapterClass}${i.isFallback ? ", fallback" : ""}] features: ${feats}; ` +
+    `max binding ${mib} MiB, workgroup storage ${ctx.limits.maxComputeWorkgroupStorageSize} B`;
+}

@@ -1,0 +1,80 @@
+// The GPU layer's front door: one object per device holding the pipeline cache, the buffer
+// pool and helpers to upload, record, submit and read back.
+
+import { BufferPool, type BufferRef, createBufferFrom, readBuffer, readFloat32, STORAGE } from "./buffers.ts";
+import { createGpu, type CreateGpuOptions, describeGpu, type GpuContext } from "./device.ts";
+import { type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
+import { Recorder } from "./recorder.ts";
+
+export * from "./buffers.ts";
+export * from "./device.ts";
+export * from "./errors.ts";
+export * from "./pipelines.ts";
+export * from "./recorder.ts";
+export { registerShaders, shaderSource } from "./shaders.ts";
+
+export class Gpu {
+  readonly pipelines: PipelineCache;
+  readonly pool: BufferPool;
+
+  private constructor(readonly ctx: GpuContext) {
+    this.pipelines = new PipelineCache(ctx.device);
+    this.pool = new BufferPool(ctx.device);
+  }
+
+  static async create(options: CreateGpuOptions = {}): Promise<Gpu> {
+    return new Gpu(await createGpu(options));
+  }
+
+  get device(): GPUDevice {
+    return this.ctx.device;
+  }
+
+  get adapterClass(): "cpu" | "gpu" {
+    return this.ctx.info.adapterClass;
+  }
+
+  describe(): string {
+    return describeGpu(this.ctx);
+  }
+
+  kernel(spec: KernelSpec): Promise<Kernel> {
+    return this.pipelines.kernel(spec);
+  }
+
+  recorder(label?: string): Recorder {
+    return new Recorder(this.device, label);
+  }
+
+  /** A new storage buffer with the given contents. */
+  upload(data: ArrayBufferView, label?: string, usage = STORAGE): GPUBuffer {
+    return createBufferFrom(this.device, data, usage, label);
+  }
+
+  /** A new zero-filled storage buffer of `floats` 32-bit elements. */
+  zeros(floats: number, label?: string, usage = STORAGE): GPUBuffer {
+    return this.device.createBuffer({ size: Math.max(16, Math.ceil(floats / 4) * 16), usage, label });
+  }
+
+  write(ref: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {
+    this.device.queue.writeBuffer(ref, byteOffset, data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  read(ref: BufferRef, bytes?: number): Promise<ArrayBuffer> {
+    return readBuffer(this.device, ref, bytes);
+  }
+
+  readFloat32(ref: BufferRef, count?: number): Promise<Float32Array> {
+    return readFloat32(this.device, ref, count);
+  }
+
+  /** Resolves when all work submitted so far has finished. */
+  sync(): Promise<void> {
+    return this.device.queue.onSubmittedWorkDone();
+  }
+
+  destroy(): void {
+    this.pool.destroy();
+    this.device.destroy();
+  }
+}

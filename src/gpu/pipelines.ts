@@ -1,0 +1,136 @@
+// Compute pipelines, compiled once per (shader, entry point, bindings, constants) and cached.
+// Bind group layouts are explicit so bind groups can be shared; compilation and pipeline
+// errors are caught in error scopes and raised with the WGSL compiler's own messages.
+
+import { PipelineCreationError, ShaderCompileError } from "./errors.ts";
+import { shaderSource } from "./shaders.ts";
+
+export type BindingKind = "uniform" | "storage" | "read-only-storage";
+
+/** What a kernel is: one entry point of one WGSL file with its binding list. */
+export interface KernelSpec {
+  /** File in shaders/ without ".wgsl". */
+  shader: string;
+  entry: string;
+  /** Binding kinds of group 0, in @binding order. */
+  bindings: readonly BindingKind[];
+  /** WGSL `override` constants: workgroup sizes, operation selectors. */
+  constants?: Record<string, number>;
+}
+
+export interface Kernel {
+  readonly spec: KernelSpec;
+  readonly key: string;
+  readonly pipeline: GPUComputePipeline;
+  readonly layout: GPUBindGroupLayout;
+}
+
+export function kernelKey(spec: KernelSpec): string {
+  const sorted = (o?: Record<string, number>) =>
+    o ? Object.keys(o).sort().map((k) => `${k}=${o[k]}`).join(",") : "";
+  return `${spec.shader}:${spec.entry}|${spec.bindings.join(",")}|${sorted(spec.constants)}`;
+}
+
+async function compileModule(device: GPUDevice, name: string, code: string): Promise<GPUShaderModule> {
+  device.pushErrorScope("validation");
+  const module = device.createShaderModule({ label: name, code });
+  const info = await module.getCompilationInfo();
+  const scoped = await device.popErrorScope();
+  const errors = info.messages.filter((m) => m.type === "error");
+  if (errors.length || scoped) {
+    const diags = errors.map((m) => `${name}.wgsl:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`);
+    if (scoped && !diags.length) diags.push(scoped.message);
+    throw new ShaderCompileError(name, diags);
+  }
+  return module;
+}
+
+function layoutEntry(kind: BindingKind, binding: number): GPUBindGroupLayoutEntry {
+  return {
+    binding,
+    visibility: GPUShaderStage.COMPUTE,
+    buffer: { type: kind },
+  };
+}
+
+/** Caches shader modules, bind group layouts and pipelines of one device. */
+export class PipelineCache {
+  private modules = new Map<string, Promise<GPUShaderModule>>();
+  private layouts = new Map<string, GPUBindGroupLayout>();
+  private kernels = new Map<string, Promise<Kernel>>();
+  /** Number of pipelines created so far: tests assert hot loops create none. */
+  created = 0;
+  // Error scopes are a per-device stack: scoped sections must not interleave across awaits.
+  private scopeLock: Promise<unknown> = Promise.resolve();
+
+  constructor(private device: GPUDevice) {}
+
+  /** The bind group layout for a binding list (shared between kernels with the same list). */
+  bindGroupLayout(bindings: readonly BindingKind[]): GPUBindGroupLayout {
+    const key = bindings.join(",");
+    let l = this.layouts.get(key);
+    if (!l) {
+      l = this.device.createBindGroupLayout({ label: key, entries: bindings.map(layoutEntry) });
+      this.layouts.set(key, l);
+    }
+    return l;
+  }
+
+  kernel(spec: KernelSpec): Promise<Kernel> {
+    const key = kernelKey(spec);
+    let k = this.kernels.get(key);
+    if (!k) {
+      k = this.build(spec, key);
+      k.catch(() => this.kernels.delete(key));
+      this.kernels.set(key, k);
+    }
+    return k;
+  }
+
+  private module(spec: KernelSpec): Promise<GPUShaderModule> {
+    const key = spec.shader;
+    let m = this.modules.get(key);
+    if (!m) {
+      m = shaderSource(spec.shader).then((src) => this.scoped(() => compileModule(this.device, spec.shader, src)));
+      m.catch(() => this.modules.delete(key));
+      this.modules.set(key, m);
+    }
+    return m;
+  }
+
+  private scoped<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.scopeLock.then(fn, fn);
+    this.scopeLock = run.catch(() => undefined);
+    return run;
+  }
+
+  private async build(spec: KernelSpec, key: string): Promise<Kernel> {
+    const module = await this.module(spec);
+    const layout = this.bindGroupLayout(spec.bindings);
+    return await this.scoped(() => this.createPipeline(spec, key, module, layout));
+  }
+
+  private async createPipeline(
+    spec: KernelSpec,
+    key: string,
+    module: GPUShaderModule,
+    layout: GPUBindGroupLayout,
+  ): Promise<Kernel> {
+    this.device.pushErrorScope("validation");
+    let pipeline: GPUComputePipeline;
+    try {
+      pipeline = await this.device.createComputePipelineAsync({
+        label: key,
+        layout: this.device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+        compute: { module, entryPoint: spec.entry, constants: spec.constants },
+      });
+    } catch (e) {
+      await this.device.popErrorScope();
+      throw new PipelineCreationError(`pipeline ${key}: ${(e as Error).message}`, { cause: e });
+    }
+    const err = await this.device.popErrorScope();
+    if (err) throw new PipelineCreationError(`pipeline ${key}: ${err.message}`);
+    this.created++;
+    return { spec, key, pipeline, layout };
+  }
+}

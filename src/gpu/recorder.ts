@@ -1,0 +1,188 @@
+// Records many dispatches (and copies) into one command encoder. Each dispatch's uniform
+// block goes into one shared arena buffer, written once before submit, so a whole step is
+// one writeBuffer + one submit. A finished recording can be kept as a plan and replayed:
+// the bind groups are built once, so a hot loop creates neither pipelines nor bind groups.
+
+import { type BufferRef, resolveRange } from "./buffers.ts";
+import { GpuLimitError, KernelArgumentError } from "./errors.ts";
+import type { Kernel } from "./pipelines.ts";
+
+type Workgroups = readonly [number, number?, number?];
+
+interface DispatchCmd {
+  kind: "dispatch";
+  kernel: Kernel;
+  /** null marks the slot filled from the uniform arena. */
+  bindings: (BufferRef | null)[];
+  workgroups: [number, number, number];
+  uniformOffset: number;
+  uniformSize: number;
+}
+interface CopyCmd {
+  kind: "copy";
+  src: BufferRef;
+  dst: BufferRef;
+  size: number;
+}
+type Cmd = DispatchCmd | CopyCmd;
+
+interface EncodedDispatch {
+  kind: "dispatch";
+  pipeline: GPUComputePipeline;
+  bindGroup: GPUBindGroup;
+  workgroups: [number, number, number];
+  label: string;
+}
+type Encoded = EncodedDispatch | CopyCmd;
+
+/** A frozen recording: replay it any number of times with `run()`. */
+export class CommandPlan {
+  constructor(
+    private device: GPUDevice,
+    private cmds: Encoded[],
+    private arena: GPUBuffer | null,
+    readonly label: string,
+  ) {}
+
+  get dispatchCount(): number {
+    return this.cmds.filter((c) => c.kind === "dispatch").length;
+  }
+
+  /** Encodes the plan into `encoder` (for composing plans) or into a new one that is submitted. */
+  run(encoder?: GPUCommandEncoder): void {
+    const enc = encoder ?? this.device.createCommandEncoder({ label: this.label });
+    let pass: GPUComputePassEncoder | null = null;
+    for (const c of this.cmds) {
+      if (c.kind === "dispatch") {
+        pass ??= enc.beginComputePass({ label: this.label });
+        pass.setPipeline(c.pipeline);
+        pass.setBindGroup(0, c.bindGroup);
+        pass.dispatchWorkgroups(c.workgroups[0], c.workgroups[1], c.workgroups[2]);
+      } else {
+        pass?.end();
+        pass = null;
+        const s = resolveRange(c.src), d = resolveRange(c.dst);
+        enc.copyBufferToBuffer(s.buffer, s.offset, d.buffer, d.offset, c.size);
+      }
+    }
+    pass?.end();
+    if (!encoder) this.device.queue.submit([enc.finish()]);
+  }
+
+  destroy(): void {
+    this.arena?.destroy();
+    this.arena = null;
+    this.cmds = [];
+  }
+}
+
+/** Collects dispatches; `submit()` runs them once, `finish()` keeps them as a CommandPlan. */
+export class Recorder {
+  private cmds: Cmd[] = [];
+  private uniforms = new Uint8Array(4096);
+  private used = 0;
+  private align: number;
+
+  constructor(private device: GPUDevice, readonly label = "recording") {
+    this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, 16);
+  }
+
+  /**
+   * Adds one dispatch. `bindings` follow the kernel's binding list; a "uniform" slot is filled
+   * from `uniform` (a packed std140-style block) automatically when given as null.
+   */
+  dispatch(kernel: Kernel, bindings: (BufferRef | null)[], workgroups: Workgroups, uniform?: ArrayBuffer): this {
+    const kinds = kernel.spec.bindings;
+    if (bindings.length !== kinds.length) {
+      throw new KernelArgumentError(`${kernel.key}: expected ${kinds.length} bindings, got ${bindings.length}`);
+    }
+    const wg: [number, number, number] = [workgroups[0], workgroups[1] ?? 1, workgroups[2] ?? 1];
+    const maxWg = this.device.limits.maxComputeWorkgroupsPerDimension;
+    if (wg.some((n) => n > maxWg)) {
+      throw new GpuLimitError(`${kernel.key}: dispatch ${wg.join("×")} exceeds ${maxWg} workgroups per dimension`);
+    }
+    let uniformOffset = -1, uniformSize = 0;
+    if (uniform) {
+      uniformSize = Math.ceil(uniform.byteLength / 16) * 16;
+      uniformOffset = this.reserve(uniformSize);
+      this.uniforms.set(new Uint8Array(uniform), uniformOffset);
+    }
+    bindings.forEach((b, i) => {
+      if (!b && (kinds[i] !== "uniform" || !uniform)) {
+        throw new KernelArgumentError(`${kernel.key}: binding ${i} is null but no uniform block was given for it`);
+      }
+    });
+    if (wg[0] * wg[1] * wg[2] > 0) {
+      this.cmds.push({ kind: "dispatch", kernel, bindings: [...bindings], workgroups: wg, uniformOffset, uniformSize });
+    }
+    return this;
+  }
+
+  copy(src: BufferRef, dst: BufferRef, size: number): this {
+    this.cmds.push({ kind: "copy", src, dst, size: Math.ceil(size / 4) * 4 });
+    return this;
+  }
+
+  get length(): number {
+    return this.cmds.length;
+  }
+
+  /** Freezes the recording into a replayable plan (uniforms uploaded once). */
+  finish(): CommandPlan {
+    const arena = this.used > 0
+      ? this.device.createBuffer({
+        label: `${this.label}:uniforms`,
+        size: this.used,
+        usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+      })
+      : null;
+    if (arena) this.device.queue.writeBuffer(arena, 0, this.uniforms, 0, this.used);
+    const encoded: Encoded[] = this.cmds.map((c) => c.kind === "copy" ? c : this.encodeDispatch(c, arena));
+    this.cmds = [];
+    this.used = 0;
+    return new CommandPlan(this.device, encoded, arena, this.label);
+  }
+
+  /** Runs the recording once. The uniform arena is freed when the GPU is done with it. */
+  submit(encoder?: GPUCommandEncoder): void {
+    const plan = this.finish();
+    plan.run(encoder);
+    if (encoder) return; // the caller submits; the arena lives until garbage collection
+    this.device.queue.onSubmittedWorkDone().then(() => plan.destroy());
+  }
+
+  private encodeDispatch(c: DispatchCmd, arena: GPUBuffer | null): EncodedDispatch {
+    const entries: GPUBindGroupEntry[] = c.bindings.map((b, i) => {
+      const r = b ? resolveRange(b) : { buffer: arena!, offset: c.uniformOffset, size: c.uniformSize };
+      return { binding: i, resource: { buffer: r.buffer, offset: r.offset, size: r.size } };
+    });
+    const bindGroup = this.device.createBindGroup({ layout: c.kernel.layout, entries, label: c.kernel.key });
+    return { kind: "dispatch", pipeline: c.kernel.pipeline, bindGroup, workgroups: c.workgroups, label: c.kernel.key };
+  }
+
+  private reserve(size: number): number {
+    const off = Math.ceil(this.used / this.align) * this.align;
+    const need = off + size;
+    const maxArena = 256 * 2 ** 20;
+    if (need > maxArena) throw new GpuLimitError(`uniform arena over ${maxArena} bytes: split the recording`);
+    if (need > this.uniforms.length) {
+      const grown = new Uint8Array(Math.max(need, this.uniforms.length * 2));
+      grown.set(this.uniforms.subarray(0, this.used));
+      this.uniforms = grown;
+    }
+    this.used = need;
+    return off;
+  }
+}
+
+/** Packs a uniform block of u32/i32/f32 scalars (each 4 bytes, in declaration order). */
+export function packUniform(fields: readonly (readonly [kind: "u32" | "i32" | "f32", value: number])[]): ArrayBuffer {
+  const buf = new ArrayBuffer(Math.max(16, Math.ceil(fields.length / 4) * 16));
+  const dv = new DataView(buf);
+  fields.forEach(([kind, v], i) => {
+    if (kind === "u32") dv.setUint32(i * 4, v >>> 0, true);
+    else if (kind === "i32") dv.setInt32(i * 4, v | 0, true);
+    else dv.setFloat32(i * 4, v, true);
+  });
+  return buf;
+}

@@ -1,0 +1,33 @@
+// WGSL sources by name. Files in shaders/ are used unchanged: Deno reads them as text next to
+// this module; a bundled web app registers them up front (Vite `?raw` imports) instead.
+
+import { readText } from "../runtime.ts";
+
+const registered = new Map<string, string>();
+const loading = new Map<string, Promise<string>>();
+
+/** Registers sources (name without ".wgsl" → text), e.g. from Vite's import.meta.glob. */
+export function registerShaders(sources: Record<string, string>): void {
+  for (const [path, text] of Object.entries(sources)) {
+    const name = path.replace(/^.*\//, "").replace(/\.wgsl$/, "");
+    registered.set(name, text);
+  }
+}
+
+/** The WGSL text of shaders/<name>.wgsl. */
+export function shaderSource(name: string): Promise<string> {
+  const text = registered.get(name);
+  if (text !== undefined) return Promise.resolve(text);
+  let p = loading.get(name);
+  if (!p) {
+    p = readText(new URL(`../../shaders/${name}.wgsl`, import.meta.url)).catch((e) => {
+      loading.delete(name);
+      throw new Error(
+        `WGSL shader "${name}" not found (${(e as Error).message}). In a bundled app, ` +
+          `register shaders with registerShaders(import.meta.glob("shaders/*.wgsl", {query: "?raw"}))`,
+      );
+    });
+    loading.set(name, p);
+  }
+  return p;
+}

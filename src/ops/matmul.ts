@@ -1,0 +1,177 @@
+// Matrix multiply in the three forms training needs (A·B, A·Bᵀ, Aᵀ·B), batched, with
+// optional accumulate (C = alpha·op(A)op(B) + beta·C). Several named kernel variants exist;
+// which one runs is chosen per adapter class and shape bucket from the kernel lab's table.
+//
+// Dims: M rows of C, N columns of C, K the contracted dimension.
+
+import type { AdapterClass } from "../gpu/device.ts";
+import { KernelArgumentError } from "../gpu/errors.ts";
+import type { Gpu } from "../gpu/mod.ts";
+import type { BufferRef } from "../gpu/buffers.ts";
+import type { Kernel, KernelSpec } from "../gpu/pipelines.ts";
+import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import { MATMUL_TUNING } from "./tuning.ts";
+
+export type MatmulForm = "nn" | "nt" | "tn";
+export const MATMUL_FORMS: readonly MatmulForm[] = ["nn", "nt", "tn"];
+
+export interface MatmulShape {
+  form: MatmulForm;
+  M: number;
+  N: number;
+  K: number;
+  /** Number of independent products (default 1); operands advance by their strides. */
+  batch?: number;
+  /** Batch strides in elements (defaults: dense; 0 broadcasts that operand). */
+  strideA?: number;
+  strideB?: number;
+  strideC?: number;
+  alpha?: number;
+  /** 0 (default) overwrites C; 1 accumulates into it. */
+  beta?: number;
+}
+
+export interface MatmulVariant {
+  name: string;
+  kind: "reg" | "tiled" | "generic";
+  /** reg: an R×C tile of C per invocation; workgroup WGX × WGY. */
+  r?: number;
+  c?: number;
+  wgx?: number;
+  wgy?: number;
+}
+
+function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
+  return { name: `r${r}c${c}_wg${wgx}x${wgy}`, kind: "reg", r, c, wgx, wgy };
+}
+
+/** Every variant the lab knows; the lab validates each before timing it. */
+export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
+  { name: "generic", kind: "generic", wgx: 8, wgy: 8 },
+  { name: "tiled64", kind: "tiled" },
+  reg(1, 4, 64), reg(1, 8, 32), reg(1, 8, 64), reg(2, 8, 32), reg(4, 4, 16), reg(4, 8, 16),
+  reg(4, 8, 32), reg(8, 4, 16), reg(8, 8, 8), reg(8, 8, 16), reg(8, 8, 32), reg(8, 8, 8, 4),
+  reg(8, 16, 8), reg(8, 16, 16), reg(16, 8, 8), reg(16, 8, 16),
+];
+
+export function findVariant(name: string): MatmulVariant {
+  const v = MATMUL_VARIANTS.find((x) => x.name === name);
+  if (!v) throw new KernelArgumentError(`unknown matmul variant "${name}"; known: ${MATMUL_VARIANTS.map((x) => x.name).join(", ")}`);
+  return v;
+}
+
+function dense(s: MatmulShape) {
+  const batch = s.batch ?? 1;
+  return {
+    ...s,
+    batch,
+    strideA: s.strideA ?? s.M * s.K,
+    strideB: s.strideB ?? s.K * s.N,
+    strideC: s.strideC ?? s.M * s.N,
+    alpha: s.alpha ?? 1,
+    beta: s.beta ?? 0,
+  };
+}
+
+/** Whether a variant can compute this shape (vec4 kernels need aligned dims and strides). */
+export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
+  if (v.kind !== "reg") return true;
+  const s = dense(shape);
+  const a4 = (n: number) => n % 4 === 0;
+  if (!a4(s.strideA) || !a4(s.strideB)) return false;
+  const r = v.r!, c = v.c!;
+  if (s.form === "nn") return a4(s.K) && a4(s.N) && c % 4 === 0;
+  if (s.form === "nt") return a4(s.K);
+  return a4(s.M) && a4(s.N) && r % 4 === 0 && c % 4 === 0;
+}
+
+export function kernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
+  const bindings = ["uniform", "read-only-storage", "read-only-storage", "storage"] as const;
+  if (v.kind === "reg") {
+    return { shader: "matmul_reg", entry: `${form}_r${v.r}c${v.c}`, bindings, constants: { WGX: v.wgx!, WGY: v.wgy! } };
+  }
+  const FORM = MATMUL_FORMS.indexOf(form);
+  if (v.kind === "tiled") return { shader: "matmul_tiled", entry: "tiled", bindings, constants: { FORM } };
+  return { shader: "matmul_tiled", entry: "generic", bindings, constants: { FORM, WGX: v.wgx!, WGY: v.wgy! } };
+}
+
+function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, number, number] {
+  const c = Math.ceil;
+  if (v.kind === "reg") return [c(s.N / (v.c! * v.wgx!)), c(s.M / (v.r! * v.wgy!)), s.batch];
+  if (v.kind === "tiled") return [c(s.N / 64), c(s.M / 64), s.batch];
+  return [c(s.N / v.wgx!), c(s.M / v.wgy!), s.batch];
+}
+
+/** Shape buckets the tuning table distinguishes. */
+export type ShapeBucket = "skinny" | "square";
+export function shapeBucket(s: MatmulShape): ShapeBucket {
+  return s.M <= 32 ? "skinny" : "square";
+}
+
+/** Records a matmul dispatch with a given, already compiled kernel (the lab's entry point). */
+export function encodeMatmulWith(
+  rec: Recorder,
+  kernel: Kernel,
+  v: MatmulVariant,
+  shape: MatmulShape,
+  a: BufferRef,
+  b: BufferRef,
+  c: BufferRef,
+): void {
+  const s = dense(shape);
+  if (s.M <= 0 || s.N <= 0 || s.K <= 0 || s.batch <= 0) {
+    throw new KernelArgumentError(`matmul ${s.form}: dims must be positive, got M=${s.M} N=${s.N} K=${s.K} batch=${s.batch}`);
+  }
+  if (!variantSupports(v, s)) {
+    throw new KernelArgumentError(`matmul variant ${v.name} cannot run ${s.form} M=${s.M} N=${s.N} K=${s.K}`);
+  }
+  const u = packUniform([
+    ["u32", s.M], ["u32", s.N], ["u32", s.K], ["u32", s.batch],
+    ["u32", s.strideA], ["u32", s.strideB], ["u32", s.strideC], ["u32", 0],
+    ["f32", s.alpha], ["f32", s.beta], ["f32", 0], ["f32", 0],
+  ]);
+  rec.dispatch(kernel, [null, a, b, c], workgroups(v, s), u);
+}
+
+/**
+ * Matmul for one device: compiles the variants its adapter class uses (once, up front) and
+ * picks one per call by form and shape; unaligned shapes fall back to a shape-agnostic kernel.
+ */
+export class Matmul {
+  private kernels = new Map<string, Kernel>();
+
+  private constructor(private adapterClass: AdapterClass, private picks: Record<string, string>) {}
+
+  static async create(gpu: Gpu, overrides: Partial<Record<`${MatmulForm}:${ShapeBucket}`, string>> = {}): Promise<Matmul> {
+    const picks: Record<string, string> = { ...MATMUL_TUNING[gpu.adapterClass], ...overrides };
+    const m = new Matmul(gpu.adapterClass, picks);
+    const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
+    const needed = new Set<string>();
+    for (const form of MATMUL_FORMS) {
+      needed.add(`${fallback}:${form}`);
+      for (const bucket of ["skinny", "square"] as const) needed.add(`${picks[`${form}:${bucket}`] ?? fallback}:${form}`);
+    }
+    await Promise.all([...needed].map(async (key) => {
+      const [name, form] = key.split(":") as [string, MatmulForm];
+      m.kernels.set(key, await gpu.kernel(kernelSpec(findVariant(name), form)));
+    }));
+    m.picks.fallback = fallback;
+    return m;
+  }
+
+  /** The variant that will run for this shape. */
+  variantFor(shape: MatmulShape): MatmulVariant {
+    const pick = findVariant(this.picks[`${shape.form}:${shapeBucket(shape)}`] ?? this.picks.fallback);
+    return variantSupports(pick, shape) ? pick : findVariant(this.picks.fallback);
+  }
+
+  encode(rec: Recorder, shape: MatmulShape, a: BufferRef, b: BufferRef, c: BufferRef): void {
+    const v = this.variantFor(shape);
+    const k = this.kernels.get(`${v.name}:${shape.form}`)!;
+    encodeMatmulWith(rec, k, v, shape, a, b, c);
+  }
+
+  get adapter(): AdapterClass {
+    return this.adapterClass;
+  }
+}

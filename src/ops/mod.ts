@@ -1,0 +1,29 @@
+// The kernel set of one device, compiled up front so recording never creates a pipeline.
+
+import type { Gpu } from "../gpu/mod.ts";
+import { Elementwise } from "./elementwise.ts";
+import { Matmul } from "./matmul.ts";
+import { Reduce } from "./reduce.ts";
+import { Softmax } from "./softmax.ts";
+
+export * from "./elementwise.ts";
+export * from "./matmul.ts";
+export * from "./reduce.ts";
+export * from "./softmax.ts";
+
+export interface Ops {
+  matmul: Matmul;
+  elementwise: Elementwise;
+  softmax: Softmax;
+  reduce: Reduce;
+}
+
+export async function createOps(gpu: Gpu): Promise<Ops> {
+  const [matmul, elementwise, softmax, reduce] = await Promise.all([
+    Matmul.create(gpu),
+    Elementwise.create(gpu),
+    Softmax.create(gpu),
+    Reduce.create(gpu),
+  ]);
+  return { matmul, elementwise, softmax, reduce };
+}

@@ -1,0 +1,251 @@
+// The kernel test set, shared by Deno (test/ops/kernels_test.ts) and the browser worker
+// (web/test/kernel_worker.ts): every case runs real kernels and compares with the float64
+// CPU reference in src/ops/reference.ts. Shapes are chosen to be awkward: size 1, not
+// multiples of any tile, batched, broadcast, accumulating, and large.
+
+import type { Gpu } from "../../src/gpu/mod.ts";
+import { grid1d } from "../../src/ops/grid.ts";
+import {
+  BINARY_OPS,
+  type BinaryArgs,
+  type Broadcast,
+  encodeMatmulWith,
+  kernelSpec,
+  MATMUL_FORMS,
+  MATMUL_VARIANTS,
+  type MatmulShape,
+  type MatmulVariant,
+  type Ops,
+  Reduce,
+  REDUCE_OPS,
+  UNARY_OPS,
+  variantSupports,
+} from "../../src/ops/mod.ts";
+import {
+  binaryRef,
+  globalReduceRef,
+  matmulRef,
+  rowReduceRef,
+  seededValues,
+  softmaxRef,
+  toleranceRatio,
+  unaryRef,
+} from "../../src/ops/reference.ts";
+
+export interface CaseResult {
+  name: string;
+  /** Worst error relative to tolerance; the case passes when ratio ≤ 1. */
+  ratio: number;
+  ok: boolean;
+  error?: string;
+}
+
+export interface KernelCase {
+  name: string;
+  run(gpu: Gpu, ops: Ops): Promise<number>;
+}
+
+const MATMUL_SHAPES: ReadonlyArray<Omit<MatmulShape, "form">> = [
+  { M: 1, N: 1, K: 1 },
+  { M: 3, N: 5, K: 7 },
+  { M: 1, N: 64, K: 128 },
+  { M: 4, N: 36, K: 8 },
+  { M: 17, N: 33, K: 20 },
+  { M: 37, N: 52, K: 36 },
+  { M: 65, N: 132, K: 68 },
+  { M: 200, N: 260, K: 256 },
+  { M: 5, N: 12, K: 16, batch: 3 },
+  { M: 6, N: 8, K: 12, batch: 4, strideB: 0 },
+  { M: 9, N: 20, K: 24, alpha: 0.5, beta: 1 },
+];
+
+function shapeName(s: MatmulShape): string {
+  const extra = [
+    s.batch ? `b${s.batch}` : "",
+    s.strideB === 0 ? "bcastB" : "",
+    s.beta ? `acc(α=${s.alpha},β=${s.beta})` : "",
+  ].filter(Boolean).join(",");
+  return `${s.form} ${s.M}x${s.N}x${s.K}${extra ? ` ${extra}` : ""}`;
+}
+
+function operandSizes(s: MatmulShape): [number, number, number] {
+  const batch = s.batch ?? 1;
+  const sizeA = (s.strideA ?? s.M * s.K) * (batch - 1) + s.M * s.K;
+  const sizeB = (s.strideB ?? s.K * s.N) * (batch - 1) + s.K * s.N;
+  const sizeC = (s.strideC ?? s.M * s.N) * (batch - 1) + s.M * s.N;
+  return [sizeA, sizeB, sizeC];
+}
+
+async function runMatmul(gpu: Gpu, ops: Ops, s: MatmulShape, variant?: MatmulVariant): Promise<number> {
+  const [na, nb, nc] = operandSizes(s);
+  const a = seededValues(na, 1), b = seededValues(nb, 2), c0 = seededValues(nc, 3);
+  const A = gpu.upload(a), B = gpu.upload(b), C = gpu.upload(c0);
+  const rec = gpu.recorder("matmul case");
+  if (variant) encodeMatmulWith(rec, await gpu.kernel(kernelSpec(variant, s.form)), variant, s, A, B, C);
+  else ops.matmul.encode(rec, s, A, B, C);
+  rec.submit();
+  const got = await gpu.readFloat32(C, nc);
+  [A, B, C].forEach((x) => x.destroy());
+  return toleranceRatio(got, matmulRef(s, a, b, c0), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
+}
+
+function matmulCases(thorough: boolean): KernelCase[] {
+  const out: KernelCase[] = [];
+  for (const form of MATMUL_FORMS) {
+    for (const base of MATMUL_SHAPES) {
+      const s = { ...base, form };
+      out.push({ name: `matmul ${shapeName(s)} [selected]`, run: (gpu, ops) => runMatmul(gpu, ops, s) });
+      if (!thorough) continue;
+      for (const v of MATMUL_VARIANTS) {
+        if (!variantSupports(v, s)) continue;
+        out.push({ name: `matmul ${shapeName(s)} [${v.name}]`, run: (gpu, ops) => runMatmul(gpu, ops, s, v) });
+      }
+    }
+  }
+  return out;
+}
+
+function elementwiseCases(): KernelCase[] {
+  const out: KernelCase[] = [];
+  for (const op of UNARY_OPS) {
+    for (const n of [1, 1000, 70001]) {
+      out.push({
+        name: `unary ${op} n=${n}`,
+        async run(gpu, ops) {
+          const positive = op === "log" || op === "sqrt";
+          const x = seededValues(n, 7, positive ? 0.01 : -4, 4);
+          const X = gpu.upload(x), Y = gpu.zeros(n);
+          const [a, b] = op === "affine" ? [1.5, -0.25] : [1, 0];
+          const rec = gpu.recorder();
+          ops.elementwise.unary(rec, op, n, X, Y, a, b);
+          rec.submit();
+          const got = await gpu.readFloat32(Y, n);
+          X.destroy();
+          Y.destroy();
+          return toleranceRatio(got, unaryRef(op, x, a, b), 1e-6, 2e-6);
+        },
+      });
+    }
+  }
+  const shapes: Array<[number, number, Broadcast]> = [
+    [1, 1, "same"], [3, 5, "same"], [130, 77, "row"], [130, 77, "col"], [4, 9, "scalar"], [300, 301, "same"],
+  ];
+  for (const op of BINARY_OPS) {
+    for (const [rows, cols, bc] of shapes) {
+      for (const inPlace of [false, true]) {
+        out.push({
+          name: `binary${inPlace ? " in-place" : ""} ${op} ${rows}x${cols} ${bc}`,
+          async run(gpu, ops) {
+            const n = rows * cols;
+            const ny = { same: n, row: cols, col: rows, scalar: 1 }[bc];
+            const x = seededValues(n, 11), y = seededValues(ny, 12, 0.5, 2);
+            const args: BinaryArgs = { op, n, cols, broadcast: bc, a: 1.25, b: 0.75 };
+            const X = gpu.upload(x), Y = gpu.upload(y), O = gpu.zeros(n);
+            const rec = gpu.recorder();
+            if (inPlace) ops.elementwise.binaryInPlace(rec, args, X, Y);
+            else ops.elementwise.binary(rec, args, X, Y, O);
+            rec.submit();
+            const got = await gpu.readFloat32(inPlace ? X : O, n);
+            [X, Y, O].forEach((b) => b.destroy());
+            return toleranceRatio(got, binaryRef(args, x, y), 1e-6, 2e-6);
+          },
+        });
+      }
+    }
+  }
+  return out;
+}
+
+function softmaxCases(): KernelCase[] {
+  const out: KernelCase[] = [];
+  const shapes: Array<[number, number, number]> = [[1, 1, 1], [3, 7, 1], [5, 1000, 50], [1, 50000, 10], [70, 33, 5]];
+  for (const log of [false, true]) {
+    for (const [rows, cols, scale] of shapes) {
+      out.push({
+        name: `${log ? "log_softmax" : "softmax"} ${rows}x${cols} (|x| ≤ ${scale})`,
+        async run(gpu, ops) {
+          const x = seededValues(rows * cols, 21, -scale, scale);
+          const X = gpu.upload(x), Y = gpu.zeros(rows * cols);
+          const rec = gpu.recorder();
+          ops.softmax.encode(rec, rows, cols, X, Y, log);
+          rec.submit();
+          const got = await gpu.readFloat32(Y, rows * cols);
+          X.destroy();
+          Y.destroy();
+          return toleranceRatio(got, softmaxRef(rows, cols, x, log), 1e-6, log ? 1e-5 : 1e-4);
+        },
+      });
+    }
+  }
+  return out;
+}
+
+function reduceCases(): KernelCase[] {
+  const out: KernelCase[] = [];
+  for (const op of REDUCE_OPS) {
+    for (const [rows, cols] of [[1, 1], [4, 1000], [33, 65], [1, 20000]]) {
+      out.push({
+        name: `reduce rows ${op} ${rows}x${cols}`,
+        async run(gpu, ops) {
+          const x = seededValues(rows * cols, 31);
+          const X = gpu.upload(x), Y = gpu.zeros(rows);
+          const rec = gpu.recorder();
+          ops.reduce.rows(rec, op, rows, cols, X, Y);
+          rec.submit();
+          const got = await gpu.readFloat32(Y, rows);
+          X.destroy();
+          Y.destroy();
+          return toleranceRatio(got, rowReduceRef(op, rows, cols, x), 1e-5 * Math.sqrt(cols), 1e-5);
+        },
+      });
+    }
+    for (const n of [1, 4097, 100003, 1_000_000]) {
+      out.push({
+        name: `reduce global ${op} n=${n}`,
+        async run(gpu, ops) {
+          const x = seededValues(n, 41);
+          const X = gpu.upload(x), S = gpu.zeros(Reduce.scratchFloats(n)), Y = gpu.zeros(1);
+          const rec = gpu.recorder();
+          ops.reduce.global(rec, op, n, X, S, Y);
+          rec.submit();
+          const got = await gpu.readFloat32(Y, 1);
+          [X, S, Y].forEach((b) => b.destroy());
+          return toleranceRatio(got, [globalReduceRef(op, x)], 1e-6 * Math.sqrt(n), 1e-5);
+        },
+      });
+    }
+  }
+  return out;
+}
+
+function gridCases(): KernelCase[] {
+  return [{
+    name: "grid1d spreads counts over 2-D grids within the limit",
+    run() {
+      const bad = [1, 65535, 65536, 1e6, 4.3e6].filter((n) => {
+        const [x, y] = grid1d(n);
+        return x > 65535 || y > 65535 || x * y < n;
+      });
+      return Promise.resolve(bad.length ? Infinity : 0);
+    },
+  }];
+}
+
+/** All cases; `thorough` adds every matmul variant on every shape (Deno runs it). */
+export function kernelCases(thorough = true): KernelCase[] {
+  return [...gridCases(), ...matmulCases(thorough), ...elementwiseCases(), ...softmaxCases(), ...reduceCases()];
+}
+
+/** Runs cases one after another and reports each (used by the browser worker). */
+export async function runKernelCases(gpu: Gpu, ops: Ops, thorough = false): Promise<CaseResult[]> {
+  const results: CaseResult[] = [];
+  for (const c of kernelCases(thorough)) {
+    try {
+      const ratio = await c.run(gpu, ops);
+      results.push({ name: c.name, ratio, ok: ratio <= 1 });
+    } catch (e) {
+      results.push({ name: c.name, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
+    }
+  }
+  return results;
+}
