@@ -1,0 +1,80 @@
+// `deno task bench`: the benchmarks, each measured beside a peer in the same run, printed as
+// one JSON object on the last line of stdout (progress goes to stderr).
+//   --lab         time every matmul variant and print the picks for src/ops/tuning.ts
+//   --quick       smaller shapes (a smoke run)
+//   --only NAMES  comma-separated sections: matmul, sandbox
+
+import { Gpu } from "../../src/gpu/mod.ts";
+import { runtimeDescription } from "../../src/runtime.ts";
+import { cpuPeak } from "./cpu_peak.ts";
+import { compareWithTfjs, runLab } from "./matmul_lab.ts";
+import { round } from "./timing.ts";
+
+const USAGE = `usage: deno task bench [--lab] [--quick] [--only matmul,sandbox]`;
+
+function parseArgs(args: string[]) {
+  const o = { lab: false, quick: false, only: null as string[] | null };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--lab") o.lab = true;
+    else if (a === "--quick") o.quick = true;
+    else if (a === "--only") o.only = (args[++i] ?? "").split(",").filter(Boolean);
+    else if (a === "--help" || a === "-h") {
+      console.log(USAGE);
+      Deno.exit(0);
+    } else {
+      console.error(`unknown argument ${a}\n${USAGE}`);
+      Deno.exit(2);
+    }
+  }
+  return o;
+}
+
+const log = (s: string) => console.error(`[bench] ${s}`);
+
+async function matmulSection(gpu: Gpu, lab: boolean, quick: boolean) {
+  const o = {
+    lab,
+    squares: quick ? [256, 512] : [256, 512, 1024, 2048],
+    skinnyM: quick ? [1, 8] : [1, 8, 32],
+    skinnyKN: quick ? 512 : 1024,
+    minMs: quick ? 150 : 400,
+  };
+  const peak = gpu.adapterClass === "cpu" ? await cpuPeak() : null;
+  let labResult;
+  if (lab) labResult = await runLab(gpu, { ...o, squares: o.squares.filter((n) => n <= 1024) }, log);
+  const comparison = await compareWithTfjs(gpu, o, labResult?.picks, log);
+  const at1024 = comparison.rows.filter((r) => r.shape.endsWith("1024x1024x1024"));
+  return {
+    cpu_peak: peak,
+    fraction_of_cpu_peak_at_1024: peak
+      ? Object.fromEntries(at1024.map((r) => [r.shape, round(r.gflops / peak.gflops, 3)]))
+      : null,
+    ...comparison,
+    lab: labResult ?? null,
+  };
+}
+
+async function sandboxSection() {
+  const mod = await import("./sandbox_bench.ts").catch(() => null);
+  if (!mod) return { skipped: "test/bench/sandbox_bench.ts not present" };
+  return await mod.benchSandbox();
+}
+
+if (import.meta.main) {
+  const args = parseArgs(Deno.args);
+  const want = (s: string) => !args.only || args.only.includes(s);
+  const gpu = await Gpu.create();
+  log(gpu.describe());
+  const result: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    runtime: runtimeDescription(),
+    adapter: gpu.describe(),
+    adapter_class: gpu.adapterClass,
+  };
+  if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick);
+  if (want("sandbox")) result.sandbox = await sandboxSection();
+  console.log(JSON.stringify(result));
+  gpu.destroy();
+  Deno.exit(0);
+}

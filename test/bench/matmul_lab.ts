@@ -1,0 +1,144 @@
+// The kernel lab for matmul: validate every named variant against the float64 reference,
+// time the valid ones over the shapes the model uses, pick the best per form and shape
+// bucket for this adapter class, then measure the picks against TF.js on the same adapter.
+
+import type { Gpu } from "../../src/gpu/mod.ts";
+import {
+  encodeMatmulWith,
+  kernelSpec,
+  Matmul,
+  MATMUL_FORMS,
+  MATMUL_VARIANTS,
+  type MatmulForm,
+  type MatmulShape,
+  type MatmulVariant,
+  shapeBucket,
+  variantSupports,
+} from "../../src/ops/matmul.ts";
+import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
+import { gflops, round, timeIt } from "./timing.ts";
+import { tfjsMatmulMs, tfjsReady } from "./tfjs_peer.ts";
+
+export interface LabOptions {
+  /** Time every variant and pick (slow); otherwise only the current picks run. */
+  lab: boolean;
+  squares: number[];
+  skinnyM: number[];
+  skinnyKN: number;
+  minMs: number;
+}
+
+async function validate(gpu: Gpu, v: MatmulVariant, form: MatmulForm): Promise<boolean> {
+  const s: MatmulShape = { form, M: 37, N: 44, K: 52, batch: 2 };
+  if (!variantSupports(v, s)) return true;
+  const na = 2 * s.M * s.K, nb = 2 * s.K * s.N;
+  const a = seededValues(na, 5), b = seededValues(nb, 6);
+  const A = gpu.upload(a), B = gpu.upload(b), C = gpu.zeros(2 * s.M * s.N);
+  const rec = gpu.recorder();
+  encodeMatmulWith(rec, await gpu.kernel(kernelSpec(v, form)), v, s, A, B, C);
+  rec.submit();
+  const got = await gpu.readFloat32(C, 2 * s.M * s.N);
+  [A, B, C].forEach((x) => x.destroy());
+  return toleranceRatio(got, matmulRef(s, a, b), 1e-4, 1e-4) <= 1;
+}
+
+async function timeVariant(gpu: Gpu, v: MatmulVariant, s: MatmulShape, minMs: number): Promise<number> {
+  const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
+  const A = gpu.upload(seededValues(ra * rb, 1)), B = gpu.upload(seededValues(s.K * s.N, 2)), C = gpu.zeros(s.M * s.N);
+  const k = await gpu.kernel(kernelSpec(v, s.form));
+  try {
+    const t = await timeIt(async (reps) => {
+      const rec = gpu.recorder();
+      for (let i = 0; i < reps; i++) encodeMatmulWith(rec, k, v, s, A, B, C);
+      rec.submit();
+      await gpu.sync();
+    }, minMs);
+    return t.msPerRep;
+  } finally {
+    [A, B, C].forEach((x) => x.destroy());
+  }
+}
+
+function labShapes(o: LabOptions): MatmulShape[] {
+  const out: MatmulShape[] = [];
+  for (const form of MATMUL_FORMS) {
+    for (const n of o.squares) out.push({ form, M: n, N: n, K: n });
+    for (const m of o.skinnyM) out.push({ form, M: m, N: o.skinnyKN, K: o.skinnyKN });
+  }
+  return out;
+}
+
+const label = (s: MatmulShape) => `${s.form} ${s.M}x${s.N}x${s.K}`;
+
+/** Times every valid variant on lab shapes; returns timings and the best pick per bucket. */
+export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) {
+  const valid: MatmulVariant[] = [];
+  const invalid: string[] = [];
+  for (const v of MATMUL_VARIANTS) {
+    const ok = (await Promise.all(MATMUL_FORMS.map((f) => validate(gpu, v, f)))).every(Boolean);
+    (ok ? valid : invalid).push(v as MatmulVariant & string);
+  }
+  const timings: Record<string, Record<string, number>> = {};
+  const score = new Map<string, Map<string, number[]>>(); // bucket → variant → gflops list
+  for (const s of labShapes(o)) {
+    const row: Record<string, number> = {};
+    for (const v of valid) {
+      if (!variantSupports(v, s) || (v.kind === "generic" && s.M * s.N * s.K > 2 ** 27)) continue;
+      const g = gflops(2 * s.M * s.N * s.K, await timeVariant(gpu, v, s, o.minMs));
+      row[v.name] = round(g);
+      const key = `${s.form}:${shapeBucket(s)}`;
+      const m = score.get(key) ?? new Map<string, number[]>();
+      m.set(v.name, [...(m.get(v.name) ?? []), g]);
+      score.set(key, m);
+    }
+    timings[label(s)] = row;
+    const best = Object.entries(row).sort((a, b) => b[1] - a[1])[0];
+    log(`lab ${label(s)}: best ${best?.[0]} ${best?.[1]} GFLOPS`);
+  }
+  // Pick by geometric mean over the bucket's shapes (a variant must have run on all of them).
+  const picks: Record<string, string> = {};
+  for (const [bucket, m] of score) {
+    const n = Math.max(...[...m.values()].map((l) => l.length));
+    let best = "", bestScore = -1;
+    for (const [name, l] of m) {
+      if (l.length < n) continue;
+      const gm = Math.exp(l.reduce((s, g) => s + Math.log(g), 0) / l.length);
+      if (gm > bestScore) [best, bestScore] = [name, gm];
+    }
+    picks[bucket] = best;
+  }
+  return { invalid: invalid.map((v) => (v as unknown as MatmulVariant).name), timings, picks };
+}
+
+/** The selected kernels vs TF.js on square and skinny shapes, with ratios. */
+export async function compareWithTfjs(gpu: Gpu, o: LabOptions, picks: Record<string, string> | undefined, log: (s: string) => void) {
+  const matmul = await Matmul.create(gpu, picks as never);
+  const haveTf = await tfjsReady();
+  const rows = [];
+  for (const s of labShapes({ ...o, squares: o.squares })) {
+    const v = matmul.variantFor(s);
+    const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
+    const A = gpu.upload(seededValues(ra * rb, 1)), B = gpu.upload(seededValues(s.K * s.N, 2)), C = gpu.zeros(s.M * s.N);
+    const t = await timeIt(async (reps) => {
+      const rec = gpu.recorder();
+      for (let i = 0; i < reps; i++) matmul.encode(rec, s, A, B, C);
+      rec.submit();
+      await gpu.sync();
+    }, o.minMs);
+    [A, B, C].forEach((x) => x.destroy());
+    const flops = 2 * s.M * s.N * s.K;
+    const ours = gflops(flops, t.msPerRep);
+    let tfjs: number | null = null;
+    if (haveTf) tfjs = gflops(flops, await tfjsMatmulMs(s.form, s.M, s.N, s.K, o.minMs));
+    const ratio = tfjs ? ours / tfjs : null;
+    log(`${label(s)}: ${v.name} ${ours.toFixed(2)} GFLOPS, TF.js ${tfjs?.toFixed(2) ?? "n/a"} → ${ratio?.toFixed(2) ?? "n/a"}×`);
+    rows.push({
+      shape: label(s),
+      variant: v.name,
+      gflops: round(ours),
+      tfjs_gflops: tfjs === null ? null : round(tfjs),
+      ratio_vs_tfjs: ratio === null ? null : round(ratio),
+    });
+  }
+  return { tfjs_available: haveTf, rows };
+}

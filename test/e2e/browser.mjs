@@ -1,0 +1,41 @@
+// Shared by the browser tests: a Vite dev server on 127.0.0.1 and Debian's Chromium with
+// WebGPU on (SwiftShader where there is no GPU), driven by playwright-core.
+import { createServer } from "vite";
+import { chromium } from "playwright-core";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const CHROMIUM_ARGS = [
+  "--enable-unsafe-webgpu",
+  "--enable-features=Vulkan",
+  "--no-sandbox",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-quic",
+];
+
+export function chromiumPath() {
+  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
+  const found = candidates.find((p) => p && existsSync(p));
+  if (!found) {
+    throw new Error("No Chromium found. Install it (Debian/Ubuntu: apt-get install -y chromium) or set CHROMIUM_PATH.");
+  }
+  return found;
+}
+
+export async function startVite() {
+  const server = await createServer({
+    configFile: fileURLToPath(new URL("../../web/vite.config.ts", import.meta.url)),
+    server: { host: "127.0.0.1", port: 0, strictPort: false },
+    logLevel: "error",
+  });
+  await server.listen();
+  const addr = server.httpServer.address();
+  return { server, url: `http://127.0.0.1:${addr.port}` };
+}
+
+export async function launchBrowser() {
+  return await chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+}

@@ -1,0 +1,140 @@
+// The GPU layer: adapter classification, named errors with the compiler's diagnostics,
+// pipeline caching, replayable plans that create nothing, the buffer pool and readback.
+
+import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
+import {
+  classifyAdapter,
+  Gpu,
+  packUniform,
+  registerShaders,
+  sizeClass,
+} from "../../src/gpu/mod.ts";
+import { noAdapterAdvice } from "../../src/gpu/errors.ts";
+import { createOps } from "../../src/ops/mod.ts";
+
+Deno.test("classifyAdapter: software rasterisers are CPU-class", () => {
+  const base = { vendor: "", architecture: "", device: "", description: "", isFallback: false };
+  assertEquals(classifyAdapter({ ...base, description: "llvmpipe (LLVM 15.0.6, 256 bits)" }), "cpu");
+  assertEquals(classifyAdapter({ ...base, vendor: "google", architecture: "swiftshader" }), "cpu");
+  assertEquals(classifyAdapter({ ...base, isFallback: true }), "cpu");
+  assertEquals(classifyAdapter({ ...base, vendor: "nvidia", architecture: "hopper" }), "gpu");
+});
+
+Deno.test("no-adapter advice names the package to install", () => {
+  assert(noAdapterAdvice().includes("mesa-vulkan-drivers"));
+});
+
+Deno.test("sizeClass rounds up and never shrinks", () => {
+  for (const n of [1, 15, 16, 17, 1000, 4096, 1 << 20, (1 << 20) + 1, 5_000_000]) {
+    const s = sizeClass(n);
+    assert(s >= n && s % 16 === 0, `sizeClass(${n}) = ${s}`);
+  }
+});
+
+Deno.test("GPU layer on the real adapter", async (t) => {
+  const gpu = await Gpu.create();
+  try {
+    await t.step("describe() names the adapter and its class", () => {
+      const d = gpu.describe();
+      assert(d.includes(`[${gpu.adapterClass}`), d);
+    });
+
+    await t.step("a WGSL error raises ShaderCompileError with the compiler's line", async () => {
+      registerShaders({ "bad.wgsl": "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }" });
+      const err = await assertRejects(
+        () => gpu.kernel({ shader: "bad", entry: "main", bindings: [] }),
+        "ShaderCompileError",
+      );
+      assert(/f32|u32|float|abstract|type/i.test(err.message), `diagnostics should come from the compiler: ${err.message}`);
+    });
+
+    await t.step("a missing entry point raises PipelineCreationError", async () => {
+      await assertRejects(
+        () => gpu.kernel({ shader: "softmax", entry: "no_such_entry", bindings: ["uniform", "read-only-storage", "storage"] }),
+        "PipelineCreationError",
+      );
+    });
+
+    await t.step("a missing shader file is a clear error", async () => {
+      await assertRejects(() => gpu.kernel({ shader: "does_not_exist", entry: "main", bindings: [] }), undefined, "not found");
+    });
+
+    await t.step("pipelines are cached by shader, entry and constants", async () => {
+      const spec = { shader: "softmax", entry: "softmax", bindings: ["uniform", "read-only-storage", "storage"] as const, constants: { WG: 64 } };
+      const a = await gpu.kernel(spec);
+      const before = gpu.pipelines.created;
+      const b = await gpu.kernel({ ...spec, constants: { WG: 64 } });
+      assert(a === b, "same spec must give the same kernel");
+      assertEquals(gpu.pipelines.created, before);
+      const c = await gpu.kernel({ ...spec, constants: { WG: 32 } });
+      assert(c !== a && gpu.pipelines.created === before + 1, "other constants compile a new pipeline");
+    });
+
+    await t.step("a plan replays many dispatches with no new pipelines", async () => {
+      const ops = await createOps(gpu);
+      const n = 1000;
+      const x = gpu.upload(new Float32Array(n).fill(1));
+      const created = gpu.pipelines.created;
+      const rec = gpu.recorder("accumulate");
+      // x += 1 three times per replay, all recorded into one encoder.
+      const one = gpu.upload(new Float32Array([1]));
+      for (let i = 0; i < 3; i++) ops.elementwise.binaryInPlace(rec, { op: "add", n, broadcast: "scalar" }, x, one);
+      const plan = rec.finish();
+      assertEquals(plan.dispatchCount, 3);
+      for (let i = 0; i < 5; i++) plan.run();
+      const got = await gpu.readFloat32(x, n);
+      assertEquals(gpu.pipelines.created, created);
+      assert(got.every((v) => v === 16), `expected 16 everywhere, got ${got[0]}`);
+      plan.destroy();
+      x.destroy();
+      one.destroy();
+    });
+
+    await t.step("dispatches with different uniforms share one arena in one submit", async () => {
+      const ops = await createOps(gpu);
+      const x = gpu.upload(new Float32Array([1, 2, 3, 4]));
+      const y = gpu.zeros(4), z = gpu.zeros(4);
+      const rec = gpu.recorder();
+      ops.elementwise.unary(rec, "affine", 4, x, y, 2, 1); // y = 2x + 1
+      ops.elementwise.unary(rec, "affine", 4, y, z, -1, 0); // z = −y
+      rec.submit();
+      assertEquals([...await gpu.readFloat32(z, 4)], [-3, -5, -7, -9]);
+      [x, y, z].forEach((b) => b.destroy());
+    });
+
+    await t.step("binding-count mismatches are KernelArgumentError", async () => {
+      const k = await gpu.kernel({ shader: "softmax", entry: "softmax", bindings: ["uniform", "read-only-storage", "storage"], constants: { WG: 64 } });
+      const rec = gpu.recorder();
+      assertThrows(() => rec.dispatch(k, [null], [1], packUniform([["u32", 1]])), "KernelArgumentError");
+    });
+
+    await t.step("the buffer pool recycles by size class", () => {
+      const a = gpu.pool.acquire(1000);
+      gpu.pool.release(a);
+      const b = gpu.pool.acquire(1010);
+      assert(a === b, "a released buffer of the same class is reused");
+      const c = gpu.pool.acquire(1010);
+      assert(c !== b, "a live buffer is never handed out twice");
+      gpu.pool.release(b);
+      gpu.pool.release(c);
+    });
+
+    await t.step("readback of a byte range", async () => {
+      const buf = gpu.upload(new Float32Array([0, 1, 2, 3, 4, 5, 6, 7]));
+      assertEquals([...await gpu.readFloat32({ buffer: buf, offset: 16, size: 16 })], [4, 5, 6, 7]);
+      buf.destroy();
+    });
+  } finally {
+    gpu.destroy();
+  }
+});
+
+Deno.test("device loss is reported with a DeviceLostError", async () => {
+  let seen: Error | null = null;
+  const gpu = await Gpu.create({ onLost: (e) => (seen = e) });
+  gpu.device.destroy();
+  const err = await gpu.ctx.lost;
+  assertEquals(err.name, "DeviceLostError");
+  assert(err.message.includes("createGpu"), err.message);
+  assert(seen !== null);
+});

@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+// `npm test`: the whole suite — Deno's tests, then the browser tests in Chromium — and one
+// closing line "N passed, N failed" over both (Deno's steps count as tests).
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const repo = fileURLToPath(new URL("..", import.meta.url));
+const deno = existsSync(`${repo}/node_modules/.bin/deno`) ? `${repo}/node_modules/.bin/deno` : "deno";
+
+function run(cmd, args) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: repo, env: { ...process.env, NO_COLOR: "1" } });
+    let out = "";
+    const pipe = (src, dst) => src.on("data", (d) => {
+      out += d;
+      dst.write(d);
+    });
+    pipe(child.stdout, process.stdout);
+    pipe(child.stderr, process.stderr);
+    child.on("close", (code) => resolve({ code: code ?? 1, out }));
+  });
+}
+
+// Deno: "ok | 6 passed (536 steps) | 0 failed" or "FAILED | 5 passed (530 steps) | 1 failed (6 steps)".
+function denoCounts(out) {
+  const m = /(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?/.exec(out);
+  if (!m) return null;
+  return { passed: Number(m[1]) + Number(m[2] ?? 0), failed: Number(m[3]) + Number(m[4] ?? 0) };
+}
+
+// node --test: "# pass N" / "# fail N" (subtests included).
+function nodeCounts(out) {
+  const p = /^# pass (\d+)/m.exec(out), f = /^# fail (\d+)/m.exec(out);
+  if (!p || !f) return null;
+  return { passed: Number(p[1]), failed: Number(f[1]) };
+}
+
+const suites = [
+  { name: "deno", cmd: deno, args: ["task", "test"], counts: denoCounts },
+  { name: "browser", cmd: process.execPath, args: ["--test", "--test-reporter=tap", "test/e2e/"], counts: nodeCounts },
+];
+
+let passed = 0, failed = 0, exit = 0;
+for (const s of suites) {
+  console.log(`\n=== ${s.name} tests ===`);
+  const r = await run(s.cmd, s.args);
+  const c = s.counts(r.out);
+  if (!c) {
+    console.log(`[${s.name}] no test summary found (exit ${r.code}): counted as 1 failure`);
+    failed += 1;
+  } else {
+    console.log(`[${s.name}] ${c.passed} passed, ${c.failed} failed`);
+    passed += c.passed;
+    failed += c.failed;
+  }
+  if (r.code !== 0) exit = 1;
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : exit);
