@@ -20,7 +20,10 @@ export function shaderSource(name: string): Promise<string> {
   if (text !== undefined) return Promise.resolve(text);
   let p = loading.get(name);
   if (!p) {
-    p = readText(new URL(`../../shaders/${name}.wgsl`, import.meta.url)).catch((e) => {
+    // The base goes through a variable so bundlers do not turn this Deno path into assets:
+    // bundled apps register their shaders instead.
+    const base = import.meta.url;
+    p = readText(new URL(`../../shaders/${name}.wgsl`, base)).catch((e) => {
       loading.delete(name);
       throw new Error(
         `WGSL shader "${name}" not found (${(e as Error).message}). In a bundled app, ` +
