@@ -1,0 +1,34 @@
+// RMSNorm with HF semantics: out = x · 1/sqrt(mean(x²) + eps) · w, per row of [rows, cols].
+// Also the Qwen3 per-head q/k norm (rows = tokens × heads, cols = head_dim). One workgroup per
+// row; 1/rms is saved per row for the backward pass.
+
+struct Params { rows: u32, cols: u32, eps: f32, _p: u32 }
+
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(2) var<storage, read> W: array<f32>;
+@group(0) @binding(3) var<storage, read_write> Out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> Rstd: array<f32>;
+
+var<workgroup> red: array<f32, 256>;
+
+@compute @workgroup_size(WG)
+fn rmsnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= p.rows) { return; }
+  let base = row * p.cols;
+  var ss = 0.0;
+  for (var c = lid; c < p.cols; c += WG) { let v = X[base + c]; ss = fma(v, v, ss); }
+  red[lid] = ss;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s /= 2u) {
+    if (lid < s) { red[lid] += red[lid + s]; }
+    workgroupBarrier();
+  }
+  let rstd = inverseSqrt(red[0] / f32(p.cols) + p.eps);
+  for (var c = lid; c < p.cols; c += WG) { Out[base + c] = X[base + c] * rstd * W[c]; }
+  if (lid == 0u) { Rstd[row] = rstd; }
+}

@@ -1,0 +1,87 @@
+// The model's own kernels (embedding gather, RMSNorm, RoPE, KV cache, attention, SwiGLU),
+// compiled once per model shape; encode* only records dispatches.
+// Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, P cache positions per slot.
+
+import type { BufferRef } from "../gpu/buffers.ts";
+import type { Gpu } from "../gpu/mod.ts";
+import type { Kernel } from "../gpu/pipelines.ts";
+import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import { grid1d } from "../ops/grid.ts";
+
+const EW = 256;
+const RED_WG = 64;
+const ATT_WG = 64;
+
+export class ModelKernels {
+  private constructor(
+    private k: Record<"gather" | "rmsnorm" | "rope" | "ropeInv" | "kvStore" | "attention" | "swiglu", Kernel>,
+    private maxPerDim: number,
+    readonly cachePositions: number,
+  ) {}
+
+  /** `cachePositions` (P) bounds the context: attention keeps P scores in workgroup memory. */
+  static async create(gpu: Gpu, cachePositions: number): Promise<ModelKernels> {
+    const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
+      gpu.kernel({ shader, entry, bindings: bindings as never, constants });
+    const ro = "read-only-storage", rw = "storage", u = "uniform";
+    const [gather, rmsnorm, rope, ropeInv, kvStore, attention, swiglu] = await Promise.all([
+      s("gather_rows", "gather_rows", [u, ro, ro, rw], { WG: EW }),
+      s("rmsnorm", "rmsnorm", [u, ro, ro, rw, rw], { WG: RED_WG }),
+      s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: 1 }),
+      s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
+      s("kv_cache", "kv_store", [u, ro, ro, ro, rw, rw], { WG: EW }),
+      s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions }),
+      s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
+    ]);
+    return new ModelKernels(
+      { gather, rmsnorm, rope, ropeInv, kvStore, attention, swiglu },
+      gpu.device.limits.maxComputeWorkgroupsPerDimension,
+      cachePositions,
+    );
+  }
+
+  private grid(n: number, wg = EW): [number, number] {
+    return grid1d(Math.ceil(n / wg), this.maxPerDim);
+  }
+
+  /** out[r] = src[idx[r]] for rows of `cols` floats. */
+  gather(rec: Recorder, rows: number, cols: number, srcRows: number, src: BufferRef, idx: BufferRef, out: BufferRef) {
+    const u = packUniform([["u32", rows], ["u32", cols], ["u32", srcRows], ["u32", 0]]);
+    rec.dispatch(this.k.gather, [null, src, idx, out], this.grid(rows * cols), u);
+  }
+
+  /** out = rmsnorm(x)·w per row; rstd[r] = 1/rms saved for the backward. */
+  rmsnorm(rec: Recorder, rows: number, cols: number, eps: number, x: BufferRef, w: BufferRef, out: BufferRef, rstd: BufferRef) {
+    const u = packUniform([["u32", rows], ["u32", cols], ["f32", eps], ["u32", 0]]);
+    rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], grid1d(rows, this.maxPerDim), u);
+  }
+
+  /** Rotates x [rows, heads, D] in place by each row's position (inverse when `inverse`). */
+  rope(rec: Recorder, rows: number, heads: number, D: number, maxPos: number, x: BufferRef, meta: BufferRef, cos: BufferRef, sin: BufferRef, inverse = false) {
+    const u = packUniform([["u32", rows], ["u32", heads], ["u32", D], ["u32", maxPos]]);
+    rec.dispatch(inverse ? this.k.ropeInv : this.k.rope, [null, x, meta, cos, sin], this.grid(rows * heads * D / 2), u);
+  }
+
+  private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
+    return packUniform([
+      ["u32", N], ["u32", NH], ["u32", KV], ["u32", D],
+      ["u32", this.cachePositions], ["f32", 1 / Math.sqrt(D)], ["u32", 0], ["u32", 0],
+    ]);
+  }
+
+  /** Writes each row's K and V [N, KV·D] into the caches [S, KV, P, D] at (slot, pos). */
+  kvStore(rec: Recorder, N: number, KV: number, D: number, meta: BufferRef, k: BufferRef, v: BufferRef, kc: BufferRef, vc: BufferRef) {
+    rec.dispatch(this.k.kvStore, [null, meta, k, v, kc, vc], this.grid(N * KV * D), this.attnUniform(N, 1, KV, D));
+  }
+
+  /** out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. */
+  attention(rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, kc: BufferRef, vc: BufferRef, out: BufferRef, lse: BufferRef) {
+    const z = Math.ceil(N / 65535);
+    rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], [NH, Math.min(N, 65535), z], this.attnUniform(N, NH, KV, D));
+  }
+
+  /** out = silu(g) · u elementwise. */
+  swiglu(rec: Recorder, n: number, g: BufferRef, up: BufferRef, out: BufferRef) {
+    rec.dispatch(this.k.swiglu, [null, g, up, out], this.grid(n), packUniform([["u32", n]]));
+  }
+}

@@ -1,0 +1,116 @@
+// The GPU forward pass against the independent float64 reference (src/model/reference.ts):
+// tiny Llama, Qwen2 (q/k/v biases) and Qwen3 (q/k norms, explicit head_dim) models, loaded from
+// HF folders written in F32, F16 and BF16; KV-cache decoding against full recomputation; a
+// ragged batch of two sequences in one call.
+
+import { assert } from "../assert.ts";
+import { Gpu } from "../../src/gpu/mod.ts";
+import { memoryFolder } from "../../src/io/bytesource.ts";
+import type { FloatDtype } from "../../src/io/dtypes.ts";
+import { parseModelConfig } from "../../src/model/config.ts";
+import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
+import { hfFolderFiles, initModel } from "../../src/model/init.ts";
+import { referenceForward } from "../../src/model/reference.ts";
+import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
+import { toleranceRatio } from "../../src/ops/reference.ts";
+
+const PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3"] as const;
+
+async function preset(name: string, dtype: FloatDtype): Promise<ModelWeights> {
+  const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${name}.json`, import.meta.url)));
+  // Larger weights than HF's 0.02 so attention is far from uniform and errors would show.
+  const w = initModel(parseModelConfig(json), { seed: 7, std: 0.25, biasStd: 0.2, normNoise: 0.3 });
+  return await loadModel(memoryFolder(hfFolderFiles(w, { dtype }), `${name}-${dtype}`));
+}
+
+const PROMPT = [257, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 10, 3, 200, 258];
+
+Deno.test("GPU forward matches the float64 reference", async (t) => {
+  const gpu = await Gpu.create();
+  try {
+    for (const name of PRESETS) {
+      for (const dtype of ["F32", "F16", "BF16"] as const) {
+        await t.step(`${name} ${dtype}: logits at every position`, async () => {
+          const w = await preset(name, dtype);
+          const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 64, chunkRows: 7 });
+          try {
+            const rows: ModelRow[] = PROMPT.map((token, pos) => ({ token, slot: 1, pos }));
+            const got = await model.forward(rows, rows.map((_, i) => i));
+            const want = referenceForward(w, PROMPT).logits;
+            const r = toleranceRatio(got, want, 2e-4, 1e-3);
+            assert(r <= 1, `${name} ${dtype}: logits differ by ${r.toFixed(2)}× the tolerance`);
+          } finally {
+            model.destroy();
+          }
+        });
+      }
+    }
+
+    for (const name of PRESETS) {
+      await t.step(`${name}: KV-cache decode equals full recomputation`, async () => {
+        const w = await preset(name, "F32");
+        const model = await GpuModel.create(gpu, w, { slots: 3, maxLen: 64 });
+        try {
+          const prompt = PROMPT.slice(0, 6), rest = PROMPT.slice(6);
+          await model.forward(prompt.map((token, pos) => ({ token, slot: 2, pos })), []);
+          const stepwise: Float32Array[] = [];
+          for (let i = 0; i < rest.length; i++) {
+            stepwise.push(await model.forward([{ token: rest[i], slot: 2, pos: prompt.length + i }], [0]));
+          }
+          const full = referenceForward(w, PROMPT).logits;
+          const V = w.config.vocabSize;
+          stepwise.forEach((row, i) => {
+            const want = full.subarray((prompt.length + i) * V, (prompt.length + i + 1) * V);
+            const r = toleranceRatio(row, want, 2e-4, 1e-3);
+            assert(r <= 1, `step ${i}: ${r.toFixed(2)}× tolerance`);
+          });
+        } finally {
+          model.destroy();
+        }
+      });
+    }
+
+    await t.step("a ragged batch: two sequences of different lengths in one call", async () => {
+      const w = await preset("tiny-qwen2", "F32");
+      const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 32 });
+      try {
+        const a = PROMPT.slice(0, 9), b = PROMPT.slice(4, 8);
+        // Interleave the two prompts' rows; each row only sees its own slot's earlier positions.
+        const rows: ModelRow[] = [];
+        for (let i = 0; i < Math.max(a.length, b.length); i++) {
+          if (i < a.length) rows.push({ token: a[i], slot: 0, pos: i });
+          if (i < b.length) rows.push({ token: b[i], slot: 1, pos: i });
+        }
+        const lastA = rows.findLastIndex((r) => r.slot === 0), lastB = rows.findLastIndex((r) => r.slot === 1);
+        const got = await model.forward(rows, [lastA, lastB]);
+        const V = w.config.vocabSize;
+        const wantA = referenceForward(w, a).logits.subarray((a.length - 1) * V);
+        const wantB = referenceForward(w, b).logits.subarray((b.length - 1) * V);
+        assert(toleranceRatio(got.subarray(0, V), wantA, 2e-4, 1e-3) <= 1, "sequence A");
+        assert(toleranceRatio(got.subarray(V), wantB, 2e-4, 1e-3) <= 1, "sequence B");
+      } finally {
+        model.destroy();
+      }
+    });
+
+    await t.step("bad rows are named errors", async () => {
+      const w = await preset("tiny-llama", "F32");
+      const model = await GpuModel.create(gpu, w, { slots: 1, maxLen: 8 });
+      try {
+        for (const row of [{ token: 9999, slot: 0, pos: 0 }, { token: 1, slot: 1, pos: 0 }, { token: 1, slot: 0, pos: 8 }]) {
+          let name = "";
+          try {
+            await model.forward([row], [0]);
+          } catch (e) {
+            name = (e as Error).name;
+          }
+          assert(name === "KernelArgumentError", `${JSON.stringify(row)} gave ${name || "no error"}`);
+        }
+      } finally {
+        model.destroy();
+      }
+    });
+  } finally {
+    gpu.destroy();
+  }
+});
