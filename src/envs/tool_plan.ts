@@ -1,0 +1,333 @@
+// The tool → plan pattern shared by Plan-Path, Sokoban and Sudoku (PAPER.md): each turn a tool
+// agent writes JavaScript, run in the sandbox with the task's variables, whose printed answer is
+// parsed; then a plan agent commits a final answer after `####`. A game supplies its rules as a
+// ToolPlanGame; this module turns them into an EnvDefinition.
+//
+// Credit assignment: the tool's step changes nothing in the game; its local reward is what its
+// proposal would earn if the plan agent committed it (plus the fail penalty if it would not solve
+// the task), so its K candidates get distinct rewards. The plan agent's commit earns the team
+// reward. Unusable text or tool output scores FORMAT_PENALTY (−2, PAPER.md) for its agent.
+
+import {
+  advanceClock,
+  assertTurn,
+  FORMAT_PENALTY,
+  invalid,
+  isInvalid,
+  oracleRollout,
+  round6,
+} from "./api.ts";
+import { NotExecutedError } from "./errors.ts";
+import { buildPrompt } from "./prompt.ts";
+import { type CodeAction, executionProblem, nativeExecution, parseCode, runTool } from "./tools.ts";
+import type {
+  CodeExecutor,
+  Difficulty,
+  EnvDefinition,
+  EnvState,
+  GenerateOptions,
+  Invalid,
+  OracleMove,
+  ParseResult,
+  Prompt,
+  PromptStyle,
+  Rendered,
+  StepResult,
+} from "./types.ts";
+
+export type ToolPlanAction<Ans> = CodeAction | { kind: "answer"; answer: Ans };
+
+export interface ToolReport<Ans> {
+  answer: Ans | null;
+  stdout: string;
+  problem: string | null;
+}
+
+/** `game` is the rules' own part of the state (position, grid...). */
+export interface ToolPlanState<T, G, Ans> extends EnvState {
+  task: T;
+  game: G;
+  solved: boolean;
+  /** The tool agent's latest output, shown to the plan agent. */
+  tool: ToolReport<Ans> | null;
+  /** One line per past action, shown to both agents in later turns. */
+  log: string[];
+}
+
+export interface Evaluation<G> {
+  game: G;
+  reward: number;
+  solved: boolean;
+  /** The task can no longer be solved (e.g. a box stuck in a corner): the episode ends. */
+  dead: boolean;
+  breakdown: Record<string, number>;
+  /** Short description for the history log. */
+  summary: string;
+}
+
+export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
+  id: string;
+  description: string;
+  defaultDifficulty: D;
+  testFraction: number;
+  /** Added to the team reward when the episode ends unsolved (PAPER "fail"). */
+  failPenalty: number;
+  generate(seed: number, opts: GenerateOptions<D>): T;
+  taskKey(task: T): string;
+  maxTurns(task: T): number;
+  initialGame(task: T): G;
+  /** The answer in a piece of text (after `####`, or a tool's last printed line); null if none. */
+  parseAnswer(text: string): Ans | null;
+  /** What committing `answer` in this state does; pure. */
+  evaluate(task: T, game: G, answer: Ans): Evaluation<G>;
+  formatAnswer(answer: Ans): string;
+  toolPrelude: string;
+  toolGlobals(task: T, game: G): Record<string, unknown>;
+  /** Board and situation as text, for both prompt styles. */
+  describe(task: T, game: G): { full: string; compact: string };
+  systemTool: string;
+  systemPlan: string;
+  /** Example of the plan agent's answer format, for error messages. */
+  answerExample: string;
+  /** The ideal answer from here, and a self-contained program that prints it. */
+  oracleAnswer(task: T, game: G): Ans;
+  oracleToolCode: string;
+  render(state: ToolPlanState<T, G, Ans>): Rendered;
+}
+
+const AGENTS = ["tool", "plan"] as const;
+
+function reset<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  task: T,
+): ToolPlanState<T, G, Ans> {
+  return {
+    envId: g.id,
+    turn: 0,
+    cursor: 0,
+    terminated: false,
+    truncated: false,
+    task,
+    game: g.initialGame(task),
+    solved: false,
+    tool: null,
+    log: [],
+  };
+}
+
+function parseAction<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  agent: string,
+  text: string,
+): ParseResult<ToolPlanAction<Ans>> {
+  if (agent === "tool") return parseCode(text);
+  if (text.trim() === "") {
+    return { ok: false, invalid: invalid("empty", "the message is empty", text) };
+  }
+  const i = text.lastIndexOf("####");
+  if (i < 0) {
+    return {
+      ok: false,
+      invalid: invalid("no_answer", "no `####` before the final answer", text),
+    };
+  }
+  const answer = g.parseAnswer(text.slice(i + 4));
+  if (answer === null) {
+    return {
+      ok: false,
+      invalid: invalid(
+        "malformed",
+        `after \`####\` write the answer only, e.g. \`${g.answerExample}\``,
+        text,
+      ),
+    };
+  }
+  return { ok: true, action: { kind: "answer", answer } };
+}
+
+async function execute<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  s: ToolPlanState<T, G, Ans>,
+  agent: string,
+  a: ToolPlanAction<Ans>,
+  executor: CodeExecutor,
+): Promise<ToolPlanAction<Ans>> {
+  if (agent !== "tool" || a.kind !== "code") return a;
+  return await runTool(executor, a, g.toolPrelude, g.toolGlobals(s.task, s.game));
+}
+
+function readTool<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  a: ToolPlanAction<Ans> | Invalid,
+): ToolReport<Ans> {
+  if (isInvalid(a)) return { answer: null, stdout: "", problem: a.reason };
+  if (a.kind !== "code") {
+    return { answer: null, stdout: "", problem: "the tool agent must send code" };
+  }
+  if (a.execution === null) throw new NotExecutedError(g.id, "tool");
+  const stdout = a.execution.stdout;
+  const problem = executionProblem(a.execution);
+  if (problem !== null) return { answer: null, stdout, problem };
+  // The last line is the answer by contract; the whole output is a fallback for programs
+  // that print one row or one move per line.
+  const lines = stdout.trim().split("\n");
+  const answer = g.parseAnswer(lines[lines.length - 1]) ?? g.parseAnswer(stdout);
+  return answer === null
+    ? { answer: null, stdout, problem: "the last printed line is not an answer" }
+    : { answer, stdout, problem: null };
+}
+
+function stepTool<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  s: ToolPlanState<T, G, Ans>,
+  a: ToolPlanAction<Ans> | Invalid,
+): StepResult<ToolPlanState<T, G, Ans>> {
+  const report = readTool(g, a);
+  const info: Record<string, unknown> = { tool: report };
+  let local = FORMAT_PENALTY;
+  if (report.answer !== null) {
+    const e = g.evaluate(s.task, s.game, report.answer);
+    local = round6(e.reward + (e.solved ? 0 : g.failPenalty));
+    info.proposal = e.breakdown;
+    info.proposalSolves = e.solved;
+  } else {
+    info.invalid = isInvalid(a)
+      ? a
+      : invalid("exec_error", report.problem ?? "no output", report.stdout);
+  }
+  const clock = advanceClock(s, AGENTS.length, g.maxTurns(s.task), false);
+  const line = report.answer !== null
+    ? `tool: ${g.formatAnswer(report.answer)}`
+    : `tool failed: ${report.problem}`;
+  const state: ToolPlanState<T, G, Ans> = {
+    ...s,
+    ...clock,
+    tool: report,
+    log: [...s.log, `t${s.turn + 1} ${line}`],
+  };
+  return {
+    state,
+    teamReward: 0,
+    localReward: local,
+    terminated: false,
+    truncated: clock.truncated,
+    info,
+  };
+}
+
+function stepPlan<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  s: ToolPlanState<T, G, Ans>,
+  a: ToolPlanAction<Ans> | Invalid,
+): StepResult<ToolPlanState<T, G, Ans>> {
+  const answer = !isInvalid(a) && a.kind === "answer" ? a.answer : null;
+  const e = answer === null ? null : g.evaluate(s.task, s.game, answer);
+  const terminated = e !== null && (e.solved || e.dead);
+  const clock = advanceClock(s, AGENTS.length, g.maxTurns(s.task), terminated);
+  const solved = e?.solved ?? false;
+  const fail = !solved && (terminated || clock.truncated) ? g.failPenalty : 0;
+  const info: Record<string, unknown> = { evaluation: e?.breakdown ?? null, fail };
+  if (answer === null) {
+    info.invalid = isInvalid(a)
+      ? a
+      : invalid("malformed", "the plan agent must send an answer", "");
+  }
+  const line = e ? `plan: ${g.formatAnswer(answer!)} -> ${e.summary}` : "plan sent no valid answer";
+  const state: ToolPlanState<T, G, Ans> = {
+    ...s,
+    ...clock,
+    terminated,
+    solved,
+    game: e?.game ?? s.game,
+    log: [...s.log, `t${s.turn + 1} ${line}`],
+  };
+  if (state.terminated || state.truncated) {
+    info.finalRewards = { tool: solved ? 1 : 0, plan: solved ? 1 : 0 };
+  }
+  return {
+    state,
+    teamReward: round6((e?.reward ?? 0) + fail),
+    localReward: answer === null ? FORMAT_PENALTY : 0,
+    terminated: state.terminated,
+    truncated: state.truncated,
+    info,
+  };
+}
+
+function observe<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  s: ToolPlanState<T, G, Ans>,
+  agent: string,
+  style: PromptStyle,
+): Prompt {
+  const d = g.describe(s.task, s.game);
+  const head = `Turn ${s.turn + 1} of ${g.maxTurns(s.task)}.`;
+  const hist = s.log.length ? `\nHistory:\n${s.log.join("\n")}` : "";
+  const short = g.id.replace(/_v\d+$/, "");
+  if (agent === "tool") {
+    return buildPrompt(style, {
+      system: g.systemTool,
+      user: `${head}\n${d.full}${hist}\nWrite the program.`,
+      compact: `${short} tool t${s.turn + 1}\n${d.compact}\njs:\n`,
+    });
+  }
+  const tool = s.tool === null
+    ? "none yet"
+    : s.tool.answer !== null
+    ? g.formatAnswer(s.tool.answer)
+    : `error (${s.tool.problem})`;
+  return buildPrompt(style, {
+    system: g.systemPlan,
+    user: `${head}\n${d.full}${hist}\nTool output: ${tool}\nGive the final answer.`,
+    compact: `${short} plan t${s.turn + 1}\n${d.compact}\ntool:${tool}\n`,
+  });
+}
+
+function oracle<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  s: ToolPlanState<T, G, Ans>,
+  agent: string,
+): OracleMove<ToolPlanAction<Ans>> {
+  const answer = g.oracleAnswer(s.task, s.game);
+  const printed = g.formatAnswer(answer);
+  if (agent === "tool") {
+    const action: CodeAction = {
+      kind: "code",
+      code: g.oracleToolCode,
+      execution: nativeExecution(printed + "\n"),
+    };
+    return { text: "```javascript\n" + g.oracleToolCode + "```", action };
+  }
+  return { text: `#### ${printed}`, action: { kind: "answer", answer } };
+}
+
+export function defineToolPlanEnv<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+): EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> {
+  const env: EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> = {
+    id: g.id,
+    description: g.description,
+    possibleAgents: AGENTS,
+    turnOrder: AGENTS,
+    parallel: false,
+    symmetric: false,
+    toolAgents: ["tool"],
+    defaultDifficulty: g.defaultDifficulty,
+    testFraction: g.testFraction,
+    generate: g.generate,
+    taskKey: g.taskKey,
+    reset: (task) => reset(g, task),
+    observe: (s, agent, style) => observe(g, s, agent, style),
+    parseAction: (agent, text) => parseAction(g, agent, text),
+    execute: (s, agent, a, executor) => execute(g, s, agent, a, executor),
+    step: (s, agent, a) => {
+      assertTurn(env, s, agent);
+      return agent === "tool" ? stepTool(g, s, a) : stepPlan(g, s, a);
+    },
+    success: (s) => s.solved,
+    oracle: (s, agent) => oracle(g, s, agent),
+    solve: (task) => oracleRollout(env, task),
+    render: g.render,
+  };
+  return env;
+}
