@@ -24,7 +24,11 @@ interface CopyCmd {
   dst: BufferRef;
   size: number;
 }
-type Cmd = DispatchCmd | CopyCmd;
+interface ClearCmd {
+  kind: "clear";
+  dst: BufferRef;
+}
+type Cmd = DispatchCmd | CopyCmd | ClearCmd;
 
 interface EncodedDispatch {
   kind: "dispatch";
@@ -33,7 +37,7 @@ interface EncodedDispatch {
   workgroups: [number, number, number];
   label: string;
 }
-type Encoded = EncodedDispatch | CopyCmd;
+type Encoded = EncodedDispatch | CopyCmd | ClearCmd;
 
 /** A frozen recording: replay it any number of times with `run()`. */
 export class CommandPlan {
@@ -61,8 +65,12 @@ export class CommandPlan {
       } else {
         pass?.end();
         pass = null;
-        const s = resolveRange(c.src), d = resolveRange(c.dst);
-        enc.copyBufferToBuffer(s.buffer, s.offset, d.buffer, d.offset, c.size);
+        const d = resolveRange(c.dst);
+        if (c.kind === "clear") enc.clearBuffer(d.buffer, d.offset, d.size);
+        else {
+          const s = resolveRange(c.src);
+          enc.copyBufferToBuffer(s.buffer, s.offset, d.buffer, d.offset, c.size);
+        }
       }
     }
     pass?.end();
@@ -123,6 +131,12 @@ export class Recorder {
     return this;
   }
 
+  /** Zero-fills a buffer range (offset and size multiples of 4). */
+  clear(dst: BufferRef): this {
+    this.cmds.push({ kind: "clear", dst });
+    return this;
+  }
+
   get length(): number {
     return this.cmds.length;
   }
@@ -137,7 +151,7 @@ export class Recorder {
       })
       : null;
     if (arena) this.device.queue.writeBuffer(arena, 0, this.uniforms, 0, this.used);
-    const encoded: Encoded[] = this.cmds.map((c) => c.kind === "copy" ? c : this.encodeDispatch(c, arena));
+    const encoded: Encoded[] = this.cmds.map((c) => c.kind === "dispatch" ? this.encodeDispatch(c, arena) : c);
     this.cmds = [];
     this.used = 0;
     return new CommandPlan(this.device, encoded, arena, this.label);

@@ -32,38 +32,56 @@ export interface GpuModelOptions {
   maxLen: number;
   /** Rows per forward chunk (bounds activation memory); default 256. */
   chunkRows?: number;
+  /** Keep every layer's activations for the backward pass (default false). */
+  training?: boolean;
 }
 
-/** Activation buffers for up to `rows` rows of one chunk. */
+/** What one layer saves for the backward pass (in inference all layers share one set). */
+export interface LayerActs {
+  xn1: GPUBuffer; // [N, C] input norm output
+  rstd1: GPUBuffer; // [N]
+  q: GPUBuffer; // [N, NH·D] projection (before q-norm and RoPE)
+  k: GPUBuffer; // [N, KV·D]
+  v: GPUBuffer; // [N, KV·D]
+  qn: GPUBuffer; // [N, NH·D] after q-norm (Qwen3), then RoPE in place
+  kn: GPUBuffer; // [N, KV·D]
+  rstdq: GPUBuffer; // [N·NH]
+  rstdk: GPUBuffer; // [N·KV]
+  att: GPUBuffer; // [N, NH·D] attention output
+  lse: GPUBuffer; // [N, NH]
+  xmid: GPUBuffer; // [N, C] residual after attention
+  xn2: GPUBuffer; // [N, C] post-attention norm output
+  rstd2: GPUBuffer; // [N]
+  gate: GPUBuffer; // [N, I]
+  up: GPUBuffer; // [N, I]
+  h: GPUBuffer; // [N, I] silu(gate)·up
+}
+
+/** Buffers of one chunk of rows that are not per layer. */
 interface Scratch {
   ids: GPUBuffer; // [N] u32
   meta: GPUBuffer; // [N] (slot, pos) u32 pairs
   sel: GPUBuffer; // [N] u32 rows whose logits are wanted
-  x: GPUBuffer; // [N, C] residual stream
-  xn: GPUBuffer; // [N, C]
-  q: GPUBuffer; // [N, NH·D]
-  qn: GPUBuffer; // [N, NH·D] (q/k norm output)
-  k: GPUBuffer; // [N, KV·D]
-  kn: GPUBuffer; // [N, KV·D]
-  v: GPUBuffer; // [N, KV·D]
-  att: GPUBuffer; // [N, NH·D]
-  lse: GPUBuffer; // [N, NH]
-  rstd: GPUBuffer; // [N·NH] scratch for norms
-  gate: GPUBuffer; // [N, I]
-  up: GPUBuffer; // [N, I]
-  h: GPUBuffer; // [N, I]
   proj: GPUBuffer; // [N, C] attention / MLP output before the residual add
+  xs: GPUBuffer; // [N, C] selected rows of the final residual
+  xf: GPUBuffer; // [N, C] final norm output
+  rstdf: GPUBuffer; // [N]
   logits: GPUBuffer; // [N, V]
 }
 
 export class GpuModel {
   readonly config: ModelConfig;
-  private scratch: Scratch;
-  private kCache: GPUBuffer[];
-  private vCache: GPUBuffer[];
-  private cos: GPUBuffer;
-  private sin: GPUBuffer;
+  readonly scratch: Scratch;
+  /** acts[l] (one shared set unless training). */
+  readonly acts: LayerActs[];
+  /** Residual stream: res[l] is layer l's input; training keeps all L+1, inference ping-pongs two. */
+  readonly res: GPUBuffer[];
+  readonly kCache: GPUBuffer[];
+  readonly vCache: GPUBuffer[];
+  readonly cos: GPUBuffer;
+  readonly sin: GPUBuffer;
   readonly chunkRows: number;
+  readonly training: boolean;
 
   private constructor(
     readonly gpu: Gpu,
@@ -73,22 +91,36 @@ export class GpuModel {
     readonly kernels: ModelKernels,
     readonly slots: number,
     readonly maxLen: number,
-    chunkRows: number,
+    opts: GpuModelOptions,
   ) {
     const c = weights.config;
     this.config = c;
-    this.chunkRows = chunkRows;
-    const N = chunkRows, C = c.hiddenSize, D = c.headDim, I = c.intermediateSize;
+    this.chunkRows = opts.chunkRows ?? 256;
+    this.training = opts.training ?? false;
+    const N = this.chunkRows, C = c.hiddenSize, D = c.headDim, I = c.intermediateSize;
     const qw = c.numHeads * D, kvw = c.numKvHeads * D;
     const f = (n: number, label: string) => gpu.zeros(n, label);
     this.scratch = {
-      ids: f(N, "ids"), meta: f(2 * N, "meta"), sel: f(N, "sel"),
-      x: f(N * C, "x"), xn: f(N * C, "xn"), q: f(N * qw, "q"), qn: f(N * qw, "qn"),
-      k: f(N * kvw, "k"), kn: f(N * kvw, "kn"), v: f(N * kvw, "v"), att: f(N * qw, "att"),
-      lse: f(N * c.numHeads, "lse"), rstd: f(N * Math.max(c.numHeads, 1), "rstd"),
-      gate: f(N * I, "gate"), up: f(N * I, "up"), h: f(N * I, "h"), proj: f(N * C, "proj"),
-      logits: f(N * c.vocabSize, "logits"),
+      ids: f(N, "ids"), meta: f(2 * N, "meta"), sel: f(N, "sel"), proj: f(N * C, "proj"),
+      xs: f(N * C, "xs"), xf: f(N * C, "xf"), rstdf: f(N, "rstdf"), logits: f(N * c.vocabSize, "logits"),
     };
+    const layerActs = (l: number): LayerActs => ({
+      xn1: f(N * C, `xn1.${l}`), rstd1: f(N, `rstd1.${l}`), q: f(N * qw, `q.${l}`), k: f(N * kvw, `k.${l}`),
+      v: f(N * kvw, `v.${l}`), qn: f(N * qw, `qn.${l}`), kn: f(N * kvw, `kn.${l}`),
+      rstdq: f(N * c.numHeads, `rstdq.${l}`), rstdk: f(N * c.numKvHeads, `rstdk.${l}`),
+      att: f(N * qw, `att.${l}`), lse: f(N * c.numHeads, `lse.${l}`), xmid: f(N * C, `xmid.${l}`),
+      xn2: f(N * C, `xn2.${l}`), rstd2: f(N, `rstd2.${l}`), gate: f(N * I, `gate.${l}`),
+      up: f(N * I, `up.${l}`), h: f(N * I, `h.${l}`),
+    });
+    if (this.training) {
+      this.acts = Array.from({ length: c.numLayers }, (_, l) => layerActs(l));
+      this.res = Array.from({ length: c.numLayers + 1 }, (_, l) => f(N * C, `res${l}`));
+    } else {
+      const shared = layerActs(0);
+      this.acts = Array.from({ length: c.numLayers }, () => shared);
+      const pair = [f(N * C, "res.a"), f(N * C, "res.b")];
+      this.res = Array.from({ length: c.numLayers + 1 }, (_, l) => pair[l % 2]);
+    }
     const cacheFloats = slots * c.numKvHeads * maxLen * D;
     this.kCache = Array.from({ length: c.numLayers }, (_, l) => f(cacheFloats, `kcache${l}`));
     this.vCache = Array.from({ length: c.numLayers }, (_, l) => f(cacheFloats, `vcache${l}`));
@@ -109,10 +141,10 @@ export class GpuModel {
     }
     const [ops, kernels] = await Promise.all([createOps(gpu), ModelKernels.create(gpu, opts.maxLen)]);
     const params = uploadParams(gpu, weights);
-    return new GpuModel(gpu, weights, params, ops, kernels, opts.slots, opts.maxLen, opts.chunkRows ?? 256);
+    return new GpuModel(gpu, weights, params, ops, kernels, opts.slots, opts.maxLen, opts);
   }
 
-  private p(t: ParamTensor | null): BufferRef {
+  p(t: ParamTensor | null): BufferRef {
     if (!t) throw new KernelArgumentError("missing tensor");
     return this.params.ref(t);
   }
@@ -124,45 +156,59 @@ export class GpuModel {
     if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
   }
 
-  /** One decoder layer on the residual stream s.x [N, C]. */
-  private encodeLayer(rec: Recorder, l: number, N: number) {
-    const c = this.config, s = this.scratch, lv = this.weights.layout.layerView(l);
-    const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, KV = c.numKvHeads, I = c.intermediateSize;
-    const K = this.kernels;
-    K.rmsnorm(rec, N, C, c.rmsNormEps, s.x, this.p(lv.inputNorm), s.xn, s.rstd);
-    this.linear(rec, N, s.xn, lv.q, lv.qBias, s.q);
-    this.linear(rec, N, s.xn, lv.k, lv.kBias, s.k);
-    this.linear(rec, N, s.xn, lv.v, lv.vBias, s.v);
-    let q: GPUBuffer = s.q, k: GPUBuffer = s.k;
-    if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
-      K.rmsnorm(rec, N * NH, D, c.rmsNormEps, s.q, this.p(lv.qNorm), s.qn, s.rstd);
-      K.rmsnorm(rec, N * KV, D, c.rmsNormEps, s.k, this.p(lv.kNorm), s.kn, s.rstd);
-      [q, k] = [s.qn, s.kn];
-    }
-    K.rope(rec, N, NH, D, this.maxLen, q, s.meta, this.cos, this.sin);
-    K.rope(rec, N, KV, D, this.maxLen, k, s.meta, this.cos, this.sin);
-    K.kvStore(rec, N, KV, D, s.meta, k, s.v, this.kCache[l], this.vCache[l]);
-    K.attention(rec, N, NH, KV, D, s.meta, q, this.kCache[l], this.vCache[l], s.att, s.lse);
-    this.linear(rec, N, s.att, lv.o, lv.oBias, s.proj);
-    this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * C }, s.x, s.proj);
-    K.rmsnorm(rec, N, C, c.rmsNormEps, s.x, this.p(lv.postNorm), s.xn, s.rstd);
-    this.linear(rec, N, s.xn, lv.gate, null, s.gate);
-    this.linear(rec, N, s.xn, lv.up, null, s.up);
-    K.swiglu(rec, N * I, s.gate, s.up, s.h);
-    this.linear(rec, N, s.h, lv.down, null, s.proj);
-    this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * C }, s.x, s.proj);
+  /** The q and k that attention used (after the Qwen3 q/k norms and RoPE). */
+  qkUsed(l: number): { q: GPUBuffer; k: GPUBuffer } {
+    const a = this.acts[l];
+    return this.weights.layout.layerView(l).qNorm ? { q: a.qn, k: a.kn } : { q: a.q, k: a.k };
   }
 
-  /** Records the forward of N rows already written to ids/meta; logits of nSel rows (sel) → logits. */
+  /** One decoder layer: res[l] → res[l+1]. */
+  private encodeLayer(rec: Recorder, l: number, N: number) {
+    const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
+    const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, KV = c.numKvHeads, I = c.intermediateSize;
+    const K = this.kernels, ew = this.ops.elementwise;
+    K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
+    this.linear(rec, N, a.xn1, lv.q, lv.qBias, a.q);
+    this.linear(rec, N, a.xn1, lv.k, lv.kBias, a.k);
+    this.linear(rec, N, a.xn1, lv.v, lv.vBias, a.v);
+    if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
+      K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
+      K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
+    }
+    const { q, k } = this.qkUsed(l);
+    K.rope(rec, N, NH, D, this.maxLen, q, s.meta, this.cos, this.sin);
+    K.rope(rec, N, KV, D, this.maxLen, k, s.meta, this.cos, this.sin);
+    K.kvStore(rec, N, KV, D, s.meta, k, a.v, this.kCache[l], this.vCache[l]);
+    K.attention(rec, N, NH, KV, D, s.meta, q, this.kCache[l], this.vCache[l], a.att, a.lse);
+    this.linear(rec, N, a.att, lv.o, lv.oBias, s.proj);
+    ew.binary(rec, { op: "add", n: N * C }, this.res[l], s.proj, a.xmid);
+    K.rmsnorm(rec, N, C, c.rmsNormEps, a.xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
+    this.linear(rec, N, a.xn2, lv.gate, null, a.gate);
+    this.linear(rec, N, a.xn2, lv.up, null, a.up);
+    K.swiglu(rec, N * I, a.gate, a.up, a.h);
+    this.linear(rec, N, a.h, lv.down, null, s.proj);
+    ew.binary(rec, { op: "add", n: N * C }, a.xmid, s.proj, this.res[l + 1]);
+  }
+
+  /**
+   * Records the forward of N rows already written to ids/meta; logits of nSel rows (sel) go to
+   * the logits buffer. In training mode every row gets logits, in order (sel is not used).
+   */
   encodeForward(rec: Recorder, N: number, nSel: number) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
-    const C = c.hiddenSize, V = c.vocabSize;
-    this.kernels.gather(rec, N, C, V, this.p(lay.embed), s.ids, s.x);
-    for (let l = 0; l < c.numLayers; l++) this.encodeLayer(rec, l, N);
+    const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
+    this.kernels.gather(rec, N, C, V, this.p(lay.embed), s.ids, this.res[0]);
+    for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N);
     if (nSel === 0) return;
-    this.kernels.gather(rec, nSel, C, N, s.x, s.sel, s.proj);
-    this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, s.proj, this.p(lay.finalNorm), s.xn, s.rstd);
-    this.ops.matmul.encode(rec, { form: "nt", M: nSel, N: V, K: C }, s.xn, this.p(lay.lmHead), s.logits);
+    let final: GPUBuffer = this.res[L];
+    if (!this.training) {
+      this.kernels.gather(rec, nSel, C, N, this.res[L], s.sel, s.xs);
+      final = s.xs;
+    } else if (nSel !== N) {
+      throw new KernelArgumentError(`training forward computes logits for all ${N} rows, not ${nSel}`);
+    }
+    this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
+    this.ops.matmul.encode(rec, { form: "nt", M: nSel, N: V, K: C }, s.xf, this.p(lay.lmHead), s.logits);
   }
 
   private validate(rows: readonly ModelRow[]) {
@@ -224,6 +270,10 @@ export class GpuModel {
 
   destroy() {
     this.params.destroy();
-    for (const b of [...Object.values(this.scratch), ...this.kCache, ...this.vCache, this.cos, this.sin]) b.destroy();
+    const all = new Set<GPUBuffer>([
+      ...Object.values(this.scratch), ...this.acts.flatMap((a) => Object.values(a)), ...this.res,
+      ...this.kCache, ...this.vCache, this.cos, this.sin,
+    ]);
+    for (const b of all) b.destroy();
   }
 }

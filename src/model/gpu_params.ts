@@ -14,11 +14,8 @@ export interface GpuParams {
   destroy(): void;
 }
 
-/** Uploads every tensor; throws GpuLimitError naming a tensor larger than one binding. */
-export function uploadParams(gpu: Gpu, w: ModelWeights, label = "params"): GpuParams {
-  const limits = gpu.device.limits;
-  const maxBinding = limits.maxStorageBufferBindingSize;
-  const maxBuffer = Math.min(limits.maxBufferSize, 2 ** 30);
+function checkBindingLimit(gpu: Gpu, w: ModelWeights) {
+  const maxBinding = gpu.device.limits.maxStorageBufferBindingSize;
   for (const t of w.layout.tensors) {
     if (t.size * 4 > maxBinding) {
       throw new GpuLimitError(
@@ -28,7 +25,16 @@ export function uploadParams(gpu: Gpu, w: ModelWeights, label = "params"): GpuPa
       );
     }
   }
-  // Greedy packing in layout order: a new buffer starts where the next tensor would not fit.
+}
+
+/**
+ * Places the layout's tensors into buffers (a new buffer starts where the next tensor would
+ * not fit under min(maxBufferSize, 1 GiB)); `data` null gives zero-filled buffers (gradients,
+ * optimizer moments) with the same placement as the parameters.
+ */
+export function allocParams(gpu: Gpu, w: ModelWeights, data: Float32Array | null, label = "params"): GpuParams {
+  checkBindingLimit(gpu, w);
+  const maxBuffer = Math.min(gpu.device.limits.maxBufferSize, 2 ** 30);
   const groups: { start: number; end: number }[] = [];
   for (const t of w.layout.tensors) {
     const g = groups[groups.length - 1];
@@ -37,7 +43,7 @@ export function uploadParams(gpu: Gpu, w: ModelWeights, label = "params"): GpuPa
     else groups.push({ start: t.offset, end });
   }
   const buffers = groups.map((g, i) =>
-    gpu.upload(w.data.subarray(g.start, g.end), `${label}[${i}]`)
+    data ? gpu.upload(data.subarray(g.start, g.end), `${label}[${i}]`) : gpu.zeros(g.end - g.start, `${label}[${i}]`)
   );
   const where = new Map<ParamTensor, BufferRef>();
   for (const t of w.layout.tensors) {
@@ -54,4 +60,9 @@ export function uploadParams(gpu: Gpu, w: ModelWeights, label = "params"): GpuPa
     bytes: buffers.reduce((s, b) => s + b.size, 0),
     destroy: () => buffers.forEach((b) => b.destroy()),
   };
+}
+
+/** Uploads every tensor; throws GpuLimitError naming a tensor larger than one binding. */
+export function uploadParams(gpu: Gpu, w: ModelWeights, label = "params"): GpuParams {
+  return allocParams(gpu, w, w.data, label);
 }

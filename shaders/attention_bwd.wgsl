@@ -1,0 +1,59 @@
+// Backward of causal GQA attention over the KV cache (forward in attention.wgsl), recomputing
+// the probabilities from the saved log-sum-exp instead of storing them (flash-attention style).
+// Dims as in kv_cache.wgsl; G = NH / KV query heads share a kv head. For row r = (slot, pos),
+// head h, position t ≤ pos:  s = scale·q·k_t,  P_t = exp(s − Lse[r,h]),  dP_t = dO·v_t,
+//   Δ[r,h] = Σ_d dO·O  (attention_delta.wgsl),  dS_t = P_t·(dP_t − Δ),
+//   dQ[r,h] = scale · Σ_t dS_t · k_t                         (attn_dq here: per (head, row))
+//   dK_t    = scale · Σ_{rows, heads reading t} dS_t · q[r,h]  (attention_bwd_kv.wgsl)
+//   dV_t    =         Σ_{rows, heads reading t} P_t · dO[r,h]
+
+struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, S: u32, _p1: u32 }
+
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> Meta: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> Q: array<f32>;       // [N, NH·D] (after RoPE)
+@group(0) @binding(3) var<storage, read> Kc: array<f32>;      // [S, KV, P, D]
+@group(0) @binding(4) var<storage, read> Vc: array<f32>;
+@group(0) @binding(5) var<storage, read> Dout: array<f32>;    // [N, NH·D]
+@group(0) @binding(6) var<storage, read> Lse: array<f32>;     // [N, NH]
+@group(0) @binding(7) var<storage, read> Delta: array<f32>;       // [N, NH] (attention_delta.wgsl)
+@group(0) @binding(8) var<storage, read_write> Dq: array<f32>;    // [N, NH·D]
+
+fn score(qBase: u32, kBase: u32) -> f32 {
+  var s = 0.0;
+  for (var d = 0u; d < p.D; d++) { s = fma(Q[qBase + d], Kc[kBase + d], s); }
+  return s * p.scale;
+}
+
+fn dotDv(oBase: u32, vBase: u32) -> f32 {
+  var s = 0.0;
+  for (var d = 0u; d < p.D; d++) { s = fma(Dout[oBase + d], Vc[vBase + d], s); }
+  return s;
+}
+
+@compute @workgroup_size(WG)
+fn attn_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let head = wid.x;
+  let row = wid.y + wid.z * 65535u;
+  if (row >= p.N) { return; }
+  let m = Meta[row];
+  let len = min(m.y, p.P - 1u) + 1u;
+  let kvh = head / (p.NH / p.KV);
+  let qBase = (row * p.NH + head) * p.D;
+  let cBase = (m.x * p.KV + kvh) * p.P * p.D;
+  let lse = Lse[row * p.NH + head];
+  let delta = Delta[row * p.NH + head];
+  // Each invocation owns dims d = lid, lid + WG, ...; positions are walked in order.
+  for (var d = lid; d < p.D; d += WG) {
+    var acc = 0.0;
+    for (var t = 0u; t < len; t++) {
+      let kB = cBase + t * p.D;
+      let pr = exp(score(qBase, kB) - lse);
+      let ds = pr * (dotDv(qBase, kB) - delta);
+      acc = fma(ds, Kc[kB + d], acc);
+    }
+    Dq[qBase + d] = acc * p.scale;
+  }
+}

@@ -1,0 +1,49 @@
+// Backward of RMSNorm y = x · r · w with r = 1/sqrt(mean(x²) + eps), per row of [rows, cols]:
+//   dx_i = r·w_i·dy_i − (r³/cols) · x_i · Σ_j dy_j·w_j·x_j      (rmsnorm_bwd_x, workgroup per row)
+//   dw_j += Σ_rows dy_j · x_j · r                                (rmsnorm_bwd_w, invocation per column)
+// r comes from the forward's saved Rstd. ACCUM = 1 adds dx into Dx (the residual's gradient).
+
+struct Params { rows: u32, cols: u32, _p0: u32, _p1: u32 }
+
+override WG: u32 = 64u;
+override ACCUM: u32 = 0u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> Dy: array<f32>;
+@group(0) @binding(2) var<storage, read> X: array<f32>;
+@group(0) @binding(3) var<storage, read> W: array<f32>;
+@group(0) @binding(4) var<storage, read> Rstd: array<f32>;
+@group(0) @binding(5) var<storage, read_write> Out: array<f32>;
+
+var<workgroup> red: array<f32, 256>;
+
+@compute @workgroup_size(WG)
+fn rmsnorm_bwd_x(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= p.rows) { return; }
+  let base = row * p.cols;
+  var s = 0.0;
+  for (var c = lid; c < p.cols; c += WG) { s += Dy[base + c] * W[c] * X[base + c]; }
+  red[lid] = s;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k /= 2u) {
+    if (lid < k) { red[lid] += red[lid + k]; }
+    workgroupBarrier();
+  }
+  let r = Rstd[row];
+  let coef = r * r * r * red[0] / f32(p.cols);
+  for (var c = lid; c < p.cols; c += WG) {
+    let g = r * W[c] * Dy[base + c] - coef * X[base + c];
+    if (ACCUM == 1u) { Out[base + c] += g; } else { Out[base + c] = g; }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn rmsnorm_bwd_w(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let c = gid.x;
+  if (c >= p.cols) { return; }
+  var s = 0.0;
+  for (var r = 0u; r < p.rows; r++) { s += Dy[r * p.cols + c] * X[r * p.cols + c] * Rstd[r]; }
+  Out[c] += s;
+}

@@ -1,0 +1,202 @@
+// The backward pass of GpuModel: the forward's dispatch list reversed, hand-written per op in
+// the llm.c manner. Gradients land in buffers laid out like the parameters (so the optimizer is
+// one loop over ranges); frozen tensors get no weight gradient but still pass dX through.
+// A training call holds complete sequences: every position 0..len-1 of each slot is a row.
+//
+// Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, I intermediate, V vocab,
+// S slots, P cache positions, L layers.
+
+import type { BufferRef } from "../gpu/buffers.ts";
+import { KernelArgumentError } from "../gpu/errors.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import type { MatmulShape } from "../ops/matmul.ts";
+import { BackwardKernels } from "./backward_kernels.ts";
+import { allocParams, type GpuParams } from "./gpu_params.ts";
+import type { GpuModel, ModelRow } from "./gpu_model.ts";
+import type { ParamTensor } from "./weights.ts";
+
+export interface BackwardOptions {
+  /** Which tensors get weight gradients (default: all). LoRA mode passes () => false. */
+  trainable?: (t: ParamTensor) => boolean;
+}
+
+interface Grads {
+  dX: GPUBuffer; // [N, C] gradient of the residual stream
+  dXmid: GPUBuffer; // [N, C]
+  dxn: GPUBuffer; // [N, C] gradient of a norm's output
+  dh: GPUBuffer; // [N, I]
+  dgate: GPUBuffer; // [N, I]
+  dup: GPUBuffer; // [N, I]
+  datt: GPUBuffer; // [N, NH·D]
+  dq: GPUBuffer; // [N, NH·D] gradient of q as attention used it
+  dqraw: GPUBuffer; // [N, NH·D] gradient of the q projection
+  dk: GPUBuffer; // [N, KV·D]
+  dkraw: GPUBuffer; // [N, KV·D]
+  dv: GPUBuffer; // [N, KV·D]
+  delta: GPUBuffer; // [N·NH]
+  dkc: GPUBuffer; // [S, KV, P, D]
+  dvc: GPUBuffer; // [S, KV, P, D]
+  rowOf: GPUBuffer; // [S·P] u32
+  seqLen: GPUBuffer; // [S] u32
+  tokens: GPUBuffer; // [N] u32 unique tokens
+  offsets: GPUBuffer; // [N + 1] u32
+  csrRows: GPUBuffer; // [N] u32 rows grouped by token
+}
+
+export class ModelBackward {
+  readonly grads: GpuParams;
+  private g: Grads;
+  private uniqueTokens = 0;
+  private trainable: (t: ParamTensor) => boolean;
+
+  private constructor(readonly model: GpuModel, private k: BackwardKernels, opts: BackwardOptions) {
+    const c = model.config, gpu = model.gpu, N = model.chunkRows;
+    const C = c.hiddenSize, I = c.intermediateSize, qw = c.numHeads * c.headDim, kvw = c.numKvHeads * c.headDim;
+    const f = (n: number, label: string) => gpu.zeros(n, label);
+    const cache = model.slots * c.numKvHeads * model.maxLen * c.headDim;
+    this.g = {
+      dX: f(N * C, "dX"), dXmid: f(N * C, "dXmid"), dxn: f(N * C, "dxn"), dh: f(N * I, "dh"),
+      dgate: f(N * I, "dgate"), dup: f(N * I, "dup"), datt: f(N * qw, "datt"), dq: f(N * qw, "dq"),
+      dqraw: f(N * qw, "dqraw"), dk: f(N * kvw, "dk"), dkraw: f(N * kvw, "dkraw"), dv: f(N * kvw, "dv"),
+      delta: f(N * c.numHeads, "delta"), dkc: f(cache, "dkc"), dvc: f(cache, "dvc"),
+      rowOf: f(model.slots * model.maxLen, "rowOf"), seqLen: f(model.slots, "seqLen"),
+      tokens: f(N, "tokens"), offsets: f(N + 1, "offsets"), csrRows: f(N, "csrRows"),
+    };
+    this.trainable = opts.trainable ?? (() => true);
+    // LoRA mode allocates no base gradients at all.
+    const anyTrainable = model.weights.layout.tensors.some((t) => this.trainable(t));
+    this.grads = anyTrainable ? allocParams(gpu, model.weights, null, "grads") : emptyParams();
+  }
+
+  static async create(model: GpuModel, opts: BackwardOptions = {}): Promise<ModelBackward> {
+    if (!model.training) throw new KernelArgumentError("the backward pass needs a GpuModel created with training: true");
+    return new ModelBackward(model, await BackwardKernels.create(model.gpu, model.slots, model.maxLen), opts);
+  }
+
+  /** Uploads what the backward needs to know about the rows (call with the forward's rows). */
+  prepare(rows: readonly ModelRow[]) {
+    const m = this.model, S = m.slots, P = m.maxLen;
+    if (rows.length > m.chunkRows) throw new KernelArgumentError(`a training call holds at most chunkRows=${m.chunkRows} rows, got ${rows.length}`);
+    const rowOf = new Uint32Array(S * P), seqLen = new Uint32Array(S), seen = new Uint8Array(S * P);
+    rows.forEach((r, i) => {
+      rowOf[r.slot * P + r.pos] = i;
+      seen[r.slot * P + r.pos] = 1;
+      seqLen[r.slot] = Math.max(seqLen[r.slot], r.pos + 1);
+    });
+    for (let s = 0; s < S; s++) {
+      for (let p = 0; p < seqLen[s]; p++) {
+        if (!seen[s * P + p]) throw new KernelArgumentError(`slot ${s} lacks position ${p}: a training call must hold complete sequences`);
+      }
+    }
+    const byToken = new Map<number, number[]>();
+    rows.forEach((r, i) => byToken.set(r.token, [...(byToken.get(r.token) ?? []), i]));
+    const tokens = [...byToken.keys()];
+    const offsets = [0];
+    const csr: number[] = [];
+    for (const t of tokens) {
+      csr.push(...byToken.get(t)!);
+      offsets.push(csr.length);
+    }
+    const gpu = m.gpu;
+    gpu.write(this.g.rowOf, rowOf);
+    gpu.write(this.g.seqLen, seqLen);
+    gpu.write(this.g.tokens, Uint32Array.from(tokens));
+    gpu.write(this.g.offsets, Uint32Array.from(offsets));
+    gpu.write(this.g.csrRows, Uint32Array.from(csr));
+    this.uniqueTokens = tokens.length;
+  }
+
+  /** Zeroes the weight gradients (before a new accumulation). */
+  encodeZeroGrads(rec: Recorder) {
+    for (const b of this.grads.buffers) rec.clear(b);
+  }
+
+  private mm(rec: Recorder, shape: MatmulShape, a: BufferRef, b: BufferRef, c: BufferRef) {
+    this.model.ops.matmul.encode(rec, shape, a, b, c);
+  }
+
+  /** dX [N, in] (=, or += when acc) dY [N, out] · W;  dW += dYᵀ · X when W is trainable. */
+  private linearBwd(rec: Recorder, N: number, dy: BufferRef, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, dx: BufferRef, acc: boolean) {
+    const [out, inp] = w.shape;
+    const m = this.model;
+    this.mm(rec, { form: "nn", M: N, N: inp, K: out, beta: acc ? 1 : 0 }, dy, m.p(w), dx);
+    if (this.trainable(w)) this.mm(rec, { form: "tn", M: out, N: inp, K: N, beta: 1 }, dy, x, this.grads.ref(w));
+    if (bias && this.trainable(bias)) this.k.colsum(rec, N, out, dy, this.grads.ref(bias));
+  }
+
+  private normBwd(rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: ParamTensor, rstd: BufferRef, dx: BufferRef, acc: boolean) {
+    const dw = this.trainable(w) ? this.grads.ref(w) : null;
+    this.k.rmsnorm(rec, rows, cols, dy, x, this.model.p(w), rstd, dx, dw, acc);
+  }
+
+  private encodeLayerBwd(rec: Recorder, l: number, N: number) {
+    const m = this.model, c = m.config, a = m.acts[l], g = this.g, lv = m.weights.layout.layerView(l);
+    const C = c.hiddenSize, NH = c.numHeads, KV = c.numKvHeads, D = c.headDim;
+    // MLP: res[l+1] = xmid + down(silu(gate(xn2)) · up(xn2)),  xn2 = norm(xmid)
+    this.linearBwd(rec, N, g.dX, a.h, lv.down, null, g.dh, false);
+    this.k.swiglu(rec, N * c.intermediateSize, g.dh, a.gate, a.up, g.dgate, g.dup);
+    this.linearBwd(rec, N, g.dgate, a.xn2, lv.gate, null, g.dxn, false);
+    this.linearBwd(rec, N, g.dup, a.xn2, lv.up, null, g.dxn, true);
+    rec.copy(g.dX, g.dXmid, N * C * 4);
+    this.normBwd(rec, N, C, g.dxn, a.xmid, lv.postNorm, a.rstd2, g.dXmid, true);
+    // Attention: xmid = res[l] + o(attn(rope(qnorm(q(xn1))), rope(knorm(k(xn1))), v(xn1)))
+    this.linearBwd(rec, N, g.dXmid, a.att, lv.o, lv.oBias, g.datt, false);
+    const { q, k } = m.qkUsed(l);
+    const s = m.scratch;
+    this.k.attention(rec, N, NH, KV, D, {
+      meta: s.meta, rowOf: g.rowOf, seqLen: g.seqLen, q, kc: m.kCache[l], vc: m.vCache[l], out: a.att,
+      dout: g.datt, lse: a.lse, delta: g.delta, dq: g.dq, dkc: g.dkc, dvc: g.dvc,
+    });
+    this.k.kvGather(rec, N, KV, D, s.meta, g.dkc, g.dk);
+    this.k.kvGather(rec, N, KV, D, s.meta, g.dvc, g.dv);
+    m.kernels.rope(rec, N, NH, D, m.maxLen, g.dq, s.meta, m.cos, m.sin, true);
+    m.kernels.rope(rec, N, KV, D, m.maxLen, g.dk, s.meta, m.cos, m.sin, true);
+    let dq: GPUBuffer = g.dq, dk: GPUBuffer = g.dk;
+    if (lv.qNorm && lv.kNorm) {
+      this.normBwd(rec, N * NH, D, g.dq, a.q, lv.qNorm, a.rstdq, g.dqraw, false);
+      this.normBwd(rec, N * KV, D, g.dk, a.k, lv.kNorm, a.rstdk, g.dkraw, false);
+      [dq, dk] = [g.dqraw, g.dkraw];
+    }
+    this.linearBwd(rec, N, dq, a.xn1, lv.q, lv.qBias, g.dxn, false);
+    this.linearBwd(rec, N, dk, a.xn1, lv.k, lv.kBias, g.dxn, true);
+    this.linearBwd(rec, N, g.dv, a.xn1, lv.v, lv.vBias, g.dxn, true);
+    rec.copy(g.dXmid, g.dX, N * C * 4);
+    this.normBwd(rec, N, C, g.dxn, m.res[l], lv.inputNorm, a.rstd1, g.dX, true);
+  }
+
+  /**
+   * Records the backward of the last training forward of N rows (call prepare(rows) first),
+   * from dlogits [N, V]; weight gradients are added to `grads`.
+   */
+  encode(rec: Recorder, N: number, dlogits: BufferRef) {
+    const m = this.model, c = m.config, lay = m.weights.layout, g = this.g, s = m.scratch;
+    const C = c.hiddenSize, L = c.numLayers;
+    this.linearBwd(rec, N, dlogits, s.xf, lay.lmHead, null, g.dxn, false);
+    this.normBwd(rec, N, C, g.dxn, m.res[L], lay.finalNorm, s.rstdf, g.dX, false);
+    for (let l = L - 1; l >= 0; l--) this.encodeLayerBwd(rec, l, N);
+    if (this.trainable(lay.embed)) {
+      this.k.embedding(rec, this.uniqueTokens, C, g.dX, g.tokens, g.offsets, g.csrRows, this.grads.ref(lay.embed));
+    }
+  }
+
+  /** The gradient of the residual stream at the embedding output, [N, C] (for tests). */
+  get inputGrad(): GPUBuffer {
+    return this.g.dX;
+  }
+
+  destroy() {
+    this.grads.destroy();
+    for (const b of Object.values(this.g)) b.destroy();
+  }
+}
+
+function emptyParams(): GpuParams {
+  return {
+    ref(t) {
+      throw new KernelArgumentError(`tensor ${t.name} is frozen: no gradient buffer`);
+    },
+    buffers: [],
+    bytes: 0,
+    destroy() {},
+  };
+}

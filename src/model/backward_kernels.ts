@@ -1,0 +1,89 @@
+// Kernels of the backward pass (RMSNorm, SwiGLU, attention, KV gather, embedding, bias sums),
+// compiled once per model shape; encode* only records dispatches.
+// Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, S slots, P cache positions.
+
+import type { BufferRef } from "../gpu/buffers.ts";
+import type { Gpu } from "../gpu/mod.ts";
+import type { Kernel } from "../gpu/pipelines.ts";
+import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import { grid1d } from "../ops/grid.ts";
+
+const EW = 256, RED = 64, ATT = 64;
+
+type Names = "normX" | "normXAcc" | "normW" | "swiglu" | "colsum" | "embed" | "delta" | "dq" | "dkv" | "kvGather";
+
+export class BackwardKernels {
+  private constructor(private k: Record<Names, Kernel>, private maxPerDim: number, readonly P: number, readonly S: number) {}
+
+  static async create(gpu: Gpu, slots: number, cachePositions: number): Promise<BackwardKernels> {
+    const ro = "read-only-storage", rw = "storage", u = "uniform";
+    const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
+      gpu.kernel({ shader, entry, bindings: bindings as never, constants });
+    const norm = [u, ro, ro, ro, ro, rw];
+    const entries = await Promise.all([
+      s("rmsnorm_bwd", "rmsnorm_bwd_x", norm, { WG: RED, ACCUM: 0 }),
+      s("rmsnorm_bwd", "rmsnorm_bwd_x", norm, { WG: RED, ACCUM: 1 }),
+      s("rmsnorm_bwd", "rmsnorm_bwd_w", norm, { WG: RED }),
+      s("swiglu_bwd", "swiglu_bwd", [u, ro, ro, ro, rw, rw], { WG: EW }),
+      s("colsum", "colsum", [u, ro, rw], { WG: RED }),
+      s("embedding_bwd", "embedding_bwd", [u, ro, ro, ro, ro, rw], { WG: EW }),
+      s("attention_delta", "attention_delta", [u, ro, ro, rw], { WG: RED }),
+      s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: ATT }),
+      s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: ATT }),
+      s("kv_gather", "kv_gather", [u, ro, ro, rw], { WG: EW }),
+    ]);
+    const names: Names[] = ["normX", "normXAcc", "normW", "swiglu", "colsum", "embed", "delta", "dq", "dkv", "kvGather"];
+    const k = Object.fromEntries(names.map((n, i) => [n, entries[i]])) as Record<Names, Kernel>;
+    return new BackwardKernels(k, gpu.device.limits.maxComputeWorkgroupsPerDimension, cachePositions, slots);
+  }
+
+  private grid(n: number, wg = EW): [number, number] {
+    return grid1d(Math.ceil(n / wg), this.maxPerDim);
+  }
+
+  /** dx (= or += when accumulate) and dw += for y = rmsnorm(x)·w over [rows, cols]. */
+  rmsnorm(rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: BufferRef, rstd: BufferRef, dx: BufferRef, dw: BufferRef | null, accumulate: boolean) {
+    const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
+    rec.dispatch(accumulate ? this.k.normXAcc : this.k.normX, [null, dy, x, w, rstd, dx], grid1d(rows, this.maxPerDim), u);
+    if (dw) rec.dispatch(this.k.normW, [null, dy, x, w, rstd, dw], [Math.ceil(cols / RED)], u);
+  }
+
+  swiglu(rec: Recorder, n: number, dout: BufferRef, g: BufferRef, up: BufferRef, dg: BufferRef, du: BufferRef) {
+    rec.dispatch(this.k.swiglu, [null, dout, g, up, dg, du], this.grid(n), packUniform([["u32", n]]));
+  }
+
+  /** out[c] += Σ_r x[r, c]. */
+  colsum(rec: Recorder, rows: number, cols: number, x: BufferRef, out: BufferRef) {
+    rec.dispatch(this.k.colsum, [null, x, out], [Math.ceil(cols / RED)], packUniform([["u32", rows], ["u32", cols]]));
+  }
+
+  /** dE[tokens[u]] += Σ rows of dx listed for u (CSR). */
+  embedding(rec: Recorder, unique: number, cols: number, dx: BufferRef, tokens: BufferRef, offsets: BufferRef, rows: BufferRef, dE: BufferRef) {
+    const u = packUniform([["u32", unique], ["u32", cols]]);
+    rec.dispatch(this.k.embed, [null, dx, tokens, offsets, rows, dE], this.grid(unique * cols), u);
+  }
+
+  private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
+    return packUniform([
+      ["u32", N], ["u32", NH], ["u32", KV], ["u32", D],
+      ["u32", this.P], ["f32", 1 / Math.sqrt(D)], ["u32", this.S], ["u32", 0],
+    ]);
+  }
+
+  /** dq [N, NH·D], dKc/dVc [S, KV, P, D] (entries of rows in this call) from dOut. */
+  attention(
+    rec: Recorder, N: number, NH: number, KV: number, D: number,
+    b: { meta: BufferRef; rowOf: BufferRef; seqLen: BufferRef; q: BufferRef; kc: BufferRef; vc: BufferRef; out: BufferRef; dout: BufferRef; lse: BufferRef; delta: BufferRef; dq: BufferRef; dkc: BufferRef; dvc: BufferRef },
+  ) {
+    rec.dispatch(this.k.delta, [null, b.dout, b.out, b.delta], this.grid(N * NH, RED), packUniform([["u32", N * NH], ["u32", D]]));
+    const u = this.attnUniform(N, NH, KV, D);
+    rec.dispatch(this.k.dq, [null, b.meta, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dq], [NH, Math.min(N, 65535), Math.ceil(N / 65535)], u);
+    rec.dispatch(this.k.dkv, [null, b.rowOf, b.seqLen, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dkc, b.dvc], [KV, this.P, this.S], u);
+  }
+
+  /** out [N, KV·D] = cache rows at each row's (slot, pos). */
+  kvGather(rec: Recorder, N: number, KV: number, D: number, meta: BufferRef, cache: BufferRef, out: BufferRef) {
+    const u = packUniform([["u32", N], ["u32", KV], ["u32", D], ["u32", this.P]]);
+    rec.dispatch(this.k.kvGather, [null, meta, cache, out], this.grid(N * KV * D), u);
+  }
+}
