@@ -122,6 +122,7 @@ export class ModelBackward {
     this.mm(rec, { form: "nn", M: N, N: inp, K: out, beta: acc ? 1 : 0 }, dy, m.p(w), dx);
     if (this.trainable(w)) this.mm(rec, { form: "tn", M: out, N: inp, K: N, beta: 1 }, dy, x, this.grads.ref(w));
     if (bias && this.trainable(bias)) this.k.colsum(rec, N, out, dy, this.grads.ref(bias));
+    if (m.lora && w.layer !== null) m.lora.encodeBackward(rec, N, w.layer, w.role, x, dy, dx);
   }
 
   private normBwd(rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: ParamTensor, rstd: BufferRef, dx: BufferRef, acc: boolean) {

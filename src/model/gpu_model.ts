@@ -16,9 +16,12 @@ import { type GpuParams, uploadParams } from "./gpu_params.ts";
 import { ModelKernels } from "./model_kernels.ts";
 import { ropeTable } from "./rope_table.ts";
 import type { ModelWeights, ParamTensor } from "./weights.ts";
+import type { LoraAdapters } from "./lora.ts";
 
 export interface ModelRow {
   token: number;
+  /** LoRA adapter id of the row's sequence (omitted or out of range: the base model). */
+  adapter?: number;
   /** Which sequence (cache slot) the row belongs to, 0 ≤ slot < slots. */
   slot: number;
   /** Position in that sequence, 0 ≤ pos < maxLen. */
@@ -82,6 +85,8 @@ export class GpuModel {
   readonly sin: GPUBuffer;
   readonly chunkRows: number;
   readonly training: boolean;
+  /** Adapters applied on top of the frozen base, when attached. */
+  lora: LoraAdapters | null = null;
 
   private constructor(
     readonly gpu: Gpu,
@@ -154,6 +159,7 @@ export class GpuModel {
     const [out, inp] = w.shape;
     this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp }, x, this.p(w), y);
     if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
+    if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
   }
 
   /** The q and k that attention used (after the Qwen3 q/k norms and RoPE). */
@@ -255,9 +261,18 @@ export class GpuModel {
     return out;
   }
 
-  /** Uploads a chunk's ids, (slot, pos) pairs and selected rows. */
+  /** Applies LoRA adapters from now on (null detaches them). */
+  attachLora(lora: LoraAdapters | null) {
+    if (lora && lora.maxRows < this.chunkRows) {
+      throw new KernelArgumentError(`LoRA buffers hold ${lora.maxRows} rows, the model's chunks ${this.chunkRows}`);
+    }
+    this.lora = lora;
+  }
+
+  /** Uploads a chunk's ids, (slot, pos) pairs, adapter ids and selected rows. */
   writeRows(chunk: readonly ModelRow[], sel: readonly number[]) {
     const s = this.scratch;
+    this.lora?.setRows(chunk.map((r) => r.adapter ?? -1));
     this.gpu.write(s.ids, Uint32Array.from(chunk, (r) => r.token));
     this.gpu.write(s.meta, Uint32Array.from(chunk.flatMap((r) => [r.slot, r.pos])));
     if (sel.length) this.gpu.write(s.sel, Uint32Array.from(sel));

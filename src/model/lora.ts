@@ -1,0 +1,245 @@
+// LoRA adapters for GpuModel: several named adapters over one frozen base, selected per row
+// (per sequence) so agents with different adapters share one forward; the forward adds
+// scale·(x·Aᵀ)·Bᵀ to each targeted Linear, the backward gives dA, dB and the extra dX.
+// All adapters live in one flat f32 array (and gradients in the same layout), grouped per
+// (layer, module) with the adapters stacked, each block 64-float aligned.
+
+import type { BufferRef } from "../gpu/buffers.ts";
+import { KernelArgumentError } from "../gpu/errors.ts";
+import type { Gpu } from "../gpu/mod.ts";
+import type { Kernel } from "../gpu/pipelines.ts";
+import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import { grid1d } from "../ops/grid.ts";
+import type { ModelConfig } from "./config.ts";
+import { Rng } from "./init.ts";
+import type { ModelWeights } from "./weights.ts";
+
+export const LORA_MODULES = ["q", "k", "v", "o", "gate", "up", "down"] as const;
+export type LoraModule = typeof LORA_MODULES[number];
+
+/** PEFT's names for the modules (target_modules in adapter_config.json). */
+export const PEFT_MODULE_NAMES: Record<LoraModule, string> = {
+  q: "q_proj", k: "k_proj", v: "v_proj", o: "o_proj", gate: "gate_proj", up: "up_proj", down: "down_proj",
+};
+
+export interface LoraConfig {
+  rank: number;
+  alpha: number;
+  targets: readonly LoraModule[];
+  /** Adapter names, e.g. one per agent; the index is the adapter id rows refer to. */
+  adapters: readonly string[];
+}
+
+export interface LoraEntry {
+  layer: number;
+  module: LoraModule;
+  inDim: number;
+  outDim: number;
+  /** Start of adapter 0's A [r, in] and the distance between adapters (floats). */
+  offsetA: number;
+  strideA: number;
+  offsetB: number;
+  strideB: number;
+}
+
+const align = (n: number) => Math.ceil(n / 64) * 64;
+
+function moduleDims(c: ModelConfig, m: LoraModule): [inDim: number, outDim: number] {
+  const C = c.hiddenSize, q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim, I = c.intermediateSize;
+  return { q: [C, q], k: [C, kv], v: [C, kv], o: [q, C], gate: [C, I], up: [C, I], down: [I, C] }[m] as [number, number];
+}
+
+export class LoraLayout {
+  readonly entries: LoraEntry[] = [];
+  readonly totalFloats: number;
+  readonly scale: number;
+  private byKey = new Map<string, LoraEntry>();
+
+  constructor(readonly model: ModelConfig, readonly cfg: LoraConfig) {
+    if (!Number.isInteger(cfg.rank) || cfg.rank < 1) throw new KernelArgumentError(`LoRA rank must be a positive integer, got ${cfg.rank}`);
+    if (!cfg.adapters.length) throw new KernelArgumentError("LoRA needs at least one adapter name");
+    for (const t of cfg.targets) {
+      if (!LORA_MODULES.includes(t)) throw new KernelArgumentError(`unknown LoRA target "${t}"; use ${LORA_MODULES.join(", ")}`);
+    }
+    const r = cfg.rank, n = cfg.adapters.length;
+    let off = 0;
+    for (let layer = 0; layer < model.numLayers; layer++) {
+      for (const module of LORA_MODULES.filter((m) => cfg.targets.includes(m))) {
+        const [inDim, outDim] = moduleDims(model, module);
+        const strideA = align(r * inDim), strideB = align(outDim * r);
+        const e: LoraEntry = { layer, module, inDim, outDim, offsetA: off, strideA, offsetB: off + n * strideA, strideB };
+        off += n * (strideA + strideB);
+        this.entries.push(e);
+        this.byKey.set(`${layer}:${module}`, e);
+      }
+    }
+    this.totalFloats = off;
+    this.scale = cfg.alpha / r;
+  }
+
+  entry(layer: number, module: string): LoraEntry | undefined {
+    return this.byKey.get(`${layer}:${module}`);
+  }
+
+  /** PEFT initialisation: A ~ U(−1/√in, 1/√in) (kaiming_uniform with a=√5), B = 0. */
+  init(seed: number, bStd = 0): Float32Array {
+    const data = new Float32Array(this.totalFloats);
+    const rng = new Rng(seed);
+    const r = this.cfg.rank;
+    for (const e of this.entries) {
+      const bound = 1 / Math.sqrt(e.inDim);
+      this.cfg.adapters.forEach((_, a) => {
+        const A = data.subarray(e.offsetA + a * e.strideA, e.offsetA + a * e.strideA + r * e.inDim);
+        for (let i = 0; i < A.length; i++) A[i] = (2 * rng.uniform() - 1) * bound;
+        const B = data.subarray(e.offsetB + a * e.strideB, e.offsetB + a * e.strideB + e.outDim * r);
+        for (let i = 0; i < B.length; i++) B[i] = bStd ? bStd * rng.normal() : 0;
+      });
+    }
+    return data;
+  }
+
+  /** Adapter a's A [r, in] and B [out, r] of one entry, as views into `data`. */
+  slices(data: Float32Array, e: LoraEntry, a: number): { A: Float32Array; B: Float32Array } {
+    const r = this.cfg.rank;
+    return {
+      A: data.subarray(e.offsetA + a * e.strideA, e.offsetA + a * e.strideA + r * e.inDim),
+      B: data.subarray(e.offsetB + a * e.strideB, e.offsetB + a * e.strideB + e.outDim * r),
+    };
+  }
+}
+
+/** The adapters on the GPU: parameters, gradients and per-row selection. */
+export class LoraAdapters {
+  readonly params: GPUBuffer;
+  readonly grads: GPUBuffer;
+  private adapterOf: GPUBuffer;
+  private ranges: GPUBuffer;
+  private u = new Map<string, GPUBuffer>(); // per entry [N, r]: saved for the backward
+  private du: GPUBuffer;
+  private rangesValid = false;
+
+  private constructor(
+    private gpu: Gpu,
+    readonly layout: LoraLayout,
+    private k: Record<string, Kernel>,
+    readonly maxRows: number,
+    data: Float32Array,
+  ) {
+    const r = layout.cfg.rank;
+    this.params = gpu.upload(data, "lora.params");
+    this.grads = gpu.zeros(layout.totalFloats, "lora.grads");
+    this.adapterOf = gpu.zeros(maxRows, "lora.adapterOf");
+    this.ranges = gpu.zeros(2 * layout.cfg.adapters.length, "lora.ranges");
+    this.du = gpu.zeros(maxRows * r, "lora.dU");
+    for (const e of layout.entries) this.u.set(`${e.layer}:${e.module}`, gpu.zeros(maxRows * r, `lora.U.${e.layer}.${e.module}`));
+  }
+
+  static async create(gpu: Gpu, layout: LoraLayout, maxRows: number, data?: Float32Array): Promise<LoraAdapters> {
+    const ro = "read-only-storage", rw = "storage", u = "uniform";
+    const b = [u, ro, ro, ro, rw] as never;
+    const names = ["lora_down", "lora_up", "lora_du", "lora_dx"];
+    const k: Record<string, Kernel> = {};
+    await Promise.all([
+      ...names.map(async (e) => (k[e] = await gpu.kernel({ shader: "lora", entry: e, bindings: b, constants: { WG: 64 } }))),
+      ...["lora_db", "lora_da"].map(async (e) => (k[e] = await gpu.kernel({ shader: "lora_grad", entry: e, bindings: b, constants: { WG: 64 } }))),
+    ]);
+    if (data && data.length !== layout.totalFloats) {
+      throw new KernelArgumentError(`LoRA data has ${data.length} floats, the layout needs ${layout.totalFloats}`);
+    }
+    return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0));
+  }
+
+  /**
+   * Per-row adapter ids (≥ adapter count = base only). The backward also needs each adapter's
+   * rows contiguous; otherwise only the forward may run.
+   */
+  setRows(adapterIds: readonly number[]) {
+    if (adapterIds.length > this.maxRows) throw new KernelArgumentError(`${adapterIds.length} rows exceed the LoRA buffers' ${this.maxRows}`);
+    const n = this.layout.cfg.adapters.length;
+    const ids = Uint32Array.from(adapterIds, (a) => (a < 0 || a >= n ? n : a));
+    const ranges = new Uint32Array(2 * n);
+    this.rangesValid = true;
+    for (let a = 0; a < n; a++) {
+      const first = ids.indexOf(a), last = ids.lastIndexOf(a);
+      if (first < 0) continue;
+      for (let i = first; i <= last; i++) if (ids[i] !== a) this.rangesValid = false;
+      ranges.set([first, last + 1], 2 * a);
+    }
+    this.gpu.write(this.adapterOf, ids);
+    this.gpu.write(this.ranges, ranges);
+  }
+
+  private uniform(e: LoraEntry, N: number): ArrayBuffer {
+    return packUniform([
+      ["u32", N], ["u32", e.inDim], ["u32", e.outDim], ["u32", this.layout.cfg.rank],
+      ["u32", this.layout.cfg.adapters.length], ["u32", e.strideA], ["u32", e.strideB], ["f32", this.layout.scale],
+    ]);
+  }
+
+  private stack(buf: GPUBuffer, offset: number, floats: number): BufferRef {
+    return { buffer: buf, offset: offset * 4, size: floats * 4 };
+  }
+
+  private g(n: number): [number, number] {
+    return grid1d(Math.ceil(n / 64), this.gpu.device.limits.maxComputeWorkgroupsPerDimension);
+  }
+
+  /** y [N, out] += scale·(x·Aᵀ)·Bᵀ for each row's adapter, if (layer, module) is targeted. */
+  encodeForward(rec: Recorder, N: number, layer: number, module: string, x: BufferRef, y: BufferRef) {
+    const e = this.layout.entry(layer, module);
+    if (!e) return;
+    const n = this.layout.cfg.adapters.length, r = this.layout.cfg.rank, u = this.uniform(e, N);
+    const U = this.u.get(`${layer}:${module}`)!;
+    rec.dispatch(this.k.lora_down, [null, this.adapterOf, x, this.stack(this.params, e.offsetA, n * e.strideA), U], this.g(N * r), u);
+    rec.dispatch(this.k.lora_up, [null, this.adapterOf, U, this.stack(this.params, e.offsetB, n * e.strideB), y], this.g(N * e.outDim), u);
+  }
+
+  /** dx += the LoRA path's input gradient; dA, dB += weight gradients (rows adapter-contiguous). */
+  encodeBackward(rec: Recorder, N: number, layer: number, module: string, x: BufferRef, dy: BufferRef, dx: BufferRef) {
+    const e = this.layout.entry(layer, module);
+    if (!e) return;
+    if (!this.rangesValid) throw new KernelArgumentError("LoRA backward needs each adapter's rows contiguous: order the batch by adapter");
+    const n = this.layout.cfg.adapters.length, r = this.layout.cfg.rank, u = this.uniform(e, N);
+    const U = this.u.get(`${layer}:${module}`)!;
+    const A = this.stack(this.params, e.offsetA, n * e.strideA), B = this.stack(this.params, e.offsetB, n * e.strideB);
+    rec.dispatch(this.k.lora_du, [null, this.adapterOf, dy, B, this.du], this.g(N * r), u);
+    rec.dispatch(this.k.lora_dx, [null, this.adapterOf, this.du, A, dx], this.g(N * e.inDim), u);
+    rec.dispatch(this.k.lora_db, [null, this.ranges, dy, U, this.stack(this.grads, e.offsetB, n * e.strideB)], this.g(n * e.outDim * r), u);
+    rec.dispatch(this.k.lora_da, [null, this.ranges, this.du, x, this.stack(this.grads, e.offsetA, n * e.strideA)], this.g(n * r * e.inDim), u);
+  }
+
+  encodeZeroGrads(rec: Recorder) {
+    rec.clear(this.grads);
+  }
+
+  /** Adapter parameters back on the CPU (for checkpoints). */
+  async read(): Promise<Float32Array> {
+    return await this.gpu.readFloat32(this.params, this.layout.totalFloats);
+  }
+
+  destroy() {
+    for (const b of [this.params, this.grads, this.adapterOf, this.ranges, this.du, ...this.u.values()]) b.destroy();
+  }
+}
+
+const ROLE_OF: Record<LoraModule, "q" | "k" | "v" | "o" | "gate" | "up" | "down"> = {
+  q: "q", k: "k", v: "v", o: "o", gate: "gate", up: "up", down: "down",
+};
+
+/** A copy of `w` with adapter `a` merged into the base: W += (alpha/r)·B·A per targeted Linear. */
+export function mergeLora(w: ModelWeights, layout: LoraLayout, data: Float32Array, a: number): ModelWeights {
+  const out = new Float32Array(w.data);
+  const r = layout.cfg.rank, s = layout.scale;
+  for (const e of layout.entries) {
+    const t = w.layout.layerView(e.layer)[ROLE_OF[e.module]];
+    const { A, B } = layout.slices(data, e, a);
+    for (let o = 0; o < e.outDim; o++) {
+      for (let i = 0; i < e.inDim; i++) {
+        let acc = 0;
+        for (let j = 0; j < r; j++) acc += B[o * r + j] * A[j * e.inDim + i];
+        out[t.offset + o * e.inDim + i] += s * acc;
+      }
+    }
+  }
+  return { ...w, data: out };
+}
