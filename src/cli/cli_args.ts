@@ -200,7 +200,8 @@ export async function runMain(body: () => Promise<void>): Promise<never> {
     const err = e as Error;
     console.error(`error: ${err.name ?? "Error"}: ${err.message ?? String(e)}`);
     if (Deno.env.get("DEBUG") === "1") console.error(err.stack);
-    Deno.exit(1);
+    // A bad argument found only while running (e.g. unparsable ids) is still a usage error.
+    Deno.exit(err?.name === "UsageError" ? 2 : 1);
   }
   Deno.exit(0);
 }

@@ -102,10 +102,11 @@ function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, num
   return [c(s.N / v.wgx!), c(s.M / v.wgy!), s.batch];
 }
 
-/** Shape buckets the tuning table distinguishes. */
-export type ShapeBucket = "skinny" | "square";
+/** Shape buckets the tuning table distinguishes: decode rows, small batches, the rest. */
+export type ShapeBucket = "vector" | "skinny" | "square";
+export const SHAPE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "square"];
 export function shapeBucket(s: MatmulShape): ShapeBucket {
-  return s.M <= 32 ? "skinny" : "square";
+  return s.M < 8 ? "vector" : s.M <= 32 ? "skinny" : "square";
 }
 
 /** Records a matmul dispatch with a given, already compiled kernel (the lab's entry point). */
@@ -149,7 +150,7 @@ export class Matmul {
     const needed = new Set<string>();
     for (const form of MATMUL_FORMS) {
       needed.add(`${fallback}:${form}`);
-      for (const bucket of ["skinny", "square"] as const) needed.add(`${picks[`${form}:${bucket}`] ?? fallback}:${form}`);
+      for (const bucket of SHAPE_BUCKETS) needed.add(`${picks[`${form}:${bucket}`] ?? fallback}:${form}`);
     }
     await Promise.all([...needed].map(async (key) => {
       const [name, form] = key.split(":") as [string, MatmulForm];

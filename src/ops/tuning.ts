@@ -1,22 +1,29 @@
 // The kernel lab's picks per adapter class: which matmul variant runs for each form and shape
-// bucket. Regenerate with `deno task bench -- --lab` and copy its "picks" here.
+// bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, square: larger). Regenerate with
+// `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, 2026-11-21.
 
 import type { AdapterClass } from "../gpu/device.ts";
 
 export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
-    "nn:skinny": "r1c8_wg32x1",
-    "nn:square": "r8c8_wg16x1",
-    "nt:skinny": "r1c8_wg32x1",
-    "nt:square": "r8c8_wg16x1",
-    "tn:skinny": "r4c8_wg16x1",
-    "tn:square": "r8c8_wg16x1",
+    "nn:vector": "r1c8_wg64x1",
+    "nn:skinny": "r8c8_wg8x1",
+    "nn:square": "r8c8_wg8x1",
+    "nt:vector": "r1c8_wg32x1",
+    "nt:skinny": "r8c8_wg32x1",
+    "nt:square": "r16c8_wg8x1",
+    "tn:vector": "generic",
+    "tn:skinny": "r8c8_wg16x1",
+    "tn:square": "r16c8_wg16x1",
   },
   gpu: {
+    "nn:vector": "tiled64",
     "nn:skinny": "tiled64",
     "nn:square": "tiled64",
+    "nt:vector": "tiled64",
     "nt:skinny": "tiled64",
     "nt:square": "tiled64",
+    "tn:vector": "tiled64",
     "tn:skinny": "tiled64",
     "tn:square": "tiled64",
   },

@@ -79,31 +79,35 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
     (ok ? valid : invalid).push(v as MatmulVariant & string);
   }
   const timings: Record<string, Record<string, number>> = {};
-  const score = new Map<string, Map<string, number[]>>(); // bucket → variant → gflops list
   for (const s of labShapes(o)) {
     const row: Record<string, number> = {};
     for (const v of valid) {
-      if (!variantSupports(v, s) || (v.kind === "generic" && s.M * s.N * s.K > 2 ** 27)) continue;
+      if (!variantSupports(v, s)) continue;
+      // The generic kernel is the fallback: time it where it could run (it is slow at 1024³+).
+      if (v.kind === "generic" && s.M * s.N * s.K > 2 ** 27 && s.M > 32) continue;
       const g = gflops(2 * s.M * s.N * s.K, await timeVariant(gpu, v, s, o.minMs));
       row[v.name] = round(g);
-      const key = `${s.form}:${shapeBucket(s)}`;
-      const m = score.get(key) ?? new Map<string, number[]>();
-      m.set(v.name, [...(m.get(v.name) ?? []), g]);
-      score.set(key, m);
     }
     timings[label(s)] = row;
     const best = Object.entries(row).sort((a, b) => b[1] - a[1])[0];
     log(`lab ${label(s)}: best ${best?.[0]} ${best?.[1]} GFLOPS`);
   }
-  // Pick by geometric mean over the bucket's shapes (a variant must have run on all of them).
+  // Pick by geometric mean over the bucket's shapes, scoring a variant that cannot run a shape
+  // with the fallback's time there, which is what happens at run time.
+  const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
   const picks: Record<string, string> = {};
-  for (const [bucket, m] of score) {
-    const n = Math.max(...[...m.values()].map((l) => l.length));
-    let best = "", bestScore = -1;
-    for (const [name, l] of m) {
-      if (l.length < n) continue;
-      const gm = Math.exp(l.reduce((s, g) => s + Math.log(g), 0) / l.length);
-      if (gm > bestScore) [best, bestScore] = [name, gm];
+  const buckets = new Map<string, MatmulShape[]>();
+  for (const s of labShapes(o)) {
+    const key = `${s.form}:${shapeBucket(s)}`;
+    buckets.set(key, [...(buckets.get(key) ?? []), s]);
+  }
+  for (const [bucket, shapes] of buckets) {
+    let best = fallback, bestScore = -1;
+    for (const v of valid) {
+      const gs = shapes.map((s) => timings[label(s)][v.name] ?? timings[label(s)][fallback]);
+      if (gs.some((g) => !(g > 0))) continue;
+      const gm = Math.exp(gs.reduce((acc, g) => acc + Math.log(g), 0) / gs.length);
+      if (gm > bestScore) [best, bestScore] = [v.name, gm];
     }
     picks[bucket] = best;
   }
