@@ -1,8 +1,10 @@
 // The list of environments, by versioned id. Each env module exports its definition; add one
 // import and one entry below to register a new env (the conformance test then covers it).
 
+import { code } from "./code/env.ts";
 import { DuplicateEnvError, UnknownEnvError } from "./errors.ts";
 import { hanabi } from "./hanabi/env.ts";
+import { math } from "./math/env.ts";
 import { planPath } from "./plan_path/env.ts";
 import { search } from "./search/env.ts";
 import { sokoban } from "./sokoban/env.ts";
@@ -17,6 +19,8 @@ export const ENVS: readonly AnyEnvDefinition[] = [
   sokoban,
   sudoku4,
   search,
+  math,
+  code,
 ];
 
 const BY_ID = new Map<string, AnyEnvDefinition>();
