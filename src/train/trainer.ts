@@ -1,0 +1,240 @@
+// One model's training loop pieces: a training-mode GpuModel (optionally with LoRA adapters),
+// its backward pass, a loss head (cross-entropy for SFT or the GRPO policy loss) and AdamW.
+// `step(sequences)` is one optimizer update: loss coefficients are computed over the whole
+// mini-batch, rows are cut into micro-batches of complete sequences (grouped by adapter, as the
+// LoRA backward needs), each micro-batch is one recording (forward → loss → backward) and the
+// optimizer update is one more. Nothing is read back but the metrics.
+//
+// Dims: R rows of a micro-batch (≤ chunkRows), V vocab.
+
+import type { Gpu } from "../gpu/mod.ts";
+import { KernelArgumentError } from "../gpu/errors.ts";
+import { ModelBackward } from "../model/backward.ts";
+import { GpuModel, type ModelRow } from "../model/gpu_model.ts";
+import { type LoraConfig, LoraAdapters, LoraLayout } from "../model/lora.ts";
+import type { ModelWeights } from "../model/weights.ts";
+import { AdamW, type AdamWOptions, type AdamWRange, type AdamWStats, decayMask, hfDecays, type OptimizerState } from "./adamw.ts";
+import { CrossEntropyLoss, type CrossEntropyMetrics, PolicyLoss, type PolicyLossConfig, type PolicyLossMetrics } from "./losses.ts";
+import { type LrSchedule, StepCounter } from "./schedule.ts";
+
+export type TrainMode = "lora" | "full";
+
+export interface TrainerOptions {
+  mode: TrainMode;
+  /** Required in LoRA mode: rank, alpha, targets, adapter names. */
+  lora?: LoraConfig;
+  /** Initial adapter data (LoraLayout order); default PEFT init with `seed`. */
+  loraData?: Float32Array;
+  seed?: number;
+  optimizer?: Omit<AdamWOptions, "numel">;
+  schedule: LrSchedule;
+  loss: { kind: "cross-entropy" } | ({ kind: "policy" } & PolicyLossConfig);
+  /** Rows per micro-batch (and activation memory); sequences longer than this are refused. */
+  chunkRows: number;
+  /** Sequences per micro-batch at most (KV slots). */
+  slots: number;
+  /** Longest sequence (tokens). */
+  maxLen: number;
+}
+
+/** One sequence: tokens and, for each position t < n−1, how predicting tokens[t+1] counts. */
+export interface TrainSequence {
+  tokens: readonly number[];
+  /** LoRA adapter id (omitted: the base model, which then gets no adapter gradient). */
+  adapter?: number;
+  /** Loss weight per position (length n−1): 1 on completion tokens, 0 on the prompt. */
+  weights: readonly number[];
+  /** GRPO: the sequence's advantage. */
+  advantage?: number;
+  /** GRPO: rollout-time log-probs per position (length n−1). */
+  oldLogp?: readonly number[];
+  /** GRPO with KL: reference log-probs per position (length n−1). */
+  refLogp?: readonly number[];
+}
+
+export interface StepMetrics {
+  loss: CrossEntropyMetrics | PolicyLossMetrics;
+  optimizer: AdamWStats;
+  lr: number;
+  step: number;
+  tokens: number;
+  microBatches: number;
+  seconds: number;
+}
+
+export class ModelTrainer {
+  private counter: StepCounter;
+  private ranges: AdamWRange[] = [];
+  private rowData: GPUBuffer;
+  /** Moments and decay masks this trainer allocated. */
+  private owned: GPUBuffer[] = [];
+
+  private constructor(
+    readonly gpu: Gpu,
+    readonly model: GpuModel,
+    readonly backward: ModelBackward,
+    readonly lora: LoraAdapters | null,
+    readonly optimizer: AdamW,
+    readonly lossHead: CrossEntropyLoss | PolicyLoss,
+    readonly opts: TrainerOptions,
+  ) {
+    this.counter = new StepCounter(opts.schedule, 1);
+    this.rowData = gpu.zeros(opts.chunkRows * 8, "trainer.rows");
+  }
+
+  static async create(gpu: Gpu, weights: ModelWeights, opts: TrainerOptions): Promise<ModelTrainer> {
+    if (opts.mode === "lora" && !opts.lora) throw new KernelArgumentError("LoRA mode needs opts.lora (rank, alpha, targets, adapters)");
+    const model = await GpuModel.create(gpu, weights, { slots: opts.slots, maxLen: opts.maxLen, chunkRows: opts.chunkRows, training: true });
+    let lora: LoraAdapters | null = null;
+    if (opts.mode === "lora") {
+      const layout = new LoraLayout(weights.config, opts.lora!);
+      lora = await LoraAdapters.create(gpu, layout, opts.chunkRows, opts.loraData ?? layout.init(opts.seed ?? 0));
+      model.attachLora(lora);
+    }
+    const backward = await ModelBackward.create(model, { trainable: () => opts.mode === "full" });
+    const numel = opts.mode === "lora" ? lora!.layout.totalFloats : weights.layout.totalFloats + 64 * weights.layout.tensors.length;
+    const optimizer = await AdamW.create(gpu, { ...opts.optimizer, numel });
+    const V = weights.config.vocabSize, maxRows = opts.chunkRows;
+    const lossHead = opts.loss.kind === "cross-entropy"
+      ? await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: V })
+      : await PolicyLoss.create(gpu, { maxRows, vocabSize: V, ...opts.loss });
+    const t = new ModelTrainer(gpu, model, backward, lora, optimizer, lossHead, opts);
+    t.ranges = t.buildRanges();
+    return t;
+  }
+
+  /** AdamW ranges: the adapters' flat buffer, or each parameter buffer with HF's decay mask. */
+  private buildRanges(): AdamWRange[] {
+    const own = (b: GPUBuffer) => (this.owned.push(b), b);
+    const zerosLike = (b: GPUBuffer, label: string) => own(this.gpu.zeros(b.size / 4, label));
+    if (this.lora) {
+      const numel = this.lora.layout.totalFloats;
+      return [{ params: this.lora.params, grads: this.lora.grads, m: zerosLike(this.lora.params, "adam.m"), v: zerosLike(this.lora.params, "adam.v"), numel }];
+    }
+    const params = this.model.params, grads = this.backward.grads, w = this.model.weights;
+    return params.buffers.map((buf, i) => {
+      const spans = w.layout.tensors
+        .map((t) => ({ t, r: params.ref(t) as { buffer: GPUBuffer; offset: number } }))
+        .filter(({ r }) => r.buffer === buf)
+        .map(({ t, r }) => ({ name: t.name, offset: r.offset / 4, size: t.size, decay: hfDecays(t.name) }));
+      const numel = buf.size / 4;
+      return {
+        params: buf, grads: grads.buffers[i], m: zerosLike(buf, `adam.m${i}`), v: zerosLike(buf, `adam.v${i}`), numel,
+        decayMask: own(this.gpu.upload(decayMask(spans, 0, numel), `decay${i}`)),
+      };
+    });
+  }
+
+  get completedSteps(): number {
+    return this.counter.completedSteps;
+  }
+
+  /** Packs the mini-batch's loss rows (coefficients over all of it), in sequence order. */
+  private packRows(seqs: readonly TrainSequence[]): Float32Array {
+    const targets: number[] = [], mask: number[] = [], seq: number[] = [];
+    const adv: number[] = [], old: number[] = [], ref: number[] = [];
+    seqs.forEach((s, i) => {
+      if (s.weights.length !== s.tokens.length - 1) {
+        throw new KernelArgumentError(`sequence ${i}: ${s.weights.length} weights for ${s.tokens.length} tokens (need n−1)`);
+      }
+      s.tokens.forEach((_, t) => {
+        const last = t === s.tokens.length - 1;
+        targets.push(last ? 0 : s.tokens[t + 1]);
+        mask.push(last ? 0 : s.weights[t]);
+        seq.push(i);
+        adv.push(s.advantage ?? 0);
+        old.push(last ? 0 : s.oldLogp?.[t] ?? 0);
+        ref.push(last ? 0 : s.refLogp?.[t] ?? 0);
+      });
+    });
+    if (this.lossHead instanceof CrossEntropyLoss) return this.lossHead.pack({ targets, weights: mask });
+    const needRef = seqs.some((s) => s.refLogp);
+    return this.lossHead.pack({ targets, mask, seq, advantages: adv, oldLogp: old, refLogp: needRef ? ref : undefined });
+  }
+
+  /** Micro-batches: consecutive sequences (sorted by adapter) within chunkRows rows and slots. */
+  private microBatches(seqs: readonly TrainSequence[]): { seqs: number[]; rowStart: number; rows: number }[] {
+    const out: { seqs: number[]; rowStart: number; rows: number }[] = [];
+    let cur: { seqs: number[]; rowStart: number; rows: number } | null = null;
+    let row = 0;
+    seqs.forEach((s, i) => {
+      const n = s.tokens.length;
+      if (n > this.opts.chunkRows || n > this.opts.maxLen) {
+        throw new KernelArgumentError(`sequence ${i} has ${n} tokens; the trainer holds at most ${Math.min(this.opts.chunkRows, this.opts.maxLen)}`);
+      }
+      if (!cur || cur.rows + n > this.opts.chunkRows || cur.seqs.length >= this.opts.slots) {
+        cur = { seqs: [], rowStart: row, rows: 0 };
+        out.push(cur);
+      }
+      cur.seqs.push(i);
+      cur.rows += n;
+      row += n;
+    });
+    return out;
+  }
+
+  /** One optimizer update on these sequences. */
+  async step(sequences: readonly TrainSequence[]): Promise<StepMetrics> {
+    const t0 = performance.now();
+    if (!sequences.length) throw new KernelArgumentError("step: no sequences");
+    // Adapter-contiguous order (the LoRA weight-gradient kernels need it); stable otherwise.
+    const seqs = sequences.map((s, i) => ({ s, i })).sort((a, b) => (a.s.adapter ?? -1) - (b.s.adapter ?? -1) || a.i - b.i).map((x) => x.s);
+    const packed = this.packRows(seqs);
+    const micro = this.microBatches(seqs);
+    const zero = this.gpu.recorder("zero grads");
+    this.optimizer.encodeZeroGrads(zero, this.ranges);
+    zero.submit();
+    micro.forEach((mb, k) => {
+      const rows: ModelRow[] = mb.seqs.flatMap((si, slot) => seqs[si].tokens.map((token, pos) => ({ token, slot, pos, adapter: seqs[si].adapter })));
+      this.model.writeRows(rows, []);
+      this.backward.prepare(rows);
+      this.gpu.write(this.rowData, packed.subarray(mb.rowStart * 8, (mb.rowStart + mb.rows) * 8));
+      const rec = this.gpu.recorder("micro-batch");
+      this.model.encodeForward(rec, mb.rows, mb.rows);
+      const logits = this.model.logitsBuffer;
+      this.lossHead.encode(rec, { rows: mb.rows, rowData: this.rowData, logits, dlogits: "in-place", accumulate: k > 0 });
+      this.backward.encode(rec, mb.rows, logits);
+      rec.submit();
+    });
+    const plan = this.counter.next();
+    const rec = this.gpu.recorder("optimizer");
+    this.optimizer.encodeStep(rec, { ranges: this.ranges, lr: plan.lr, step: plan.t });
+    rec.submit();
+    this.counter.stepDone();
+    const [loss, optimizer] = await Promise.all([this.lossHead.readMetrics(), this.optimizer.readStats()]);
+    return {
+      loss, optimizer, lr: plan.lr, step: plan.t, tokens: packed.length / 8, microBatches: micro.length,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  }
+
+  /** Current parameters back on the CPU: adapters (LoRA) or the full weights. */
+  async readWeights(): Promise<ModelWeights> {
+    const w = this.model.weights;
+    const data = new Float32Array(w.layout.totalFloats);
+    for (const t of w.layout.tensors) data.set(await this.gpu.readFloat32(this.model.params.ref(t), t.size), t.offset);
+    return { ...w, data };
+  }
+
+  async readLora(): Promise<Float32Array | null> {
+    return this.lora ? await this.lora.read() : null;
+  }
+
+  async optimizerState(): Promise<OptimizerState> {
+    return await this.optimizer.readState(this.ranges, this.counter.completedSteps);
+  }
+
+  /** Restores moments and the step count (parameters come from the checkpoint's weights). */
+  restoreOptimizer(state: OptimizerState) {
+    this.optimizer.writeState(this.ranges, state);
+    this.counter = new StepCounter(this.opts.schedule, 1, state.step);
+  }
+
+  destroy() {
+    for (const b of this.owned) b.destroy();
+    this.rowData.destroy();
+    this.backward.destroy();
+    this.lora?.destroy();
+    this.model.destroy();
+  }
+}
