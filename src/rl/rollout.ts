@@ -1,0 +1,240 @@
+// Multi-agent rollouts for AT-GRPO (the paper's Algorithm 1) and the plain-GRPO baseline.
+//   tree:        for each turn and agent, every active environment samples K candidates from
+//                that agent's policy (all environments' candidates in one batched generation,
+//                each sequence with its agent's adapter); each candidate is scored on the
+//                (immutable) state with r = α·team + local; the K samples form the group
+//                (env, agent, turn); the environment continues from the best candidate.
+//   independent: K whole trajectories per task, one candidate per step; every action of a
+//                trajectory is credited with the trajectory's return; one group per task.
+// Unlike the original code, a group never spans environments, a later agent of a turn sees the
+// earlier agent's chosen action (its candidates are scored on that state, so their rewards
+// differ), and the prompt and the step read the same state object.
+
+import type { AnyEnvDefinition, CodeExecutor, EnvState, PromptStyle } from "../envs/types.ts";
+import { act, currentAgent } from "../envs/api.ts";
+import type { GenerateRequest, GenerateResult } from "../model/generate.ts";
+import type { Tokenizer } from "../model/tokenizer.ts";
+
+/** Anything that completes a batch of requests: the Generator of a policy's model. */
+export interface CompletionSampler {
+  generate(reqs: readonly GenerateRequest[]): Promise<GenerateResult[]>;
+}
+
+/** How an agent samples: its policy's sampler and its LoRA adapter, if any. */
+export interface AgentPolicy {
+  generator: CompletionSampler;
+  adapter?: number;
+}
+
+export interface SamplingSettings {
+  temperature: number;
+  topP?: number;
+  topK?: number;
+}
+
+export interface RolloutOptions {
+  mode: "tree" | "independent";
+  /** Candidates per (env, agent, turn) in tree mode; trajectories per task in independent mode. */
+  K: number;
+  /** Weight of the team reward: r = α·team + local. */
+  alpha: number;
+  maxNewTokens: number;
+  sampling: SamplingSettings;
+  style: PromptStyle;
+  /** Keys the sampling RNG together with `step`, so a run is reproducible. */
+  seed: number;
+  step: number;
+}
+
+export interface Sample {
+  env: number;
+  agent: string;
+  turn: number;
+  candidate: number;
+  promptIds: number[];
+  completionIds: number[];
+  /** log π_old of each completion token, from sampling time. */
+  oldLogp: number[];
+  text: string;
+  /** α·team + local (tree mode) or the trajectory's return (independent mode). */
+  reward: number;
+  team: number;
+  local: number;
+  /** The candidate the environment continued from (tree mode). */
+  chosen: boolean;
+  invalid?: string;
+}
+
+export interface Group {
+  key: string;
+  env: number;
+  agent: string;
+  turn: number;
+  samples: Sample[];
+}
+
+export interface Episode {
+  env: number;
+  success: boolean;
+  turns: number;
+  /** Σ over the episode of α·team + local per agent, along the chosen path. */
+  rewardByAgent: Record<string, number>;
+  /** The chosen messages, in order. */
+  transcript: { turn: number; agent: string; text: string; reward: number }[];
+}
+
+export interface RolloutResult {
+  groups: Group[];
+  episodes: Episode[];
+  generatedTokens: number;
+  seconds: { generate: number; env: number };
+}
+
+export interface RolloutDeps {
+  env: AnyEnvDefinition;
+  tokenizer: Tokenizer;
+  policyOf: (agent: string) => AgentPolicy;
+  executor?: CodeExecutor;
+}
+
+/** A u32 sampling stream id unique to (step, env, turn, agent slot, candidate). */
+function streamId(step: number, env: number, turn: number, agent: number, cand: number): number {
+  let h = 2166136261;
+  for (const x of [step, env, turn, agent, cand]) h = Math.imul(h ^ x, 16777619) >>> 0;
+  return h >>> 0;
+}
+
+export function encodePrompt(deps: RolloutDeps, state: EnvState, agent: string, style: PromptStyle): number[] {
+  const p = deps.env.observe(state, agent, style);
+  if (p.style === "chat") return deps.tokenizer.encodeChat(p.messages, { addGenerationPrompt: true });
+  return deps.tokenizer.encode(p.text);
+}
+
+interface Branch {
+  env: number;
+  state: EnvState;
+  /** Trajectory index within its task (independent mode) or 0. */
+  traj: number;
+}
+
+/** Generates one completion per (branch, candidate) for the agent to move, batched per policy. */
+async function sampleCandidates(deps: RolloutDeps, o: RolloutOptions, branches: Branch[], agent: string, K: number) {
+  const pol = deps.policyOf(agent);
+  const agentIdx = deps.env.possibleAgents.indexOf(agent);
+  const prompts = branches.map((b) => encodePrompt(deps, b.state, agent, o.style));
+  const reqs: GenerateRequest[] = branches.flatMap((b, i) =>
+    Array.from({ length: K }, (_, c) => ({
+      prompt: prompts[i],
+      maxNewTokens: o.maxNewTokens,
+      stopIds: deps.tokenizer.stopIds,
+      adapter: pol.adapter,
+      sequence: streamId(o.step, b.env * 1024 + b.traj, b.state.turn, agentIdx, c),
+      sampling: { ...o.sampling, seed: o.seed },
+    }))
+  );
+  const results = await pol.generator.generate(reqs);
+  return { prompts, results };
+}
+
+/** Tree-structured AT-GRPO rollouts over `tasks` (one environment each). */
+export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
+  const { env } = deps;
+  const branches: Branch[] = tasks.map((t, e) => ({ env: e, state: env.reset(t), traj: 0 }));
+  const groups: Group[] = [];
+  const episodes: Episode[] = tasks.map((_, e) => ({ env: e, success: false, turns: 0, rewardByAgent: {}, transcript: [] }));
+  const secs = { generate: 0, env: 0 };
+  let generatedTokens = 0;
+  for (let guard = 0; guard < 10_000; guard++) {
+    const active = branches.filter((b) => currentAgent(env, b.state) !== null);
+    if (!active.length) break;
+    const byAgent = new Map<string, Branch[]>();
+    for (const b of active) byAgent.set(currentAgent(env, b.state)!, [...(byAgent.get(currentAgent(env, b.state)!) ?? []), b]);
+    for (const [agent, bs] of byAgent) {
+      const t0 = performance.now();
+      const { prompts, results } = await sampleCandidates(deps, o, bs, agent, o.K);
+      secs.generate += (performance.now() - t0) / 1000;
+      const t1 = performance.now();
+      const texts = results.map((r) => deps.tokenizer.decode(r.ids, { skipSpecialTokens: true }));
+      const steps = await Promise.all(
+        results.map((_, j) => act(env, bs[Math.floor(j / o.K)].state, agent, texts[j], deps.executor)),
+      );
+      secs.env += (performance.now() - t1) / 1000;
+      bs.forEach((b, i) => {
+        const turn = b.state.turn;
+        const samples: Sample[] = Array.from({ length: o.K }, (_, c) => {
+          const j = i * o.K + c, r = results[j], s = steps[j];
+          generatedTokens += r.ids.length;
+          return {
+            env: b.env, agent, turn, candidate: c, promptIds: prompts[i], completionIds: r.ids, oldLogp: r.logprobs,
+            text: texts[j], reward: o.alpha * s.teamReward + s.localReward, team: s.teamReward, local: s.localReward,
+            chosen: false, invalid: s.info.invalid?.code,
+          };
+        });
+        // Greedy branch: continue from the best candidate (the first on ties).
+        let best = 0;
+        samples.forEach((s, c) => s.reward > samples[best].reward && (best = c));
+        samples[best].chosen = true;
+        groups.push({ key: `${b.env}|${agent}|${turn}`, env: b.env, agent, turn, samples });
+        const ep = episodes[b.env];
+        ep.rewardByAgent[agent] = (ep.rewardByAgent[agent] ?? 0) + samples[best].reward;
+        ep.transcript.push({ turn, agent, text: samples[best].text, reward: samples[best].reward });
+        b.state = steps[i * o.K + best].state;
+      });
+    }
+  }
+  for (const b of branches) {
+    episodes[b.env].success = env.success(b.state);
+    episodes[b.env].turns = b.state.turn + (b.state.cursor > 0 ? 1 : 0);
+  }
+  return { groups, episodes, generatedTokens, seconds: secs };
+}
+
+/** Plain GRPO: K independent trajectories per task, one group per task, return-credited. */
+export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
+  const { env } = deps;
+  const branches: Branch[] = tasks.flatMap((t, e) => Array.from({ length: o.K }, (_, traj) => ({ env: e, state: env.reset(t), traj })));
+  const perTraj: Sample[][] = branches.map(() => []);
+  const secs = { generate: 0, env: 0 };
+  let generatedTokens = 0;
+  for (let guard = 0; guard < 10_000; guard++) {
+    const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => currentAgent(env, b.state) !== null);
+    if (!active.length) break;
+    const byAgent = new Map<string, { b: Branch; i: number }[]>();
+    for (const x of active) byAgent.set(currentAgent(env, x.b.state)!, [...(byAgent.get(currentAgent(env, x.b.state)!) ?? []), x]);
+    for (const [agent, xs] of byAgent) {
+      const t0 = performance.now();
+      const { prompts, results } = await sampleCandidates(deps, o, xs.map((x) => x.b), agent, 1);
+      secs.generate += (performance.now() - t0) / 1000;
+      const t1 = performance.now();
+      const texts = results.map((r) => deps.tokenizer.decode(r.ids, { skipSpecialTokens: true }));
+      const steps = await Promise.all(results.map((_, j) => act(env, xs[j].b.state, agent, texts[j], deps.executor)));
+      secs.env += (performance.now() - t1) / 1000;
+      xs.forEach(({ b, i }, j) => {
+        const r = results[j], s = steps[j];
+        generatedTokens += r.ids.length;
+        perTraj[i].push({
+          env: b.env, agent, turn: b.state.turn, candidate: b.traj, promptIds: prompts[j], completionIds: r.ids,
+          oldLogp: r.logprobs, text: texts[j], reward: 0, team: s.teamReward, local: s.localReward, chosen: true,
+          invalid: s.info.invalid?.code,
+        });
+        b.state = s.state;
+      });
+    }
+  }
+  const groups: Group[] = tasks.map((_, e) => ({ key: `${e}|*|*`, env: e, agent: "*", turn: -1, samples: [] }));
+  const episodes: Episode[] = tasks.map((_, e) => ({ env: e, success: false, turns: 0, rewardByAgent: {}, transcript: [] }));
+  branches.forEach((b, i) => {
+    const ret = perTraj[i].reduce((acc, s) => acc + o.alpha * s.team + s.local, 0);
+    for (const s of perTraj[i]) groups[b.env].samples.push({ ...s, reward: ret });
+    if (b.traj === 0) { // report the first trajectory of each task as its episode
+      const ep = episodes[b.env];
+      ep.success = env.success(b.state);
+      ep.turns = b.state.turn + (b.state.cursor > 0 ? 1 : 0);
+      for (const s of perTraj[i]) {
+        ep.rewardByAgent[s.agent] = (ep.rewardByAgent[s.agent] ?? 0) + o.alpha * s.team + s.local;
+        ep.transcript.push({ turn: s.turn, agent: s.agent, text: s.text, reward: o.alpha * s.team + s.local });
+      }
+    }
+  });
+  return { groups, episodes, generatedTokens, seconds: secs };
+}

@@ -1,0 +1,82 @@
+// Rollout structure on hand-made candidates: a scripted sampler answers each request with a
+// fixed text per candidate (real moves with different outcomes), so the test controls rewards.
+// Checked: groups are keyed (env, agent, turn) and never span environments; a later agent's
+// candidates are scored on the state after the earlier agent's chosen action and get distinct
+// rewards; the chosen candidate is the best; independent mode credits whole trajectories.
+
+import { assert, assertEquals } from "../assert.ts";
+import { getEnv } from "../../src/envs/registry.ts";
+import type { GenerateRequest, GenerateResult } from "../../src/model/generate.ts";
+import { ByteTokenizer } from "../../src/model/tokenizer.ts";
+import { type CompletionSampler, rolloutIndependent, rolloutTree } from "../../src/rl/rollout.ts";
+import { act } from "../../src/envs/api.ts";
+
+const tok = new ByteTokenizer();
+
+/** Candidate c of every request gets texts[agent][c % n]; log-probs are made up (unused here). */
+function scripted(texts: string[]): CompletionSampler {
+  return {
+    generate(reqs: readonly GenerateRequest[]): Promise<GenerateResult[]> {
+      return Promise.resolve(reqs.map((_, i) => {
+        const ids = tok.encode(texts[i % texts.length], { addSpecialTokens: false });
+        return { ids, logprobs: ids.map(() => -1), finish: "stop" as const };
+      }));
+    },
+  };
+}
+
+const env = getEnv("tic_tac_toe_v1");
+const tasks = [0, 1, 2].map((s) => env.generate(s, { split: "train", difficulty: {} }));
+// Three candidates: two legal cells and one junk reply.
+const moves = ["1", "5", "no idea"];
+
+Deno.test("tree rollouts", async (t) => {
+  const deps = { env, tokenizer: tok, policyOf: () => ({ generator: scripted(moves.map((m) => `#### ${m}`)) }) };
+  const opts = { mode: "tree" as const, K: 3, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
+  const r = await rolloutTree(deps, tasks, opts);
+
+  await t.step("one group per (env, agent, turn), never across environments", () => {
+    const keys = r.groups.map((g) => g.key);
+    assertEquals(new Set(keys).size, keys.length);
+    for (const g of r.groups) {
+      assertEquals(g.samples.length, 3);
+      assert(g.samples.every((s) => s.env === g.env && s.agent === g.agent && s.turn === g.turn), `group ${g.key} mixes samples`);
+    }
+  });
+
+  await t.step("candidates get distinct rewards and the best one is chosen", () => {
+    const distinct = r.groups.filter((g) => new Set(g.samples.map((s) => s.reward)).size > 1);
+    assert(distinct.length >= r.groups.length / 2, `only ${distinct.length}/${r.groups.length} groups have distinct rewards`);
+    for (const g of r.groups) {
+      const chosen = g.samples.filter((s) => s.chosen);
+      assertEquals(chosen.length, 1);
+      assert(g.samples.every((s) => s.reward <= chosen[0].reward), `group ${g.key}: chosen is not the best`);
+    }
+  });
+
+  await t.step("each episode replays: the env continued from the chosen candidates", async () => {
+    for (const [e, task] of tasks.entries()) {
+      let state = env.reset(task);
+      for (const m of r.episodes[e].transcript) state = (await act(env, state, m.agent, m.text)).state;
+      assertEquals(env.success(state), r.episodes[e].success);
+      // The second agent's groups were scored on a state after the first agent moved.
+      const later = r.groups.filter((g) => g.env === e && g.agent === env.turnOrder[1]);
+      assert(later.length > 0, "the second player never moved");
+    }
+  });
+
+  await t.step("independent mode: one group per task, every action credited with its return", async () => {
+    const ind = await rolloutIndependent(deps, tasks, { ...opts, mode: "independent" });
+    assertEquals(ind.groups.length, tasks.length);
+    for (const g of ind.groups) {
+      assert(g.samples.every((s) => s.env === g.env), "group spans environments");
+      const byTraj = new Map<number, number>();
+      for (const s of g.samples) {
+        const prev = byTraj.get(s.candidate);
+        assert(prev === undefined || prev === s.reward, "a trajectory's actions have different rewards");
+        byTraj.set(s.candidate, s.reward);
+      }
+      assertEquals(byTraj.size, 3);
+    }
+  });
+});
