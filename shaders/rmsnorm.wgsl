@@ -32,3 +32,18 @@ fn rmsnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   for (var c = lid; c < p.cols; c += WG) { Out[base + c] = X[base + c] * rstd * W[c]; }
   if (lid == 0u) { Rstd[row] = rstd; }
 }
+
+// The same op with one invocation per row and no workgroup memory: on CPU adapters (llvmpipe),
+// where barriers are coroutine switches and rows map to SIMD lanes, this is several times
+// faster for the narrow rows of small models and of decode steps.
+@compute @workgroup_size(WG)
+fn rmsnorm_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let row = gid.x + gid.y * nwg.x * WG;
+  if (row >= p.rows) { return; }
+  let base = row * p.cols;
+  var ss = 0.0;
+  for (var c = 0u; c < p.cols; c++) { let v = X[base + c]; ss = fma(v, v, ss); }
+  let rstd = inverseSqrt(ss / f32(p.cols) + p.eps);
+  for (var c = 0u; c < p.cols; c++) { Out[base + c] = X[base + c] * rstd * W[c]; }
+  Rstd[row] = rstd;
+}

@@ -37,6 +37,8 @@ export interface GpuModelOptions {
   chunkRows?: number;
   /** Keep every layer's activations for the backward pass (default false). */
   training?: boolean;
+  /** RMSNorm kernel variant (default by adapter class; tests pin both). */
+  normVariant?: "rows" | "workgroup";
 }
 
 /** What one layer saves for the backward pass (in inference all layers share one set). */
@@ -144,7 +146,7 @@ export class GpuModel {
     if (opts.maxLen > maxScores) {
       throw new KernelArgumentError(`maxLen ${opts.maxLen} exceeds what attention can hold in workgroup memory on this adapter (${maxScores})`);
     }
-    const [ops, kernels] = await Promise.all([createOps(gpu), ModelKernels.create(gpu, opts.maxLen)]);
+    const [ops, kernels] = await Promise.all([createOps(gpu), ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant })]);
     const params = uploadParams(gpu, weights);
     return new GpuModel(gpu, weights, params, ops, kernels, opts.slots, opts.maxLen, opts);
   }

@@ -20,24 +20,32 @@ export class ModelKernels {
   ) {}
 
   /** `cachePositions` (P) bounds the context: attention keeps P scores in workgroup memory. */
-  static async create(gpu: Gpu, cachePositions: number): Promise<ModelKernels> {
+  /** One invocation per row for RMSNorm (CPU adapters' default); a workgroup per row on GPUs. */
+  private serialNorm = false;
+
+  static async create(gpu: Gpu, cachePositions: number, opts: { normVariant?: "rows" | "workgroup" } = {}): Promise<ModelKernels> {
+    const serial = (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const [gather, rmsnorm, rope, ropeInv, kvStore, attention, swiglu] = await Promise.all([
       s("gather_rows", "gather_rows", [u, ro, ro, rw], { WG: EW }),
-      s("rmsnorm", "rmsnorm", [u, ro, ro, rw, rw], { WG: RED_WG }),
+      serial
+        ? s("rmsnorm", "rmsnorm_rows", [u, ro, ro, rw, rw], { WG: RED_WG })
+        : s("rmsnorm", "rmsnorm", [u, ro, ro, rw, rw], { WG: RED_WG }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: 1 }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
       s("kv_cache", "kv_store", [u, ro, ro, ro, rw, rw], { WG: EW }),
       s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions }),
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
     ]);
-    return new ModelKernels(
+    const k = new ModelKernels(
       { gather, rmsnorm, rope, ropeInv, kvStore, attention, swiglu },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
     );
+    k.serialNorm = serial;
+    return k;
   }
 
   private grid(n: number, wg = EW): [number, number] {
@@ -53,7 +61,8 @@ export class ModelKernels {
   /** out = rmsnorm(x)·w per row; rstd[r] = 1/rms saved for the backward. */
   rmsnorm(rec: Recorder, rows: number, cols: number, eps: number, x: BufferRef, w: BufferRef, out: BufferRef, rstd: BufferRef) {
     const u = packUniform([["u32", rows], ["u32", cols], ["f32", eps], ["u32", 0]]);
-    rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], grid1d(rows, this.maxPerDim), u);
+    const wg = this.serialNorm ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim) : grid1d(rows, this.maxPerDim);
+    rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], wg, u);
   }
 
   /** Rotates x [rows, heads, D] in place by each row's position (inverse when `inverse`). */

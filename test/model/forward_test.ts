@@ -32,7 +32,9 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
       for (const dtype of ["F32", "F16", "BF16"] as const) {
         await t.step(`${name} ${dtype}: logits at every position`, async () => {
           const w = await preset(name, dtype);
-          const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 64, chunkRows: 7 });
+          // Both RMSNorm variants: per-row invocations (CPU default) and workgroup reductions.
+          const normVariant = dtype === "F16" ? "workgroup" : "rows";
+          const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 64, chunkRows: 7, normVariant });
           try {
             const rows: ModelRow[] = PROMPT.map((token, pos) => ({ token, slot: 1, pos }));
             const got = await model.forward(rows, rows.map((_, i) => i));
