@@ -2,15 +2,17 @@
 // one JSON object on the last line of stdout (progress goes to stderr).
 //   --lab         time every matmul variant and print the picks for src/ops/tuning.ts
 //   --quick       smaller shapes (a smoke run)
-//   --only NAMES  comma-separated sections: matmul, sandbox
+//   --only NAMES  comma-separated sections: matmul, inference, train, sandbox
 
 import { Gpu } from "../../src/gpu/mod.ts";
 import { runtimeDescription } from "../../src/runtime.ts";
 import { cpuPeak } from "./cpu_peak.ts";
 import { compareWithTfjs, runLab } from "./matmul_lab.ts";
 import { round } from "./timing.ts";
+import { benchInference } from "./inference_bench.ts";
+import { benchTrain } from "./train_bench.ts";
 
-const USAGE = `usage: deno task bench [--lab] [--quick] [--only matmul,sandbox]`;
+const USAGE = `usage: deno task bench [--lab] [--quick] [--only matmul,inference,train,sandbox]`;
 
 function parseArgs(args: string[]) {
   const o = { lab: false, quick: false, only: null as string[] | null };
@@ -73,6 +75,24 @@ if (import.meta.main) {
     adapter_class: gpu.adapterClass,
   };
   if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick);
+  if (want("inference")) {
+    result.inference = await benchInference(gpu, {
+      presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
+      batches: args.quick ? [1, 8] : [1, 8, 32],
+      promptLen: args.quick ? 16 : 64,
+      newTokens: args.quick ? 8 : 32,
+      rounds: args.quick ? 1 : 3,
+    }, log);
+  }
+  if (want("train")) {
+    result.train = await benchTrain(gpu, {
+      presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
+      modes: ["full", "lora"],
+      batch: args.quick ? 4 : 8,
+      seqLen: args.quick ? 32 : 64,
+      steps: args.quick ? 3 : 5,
+    }, log);
+  }
   if (want("sandbox")) result.sandbox = await sandboxSection();
   console.log(JSON.stringify(result));
   gpu.destroy();

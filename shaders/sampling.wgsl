@@ -1,0 +1,602 @@
+// Token sampling over logits [rows, vocab], one workgroup per row, all in one dispatch:
+//   repetition penalty (HF) → temperature → top-k → top-p → one Philox draw keyed by
+//   (seed, sequence, step) → ids[row] and logprobs[row] = log softmax(z)[id] over the full
+//   vocabulary, z = penalty(x) / T (T = 1 for greedy); optionally also the log-prob under the
+//   truncated distribution. Semantics and buffer layouts: src/model/sampling.ts.
+//
+// llvmpipe turns every storage load with a computed address into a per-lane loop, so the design
+// counts passes over the row (vec4 loads, four logits each) and never sorts:
+//   stats    online max / Σexp / argmax / key range. Greedy and plain temperature sampling stop
+//            here, plus one thread walking the one chunk the draw lands in.
+//   split    top-k and top-p thresholds: each pass splits the candidate key interval 16 ways
+//            and counts, weighs and bounds each side, so the interval shrinks to real keys
+//            (1-3 passes over 152k logits for usual logits).
+//   gather   once ≤ CAP candidates are left they are copied to workgroup memory in token order
+//            (offsets from per-thread counts, so the copy is deterministic); further split
+//            passes run there, and if every kept token was copied the draw is made there too.
+//   draw     otherwise one pass sums each thread's kept mass in token order and one thread walks
+//            the chunk the draw lands in.
+// Thresholds are found on keys: float bits mapped to an order-preserving u32. Workgroups share
+// nothing, so a row's result does not depend on the rest of the batch. Barriers only sit under
+// uniform control flow: row parameters from read-only storage, or values broadcast with
+// workgroupUniformLoad.
+
+struct Shape { rows: u32, vocab: u32, hist_cap: u32, flags: u32 }
+
+// One row's parameters: 8 words, packed by packSamplingParams (src/model/sampling.ts).
+struct RowParams {
+  temperature: f32,  // 0 → greedy
+  top_k: u32,        // 0 → off
+  top_p: f32,        // 1 → off
+  penalty: f32,      // 1 → off
+  seed: u32,
+  sequence: u32,
+  step: u32,
+  reserved: u32,
+}
+
+const FLAG_TRUNCATED = 1u;      // write the truncated log-prob to out_logp[rows + row]
+const FLAG_APPEND = 2u;         // append the sampled id to the row's history
+const NONE = 0xffffffffu;       // no id; above every real key
+const NEG_INF_BITS = 0xff800000u;
+const RNG_DOMAIN = 0x53414d50u; // "SAMP": second Philox key word
+const MAX_PASSES = 40u;         // safety net: key-space splits alone finish within 16 passes
+
+override WG: u32 = 64u;
+override CAP: u32 = 1024u;      // candidates held in workgroup memory
+const TABLE_ROWS = 16u;         // a split pass reduces its 64 accumulators 16 at a time
+
+@group(0) @binding(0) var<uniform> shape: Shape;
+@group(0) @binding(1) var<storage, read> X4: array<vec4<f32>>;          // logits
+@group(0) @binding(2) var<storage, read> params: array<RowParams>;
+@group(0) @binding(3) var<storage, read_write> hist_ids: array<u32>;     // [rows, hist_cap]
+@group(0) @binding(4) var<storage, read_write> hist_counts: array<u32>;  // [rows]
+@group(0) @binding(5) var<storage, read_write> seen: array<atomic<u32>>; // 1 bit per logit
+@group(0) @binding(6) var<storage, read_write> out_ids: array<u32>;
+@group(0) @binding(7) var<storage, read_write> out_logp: array<f32>;     // [rows] or [2, rows]
+
+// ws: gathered z bits at [0, CAP), their ids at [CAP, 2·CAP), reduction table after 2·CAP.
+var<workgroup> ws: array<u32, 2u * CAP + TABLE_ROWS * WG>;
+var<workgroup> red: array<Stats, WG>;
+var<workgroup> chunk_w: array<f32, WG>;
+var<workgroup> offs: array<u32, WG>;
+var<workgroup> res_f: array<f32, 32>;
+var<workgroup> res_u: array<u32, 32>;
+var<workgroup> sh_u: array<u32, 4>;
+var<workgroup> sh_f: array<f32, 6>;
+
+// This thread's candidates above hi and within [lo, hi], as of the last pass over storage.
+var<private> my_above: u32;
+var<private> my_in: u32;
+
+// ---------------------------------------------------------------------------------------------
+// Philox-4x32-10 and the draw.
+
+fn mulhilo(a: u32, b: u32) -> vec2<u32> {
+  // 32×32 → 64 bits from 16-bit halves (WGSL has no 64-bit integers).
+  let a0 = a & 0xffffu; let a1 = a >> 16u; let b0 = b & 0xffffu; let b1 = b >> 16u;
+  let p01 = a0 * b1; let p10 = a1 * b0;
+  let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return vec2(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
+}
+
+fn philox(ctr_in: vec4<u32>, key_in: vec2<u32>) -> vec4<u32> {
+  var c = ctr_in; var k = key_in;
+  for (var r = 0u; r < 10u; r++) {
+    let p0 = mulhilo(0xd2511f53u, c.x);
+    let p1 = mulhilo(0xcd9e8d57u, c.z);
+    c = vec4(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
+    k += vec2(0x9e3779b9u, 0xbb67ae85u);
+  }
+  return c;
+}
+
+// 24 random bits scaled to [0, 1): exact in f32, the same number as samplingUniform() on the CPU.
+fn drawUniform(rp: RowParams) -> f32 {
+  let r = philox(vec4(rp.sequence, rp.step, 0u, 0u), vec2(rp.seed, RNG_DOMAIN));
+  return f32(r.x >> 8u) * (1.0 / 16777216.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scores, keys and weights.
+
+// −inf. Built from a runtime value: Tint rejects a constant expression that evaluates to inf.
+fn ninf() -> f32 { return bitcast<f32>(NEG_INF_BITS | (shape.flags & 0u)); }
+
+// Order-preserving f32 → u32; −0 joins +0 so that equal floats have equal keys.
+fn keyOf4(z: vec4<f32>) -> vec4<u32> {
+  let b0 = bitcast<vec4<u32>>(z);
+  let b = select(b0, vec4(0u), b0 == vec4(0x80000000u));
+  return select(b | vec4(0x80000000u), ~b, (b & vec4(0x80000000u)) != vec4(0u));
+}
+fn keyOf(z: f32) -> u32 { return keyOf4(vec4(z)).x; }
+fn valueOfKey(k: u32) -> f32 {
+  return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
+}
+
+// exp(z − m), 0 for −inf logits (also when the whole row is −inf and m is too).
+fn weight4(z: vec4<f32>, m: f32) -> vec4<f32> {
+  return select(exp(z - m), vec4(0.0), bitcast<vec4<u32>>(z) == vec4(NEG_INF_BITS));
+}
+fn weight(z: f32, m: f32) -> f32 { return weight4(vec4(z), m).x; }
+
+// Per-thread view of the row: this thread owns the vec4 units [cs, ce). Chunks are contiguous
+// so that token order inside a chunk is storage order and chunk order is thread order.
+struct Row { base: u32, vocab: u32, cs: u32, ce: u32, temp: f32, pen: f32, pen_on: bool }
+struct Unit { z: vec4<f32>, ok: vec4<bool>, id0: u32 }
+
+fn loadUnit(r: Row, u: u32) -> Unit {
+  let e = vec4(4u * u) + vec4(0u, 1u, 2u, 3u);
+  var x = X4[u];
+  if (r.pen_on) {
+    // The four logits of a unit share one bitmap word (bits index the whole logits buffer).
+    let bits = (vec4(atomicLoad(&seen[u >> 3u])) >> (e & vec4(31u))) & vec4(1u);
+    x = select(x, select(x / r.pen, x * r.pen, x < vec4(0.0)), bits == vec4(1u));
+  }
+  return Unit(x / r.temp, (e >= vec4(r.base)) & (e < vec4(r.base + r.vocab)), 4u * u - r.base);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repetition penalty: mark each seen id in the bitmap. Bits are idempotent, so repeated ids in
+// the history need no de-duplication. Only this row's bits are touched: rows share edge words.
+
+fn markSeen(row: u32, base: u32, vocab: u32, lid: u32) {
+  let last = (base + vocab - 1u) >> 5u;
+  for (var w = (base >> 5u) + lid; w <= last; w += WG) {
+    let lo = max(base, w * 32u) - w * 32u;
+    let hi = min(base + vocab, w * 32u + 32u) - w * 32u;
+    if (hi - lo == 32u) { atomicStore(&seen[w], 0u); } else {
+      atomicAnd(&seen[w], ~(((1u << (hi - lo)) - 1u) << lo));
+    }
+  }
+  storageBarrier();
+  let n = min(hist_counts[row], shape.hist_cap);
+  for (var j = lid; j < n; j += WG) {
+    let id = hist_ids[row * shape.hist_cap + j];
+    if (id < vocab) { let e = base + id; atomicOr(&seen[e >> 5u], 1u << (e & 31u)); }
+  }
+  storageBarrier();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stats pass: online softmax (running max m, Σexp(z − m)), argmax (lowest id among ties) and the
+// key range, one vec4 at a time.
+
+struct Stats { m: f32, s: f32, arg: u32, kmin: u32, kmax: u32 }
+
+fn statsPass(r: Row) -> Stats {
+  var st = Stats(ninf(), 0.0, NONE, NONE, 0u);
+  for (var u = r.cs; u < r.ce; u++) {
+    let t = loadUnit(r, u);
+    let z = select(vec4(ninf()), t.z, t.ok);
+    let k = keyOf4(t.z);
+    st.kmin = min(st.kmin, min(min(select(NONE, k.x, t.ok.x), select(NONE, k.y, t.ok.y)),
+                               min(select(NONE, k.z, t.ok.z), select(NONE, k.w, t.ok.w))));
+    st.kmax = max(st.kmax, max(max(select(0u, k.x, t.ok.x), select(0u, k.y, t.ok.y)),
+                               max(select(0u, k.z, t.ok.z), select(0u, k.w, t.ok.w))));
+    let mu = max(max(z.x, z.y), max(z.z, z.w));
+    if (mu > st.m) {
+      // Strictly greater: an earlier unit keeps a tie; within the unit the first lane wins.
+      st.arg = t.id0 + select(select(select(3u, 2u, z.z == mu), 1u, z.y == mu), 0u, z.x == mu);
+      st.s *= exp(st.m - mu);
+      st.m = mu;
+    }
+    if (bitcast<u32>(st.m) != NEG_INF_BITS) { st.s += dot(weight4(z, st.m), vec4(1.0)); }
+  }
+  return st;
+}
+
+fn statsMerge(a: Stats, b: Stats) -> Stats {
+  let m = max(a.m, b.m);
+  let s = select(a.s * exp(a.m - m), 0.0, a.s == 0.0) + select(b.s * exp(b.m - m), 0.0, b.s == 0.0);
+  let arg = select(a.arg, b.arg, b.m > a.m || (b.m == a.m && b.arg < a.arg));
+  return Stats(m, s, arg, min(a.kmin, b.kmin), max(a.kmax, b.kmax));
+}
+
+fn reduceStats(st: Stats, lid: u32) -> Stats {
+  red[lid] = st;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) { red[lid] = statsMerge(red[lid], red[lid + s]); }
+    workgroupBarrier();
+  }
+  return workgroupUniformLoad(&red[0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split pass: 16 split keys s_0 = lo < s_1 < … ≤ hi. Over the candidates in [lo, hi] each
+// thread counts and weighs those ≥ s_j, and takes the min key of those ≥ s_j and the max key
+// of those < s_j. The accumulators are unrolled as vec4s: constant-indexed, they stay in
+// registers, and ALU work is nearly free on llvmpipe next to loads.
+
+struct Splits { a: vec4<u32>, b: vec4<u32>, c: vec4<u32>, d: vec4<u32>, n: u32 }
+
+struct Acc {
+  ca: vec4<f32>, cb: vec4<f32>, cc: vec4<f32>, cd: vec4<f32>,
+  wa: vec4<f32>, wb: vec4<f32>, wc: vec4<f32>, wd: vec4<f32>,
+  na: vec4<u32>, nb: vec4<u32>, nc: vec4<u32>, nd: vec4<u32>,
+  xa: vec4<u32>, xb: vec4<u32>, xc: vec4<u32>, xd: vec4<u32>,
+  above: u32, // candidates above hi (storage passes keep per-thread counts for the gather)
+}
+
+fn newAcc() -> Acc {
+  let z = vec4(0.0); let n = vec4(NONE); let x = vec4(0u);
+  return Acc(z, z, z, z, z, z, z, z, n, n, n, n, x, x, x, x, 0u);
+}
+
+// Value-space splits follow the shape of the logits; key-space splits (linear in the float bits)
+// guarantee a 16× narrower key range per pass whatever the shape. Both are made strictly
+// increasing and ≤ hi; unused slots hold NONE, above every candidate.
+fn makeSplits(lo: u32, hi: u32, by_value: bool) -> Splits {
+  var s = array<u32, 16>(lo, NONE, NONE, NONE, NONE, NONE, NONE, NONE,
+                         NONE, NONE, NONE, NONE, NONE, NONE, NONE, NONE);
+  var n = 1u;
+  let a = valueOfKey(lo);
+  let b = valueOfKey(hi);
+  let value_ok = by_value && abs(a) <= 1.0e38 && abs(b) <= 1.0e38;
+  let step = (hi - lo) / 16u + 1u;
+  for (var j = 1u; j < 16u; j++) {
+    var k: u32;
+    if (value_ok) {
+      let t = f32(j) / 16.0;
+      k = max(keyOf(a * (1.0 - t) + b * t), s[j - 1u] + 1u);
+    } else {
+      if (j * step > hi - lo) { break; }
+      k = lo + j * step;
+    }
+    if (k > hi) { break; }
+    s[j] = k;
+    n = j + 1u;
+  }
+  return Splits(vec4(s[0], s[1], s[2], s[3]), vec4(s[4], s[5], s[6], s[7]),
+                vec4(s[8], s[9], s[10], s[11]), vec4(s[12], s[13], s[14], s[15]), n);
+}
+
+fn minIf(a: vec4<u32>, k: vec4<u32>, c: vec4<bool>) -> vec4<u32> { return select(a, min(a, k), c); }
+fn maxIf(a: vec4<u32>, k: vec4<u32>, c: vec4<bool>) -> vec4<u32> { return select(a, max(a, k), c); }
+
+fn accAdd(acc: ptr<function, Acc>, sp: Splits, k: u32, w: f32) {
+  let kv = vec4(k); let one = vec4(1.0); let wv = vec4(w); let zero = vec4(0.0);
+  let ga = kv >= sp.a; let gb = kv >= sp.b; let gc = kv >= sp.c; let gd = kv >= sp.d;
+  (*acc).ca += select(zero, one, ga); (*acc).cb += select(zero, one, gb);
+  (*acc).cc += select(zero, one, gc); (*acc).cd += select(zero, one, gd);
+  (*acc).wa += select(zero, wv, ga); (*acc).wb += select(zero, wv, gb);
+  (*acc).wc += select(zero, wv, gc); (*acc).wd += select(zero, wv, gd);
+  (*acc).na = minIf((*acc).na, kv, ga); (*acc).nb = minIf((*acc).nb, kv, gb);
+  (*acc).nc = minIf((*acc).nc, kv, gc); (*acc).nd = minIf((*acc).nd, kv, gd);
+  (*acc).xa = maxIf((*acc).xa, kv, !ga); (*acc).xb = maxIf((*acc).xb, kv, !gb);
+  (*acc).xc = maxIf((*acc).xc, kv, !gc); (*acc).xd = maxIf((*acc).xd, kv, !gd);
+}
+
+// exp() costs about as much as a load on llvmpipe: masses are computed only when a later
+// decision reads them (need_mass) and only for units with a candidate in [lo, hi].
+fn storagePass(r: Row, sp: Splits, lo: u32, hi: u32, m: f32, need_mass: bool) -> Acc {
+  var acc = newAcc();
+  for (var u = r.cs; u < r.ce; u++) {
+    let t = loadUnit(r, u);
+    let k = keyOf4(t.z);
+    let inside = t.ok & (k >= vec4(lo)) & (k <= vec4(hi));
+    acc.above += dot(select(vec4(0u), vec4(1u), t.ok & (k > vec4(hi))), vec4(1u));
+    if (any(inside)) {
+      var w = vec4(0.0);
+      if (need_mass) { w = weight4(t.z, m); }
+      if (inside.x) { accAdd(&acc, sp, k.x, w.x); }
+      if (inside.y) { accAdd(&acc, sp, k.y, w.y); }
+      if (inside.z) { accAdd(&acc, sp, k.z, w.z); }
+      if (inside.w) { accAdd(&acc, sp, k.w, w.w); }
+    }
+  }
+  return acc;
+}
+
+fn memoryPass(lid: u32, n: u32, sp: Splits, lo: u32, hi: u32, m: f32, need_mass: bool) -> Acc {
+  var acc = newAcc();
+  for (var i = lid; i < n; i += WG) {
+    let z = bitcast<f32>(ws[i]);
+    let k = keyOf(z);
+    if (k >= lo && k <= hi) { accAdd(&acc, sp, k, select(0.0, weight(z, m), need_mass)); }
+  }
+  return acc;
+}
+
+// Folds 16 values over the workgroup (kind 0: f32 sum, 1: u32 min, 2: u32 max); threads 0..15
+// each fold one row of the table, which costs fewer loads and barriers than a tree.
+fn reduce16(lid: u32, a: vec4<u32>, b: vec4<u32>, c: vec4<u32>, d: vec4<u32>, kind: u32) -> u32 {
+  let t = 2u * CAP;
+  for (var i = 0u; i < 4u; i++) {
+    ws[t + i * WG + lid] = a[i];
+    ws[t + (4u + i) * WG + lid] = b[i];
+    ws[t + (8u + i) * WG + lid] = c[i];
+    ws[t + (12u + i) * WG + lid] = d[i];
+  }
+  workgroupBarrier();
+  var v = 0u;
+  if (lid < 16u) {
+    let row = t + lid * WG;
+    var f = 0.0;
+    v = select(0u, NONE, kind == 1u);
+    for (var i = 0u; i < WG; i++) {
+      let x = ws[row + i];
+      if (kind == 0u) { f += bitcast<f32>(x); }
+      else if (kind == 1u) { v = min(v, x); }
+      else { v = max(v, x); }
+    }
+    if (kind == 0u) { v = bitcast<u32>(f); }
+  }
+  workgroupBarrier(); // the next round overwrites the table
+  return v;
+}
+
+// res_f[0..16): counts ≥ s_j; res_f[16..32): masses ≥ s_j; res_u[0..16): min key ≥ s_j;
+// res_u[16..32): max key < s_j.
+fn reduceAcc(acc: Acc, lid: u32) {
+  workgroupBarrier(); // ws may still be read by the previous broadcast
+  let c = reduce16(lid, bitcast<vec4<u32>>(acc.ca), bitcast<vec4<u32>>(acc.cb),
+                   bitcast<vec4<u32>>(acc.cc), bitcast<vec4<u32>>(acc.cd), 0u);
+  let w = reduce16(lid, bitcast<vec4<u32>>(acc.wa), bitcast<vec4<u32>>(acc.wb),
+                   bitcast<vec4<u32>>(acc.wc), bitcast<vec4<u32>>(acc.wd), 0u);
+  let n = reduce16(lid, acc.na, acc.nb, acc.nc, acc.nd, 1u);
+  let x = reduce16(lid, acc.xa, acc.xb, acc.xc, acc.xd, 2u);
+  if (lid < 16u) {
+    res_f[lid] = bitcast<f32>(c); res_f[16u + lid] = bitcast<f32>(w);
+    res_u[lid] = n; res_u[16u + lid] = x;
+  }
+  workgroupBarrier();
+}
+
+fn pick16(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>, j: u32) -> f32 {
+  if (j >= 16u) { return 0.0; }
+  return select(select(a, b, j >= 4u), select(c, d, j >= 12u), j >= 8u)[j & 3u];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gather: copy the candidates with lo ≤ key ≤ hi to ws in token order. Each thread writes at
+// the exclusive prefix of the per-thread counts its last storage pass left (`mine`), so the
+// copy is deterministic and needs no atomics. The caller guarantees at most CAP candidates.
+
+struct Mem { on: bool, n: u32, lo: u32, hi: u32 } // ws holds every candidate in [lo, hi]
+
+fn gather(r: Row, lid: u32, lo: u32, hi: u32, mine: u32) -> Mem {
+  offs[lid] = mine;
+  workgroupBarrier();
+  if (lid == 0u) {
+    var acc = 0u;
+    for (var t = 0u; t < WG; t++) { let c = offs[t]; offs[t] = acc; acc += c; }
+    sh_u[0] = min(acc, CAP);
+  }
+  let n = workgroupUniformLoad(&sh_u[0]);
+  var slot = offs[lid];
+  for (var u = r.cs; u < r.ce; u++) {
+    let t = loadUnit(r, u);
+    let k = keyOf4(t.z);
+    let inside = t.ok & (k >= vec4(lo)) & (k <= vec4(hi));
+    for (var c = 0u; c < 4u; c++) {
+      if (inside[c] && slot < CAP) {
+        ws[slot] = bitcast<u32>(t.z[c]);
+        ws[CAP + slot] = t.id0 + c;
+        slot++;
+      }
+    }
+  }
+  workgroupBarrier();
+  return Mem(true, n, lo, hi);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threshold search: the largest key τ whose tail {key ≥ τ} reaches the goal count (top-k) or
+// mass (top-p). Invariants: tail(≥ lo) reaches the goal, tail(> hi) does not; lo and hi are
+// keys of real candidates, so the search ends when they meet.
+
+struct Tail { lo: u32, hi: u32, ge_c: f32, ge_w: f32, ab_c: f32, ab_w: f32 }
+struct Found { tail: Tail, mem: Mem, counted: bool }
+
+// Thread 0: picks the highest split whose tail still reaches the goal (its bin is then
+// non-empty) and leaves the narrowed tail in sh_u / sh_f; returns the split.
+fn decide(t: Tail, n: u32, by_mass: bool, goal: f32) -> u32 {
+  var j = 0u;
+  for (var i = 1u; i < n; i++) {
+    if (select(t.ab_c + res_f[i], t.ab_w + res_f[16u + i], by_mass) >= goal) { j = i; }
+  }
+  sh_u[1] = j; sh_u[2] = res_u[j]; sh_u[3] = t.hi;
+  sh_f[0] = t.ab_c + res_f[j]; sh_f[1] = t.ab_w + res_f[16u + j];
+  sh_f[2] = t.ab_c; sh_f[3] = t.ab_w;
+  if (j + 1u < n) {
+    sh_u[3] = res_u[17u + j];
+    sh_f[2] = t.ab_c + res_f[j + 1u]; sh_f[3] = t.ab_w + res_f[17u + j];
+  }
+  return j;
+}
+
+// need_mass: keep tail masses (top-p reads them); a top-k-only search skips every exp().
+fn search(r: Row, lid: u32, by_mass: bool, need_mass: bool, goal: f32, t0: Tail, mem0: Mem,
+          counted0: bool, m: f32) -> Found {
+  var t = t0; var mem = mem0;
+  var counted = counted0;  // my_above / my_in describe the current [lo, hi]
+  var by_value = true;
+  for (var it = 0u; it < MAX_PASSES && t.lo != t.hi; it++) {
+    let in_mem = mem.on && mem.lo <= t.lo && t.hi <= mem.hi;
+    let fits_all = t.ge_c <= f32(CAP);
+    if (!in_mem && counted && (fits_all || t.ge_c - t.ab_c <= f32(CAP))) {
+      // Copy everything above lo when it fits, so later stages and the draw can stay in memory.
+      let hi = select(t.hi, NONE, fits_all);
+      mem = gather(r, lid, t.lo, hi, select(my_in, my_in + my_above, fits_all));
+      continue;
+    }
+    let sp = makeSplits(t.lo, t.hi, by_value);
+    var acc: Acc;
+    if (in_mem) { acc = memoryPass(lid, mem.n, sp, t.lo, t.hi, m, need_mass); } else {
+      acc = storagePass(r, sp, t.lo, t.hi, m, need_mass);
+    }
+    reduceAcc(acc, lid);
+    if (lid == 0u) { decide(t, sp.n, by_mass, goal); }
+    let before_n = t.ge_c - t.ab_c;
+    let j = workgroupUniformLoad(&sh_u[1]);
+    t = Tail(workgroupUniformLoad(&sh_u[2]), workgroupUniformLoad(&sh_u[3]),
+             workgroupUniformLoad(&sh_f[0]), workgroupUniformLoad(&sh_f[1]),
+             workgroupUniformLoad(&sh_f[2]), workgroupUniformLoad(&sh_f[3]));
+    if (!in_mem) {
+      let ge = u32(pick16(acc.ca, acc.cb, acc.cc, acc.cd, j));
+      let next = u32(pick16(acc.ca, acc.cb, acc.cc, acc.cd, select(16u, j + 1u, j + 1u < sp.n)));
+      my_above = acc.above + next;
+      my_in = ge - next;
+    }
+    counted = !in_mem;
+    // Value splits again unless the last one kept more than a quarter of the candidates.
+    by_value = !(by_value && 4.0 * (t.ge_c - t.ab_c) > before_n);
+  }
+  return Found(t, mem, counted);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output and the draw.
+
+struct Pick { id: u32, z: f32 }
+
+fn finish(row: u32, p: Pick, m: f32, log_z: f32, log_zt: f32) {
+  out_ids[row] = p.id;
+  out_logp[row] = p.z - m - log_z;
+  if ((shape.flags & FLAG_TRUNCATED) != 0u) { out_logp[shape.rows + row] = p.z - m - log_zt; }
+  if ((shape.flags & FLAG_APPEND) != 0u) {
+    let c = hist_counts[row];
+    if (c < shape.hist_cap) { hist_ids[row * shape.hist_cap + c] = p.id; }
+    hist_counts[row] = c + 1u;
+  }
+}
+
+// Thread 0, when ws holds every kept token (key ≥ tau) in token order: the draw is a walk.
+fn drawMemory(row: u32, n: u32, tau: u32, u: f32, m: f32, log_z: f32) {
+  var zt = 0.0;
+  for (var i = 0u; i < n; i++) {
+    let z = bitcast<f32>(ws[i]);
+    if (keyOf(z) >= tau) { zt += weight(z, m); }
+  }
+  let goal = u * zt;
+  var acc = 0.0;
+  var pick = Pick(0u, ninf()); // every kept logit −inf: id 0, log-prob NaN
+  for (var i = 0u; i < n; i++) {
+    let z = bitcast<f32>(ws[i]);
+    let w = select(0.0, weight(z, m), keyOf(z) >= tau);
+    if (w > 0.0) {
+      pick = Pick(ws[CAP + i], z); // rounding past the end keeps the last kept token
+      acc += w;
+      if (acc > goal) { break; }
+    }
+  }
+  finish(row, pick, m, log_z, log(zt));
+}
+
+// The kept set {key ≥ tau} is not in workgroup memory: every thread sums its chunk's kept mass
+// in token order (unless the stats pass left it in chunk_w), thread 0 finds the chunk the draw
+// lands in, and that chunk's owner walks it.
+fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m: f32, log_z: f32) {
+  if (sum_chunks) {
+    var w = 0.0;
+    for (var i = r.cs; i < r.ce; i++) {
+      let t = loadUnit(r, i);
+      w += dot(select(vec4(0.0), weight4(t.z, m), t.ok & (keyOf4(t.z) >= vec4(tau))), vec4(1.0));
+    }
+    chunk_w[lid] = w;
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    var zt = 0.0;
+    for (var t = 0u; t < WG; t++) { zt += chunk_w[t]; }
+    let goal = u * zt;
+    var acc = 0.0; var sel = 0u; var rest = 0.0;
+    for (var t = 0u; t < WG; t++) {
+      let w = chunk_w[t];
+      if (w > 0.0) {
+        sel = t; rest = goal - acc;
+        acc += w;
+        if (acc > goal) { break; }
+      }
+    }
+    sh_u[0] = sel; sh_f[4] = rest; sh_f[5] = zt;
+  }
+  let sel = workgroupUniformLoad(&sh_u[0]);
+  if (lid != sel) { return; }
+  let rest = sh_f[4]; let log_zt = log(sh_f[5]);
+  var acc = 0.0;
+  var pick = Pick(0u, ninf()); // every logit −inf: id 0, log-prob NaN
+  for (var i = r.cs; i < r.ce; i++) {
+    let t = loadUnit(r, i);
+    let w = select(vec4(0.0), weight4(t.z, m), t.ok & (keyOf4(t.z) >= vec4(tau)));
+    for (var c = 0u; c < 4u; c++) {
+      if (w[c] > 0.0) {
+        pick = Pick(t.id0 + c, t.z[c]); // rounding past the chunk's end keeps its last kept token
+        acc += w[c];
+        if (acc > rest) { finish(row, pick, m, log_z, log_zt); return; }
+      }
+    }
+  }
+  finish(row, pick, m, log_z, log_zt);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points.
+
+@compute @workgroup_size(WG)
+fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= shape.rows) { return; }
+  let rp = params[row];
+  let vocab = shape.vocab;
+  let base = row * vocab;
+  let greedy = rp.temperature <= 0.0;
+  let pen_on = rp.penalty != 1.0 && shape.hist_cap > 0u;
+  if (pen_on) { markSeen(row, base, vocab, lid); }
+
+  let u0 = base / 4u;
+  let u1 = (base + vocab + 3u) / 4u;
+  let per = (u1 - u0 + WG - 1u) / WG;
+  let cs = min(u0 + lid * per, u1);
+  let ce = min(cs + per, u1);
+  let r = Row(base, vocab, cs, ce, select(rp.temperature, 1.0, greedy), rp.penalty, pen_on);
+
+  let st = statsPass(r);
+  let tot = reduceStats(st, lid);
+  let m = tot.m;
+  let log_z = log(tot.s);
+  if (greedy) {
+    if (lid == 0u) { finish(row, Pick(select(tot.arg, 0u, tot.arg == NONE), m), m, log_z, 0.0); }
+    return;
+  }
+  let u = drawUniform(rp);
+  let k_on = rp.top_k > 0u && rp.top_k < vocab;
+  let p_on = rp.top_p < 1.0;
+  var tau = 0u; // keep every token
+  var mem = Mem(false, 0u, 0u, 0u);
+  if (k_on || p_on) {
+    // Every thread's candidates are its valid logits. Stage 0 is top-k, stage 1 top-p over the
+    // top-k survivors {key ≥ τ_k}. One call site for search: llvmpipe inlines every call and
+    // pays for each copy's coroutine state in every workgroup, run or not.
+    my_above = 0u;
+    my_in = u32(max(i32(min(4u * ce, base + vocab)) - i32(max(4u * cs, base)), 0));
+    var f = Found(Tail(tot.kmin, tot.kmax, f32(vocab), tot.s, 0.0, 0.0), mem, true);
+    for (var stage = select(1u, 0u, k_on); stage < select(1u, 2u, p_on); stage++) {
+      let by_mass = stage == 1u;
+      let goal = select(f32(rp.top_k), rp.top_p * f.tail.ge_w, by_mass);
+      f = search(r, lid, by_mass, p_on, goal, f.tail, f.mem, f.counted, m);
+      if (f.counted) { my_in += my_above; my_above = 0u; }
+      f.tail = Tail(f.tail.lo, tot.kmax, f.tail.ge_c, f.tail.ge_w, 0.0, 0.0);
+    }
+    tau = f.tail.lo;
+    mem = f.mem;
+  } else {
+    // Plain temperature sampling: the stats pass already has each chunk's mass.
+    chunk_w[lid] = select(st.s * exp(st.m - m), 0.0, st.s == 0.0);
+  }
+  if (mem.on && mem.lo <= tau && mem.hi == NONE) {
+    if (lid == 0u) { drawMemory(row, mem.n, tau, u, m, log_z); }
+  } else {
+    drawChunks(r, row, lid, tau, k_on || p_on, u, m, log_z);
+  }
+}
+
+// The uniform draw of each row, for checking the GPU's Philox against the CPU's.
+@compute @workgroup_size(1)
+fn draws(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row < shape.rows) { out_logp[row] = drawUniform(params[row]); }
+}

@@ -1,0 +1,318 @@
+// Token sampling on the GPU: repetition penalty → temperature → top-k → top-p → one draw of a
+// counter-based RNG keyed by (seed, sequence, step), with the sampled token's log-prob. One
+// dispatch per call, recorded into a Recorder with no readback, so a decode loop chains
+// forward → sample → forward and reads back only the ids. The kernel is shaders/sampling.wgsl;
+// the float64 oracle is sampling_reference.ts.
+//
+// Semantics (HF transformers' warpers, in HF's order):
+//   z = penalty(x) / T over the full vocabulary. penalty: each distinct id in the row's history,
+//     once: x > 0 → x / p, else x · p. T = 1 for greedy rows (temperature 0).
+//   greedy: argmax z, lowest id among ties.
+//   top-k: keep z ≥ the k-th largest z. top-p: keep the highest-z tokens until their mass, in
+//     the top-k-renormalised distribution, reaches p (at least one token). Ties at either
+//     threshold are all kept: the rule depends on values only, never on the order of equal ones
+//     (HF's sort keeps an arbitrary subset of a tie, so it can keep fewer).
+//   draw: u ∈ [0, 1) from Philox-4x32-10(counter = (sequence, step, 0, 0), key = (seed, "SAMP"))
+//     with 24-bit resolution; the first kept token, in id order, whose cumulative probability
+//     exceeds u. A row's result depends on its logits, parameters and history only.
+//   logprobs[row] = log softmax(z)[id] over the full vocabulary: the policy's log-prob at the
+//     sampling temperature (RL's old_logp). With truncatedLogprobs, logprobs[rows + row] is the
+//     log-prob under the truncated, renormalised distribution (0 for greedy).
+// Logits must be finite or −inf (masked); NaN, or a temperature so small that x / T overflows
+// float32, is undefined. A row of only −inf gives id 0 with a NaN log-prob. Tokens below
+// 2^-24 probability can be missed by the 24-bit draw, as with any float32 sampler.
+
+import { type BufferRef, resolveRange } from "../gpu/buffers.ts";
+import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
+import type { Gpu } from "../gpu/mod.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
+import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import { grid1d } from "../ops/grid.ts";
+import { ModelError } from "./errors.ts";
+
+/** Per-row sampling parameters (HF names in camelCase). */
+export interface SamplingParams {
+  /** Softmax temperature; 0 = greedy. Default 1. */
+  temperature?: number;
+  /** Keep the k highest-scoring tokens (and ties of the k-th); 0 or ≥ vocab = off. Default 0. */
+  topK?: number;
+  /** Nucleus mass in [0, 1]; 1 = off, 0 keeps the top token (and its ties). Default 1. */
+  topP?: number;
+  /** HF repetition penalty (> 0) over the row's history; 1 = off. Default 1. */
+  repetitionPenalty?: number;
+  /** RNG seed (u32), e.g. one per run. */
+  seed: number;
+  /** Sequence id (u32): which rollout this row generates, independent of its row index. */
+  sequence: number;
+  /** Decoding step (u32) within the sequence. */
+  step: number;
+}
+
+/** 32-bit words per row in the params buffer (see packSamplingParams for the layout). */
+export const PARAM_WORDS = 8;
+
+/** A sampling parameter is out of range; the message names the row and field. */
+export class SamplingParamsError extends ModelError {}
+
+const U32_MAX = 0xffffffff;
+
+function checkRow(p: SamplingParams, i: number): void {
+  const bad = (field: string, why: string) =>
+    new SamplingParamsError(`sampling params row ${i}: ${field} ${why}`);
+  const t = p.temperature ?? 1, k = p.topK ?? 0, topP = p.topP ?? 1, rp = p.repetitionPenalty ?? 1;
+  if (!(Number.isFinite(t) && t >= 0)) {
+    throw bad("temperature", `= ${t}; use a finite value ≥ 0 (0 = greedy)`);
+  }
+  if (!(Number.isInteger(k) && k >= 0 && k <= U32_MAX)) {
+    throw bad("topK", `= ${k}; use an integer ≥ 0 (0 = off)`);
+  }
+  if (!(topP >= 0 && topP <= 1)) throw bad("topP", `= ${topP}; use a value in [0, 1] (1 = off)`);
+  if (!(Number.isFinite(rp) && rp > 0)) {
+    throw bad("repetitionPenalty", `= ${rp}; use a finite value > 0 (1 = off)`);
+  }
+  for (const f of ["seed", "sequence", "step"] as const) {
+    const v = p[f];
+    if (!(Number.isInteger(v) && v >= 0 && v <= U32_MAX)) {
+      throw bad(f, `= ${v}; use an integer in [0, 2^32) (it keys the RNG, so set it explicitly)`);
+    }
+  }
+}
+
+/**
+ * Packs per-row parameters, 8 words a row: temperature f32, topK u32, topP f32,
+ * repetitionPenalty f32, seed u32, sequence u32, step u32, reserved (0). Upload with gpu.upload,
+ * or gpu.write into a params buffer each step.
+ */
+export function packSamplingParams(rows: readonly SamplingParams[]): Uint32Array {
+  const out = new Uint32Array(rows.length * PARAM_WORDS);
+  const f32 = new Float32Array(out.buffer);
+  rows.forEach((p, i) => {
+    checkRow(p, i);
+    const o = i * PARAM_WORDS;
+    f32[o] = p.temperature ?? 1;
+    out[o + 1] = p.topK ?? 0;
+    f32[o + 2] = p.topP ?? 1;
+    f32[o + 3] = p.repetitionPenalty ?? 1;
+    out[o + 4] = p.seed;
+    out[o + 5] = p.sequence;
+    out[o + 6] = p.step;
+  });
+  return out;
+}
+
+/** Token ids seen by each row (prompt + generated), for the repetition penalty. */
+export interface SamplerHistory {
+  /** [rows, capacity] u32, row-major; the first counts[row] (at most capacity) are used. */
+  ids: BufferRef;
+  /** [rows] u32. Keeps counting past capacity; ids beyond capacity are not penalised. */
+  counts: BufferRef;
+  capacity: number;
+  /** Append each sampled id to its row and count it, so chained steps need no CPU update. */
+  append?: boolean;
+}
+
+export interface SampleArgs {
+  rows: number;
+  vocab: number;
+  /** [rows, vocab] f32, read only. The binding is rounded up to 16 bytes (gpu.zeros pads). */
+  logits: BufferRef;
+  /** [rows, PARAM_WORDS] from packSamplingParams. */
+  params: BufferRef;
+  history?: SamplerHistory;
+  /** Out: [rows] u32. */
+  ids: BufferRef;
+  /** Out: [rows] f32 full-vocabulary log-probs; [2, rows] when truncatedLogprobs is set. */
+  logprobs: BufferRef;
+  /** Also write the log-probs under the truncated distribution to logprobs[rows ..]. */
+  truncatedLogprobs?: boolean;
+}
+
+export interface SamplerOptions {
+  /**
+   * Threads per row. Default 32 on CPU adapters (llvmpipe runs a row on one core, so more
+   * threads only add barrier and reduction work), 64 on GPUs.
+   */
+  workgroupSize?: number;
+  /** Candidates held in workgroup memory (8 bytes each); a power of two ≥ 64. */
+  capacity?: number;
+}
+
+const BINDINGS: readonly BindingKind[] = [
+  "uniform",
+  "read-only-storage",
+  "read-only-storage",
+  "storage",
+  "storage",
+  "storage",
+  "storage",
+  "storage",
+];
+const FLAG_TRUNCATED = 1, FLAG_APPEND = 2;
+
+function isPow2(n: number): boolean {
+  return Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0;
+}
+
+/**
+ * Compiled sampling kernels plus the scratch they need (the repetition-penalty bitmap).
+ *
+ * A decode step, with no readback until the ids are wanted:
+ *   gpu.write(params, packSamplingParams(rows.map((r) => ({ ...r.sampling, step }))));
+ *   model.encodeForward(rec, ...);                      // writes logits [rows, vocab]
+ *   sampler.encode(rec, { rows, vocab, logits, params, ids, logprobs,
+ *                         history: { ids: seen, counts, capacity, append: true } });
+ *   rec.submit(); const next = await readUint32(gpu.device, ids, rows);
+ */
+export class Sampler {
+  private seen: GPUBuffer;
+  /** Outgrown bitmaps stay alive: recorded plans may still bind them. */
+  private retired: GPUBuffer[] = [];
+  private dummies: GPUBuffer[];
+
+  private constructor(private gpu: Gpu, private sampleKernel: Kernel, private drawKernel: Kernel) {
+    this.dummies = [0, 1, 2, 3].map((i) => gpu.zeros(4, `sampler:dummy${i}`));
+    this.seen = gpu.zeros(4, "sampler:seen");
+  }
+
+  static async create(gpu: Gpu, options: SamplerOptions = {}): Promise<Sampler> {
+    const wg = options.workgroupSize ?? (gpu.adapterClass === "cpu" ? 32 : 64),
+      cap = options.capacity ?? 1024;
+    if (!isPow2(wg) || wg < 32 || wg > 256) {
+      throw new KernelArgumentError(
+        `Sampler: workgroupSize ${wg} must be a power of two in [32, 256]`,
+      );
+    }
+    if (!isPow2(cap) || cap < 64) {
+      throw new KernelArgumentError(`Sampler: capacity ${cap} must be a power of two ≥ 64`);
+    }
+    // ws (2·CAP + 16·WG words), red (5 words per thread), chunk_w and offs, res_f/res_u, sh_*.
+    const bytes = 4 * (2 * cap + 16 * wg) + 28 * wg + 256 + 40;
+    const limit = gpu.device.limits.maxComputeWorkgroupStorageSize;
+    if (bytes > limit) {
+      throw new GpuLimitError(
+        `Sampler needs ${bytes} B of workgroup memory, the device allows ${limit}: ` +
+          `use a smaller capacity or workgroupSize`,
+      );
+    }
+    const [sample, draws] = await Promise.all([
+      gpu.kernel({
+        shader: "sampling",
+        entry: "sample",
+        bindings: BINDINGS,
+        constants: { WG: wg, CAP: cap },
+      }),
+      gpu.kernel({ shader: "sampling", entry: "draws", bindings: BINDINGS }),
+    ]);
+    return new Sampler(gpu, sample, draws);
+  }
+
+  /** Records one sampling step for every row. */
+  encode(rec: Recorder, a: SampleArgs): void {
+    const { rows, vocab } = a;
+    if (!(Number.isInteger(rows) && rows > 0 && Number.isInteger(vocab) && vocab > 0)) {
+      throw new KernelArgumentError(
+        `sampling: rows=${rows}, vocab=${vocab} must be positive integers`,
+      );
+    }
+    if (rows * vocab >= 2 ** 32 - 64) {
+      throw new KernelArgumentError(
+        `sampling: rows·vocab = ${rows * vocab} exceeds 32-bit indexing; split the batch`,
+      );
+    }
+    const h = a.history;
+    const cap = h?.capacity ?? 0;
+    if (!Number.isInteger(cap) || cap < 0) {
+      throw new KernelArgumentError(`sampling: history capacity ${cap} must be an integer ≥ 0`);
+    }
+    const need = this.need.bind(this);
+    need("params", a.params, rows * PARAM_WORDS * 4);
+    need("ids", a.ids, rows * 4);
+    need("logprobs", a.logprobs, rows * 4 * (a.truncatedLogprobs ? 2 : 1));
+    if (h) {
+      need("history.ids", h.ids, rows * cap * 4);
+      need("history.counts", h.counts, rows * 4);
+    }
+    const flags = (a.truncatedLogprobs ? FLAG_TRUNCATED : 0) | (h?.append ? FLAG_APPEND : 0);
+    const u = packUniform([["u32", rows], ["u32", vocab], ["u32", cap], ["u32", flags]]);
+    const bindings = [
+      null,
+      this.vec4Binding(a.logits, rows * vocab),
+      a.params,
+      h && cap > 0 ? h.ids : this.dummies[0],
+      h ? h.counts : this.dummies[1],
+      this.seenBitmap(rows * vocab),
+      a.ids,
+      a.logprobs,
+    ];
+    rec.dispatch(
+      this.sampleKernel,
+      bindings,
+      grid1d(rows, this.gpu.device.limits.maxComputeWorkgroupsPerDimension),
+      u,
+    );
+  }
+
+  /** Records the uniform draw of each row into out[rows] f32 (to check the RNG against the CPU). */
+  encodeDraws(rec: Recorder, rows: number, params: BufferRef, out: BufferRef): void {
+    if (!(Number.isInteger(rows) && rows > 0)) {
+      throw new KernelArgumentError(`sampling draws: rows=${rows} must be a positive integer`);
+    }
+    this.need("params", params, rows * PARAM_WORDS * 4);
+    this.need("out", out, rows * 4);
+    const [d0, d1, d2, d3] = this.dummies;
+    const u = packUniform([["u32", rows], ["u32", 1], ["u32", 0], ["u32", 0]]);
+    rec.dispatch(
+      this.drawKernel,
+      [null, d0, params, d1, d2, this.seen, d3, out],
+      grid1d(rows, this.gpu.device.limits.maxComputeWorkgroupsPerDimension),
+      u,
+    );
+  }
+
+  destroy(): void {
+    for (const b of [this.seen, ...this.retired, ...this.dummies]) b.destroy();
+    this.retired = [];
+  }
+
+  /** The penalty bitmap (one bit per logit), grown on demand and reused across calls. */
+  private seenBitmap(elements: number): GPUBuffer {
+    const bytes = (Math.ceil(elements / 32) + 1) * 4;
+    if (this.seen.size < bytes) {
+      this.retired.push(this.seen);
+      this.seen = this.gpu.zeros(Math.ceil(bytes / 4), "sampler:seen");
+    }
+    return this.seen;
+  }
+
+  /** Checks a binding's size and its offset alignment (WebGPU's own error would be opaque). */
+  private need(what: string, ref: BufferRef, bytes: number): void {
+    const r = resolveRange(ref);
+    const align = this.gpu.device.limits.minStorageBufferOffsetAlignment;
+    if (r.offset % align !== 0) {
+      throw new KernelArgumentError(
+        `sampling: ${what} starts at byte ${r.offset}, not a multiple of ${align}; ` +
+          `bind it at an aligned offset`,
+      );
+    }
+    if (r.size < bytes) {
+      throw new KernelArgumentError(
+        `sampling: ${what} holds ${r.size} bytes but needs ${bytes}; allocate it larger`,
+      );
+    }
+  }
+
+  /** The logits bound as vec4s: the binding must cover whole vec4s, so it rounds up to 16 B. */
+  private vec4Binding(ref: BufferRef, floats: number): BufferRef {
+    this.need("logits", ref, floats * 4);
+    const r = resolveRange(ref);
+    const bytes = Math.ceil(floats / 4) * 16;
+    if (r.offset + bytes > r.buffer.size) {
+      throw new KernelArgumentError(
+        `sampling: logits are read as whole vec4s, ${bytes} bytes from offset ${r.offset}, ` +
+          `past the end of the ${r.buffer.size}-byte buffer. Allocate logits with gpu.zeros or ` +
+          `the buffer pool, which pad to 16 bytes.`,
+      );
+    }
+    return { buffer: r.buffer, offset: r.offset, size: bytes };
+  }
+}
