@@ -4,7 +4,8 @@ import * as Comlink from "comlink";
 import "../shaders.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { createOps } from "../../src/ops/mod.ts";
-import { runKernelCases } from "../../test/ops/cases.ts";
+import { type CaseResult, runKernelCases } from "../../test/ops/cases.ts";
+import { samplingCases } from "../../test/model/sampling_cases.ts";
 import { runtimeKind } from "../../src/runtime.ts";
 
 const api = {
@@ -12,7 +13,15 @@ const api = {
     const gpu = await Gpu.create();
     try {
       const ops = await createOps(gpu);
-      const results = await runKernelCases(gpu, ops, thorough);
+      const results: CaseResult[] = await runKernelCases(gpu, ops, thorough);
+      for (const c of samplingCases()) {
+        try {
+          const ratio = await c.run(gpu);
+          results.push({ name: `sampling: ${c.name}`, ratio, ok: ratio <= 1 });
+        } catch (e) {
+          results.push({ name: `sampling: ${c.name}`, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
+        }
+      }
       return { runtime: runtimeKind(), adapter: gpu.describe(), results };
     } finally {
       gpu.destroy();

@@ -1,0 +1,82 @@
+// Every shipped configs/*.json loads and validates, says what its file name says (task, level),
+// stays sized for a 2-core CPU, and leaves room for the prompts an oracle episode produces.
+
+import { assert, assertEquals } from "../assert.ts";
+import { currentAgent } from "../../src/envs/api.ts";
+import { getEnv } from "../../src/envs/registry.ts";
+import { ByteTokenizer } from "../../src/model/tokenizer.ts";
+import { loadConfigFile, type RunConfig } from "../../src/rl/config.ts";
+import { policyMapFor } from "../../src/rl/policy_map.ts";
+
+const DIR = new URL("../../configs/", import.meta.url);
+const names = [...Deno.readDirSync(DIR)].filter((e) => e.isFile && e.name.endsWith(".json")).map((e) => e.name).sort();
+const load = (name: string) => loadConfigFile(new URL(name, DIR).pathname);
+
+/** File-name suffix → level, rollout mode and update mode it promises. */
+const SUFFIX: Record<string, Pick<RunConfig, "level"> & { rollout: string; update: string | null }> = {
+  L0_single: { level: "L0", rollout: "single-agent", update: null },
+  L1_shared: { level: "L1", rollout: "tree", update: null },
+  L2_lora: { level: "L2", rollout: "tree", update: "lora" },
+  L3_full: { level: "L3", rollout: "tree", update: "full" },
+};
+
+Deno.test("the promised task × level configs are shipped", () => {
+  const want = [
+    "quickstart", "plan_path_L0_single", "plan_path_L1_shared", "plan_path_L2_lora", "plan_path_L3_full",
+    "sokoban_L1_shared", "sudoku4_L1_shared", "math_L1_shared", "code_L1_shared", "tic_tac_toe_L1_shared",
+    "hanabi_L1_shared", "search_L2_lora",
+  ];
+  for (const w of want) assert(names.includes(`${w}.json`), `configs/${w}.json is missing`);
+});
+
+Deno.test("every shipped config validates and matches its name", async () => {
+  assert(names.length >= 12, `${names.length} configs`);
+  for (const name of names) {
+    const c = await load(name);
+    const base = name.replace(/\.json$/, "");
+    assertEquals(c.run.name, base);
+    assert(c.description.length > 20, `${name}: describe the run`);
+    assert(c.model.preset !== null && c.model.preset.startsWith("tiny-"), `${name}: use a tiny preset`);
+    policyMapFor(c); // builds for the env's agents
+    if (base === "quickstart") {
+      assertEquals([c.env.id, c.level, c.update.mode, c.env.difficulty.size], ["plan_path_v1", "L2", "lora", 5]);
+      continue;
+    }
+    const m = base.match(/^(.+)_(L\d_[a-z]+)$/);
+    assert(m !== null && SUFFIX[m[2]] !== undefined, `${name}: name it <task>_<L0_single|L1_shared|L2_lora|L3_full>.json`);
+    const want = SUFFIX[m[2]];
+    assertEquals(c.env.id, `${m[1]}_v1`, name);
+    assertEquals([c.level, c.rollout.mode], [want.level, want.rollout], name);
+    if (want.update) assertEquals(c.update.mode, want.update, name);
+  }
+});
+
+Deno.test("shipped configs are sized for a 2-core CPU", async () => {
+  for (const name of names) {
+    const c = await load(name);
+    const perStep = c.rollout.envsPerStep * c.rollout.k;
+    assert(perStep <= 16, `${name}: ${perStep} generations per agent turn`);
+    assert(c.rollout.maxNewTokens <= 256 && c.update.chunkRows <= 1024, `${name}: generations too long for CPU`);
+    assert(c.run.steps <= 100 && c.eval.episodes <= 16, `${name}: too long a run for CPU`);
+    assert(c.update.optimizer.lr >= 1e-4, `${name}: lr ${c.update.optimizer.lr} barely moves a tiny model`);
+  }
+});
+
+Deno.test("prompts of oracle episodes fit each config's maxPromptTokens", async () => {
+  const tok = new ByteTokenizer();
+  for (const name of names) {
+    const c = await load(name), env = getEnv(c.env.id);
+    let longest = 0;
+    for (let seed = 0; seed < 8; seed++) {
+      let s = env.reset(env.generate(c.env.trainSeed + seed, { split: "train", difficulty: c.env.difficulty }));
+      for (let t = 0; !s.terminated && !s.truncated && t < 40; t++) {
+        const agent = currentAgent(env, s)!;
+        const p = env.observe(s, agent, c.rollout.promptStyle);
+        const text = p.style === "compact" ? p.text : p.messages.map((m) => m.content).join("\n");
+        longest = Math.max(longest, tok.encode(text, { addSpecialTokens: true }).length);
+        s = env.step(s, agent, env.oracle(s, agent).action).state;
+      }
+    }
+    assert(longest <= c.rollout.maxPromptTokens, `${name}: a ${longest}-token prompt exceeds maxPromptTokens ${c.rollout.maxPromptTokens}`);
+  }
+});
