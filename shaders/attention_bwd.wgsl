@@ -21,6 +21,10 @@ override WG: u32 = 64u;
 @group(0) @binding(7) var<storage, read> Delta: array<f32>;       // [N, NH] (attention_delta.wgsl)
 @group(0) @binding(8) var<storage, read_write> Dq: array<f32>;    // [N, NH·D]
 
+override MAXP: u32 = 1024u;
+
+var<workgroup> ds: array<f32, MAXP>;
+
 fn score(qBase: u32, kBase: u32) -> f32 {
   var s = 0.0;
   for (var d = 0u; d < p.D; d++) { s = fma(Q[qBase + d], Kc[kBase + d], s); }
@@ -33,6 +37,7 @@ fn dotDv(oBase: u32, vBase: u32) -> f32 {
   return s;
 }
 
+// Lanes first walk positions (each dS_t computed once, into workgroup memory), then dims.
 @compute @workgroup_size(WG)
 fn attn_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let head = wid.x;
@@ -45,15 +50,14 @@ fn attn_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let cBase = (m.x * p.KV + kvh) * p.P * p.D;
   let lse = Lse[row * p.NH + head];
   let delta = Delta[row * p.NH + head];
-  // Each invocation owns dims d = lid, lid + WG, ...; positions are walked in order.
+  for (var t = lid; t < len; t += WG) {
+    let kB = cBase + t * p.D;
+    ds[t] = exp(score(qBase, kB) - lse) * (dotDv(qBase, kB) - delta);
+  }
+  workgroupBarrier();
   for (var d = lid; d < p.D; d += WG) {
     var acc = 0.0;
-    for (var t = 0u; t < len; t++) {
-      let kB = cBase + t * p.D;
-      let pr = exp(score(qBase, kB) - lse);
-      let ds = pr * (dotDv(qBase, kB) - delta);
-      acc = fma(ds, Kc[kB + d], acc);
-    }
+    for (var t = 0u; t < len; t++) { acc = fma(ds[t], Kc[cBase + t * p.D + d], acc); }
     Dq[qBase + d] = acc * p.scale;
   }
 }

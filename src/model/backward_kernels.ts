@@ -7,6 +7,7 @@ import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import { grid1d } from "../ops/grid.ts";
+import { KernelArgumentError } from "../gpu/errors.ts";
 
 const EW = 256, RED = 64, ATT = 64;
 
@@ -15,7 +16,12 @@ type Names = "normX" | "normXAcc" | "normW" | "swiglu" | "colsum" | "embed" | "d
 export class BackwardKernels {
   private constructor(private k: Record<Names, Kernel>, private maxPerDim: number, readonly P: number, readonly S: number) {}
 
-  static async create(gpu: Gpu, slots: number, cachePositions: number): Promise<BackwardKernels> {
+  static async create(gpu: Gpu, slots: number, cachePositions: number, headDim: number): Promise<BackwardKernels> {
+    // attn_dkv gives each head dim a lane: its workgroup is at least head_dim wide.
+    const kvWg = Math.max(ATT, 2 ** Math.ceil(Math.log2(headDim)));
+    if (kvWg > gpu.device.limits.maxComputeInvocationsPerWorkgroup) {
+      throw new KernelArgumentError(`head_dim ${headDim} exceeds this adapter's workgroup size for the attention backward`);
+    }
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
@@ -28,8 +34,8 @@ export class BackwardKernels {
       s("colsum", "colsum", [u, ro, rw], { WG: RED }),
       s("embedding_bwd", "embedding_bwd", [u, ro, ro, ro, ro, rw], { WG: EW }),
       s("attention_delta", "attention_delta", [u, ro, ro, rw], { WG: RED }),
-      s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: ATT }),
-      s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: ATT }),
+      s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: ATT, MAXP: cachePositions }),
+      s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: kvWg }),
       s("kv_gather", "kv_gather", [u, ro, ro, rw], { WG: EW }),
     ]);
     const names: Names[] = ["normX", "normXAcc", "normW", "swiglu", "colsum", "embed", "delta", "dq", "dkv", "kvGather"];
