@@ -1,0 +1,71 @@
+// `deno task eval --config FILE [--checkpoint DIR] [--episodes N] [--temperature T] [--json]`:
+// held-out success rate, average turns and reward per agent of a run's policies (or of the
+// untrained base). With --json the last stdout line is the result object.
+
+import { defineCli, parseArgs, runMain, usage, UsageError } from "./cli_args.ts";
+import { splitSets } from "./train.ts";
+import { Gpu } from "../gpu/mod.ts";
+import { getEnv } from "../envs/registry.ts";
+import { SandboxPool } from "../sandbox/mod.ts";
+import { ConfigError, loadConfigFile } from "../rl/config.ts";
+import { evaluate } from "../rl/evaluate.ts";
+import { createPolicies } from "../rl/policies.ts";
+import { policyMapFor } from "../rl/policy_map.ts";
+import { loadCheckpointInto } from "../rl/run_dir.ts";
+import { loadBase } from "../rl/train.ts";
+
+export const EVAL_CLI = defineCli({
+  command: "deno task eval",
+  summary: "Evaluate a run's agents on held-out tasks.",
+  flags: {
+    config: { type: "string", required: true, metavar: "FILE", help: "the run's config (its run directory's config.json works)" },
+    set: { type: "string", metavar: "a.b=c[,x.y=z]", help: "config overrides" },
+    checkpoint: { type: "string", metavar: "DIR", help: "checkpoint directory (checkpoints/step-N or best); default: the untrained base" },
+    episodes: { type: "number", integer: true, min: 1, help: "held-out tasks (default eval.episodes)" },
+    temperature: { type: "number", min: 0, help: "sampling temperature (default: greedy, or 0.6 for code/math)" },
+    json: { type: "boolean", help: "last stdout line: the result as JSON" },
+  },
+});
+
+if (import.meta.main) {
+  let args;
+  try {
+    args = parseArgs(EVAL_CLI, Deno.args);
+  } catch (e) {
+    console.error(`${(e as Error).message}\n\n${usage(EVAL_CLI)}`);
+    Deno.exit(2);
+  }
+  if (args.help) {
+    console.log(usage(EVAL_CLI));
+    Deno.exit(0);
+  }
+  await runMain(async () => {
+    let cfg;
+    try {
+      cfg = await loadConfigFile(args.config, splitSets(args.set));
+    } catch (e) {
+      if (e instanceof ConfigError) throw new UsageError(e.message);
+      throw e;
+    }
+    const env = getEnv(cfg.env.id);
+    const { weights, tokenizer } = await loadBase(cfg);
+    const map = policyMapFor(cfg);
+    const ck = args.checkpoint ? await loadCheckpointInto(args.checkpoint, cfg, map, weights) : null;
+    const gpu = await Gpu.create();
+    const policies = await createPolicies(gpu, { ...cfg, eval: { ...cfg.eval, episodes: args.episodes ?? cfg.eval.episodes } }, map, ck?.init ?? { weights });
+    const executor = env.toolAgents.length ? new SandboxPool() : undefined;
+    try {
+      const r = await evaluate({ env, tokenizer, policies, executor }, cfg, { episodes: args.episodes, temperature: args.temperature });
+      const result = { env: cfg.env.id, level: cfg.level, checkpoint: args.checkpoint ?? null, episodes: r.episodes, successRate: r.successRate, avgTurns: r.avgTurns, rewardByAgent: r.rewardByAgent, temperature: r.temperature };
+      if (args.json) console.log(JSON.stringify(result));
+      else {
+        console.log(`${cfg.env.id} ${cfg.level}: success ${(r.successRate * 100).toFixed(1)}% over ${r.episodes} held-out tasks, ${r.avgTurns.toFixed(2)} turns on average`);
+        for (const [a, v] of Object.entries(r.rewardByAgent)) console.log(`  ${a}: mean reward ${v.toFixed(3)}`);
+      }
+    } finally {
+      await executor?.close();
+      policies.destroy();
+      gpu.destroy();
+    }
+  });
+}

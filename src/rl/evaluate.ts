@@ -1,0 +1,58 @@
+// Evaluation on held-out tasks: one episode per task with the current policies (greedy, or a
+// set temperature), reporting success rate, average turns and reward per agent.
+
+import type { AnyEnvDefinition, CodeExecutor, PromptStyle } from "../envs/types.ts";
+import type { Tokenizer } from "../model/tokenizer.ts";
+import type { RunConfig } from "./config.ts";
+import { evalTemperature } from "./config.ts";
+import type { PolicySet } from "./policies.ts";
+import { type Episode, rolloutTree } from "./rollout.ts";
+
+export interface EvalResult {
+  episodes: number;
+  successRate: number;
+  avgTurns: number;
+  rewardByAgent: Record<string, number>;
+  temperature: number;
+  /** The first few episodes' transcripts, for logs. */
+  samples: Episode[];
+}
+
+export interface EvalDeps {
+  env: AnyEnvDefinition;
+  tokenizer: Tokenizer;
+  policies: PolicySet;
+  executor?: CodeExecutor;
+}
+
+/** Test-split tasks numbered from cfg.env.testSeed; the same tasks at every evaluation. */
+export function evalTasks(cfg: RunConfig, env: AnyEnvDefinition, episodes: number): unknown[] {
+  return Array.from({ length: episodes }, (_, i) => env.generate(cfg.env.testSeed + i, { split: "test", difficulty: cfg.env.difficulty }));
+}
+
+export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: { episodes?: number; temperature?: number; style?: PromptStyle } = {}): Promise<EvalResult> {
+  const episodes = opts.episodes ?? cfg.eval.episodes;
+  const temperature = opts.temperature ?? evalTemperature(cfg);
+  const tasks = evalTasks(cfg, deps.env, episodes);
+  const r = await rolloutTree(
+    { env: deps.env, tokenizer: deps.tokenizer, policyOf: (a) => deps.policies.agentPolicy(a), executor: deps.executor },
+    tasks,
+    {
+      mode: "tree", K: 1, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
+      sampling: { temperature, topP: cfg.rollout.sampling.topP, topK: cfg.rollout.sampling.topK },
+      style: opts.style ?? cfg.rollout.promptStyle, seed: cfg.run.seed + 7777, step: 0,
+    },
+  );
+  const rewardByAgent: Record<string, number> = {};
+  for (const e of r.episodes) {
+    for (const [a, v] of Object.entries(e.rewardByAgent)) rewardByAgent[a] = (rewardByAgent[a] ?? 0) + v / r.episodes.length;
+  }
+  return {
+    episodes: r.episodes.length,
+    successRate: r.episodes.filter((e) => e.success).length / Math.max(1, r.episodes.length),
+    avgTurns: r.episodes.reduce((s, e) => s + e.turns, 0) / Math.max(1, r.episodes.length),
+    rewardByAgent,
+    temperature,
+    samples: r.episodes.slice(0, 3),
+  };
+}
