@@ -17,7 +17,7 @@ import { loadModel, type ModelWeights } from "../model/weights.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import type { TrainSequence } from "../train/trainer.ts";
 import { buildGroups, filterGroups, flattenAdvantages, groupAdvantages, rewardStats } from "./advantages.ts";
-import { configWarnings, formatConfig, presetPath, type RunConfig } from "./config.ts";
+import { ConfigError, configWarnings, formatConfig, presetPath, type RunConfig } from "./config.ts";
 import { evaluate, type EvalResult } from "./evaluate.ts";
 import { createPolicies, type PolicySet } from "./policies.ts";
 import { policyMapFor, policyOf } from "./policy_map.ts";
@@ -141,6 +141,11 @@ async function rlStep(ctx: StepContext, step: number, run: RunDir): Promise<Reco
 }
 
 export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<TrainSummary> {
+  if (cfg.rollout.mode === "single-agent") {
+    // L0 needs each environment's single-agent variant (one agent answering without the tool
+    // turn); the envs do not have one yet, and running tree mode instead would be L1 in disguise.
+    throw ConfigError.at("rollout.mode", `"single-agent" (level L0) is not implemented yet: the environments have no single-agent variant; use L1 (one shared policy) as the single-policy baseline`);
+  }
   const log = opts.log ?? ((s: string) => console.log(s));
   const env = getEnv(cfg.env.id);
   const run = opts.resume ? await RunDir.open(opts.resume, log) : await RunDir.create(cfg, log);

@@ -1,0 +1,28 @@
+// pettingllms-webgpu as a library: the AT-GRPO trainer, evaluation, the environments, the
+// sandbox, and the WebGPU model engine (forward, generation, training), for scripts and the
+// web app. Deno-only pieces (run directories, files) are marked; the rest also runs in browsers.
+
+// AT-GRPO
+export { train, type TrainOptions, type TrainSummary } from "./rl/train.ts"; // Deno
+export { evaluate, type EvalResult } from "./rl/evaluate.ts";
+export { defaultConfig, describeConfig, loadConfigFile, parseConfig, type RunConfig } from "./rl/config.ts";
+export { buildGroups, filterGroups, groupAdvantages, mixReward, rewardStats } from "./rl/advantages.ts";
+export { buildPolicyMap, policyMapFor } from "./rl/policy_map.ts";
+export { rolloutIndependent, rolloutTree, type RolloutOptions, type RolloutResult } from "./rl/rollout.ts";
+
+// Environments and the sandbox
+export { ENVS, envIds, getEnv } from "./envs/registry.ts";
+export type { AnyEnvDefinition, CodeExecutor, EnvDefinition, EnvState, Prompt } from "./envs/types.ts";
+export { runJs, SandboxPool } from "./sandbox/mod.ts";
+
+// The engine
+export { Gpu } from "./gpu/mod.ts";
+export { createOps } from "./ops/mod.ts";
+export { parseModelConfig, type ModelConfig } from "./model/config.ts";
+export { loadModel, type ModelWeights } from "./model/weights.ts";
+export { initModel, hfFolderFiles } from "./model/init.ts";
+export { ByteTokenizer, loadTokenizer, type Tokenizer } from "./model/tokenizer.ts";
+export { GpuModel, type ModelRow } from "./model/gpu_model.ts";
+export { Generator, type GenerateRequest, type GenerateResult } from "./model/generate.ts";
+export { LoraAdapters, LoraLayout, mergeLora } from "./model/lora.ts";
+export { ModelTrainer, type TrainerOptions, type TrainSequence } from "./train/trainer.ts";
