@@ -1,0 +1,70 @@
+// `deno task demos`: oracle demonstrations of an environment as SFT JSONL (one record per agent
+// turn: the observation as prompt, the oracle's message as completion), for `deno task sft`.
+// Compact style writes prompt/completion records, chat style messages records.
+
+import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
+import { writeFileAtomic } from "../io/deno_files.ts";
+import { demoJsonl, demonstrations } from "../envs/demonstrations.ts";
+import { envIds, getEnv } from "../envs/registry.ts";
+import type { Difficulty, PromptStyle, Split } from "../envs/types.ts";
+
+export const DEMOS_CLI = defineCli({
+  command: "deno task demos",
+  summary: "Write oracle demonstrations of an environment as SFT records (JSONL), one per agent turn.",
+  flags: {
+    env: { type: "string", required: true, choices: envIds(), metavar: "ENV_ID", help: "environment id" },
+    episodes: { type: "number", required: true, integer: true, min: 1, help: "episodes to play (seeds seed .. seed+N-1)" },
+    split: { type: "string", choices: ["train", "test"], default: "train", help: "task split" },
+    style: { type: "string", choices: ["compact", "chat"], default: "compact", help: "compact: prompt/completion records; chat: messages records" },
+    out: { type: "string", metavar: "FILE.jsonl", help: "file to write (default: stdout)" },
+    seed: { type: "number", integer: true, min: 0, default: 0, help: "seed of the first episode" },
+    agents: { type: "string", metavar: "A,B", help: "keep only these agents' turns (default: all)" },
+    difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
+  },
+});
+
+function parseDifficulty(text: string | undefined): Partial<Difficulty> | undefined {
+  if (text === undefined) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new UsageError(`--difficulty ${text}: not JSON; pass an object such as '{"size":5}'`);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    throw new UsageError(`--difficulty ${text}: must be a JSON object of knobs, e.g. '{"size":5}'`);
+  }
+  return v as Partial<Difficulty>;
+}
+
+if (import.meta.main) {
+  const args = parseArgsOrExit(DEMOS_CLI);
+  await runMain(async () => {
+    const env = getEnv(args.env);
+    const agents = args.agents?.split(",").map((a) => a.trim()).filter(Boolean);
+    const bad = agents?.filter((a) => !env.possibleAgents.includes(a)) ?? [];
+    if (bad.length) throw new UsageError(`--agents: ${env.id} has no agent ${bad.join(", ")}; its agents: ${env.possibleAgents.join(", ")}`);
+    const difficulty = parseDifficulty(args.difficulty);
+    const demos = demonstrations(env, {
+      episodes: args.episodes,
+      split: args.split as Split,
+      style: args.style as PromptStyle,
+      seed: args.seed,
+      agents,
+      difficulty,
+    });
+    const text = demoJsonl(demos.records);
+    if (args.out === undefined) {
+      const bytes = new TextEncoder().encode(text);
+      for (let off = 0; off < bytes.length;) off += await Deno.stdout.write(bytes.subarray(off));
+    } else {
+      const slash = args.out.lastIndexOf("/");
+      if (slash > 0) await Deno.mkdir(args.out.slice(0, slash), { recursive: true });
+      await writeFileAtomic(args.out, text);
+    }
+    console.error(
+      `${args.out ?? "stdout"}: ${demos.records.length} records from ${demos.episodes} ${env.id} episodes ` +
+        `(${args.split}, ${args.style}; oracle succeeded in ${demos.successes})`,
+    );
+  });
+}

@@ -1,0 +1,76 @@
+// Oracle demonstrations for every registered env: one record per agent turn, in prompt/completion
+// form (compact) or messages form (chat), each prompt exactly the agent's observation and each
+// completion a text the env's parser accepts; the JSONL parses as SFT data; the CLI writes it.
+
+import { assert, assertEquals, assertThrows } from "../assert.ts";
+import { currentAgent } from "../../src/envs/api.ts";
+import { demoJsonl, type DemoRecord, demonstrations } from "../../src/envs/demonstrations.ts";
+import { ENVS, getEnv } from "../../src/envs/registry.ts";
+import type { AnyEnvDefinition, EnvState } from "../../src/envs/types.ts";
+import { parseSftJsonl } from "../../src/train/sft_data.ts";
+
+const completionOf = (r: DemoRecord) => ("completion" in r ? r.completion : r.messages[r.messages.length - 1].content);
+
+/** The observations an oracle episode shows, turn by turn, replayed independently of the module. */
+function observations(env: AnyEnvDefinition, seed: number, style: "compact" | "chat"): unknown[] {
+  let s: EnvState = env.reset(env.generate(seed, { split: "train" }));
+  const out: unknown[] = [];
+  for (let agent = currentAgent(env, s); agent !== null; agent = currentAgent(env, s)) {
+    const p = env.observe(s, agent, style);
+    out.push(p.style === "compact" ? { style, text: p.text } : { style, messages: p.messages });
+    s = env.step(s, agent, env.oracle(s, agent).action).state;
+  }
+  return out;
+}
+
+for (const env of ENVS) {
+  Deno.test(`${env.id}: demonstrations are parseable SFT records the env's parser accepts`, () => {
+    for (const style of ["compact", "chat"] as const) {
+      const d = demonstrations(env, { episodes: 3, style, seed: 10 });
+      // One record per agent turn of the oracle's episodes.
+      const turns = [10, 11, 12].map((seed) => env.solve(env.generate(seed, { split: "train" })).transcript);
+      assertEquals(d.records.length, turns.reduce((a, t) => a + t.length, 0), `${style}: record count`);
+      assertEquals(d.records.map(completionOf), turns.flat().map((t) => t.text), `${style}: completions are the oracle's texts`);
+      const parsed = parseSftJsonl(demoJsonl(d.records), `${env.id}.jsonl`);
+      assertEquals(parsed.length, d.records.length);
+      assert(parsed.every((r) => r.kind === (style === "compact" ? "completion" : "chat")), `${style}: wrong record form`);
+      for (const r of d.records) {
+        const p = env.parseAction(r.meta.agent, completionOf(r));
+        assert(p.ok, `${env.id} ${r.meta.agent}: parser rejects "${completionOf(r)}"`);
+      }
+      // Prompts are exactly what each agent observed before the oracle moved.
+      const seen = observations(env, 10, style);
+      const first = d.records.filter((r) => r.meta.seed === 10);
+      assertEquals(first.map((r) => ("prompt" in r ? { style, text: r.prompt } : { style, messages: r.messages.slice(0, -1) })), seen);
+      if (style === "chat") assert(first.every((r) => "messages" in r && r.messages.at(-1)!.role === "assistant"));
+    }
+  });
+}
+
+Deno.test("demonstrations: agent filter, determinism, and named errors", () => {
+  const env = getEnv("plan_path_v1");
+  const plan = demonstrations(env, { episodes: 4, agents: ["plan"] });
+  assertEquals(plan.records.length, 4);
+  assert(plan.records.every((r) => r.meta.agent === "plan" && "completion" in r && r.completion.startsWith("####")));
+  assertEquals(plan.successes, 4);
+  assertEquals(demoJsonl(demonstrations(env, { episodes: 2, seed: 3 }).records), demoJsonl(demonstrations(env, { episodes: 2, seed: 3 }).records));
+  const small = demonstrations(env, { episodes: 1, difficulty: { size: 5 }, agents: ["plan"] });
+  assertEquals((small.records[0] as { prompt: string }).prompt.split("\n")[1].length, 5);
+  assertThrows(() => demonstrations(env, { episodes: 1, agents: ["ghost"] }), "DemoOptionsError", "tool, plan");
+  assertThrows(() => demonstrations(env, { episodes: 0 }), "DemoOptionsError", "episodes");
+});
+
+Deno.test("deno task demos writes JSONL that parses as SFT data", async () => {
+  const out = await Deno.makeTempFile({ suffix: ".jsonl" });
+  try {
+    const cli = new URL("../../src/cli/demos.ts", import.meta.url).pathname;
+    const args = ["run", "-A", cli, "--env", "tic_tac_toe_v1", "--episodes", "3", "--style", "chat", "--seed", "2", "--out", out];
+    const res = await new Deno.Command(Deno.execPath(), { args, stdout: "null", stderr: "piped" }).output();
+    assertEquals(res.code, 0, new TextDecoder().decode(res.stderr));
+    const text = await Deno.readTextFile(out);
+    assertEquals(text, demoJsonl(demonstrations(getEnv("tic_tac_toe_v1"), { episodes: 3, style: "chat", seed: 2 }).records));
+    assert(parseSftJsonl(text, out).every((r) => r.kind === "chat"));
+  } finally {
+    await Deno.remove(out);
+  }
+});
