@@ -19,6 +19,7 @@ export const DEMOS_CLI = defineCli({
     out: { type: "string", metavar: "FILE.jsonl", help: "file to write (default: stdout)" },
     seed: { type: "number", integer: true, min: 0, default: 0, help: "seed of the first episode" },
     agents: { type: "string", metavar: "A,B", help: "keep only these agents' turns (default: all)" },
+    "helper-tools": { type: "boolean", help: "tool turns call the env's predefined helpers (e.g. bfs) instead of writing the algorithm" },
     difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
   },
 });
@@ -51,6 +52,7 @@ if (import.meta.main) {
       style: args.style as PromptStyle,
       seed: args.seed,
       agents,
+      helperTools: args.helperTools,
       difficulty,
     });
     const text = demoJsonl(demos.records);

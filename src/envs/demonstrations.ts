@@ -33,7 +33,18 @@ export interface DemoOptions {
   readonly agents?: readonly AgentId[];
   /** Overrides of the env's difficulty knobs (match the RL config's env.difficulty). */
   readonly difficulty?: Partial<Difficulty>;
+  /**
+   * Demonstrate tool turns with a short program that calls the environment's predefined helper
+   * (where it has one, see HELPER_TOOL_CODE) instead of the oracle's full algorithm: what a
+   * tiny model can learn to write. The printed result, and so the episode, is the same.
+   */
+  readonly helperTools?: boolean;
 }
+
+/** Tool programs that use an environment's predefined helpers, by env id. */
+export const HELPER_TOOL_CODE: Readonly<Record<string, string>> = {
+  plan_path_v1: 'console.log(bfs(grid, start, goal).join(" "))',
+};
 
 export interface Demonstrations {
   readonly records: DemoRecord[];
@@ -64,7 +75,8 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
     // Observe before the oracle moves: the prompt is exactly what a policy would see here.
     const prompt = env.observe(state, agent, style);
     const move = env.oracle(state, agent);
-    if (keep.has(agent)) turns.push({ agent, turn: state.turn, prompt, text: move.text });
+    const helper = o.helperTools && env.toolAgents.includes(agent) ? HELPER_TOOL_CODE[env.id] : undefined;
+    if (keep.has(agent)) turns.push({ agent, turn: state.turn, prompt, text: helper ?? move.text });
     state = env.step(state, agent, move.action).state;
   }
   const success = env.success(state) as boolean;
@@ -84,6 +96,9 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
   }
   const seed0 = o.seed ?? 0;
   if (!Number.isInteger(seed0) || seed0 < 0) throw new DemoOptionsError(`seed must be a whole number ≥ 0, got ${seed0}`);
+  if (o.helperTools && !HELPER_TOOL_CODE[env.id]) {
+    throw new DemoOptionsError(`${env.id} has no helper-based tool program; helper tools exist for ${Object.keys(HELPER_TOOL_CODE).join(", ")}`);
+  }
   const unknown = (o.agents ?? []).filter((a) => !env.possibleAgents.includes(a));
   if (unknown.length) {
     throw new DemoOptionsError(`${env.id} has no agent ${unknown.map((a) => `"${a}"`).join(", ")}; its agents: ${env.possibleAgents.join(", ")}`);

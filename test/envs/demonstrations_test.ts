@@ -74,3 +74,22 @@ Deno.test("deno task demos writes JSONL that parses as SFT data", async () => {
     await Deno.remove(out);
   }
 });
+
+Deno.test("helper-tool demonstrations print what the oracle's program printed (through the sandbox)", async () => {
+  const { demonstrations } = await import("../../src/envs/demonstrations.ts");
+  const { getEnv } = await import("../../src/envs/registry.ts");
+  const { act } = await import("../../src/envs/api.ts");
+  const { runJs } = await import("../../src/sandbox/mod.ts");
+  const env = getEnv("plan_path_v1");
+  const difficulty = { size: 5, maxTurns: 2 };
+  const d = demonstrations(env, { episodes: 3, agents: ["tool"], helperTools: true, difficulty });
+  for (const r of d.records) {
+    if (!("prompt" in r)) throw new Error("compact records expected");
+    const state = env.reset(env.generate(r.meta.seed, { split: "train", difficulty }));
+    const mine = await act(env, state, "tool", r.completion, { run: (c, o) => runJs(c, o) });
+    const oracle = env.step(state, "tool", env.oracle(state, "tool").action);
+    if (JSON.stringify(env.observe(mine.state, "plan", "compact")) !== JSON.stringify(env.observe(oracle.state, "plan", "compact"))) {
+      throw new Error(`seed ${r.meta.seed}: the helper program's result differs from the oracle's`);
+    }
+  }
+});
