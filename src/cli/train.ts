@@ -4,7 +4,7 @@
 
 import { defineCli, runMain, usage, UsageError } from "./cli_args.ts";
 import { ConfigError, loadConfigFile } from "../rl/config.ts";
-import { train } from "../rl/train.ts";
+import { train, type TrainSummary } from "../rl/train.ts";
 
 export const TRAIN_CLI = defineCli({
   command: "deno task train",
@@ -20,6 +20,22 @@ export const TRAIN_CLI = defineCli({
 export function splitSets(s: string | undefined): string[] {
   if (!s) return [];
   return s.split(/,(?=[A-Za-z_][\w.]*=)/).map((x) => x.trim()).filter(Boolean);
+}
+
+/** The before/after table printed at the end of a run. */
+export function resultTable(s: TrainSummary): string {
+  const pct = (x: number | undefined) => (x === undefined ? "n/a" : `${(x * 100).toFixed(1)}%`);
+  const num = (x: number | undefined) => (x === undefined ? "n/a" : x.toFixed(2));
+  const agents = [...new Set([...Object.keys(s.before?.rewardByAgent ?? {}), ...Object.keys(s.after?.rewardByAgent ?? {})])];
+  const rows: [string, string, string][] = [
+    ["held-out success", pct(s.before?.successRate), pct(s.after?.successRate)],
+    ["average turns", num(s.before?.avgTurns), num(s.after?.avgTurns)],
+    ...agents.map((a): [string, string, string] => [`reward: ${a}`, num(s.before?.rewardByAgent[a]), num(s.after?.rewardByAgent[a])]),
+  ];
+  const w = Math.max(...rows.map((r) => r[0].length));
+  const lines = [`${"".padEnd(w)}  before    after`, ...rows.map(([k, b, a]) => `${k.padEnd(w)}  ${b.padStart(6)}  ${a.padStart(7)}`)];
+  if (s.best) lines.push(`best held-out success ${pct(s.best.successRate)} at step ${s.best.step} (checkpoint in best/)`);
+  return lines.join("\n");
 }
 
 if (import.meta.main) {
@@ -44,9 +60,7 @@ if (import.meta.main) {
       throw e;
     }
     const s = await train(cfg, { resume: args.resume });
-    const pct = (x: number | undefined) => (x === undefined ? "n/a" : `${(x * 100).toFixed(1)}%`);
-    console.log(`\nheld-out success: before ${pct(s.before?.successRate)} → after ${pct(s.after?.successRate)}` +
-      (s.best ? ` (best ${pct(s.best.successRate)} at step ${s.best.step})` : ""));
+    console.log("\n" + resultTable(s));
     console.log(`run directory: ${s.runDir}`);
   });
 }

@@ -36,7 +36,10 @@ Deno.test("every shipped config validates and matches its name", async () => {
     const base = name.replace(/\.json$/, "");
     assertEquals(c.run.name, base);
     assert(c.description.length > 20, `${name}: describe the run`);
-    assert(c.model.preset !== null && c.model.preset.startsWith("tiny-"), `${name}: use a tiny preset`);
+    // A tiny preset, or a warm start checked into models/ whose config is as small.
+    const tinyFolder = c.model.folder?.startsWith("models/") &&
+      JSON.parse(await Deno.readTextFile(`${c.model.folder}/config.json`)).hidden_size <= 128;
+    assert((c.model.preset !== null && c.model.preset.startsWith("tiny-")) || tinyFolder, `${name}: use a tiny preset or a tiny warm start in models/`);
     policyMapFor(c); // builds for the env's agents
     if (base === "quickstart") {
       assertEquals([c.env.id, c.level, c.update.mode, c.env.difficulty.size], ["plan_path_v1", "L2", "lora", 5]);
@@ -57,7 +60,7 @@ Deno.test("shipped configs are sized for a 2-core CPU", async () => {
     const perStep = c.rollout.envsPerStep * c.rollout.k;
     assert(perStep <= 16, `${name}: ${perStep} generations per agent turn`);
     assert(c.rollout.maxNewTokens <= 256 && c.update.chunkRows <= 1024, `${name}: generations too long for CPU`);
-    assert(c.run.steps <= 100 && c.eval.episodes <= 16, `${name}: too long a run for CPU`);
+    assert(c.run.steps <= 100 && c.eval.episodes <= 32, `${name}: too long a run for CPU`);
     assert(c.update.optimizer.lr >= 1e-4, `${name}: lr ${c.update.optimizer.lr} barely moves a tiny model`);
   }
 });
