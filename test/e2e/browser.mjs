@@ -25,11 +25,12 @@ export function chromiumPath() {
   return found;
 }
 
-export async function startVite() {
+export async function startVite(plugins = []) {
   const server = await createServer({
     configFile: fileURLToPath(new URL("../../web/vite.config.ts", import.meta.url)),
     server: { host: "127.0.0.1", port: 0, strictPort: false },
     logLevel: "error",
+    plugins,
   });
   await server.listen();
   const addr = server.httpServer.address();
