@@ -2,7 +2,7 @@
 // held-out success rate, average turns and reward per agent of a run's policies (or of the
 // untrained base). With --json the last stdout line is the result object.
 
-import { defineCli, parseArgs, runMain, usage, UsageError } from "./cli_args.ts";
+import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { splitSets } from "./train.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { getEnv } from "../envs/registry.ts";
@@ -28,17 +28,7 @@ export const EVAL_CLI = defineCli({
 });
 
 if (import.meta.main) {
-  let args;
-  try {
-    args = parseArgs(EVAL_CLI, Deno.args);
-  } catch (e) {
-    console.error(`${(e as Error).message}\n\n${usage(EVAL_CLI)}`);
-    Deno.exit(2);
-  }
-  if (args.help) {
-    console.log(usage(EVAL_CLI));
-    Deno.exit(0);
-  }
+  const args = parseArgsOrExit(EVAL_CLI);
   await runMain(async () => {
     let cfg;
     try {

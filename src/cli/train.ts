@@ -2,7 +2,7 @@
 // (rollouts, group advantages, PPO-clip updates per policy) with a run directory, validation,
 // checkpoints, Ctrl-C / SIGUSR1 checkpointing and exact resume.
 
-import { defineCli, runMain, usage, UsageError } from "./cli_args.ts";
+import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { ConfigError, loadConfigFile } from "../rl/config.ts";
 import { train, type TrainSummary } from "../rl/train.ts";
 
@@ -39,18 +39,7 @@ export function resultTable(s: TrainSummary): string {
 }
 
 if (import.meta.main) {
-  const { parseArgs } = await import("./cli_args.ts");
-  let args;
-  try {
-    args = parseArgs(TRAIN_CLI, Deno.args);
-  } catch (e) {
-    console.error(`${(e as Error).message}\n\n${usage(TRAIN_CLI)}`);
-    Deno.exit(2);
-  }
-  if (args.help) {
-    console.log(usage(TRAIN_CLI));
-    Deno.exit(0);
-  }
+  const args = parseArgsOrExit(TRAIN_CLI);
   await runMain(async () => {
     let cfg;
     try {
