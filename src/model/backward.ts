@@ -142,7 +142,7 @@ export class ModelBackward {
     this.normBwd(rec, N, C, g.dxn, a.xmid, lv.postNorm, a.rstd2, g.dXmid, true);
     // Attention: xmid = res[l] + o(attn(rope(qnorm(q(xn1))), rope(knorm(k(xn1))), v(xn1)))
     this.linearBwd(rec, N, g.dXmid, a.att, lv.o, lv.oBias, g.datt, false);
-    const { q, k } = m.qkUsed(l);
+    const { q } = m.qkUsed(l); // K and V come from the layer's cache
     const s = m.scratch;
     this.k.attention(rec, N, NH, KV, D, {
       meta: s.meta, rowOf: g.rowOf, seqLen: g.seqLen, q, kc: m.kCache[l], vc: m.vCache[l], out: a.att,

@@ -123,6 +123,7 @@ export function runOnHost(
   return new Promise<ExecResult>((resolve, reject) => {
     let outcome: Outcome | null = null;
     let handle: GuestHandle | undefined;
+    // deno-lint-ignore prefer-const -- assigned below, after `settle` (which closes over it) exists
     let gone: Promise<string | null> | undefined;
     const settle = (o: Outcome) => {
       if (outcome || !handle || !gone) return;
