@@ -1,20 +1,20 @@
 // The kernel lab's picks per adapter class: which matmul variant runs for each form and shape
 // bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, square: larger). Regenerate with
-// `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, 2026-11-21.
+// `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a quiet-machine lab run on 2026-11-22.
 
 import type { AdapterClass } from "../gpu/device.ts";
 
 export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
-    "nn:vector": "r1c8_wg64x1",
-    "nn:skinny": "r8c8_wg8x1",
-    "nn:square": "r8c8_wg8x1",
-    "nt:vector": "r1c8_wg32x1",
-    "nt:skinny": "r8c8_wg32x1",
-    "nt:square": "r16c8_wg8x1",
+    "nn:vector": "r1c8_wg32x1",
+    "nn:skinny": "r8c16_wg8x1",
+    "nn:square": "r8c16_wg16x1",
+    "nt:vector": "r1c8_wg64x1",
+    "nt:skinny": "r8c8_wg16x1",
+    "nt:square": "r8c8_wg8x1",
     "tn:vector": "generic",
-    "tn:skinny": "r8c8_wg16x1",
-    "tn:square": "r16c8_wg16x1",
+    "tn:skinny": "r8c16_wg8x1",
+    "tn:square": "r8c16_wg8x1",
   },
   gpu: {
     "nn:vector": "tiled64",
