@@ -75,6 +75,17 @@ export function splitOfKey(envId: string, key: string, testFraction: number): Sp
   return u < testFraction ? "test" : "train";
 }
 
+/**
+ * The split a task of `env` is in. A single-agent variant's tasks are its multi-agent env's, so
+ * they are partitioned under that env's id (`soloOf`); every other env uses its own id.
+ */
+export function splitOfTask<T>(
+  env: { id: string; soloOf?: string; testFraction: number; taskKey(task: T): string },
+  task: T,
+): Split {
+  return splitOfKey(env.soloOf ?? env.id, env.taskKey(task), env.testFraction);
+}
+
 const SPLIT_ATTEMPTS = 2000;
 
 /**

@@ -44,6 +44,8 @@ export interface DemoOptions {
 /** Tool programs that use an environment's predefined helpers, by env id. */
 export const HELPER_TOOL_CODE: Readonly<Record<string, string>> = {
   plan_path_v1: 'console.log(bfs(grid, start, goal).join(" "))',
+  sokoban_v1: 'console.log(solveSokoban(grid, player, box, goal).join(" "))',
+  sudoku4_v1: 'console.log(solveSudoku(grid).map((r) => r.join("")).join(" "))',
 };
 
 export interface Demonstrations {

@@ -15,6 +15,16 @@ export class UnknownEnvError extends EnvError {
   }
 }
 
+export class NoSoloVariantError extends EnvError {
+  constructor(id: string, why: string, withSolo: readonly string[]) {
+    super(
+      `environment "${id}" has no single-agent (L0) variant: ${why}; single-agent variants ` +
+        `exist for: ${withSolo.join(", ")} (use level L1 as the single-policy baseline here)`,
+    );
+    this.name = "NoSoloVariantError";
+  }
+}
+
 export class DuplicateEnvError extends EnvError {
   constructor(id: string) {
     super(`environment "${id}" is registered twice; give the new version a new id (e.g. *_v2)`);

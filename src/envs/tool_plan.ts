@@ -3,6 +3,13 @@
 // parsed; then a plan agent commits a final answer after `####`. A game supplies its rules as a
 // ToolPlanGame; this module turns them into an EnvDefinition.
 //
+// The same game also yields its single-agent (level L0) variant, `defineSoloPlanEnv`: the plan
+// agent alone ("plan", so a policy or adapter trained for that role carries over), with no tool
+// agent and no tool output in its prompt, answering after `####` from the board. One agent acts
+// per turn, so the turn clock advances on every step; rewards, fail penalty and turn limit are the
+// multi-agent env's, and `finalRewards` names "plan" only. Its id is the game's with `_solo`
+// before the version (plan_path_v1 → plan_path_solo_v1) and it shares the game's tasks and splits.
+//
 // Credit assignment: the tool's step changes nothing in the game; its local reward is what its
 // proposal would earn if the plan agent committed it (plus the fail penalty if it would not solve
 // the task), so its K candidates get distinct rewards. The plan agent's commit earns the team
@@ -87,6 +94,8 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
   describe(task: T, game: G): { full: string; compact: string };
   systemTool: string;
   systemPlan: string;
+  /** The single-agent variant's system prompt: the plan agent working alone, without a tool. */
+  systemSolo: string;
   /** Example of the plan agent's answer format, for error messages. */
   answerExample: string;
   /** The ideal answer from here, and a self-contained program that prints it. */
@@ -96,13 +105,22 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
 }
 
 const AGENTS = ["tool", "plan"] as const;
+const SOLO_AGENTS = ["plan"] as const;
+
+/** plan_path_v1 → plan_path_solo_v1. */
+export function soloIdOf(id: string): string {
+  const m = /^(.*)_v(\d+)$/.exec(id);
+  if (!m) throw new Error(`"${id}" is not a versioned env id like plan_path_v1`);
+  return `${m[1]}_solo_v${m[2]}`;
+}
 
 function reset<T, G, Ans, D extends Difficulty>(
   g: ToolPlanGame<T, G, Ans, D>,
   task: T,
+  envId: string = g.id,
 ): ToolPlanState<T, G, Ans> {
   return {
-    envId: g.id,
+    envId,
     turn: 0,
     cursor: 0,
     terminated: false,
@@ -215,15 +233,17 @@ function stepTool<T, G, Ans, D extends Difficulty>(
   };
 }
 
+/** `agents`: the env's agents (the clock's turn length, and who gets finalRewards). */
 function stepPlan<T, G, Ans, D extends Difficulty>(
   g: ToolPlanGame<T, G, Ans, D>,
   s: ToolPlanState<T, G, Ans>,
   a: ToolPlanAction<Ans> | Invalid,
+  agents: readonly string[],
 ): StepResult<ToolPlanState<T, G, Ans>> {
   const answer = !isInvalid(a) && a.kind === "answer" ? a.answer : null;
   const e = answer === null ? null : g.evaluate(s.task, s.game, answer);
   const terminated = e !== null && (e.solved || e.dead);
-  const clock = advanceClock(s, AGENTS.length, g.maxTurns(s.task), terminated);
+  const clock = advanceClock(s, agents.length, g.maxTurns(s.task), terminated);
   const solved = e?.solved ?? false;
   const fail = !solved && (terminated || clock.truncated) ? g.failPenalty : 0;
   const info: Record<string, unknown> = { evaluation: e?.breakdown ?? null, fail };
@@ -242,7 +262,7 @@ function stepPlan<T, G, Ans, D extends Difficulty>(
     log: [...s.log, `t${s.turn + 1} ${line}`],
   };
   if (state.terminated || state.truncated) {
-    info.finalRewards = { tool: solved ? 1 : 0, plan: solved ? 1 : 0 };
+    info.finalRewards = Object.fromEntries(agents.map((x) => [x, solved ? 1 : 0]));
   }
   return {
     state,
@@ -322,10 +342,66 @@ export function defineToolPlanEnv<T, G, Ans, D extends Difficulty>(
     execute: (s, agent, a, executor) => execute(g, s, agent, a, executor),
     step: (s, agent, a) => {
       assertTurn(env, s, agent);
-      return agent === "tool" ? stepTool(g, s, a) : stepPlan(g, s, a);
+      return agent === "tool" ? stepTool(g, s, a) : stepPlan(g, s, a, AGENTS);
     },
     success: (s) => s.solved,
     oracle: (s, agent) => oracle(g, s, agent),
+    solve: (task) => oracleRollout(env, task),
+    render: g.render,
+  };
+  return env;
+}
+
+/** The single-agent view: the MAS plan prompt without the tool's output, under its own header. */
+function observeSolo<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  s: ToolPlanState<T, G, Ans>,
+  style: PromptStyle,
+): Prompt {
+  const d = g.describe(s.task, s.game);
+  const head = `Turn ${s.turn + 1} of ${g.maxTurns(s.task)}.`;
+  const hist = s.log.length ? `\nHistory:\n${s.log.join("\n")}` : "";
+  const short = g.id.replace(/_v\d+$/, "");
+  return buildPrompt(style, {
+    system: g.systemSolo,
+    user: `${head}\n${d.full}${hist}\nGive the final answer.`,
+    compact: `${short} solo t${s.turn + 1}\n${d.compact}\n`,
+  });
+}
+
+/**
+ * The single-agent (L0) variant of a tool → plan game: the "plan" agent alone, no tool, no
+ * executor. Same tasks, splits, rewards, fail penalty and turn limit as `defineToolPlanEnv(g)`.
+ */
+export function defineSoloPlanEnv<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+): EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> {
+  const id = soloIdOf(g.id);
+  const short = g.id.replace(/_v\d+$/, "");
+  const env: EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> = {
+    id,
+    description: `Single agent (L0) ${short}: the plan agent alone answers after \`####\` ` +
+      `from the board, with no tool agent`,
+    possibleAgents: SOLO_AGENTS,
+    turnOrder: SOLO_AGENTS,
+    parallel: false,
+    symmetric: false,
+    toolAgents: [],
+    defaultDifficulty: g.defaultDifficulty,
+    testFraction: g.testFraction,
+    soloOf: g.id,
+    generate: g.generate,
+    taskKey: g.taskKey,
+    reset: (task) => reset(g, task, id),
+    observe: (s, _agent, style) => observeSolo(g, s, style),
+    // Every message is the plan agent's answer: code is not an answer here.
+    parseAction: (_agent, text) => parseAction(g, "plan", text),
+    step: (s, agent, a) => {
+      assertTurn(env, s, agent);
+      return stepPlan(g, s, a, SOLO_AGENTS);
+    },
+    success: (s) => s.solved,
+    oracle: (s) => oracle(g, s, "plan"),
     solve: (task) => oracleRollout(env, task),
     render: g.render,
   };

@@ -209,6 +209,12 @@ export interface EnvDefinition<
   readonly defaultDifficulty: D;
   /** Fraction of the task space reserved for the test split (by content hash). */
   readonly testFraction: number;
+  /**
+   * Single-agent (L0) variants only: the id of the multi-agent env this one does alone. The
+   * variant draws its tasks from that env's generator, so it has the same tasks and the same
+   * train/test splits (hashed under that id: use `splitOfTask`, not `splitOfKey(env.id, ...)`).
+   */
+  readonly soloOf?: EnvId;
 
   /** Deterministic in (seed, split, difficulty); train and test tasks never coincide. */
   generate(seed: number, opts: GenerateOptions<D>): T;

@@ -2,10 +2,11 @@
 // seed_test): API shape, plain-data states that step never mutates, prompts in both styles,
 // errors for out-of-turn and after-the-end steps, same seed ⇒ same episode, disjoint splits.
 // Episodes are driven by a "chaos" player mixing oracle moves with junk, so penalties, invalid
-// results and truncation paths run too.
+// results and truncation paths run too. The single-agent (L0) variants (`soloOf`) are registered
+// envs like the others and run through every check here; their shape differs (one agent).
 
 import { assert, assertEquals, assertThrows } from "../assert.ts";
-import { currentAgent, isInvalid, splitOfKey } from "../../src/envs/api.ts";
+import { currentAgent, isInvalid, splitOfTask } from "../../src/envs/api.ts";
 import { envIds, ENVS, getEnv } from "../../src/envs/registry.ts";
 import { Rng } from "../../src/envs/rng.ts";
 import type {
@@ -177,10 +178,10 @@ Deno.test("registry: ids are unique, versioned, and resolvable", () => {
 
 for (const env of ENVS) {
   Deno.test(`${env.id}: definition shape`, () => {
-    assert(
-      env.possibleAgents.length >= 2 &&
-        new Set(env.possibleAgents).size === env.possibleAgents.length,
-    );
+    // Multi-agent envs have two or more agents; a single-agent variant has exactly one.
+    if (env.soloOf === undefined) assert(env.possibleAgents.length >= 2, "a team needs 2+ agents");
+    else assertEquals(env.possibleAgents.length, 1, "a single-agent variant has one agent");
+    assert(new Set(env.possibleAgents).size === env.possibleAgents.length, "agent names repeat");
     assertEquals(
       [...env.turnOrder].sort(),
       [...env.possibleAgents].sort(),
@@ -205,8 +206,8 @@ for (const env of ENVS) {
     const train = new Set<string>(), test = new Set<string>();
     for (let seed = 0; seed < 150; seed++) {
       const tr = env.generate(seed, { split: "train" }), te = env.generate(seed, { split: "test" });
-      assertEquals(splitOfKey(env.id, env.taskKey(tr), env.testFraction), "train");
-      assertEquals(splitOfKey(env.id, env.taskKey(te), env.testFraction), "test");
+      assertEquals(splitOfTask(env, tr), "train");
+      assertEquals(splitOfTask(env, te), "test");
       train.add(env.taskKey(tr));
       test.add(env.taskKey(te));
     }
@@ -227,7 +228,8 @@ for (const env of ENVS) {
   Deno.test(`${env.id}: turn and end-of-episode errors`, () => {
     const s = env.reset(env.generate(1, { split: "train" }));
     const agent = currentAgent(env, s)!;
-    const other = env.possibleAgents.find((a) => a !== agent)!;
+    // A single-agent env has no other agent: a made-up name is out of turn just the same.
+    const other = env.possibleAgents.find((a) => a !== agent) ?? "nobody";
     const move = env.oracle(s, agent).action;
     assertEquals(assertThrows(() => env.step(s, other, move)).name, "NotYourTurnError");
     const done = env.solve(env.generate(1, { split: "train" })).finalState;

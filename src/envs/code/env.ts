@@ -148,7 +148,7 @@ function merge(a: ExecResult, b: ExecResult): ExecResult {
   };
 }
 
-async function run(executor: CodeExecutor, program: string): Promise<ExecResult> {
+export async function run(executor: CodeExecutor, program: string): Promise<ExecResult> {
   const r = await executor.run(program, { timeoutMs: RUN_TIMEOUT_MS });
   return { ok: r.ok, stdout: r.stdout, error: r.error, timedOut: r.timedOut, ms: r.ms };
 }
@@ -171,7 +171,7 @@ async function execute(
 }
 
 /** Why a run gave no result line. */
-function runProblem(e: ExecResult): string {
+export function runProblem(e: ExecResult): string {
   if (e.timedOut) return "the code timed out (infinite loop?)";
   if (!e.ok) return `the code threw: ${e.error ?? "unknown error"}`;
   return "the program printed no result (was the output cut off?)";
@@ -261,7 +261,7 @@ function codeOutput(s: CodeState, a: CodeAction): { out: CodeOutput; bad?: Inval
   return ref === null ? { out, bad: invalid("exec_error", out.problem!, a.code) } : { out };
 }
 
-function noCode(task: CodeTask, a: Invalid): CodeOutput {
+export function noCode(task: CodeTask, a: Invalid): CodeOutput {
   const passed = task.tests.map(() => false);
   return {
     code: null,

@@ -120,7 +120,8 @@ function reset(task: MathTask): MathState {
   };
 }
 
-function parseReasoner(text: string): ParseResult<MathAction> {
+/** The reasoner's message: a `\boxed{}` answer (shared with the single-agent math_solo_v1). */
+export function parseReasoner(text: string): ParseResult<MathAction> {
   if (text.trim() === "") {
     return { ok: false, invalid: invalid("empty", "the message is empty", text) };
   }
@@ -233,7 +234,7 @@ function stepTool(s: MathState, a: MathAction | Invalid): StepResult<MathState> 
   };
 }
 
-function reasonerOutput(task: MathTask, a: MathAction | Invalid): ReasonerOutput {
+export function reasonerOutput(task: MathTask, a: MathAction | Invalid): ReasonerOutput {
   if (isInvalid(a) || a.kind !== "answer") {
     const problem = isInvalid(a) ? a.reason : "the reasoner must send a \\boxed{} answer";
     return { answer: null, canonical: null, work: "", problem, correct: false };
@@ -305,7 +306,7 @@ function toolSays(t: ToolOutput | null): string {
   return t.answer ?? `error (${t.problem})`;
 }
 
-function reasonerSays(r: ReasonerOutput | null): string {
+export function reasonerSays(r: ReasonerOutput | null): string {
   if (r === null) return "none";
   return r.answer ?? `invalid (${r.problem})`;
 }

@@ -1,12 +1,15 @@
 // Plan-Path (plan_path_v1): a tool agent writes JavaScript (BFS) whose printed moves are parsed,
 // then a plan agent commits the final moves after `####`. Rules and rewards are in rules.ts; the
-// tool → plan turn structure and credit assignment in ../tool_plan.ts.
+// tool → plan turn structure and credit assignment in ../tool_plan.ts. The same game yields
+// plan_path_solo_v1, the plan agent alone without the tool (single-agent level L0).
 
 import { bfsPath, type Move, parseMoves, type Pos, samePos } from "../grid.ts";
 import {
+  defineSoloPlanEnv,
   defineToolPlanEnv,
   type Evaluation,
   type ToolPlanAction,
+  type ToolPlanGame,
   type ToolPlanState,
 } from "../tool_plan.ts";
 import type { Rendered } from "../types.ts";
@@ -15,6 +18,7 @@ import {
   ENV_ID,
   generate,
   ORACLE_TOOL_CODE,
+  type PlanPathDifficulty,
   type PlanPathTask,
   taskKey,
   TEST_FRACTION,
@@ -83,7 +87,7 @@ function render(s: PlanPathState): Rendered {
 const MOVES_HELP =
   "Moves: U (row-1), D (row+1), L (col-1), R (col+1); walls '#' and the border block moves.";
 
-export const planPath = defineToolPlanEnv({
+const GAME: ToolPlanGame<PlanPathTask, PlanPathGame, Move[], PlanPathDifficulty> = {
   id: ENV_ID,
   description: "Grid path planning with walls: tool agent (JS BFS) then plan agent (#### moves)",
   defaultDifficulty: DEFAULT_DIFFICULTY,
@@ -112,8 +116,15 @@ Print the moves on the last line with console.log, e.g. console.log("R R D"). Re
     `You are the plan agent of a two-agent team on a grid path-planning task. ${MOVES_HELP}
 The tool agent ran a program; its output is shown. Check it and give the final moves, as short as possible.
 End your reply with \`#### \` followed by the moves, e.g. \`#### U R R D\`.`,
+  systemSolo: `You are solving a grid path-planning task alone, with no tools. ${MOVES_HELP}
+Read the grid, find a shortest path from A to G yourself, and give the moves, as short as possible.
+End your reply with \`#### \` followed by the moves, e.g. \`#### U R R D\`.`,
   answerExample: "#### U R R D",
   oracleAnswer: (t, g) => bfsPath(t.grid, g.pos, t.goal) ?? [],
   oracleToolCode: ORACLE_TOOL_CODE,
   render,
-});
+};
+
+export const planPath = defineToolPlanEnv(GAME);
+/** plan_path_solo_v1: the plan agent alone (single-agent level L0). */
+export const planPathSolo = defineSoloPlanEnv(GAME);

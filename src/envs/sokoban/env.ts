@@ -1,12 +1,15 @@
 // Sokoban (sokoban_v1): one box in a small room; a tool agent writes a JavaScript solver whose
 // printed moves are parsed, then a plan agent commits moves after `####`. A commit that leaves
 // the box unsolvable ends the episode with the fail penalty: there is nothing left to learn there.
+// The same game yields sokoban_solo_v1, the plan agent alone without the tool (level L0).
 
 import { type Move, parseMoves, type Pos, samePos } from "../grid.ts";
 import {
+  defineSoloPlanEnv,
   defineToolPlanEnv,
   type Evaluation,
   type ToolPlanAction,
+  type ToolPlanGame,
   type ToolPlanState,
 } from "../tool_plan.ts";
 import type { Rendered } from "../types.ts";
@@ -17,6 +20,7 @@ import {
   ORACLE_TOOL_CODE,
   play,
   REWARD,
+  type SokobanDifficulty,
   type SokobanGame,
   type SokobanTask,
   solveSokoban,
@@ -80,7 +84,7 @@ const RULES =
 L (col-1), R (col+1). Moving into the box pushes it one cell if the cell beyond is free; boxes cannot be
 pulled, so a box in a corner is stuck. Get the box onto G.`;
 
-export const sokoban = defineToolPlanEnv({
+const GAME: ToolPlanGame<SokobanTask, SokobanGame, Move[], SokobanDifficulty> = {
   id: ENV_ID,
   description:
     "Sokoban, one box in a 6x6 room: tool agent (JS solver) then plan agent (#### moves)",
@@ -112,8 +116,15 @@ Print the moves on the last line with console.log, e.g. console.log("L U R"). Re
   systemPlan: `You are the plan agent of a two-agent team playing Sokoban. ${RULES}
 The tool agent ran a program; its output is shown. Check it and give the final moves.
 End your reply with \`#### \` followed by the moves, e.g. \`#### L U R\`.`,
+  systemSolo: `You are playing Sokoban alone, with no tools. ${RULES}
+Read the board, work out the moves yourself, and give them.
+End your reply with \`#### \` followed by the moves, e.g. \`#### L U R\`.`,
   answerExample: "#### L U R",
   oracleAnswer: (t, g) => solveSokoban(t.grid, g.player, g.box, t.goal) ?? [],
   oracleToolCode: ORACLE_TOOL_CODE,
   render,
-});
+};
+
+export const sokoban = defineToolPlanEnv(GAME);
+/** sokoban_solo_v1: the plan agent alone (single-agent level L0). */
+export const sokobanSolo = defineSoloPlanEnv(GAME);

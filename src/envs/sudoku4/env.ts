@@ -1,10 +1,13 @@
 // Sudoku 4×4 (sudoku4_v1): a tool agent writes a JavaScript solver whose printed grid is parsed,
 // then a plan agent commits a grid after `####` (blanks allowed, as `.`). Rules in rules.ts.
+// The same game yields sudoku4_solo_v1, the plan agent alone without the tool (level L0).
 
 import {
+  defineSoloPlanEnv,
   defineToolPlanEnv,
   type Evaluation,
   type ToolPlanAction,
+  type ToolPlanGame,
   type ToolPlanState,
 } from "../tool_plan.ts";
 import type { Rendered } from "../types.ts";
@@ -18,6 +21,7 @@ import {
   ORACLE_TOOL_CODE,
   parseCells,
   solveSudoku,
+  type SudokuDifficulty,
   type SudokuGame,
   type SudokuTask,
   taskKey,
@@ -67,7 +71,7 @@ const RULES =
   `4x4 Sudoku: fill the blanks (.) with digits 1-4 so that every row, every column and every
 2x2 box holds each digit once. Given digits cannot change. Each puzzle has exactly one solution.`;
 
-export const sudoku4 = defineToolPlanEnv({
+const GAME: ToolPlanGame<SudokuTask, SudokuGame, Cells, SudokuDifficulty> = {
   id: ENV_ID,
   description:
     "Sudoku 4x4 with a unique solution: tool agent (JS solver) then plan agent (#### grid)",
@@ -96,8 +100,15 @@ e.g. console.log("1234 3412 2143 4321"). Reply with one \`\`\`javascript block.`
   systemPlan: `You are the plan agent of a two-agent team solving Sudoku. ${RULES}
 The tool agent ran a program; its output is shown. Check it against the rules and give the final grid.
 End your reply with \`#### \` and the grid as four rows, e.g. \`#### 1234 3412 2143 4321\` (use . for a blank).`,
+  systemSolo: `You are solving Sudoku alone, with no tools. ${RULES}
+Solve the puzzle yourself and give the final grid.
+End your reply with \`#### \` and the grid as four rows, e.g. \`#### 1234 3412 2143 4321\` (use . for a blank).`,
   answerExample: "#### 1234 3412 2143 4321",
   oracleAnswer: (t) => solveSudoku(t.puzzle) ?? t.puzzle.slice(),
   oracleToolCode: ORACLE_TOOL_CODE,
   render,
-});
+};
+
+export const sudoku4 = defineToolPlanEnv(GAME);
+/** sudoku4_solo_v1: the plan agent alone (single-agent level L0). */
+export const sudoku4Solo = defineSoloPlanEnv(GAME);
