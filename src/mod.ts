@@ -4,6 +4,8 @@
 
 // AT-GRPO
 export { train, type TrainOptions, type TrainSummary } from "./rl/train.ts"; // Deno
+export { type LoopControl, RlSession, type RunSink, runSession, type SessionInit, type StepMetrics } from "./rl/session.ts";
+export { envForConfig } from "./rl/env_for.ts";
 export { evaluate, type EvalResult } from "./rl/evaluate.ts";
 export { defaultConfig, describeConfig, loadConfigFile, parseConfig, type RunConfig } from "./rl/config.ts";
 export { buildGroups, filterGroups, groupAdvantages, mixReward, rewardStats } from "./rl/advantages.ts";
@@ -11,7 +13,7 @@ export { buildPolicyMap, policyMapFor } from "./rl/policy_map.ts";
 export { rolloutIndependent, rolloutTree, type RolloutOptions, type RolloutResult } from "./rl/rollout.ts";
 
 // Environments and the sandbox
-export { ENVS, envIds, getEnv } from "./envs/registry.ts";
+export { ENVS, envIds, getEnv, soloEnvFor } from "./envs/registry.ts";
 export type { AnyEnvDefinition, CodeExecutor, EnvDefinition, EnvState, Prompt } from "./envs/types.ts";
 export { runJs, SandboxPool } from "./sandbox/mod.ts";
 

@@ -5,9 +5,9 @@
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { splitSets } from "./train.ts";
 import { Gpu } from "../gpu/mod.ts";
-import { getEnv } from "../envs/registry.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import { ConfigError, loadConfigFile } from "../rl/config.ts";
+import { envForConfig } from "../rl/env_for.ts";
 import { evaluate } from "../rl/evaluate.ts";
 import { createPolicies } from "../rl/policies.ts";
 import { policyMapFor } from "../rl/policy_map.ts";
@@ -37,7 +37,7 @@ if (import.meta.main) {
       if (e instanceof ConfigError) throw new UsageError(e.message);
       throw e;
     }
-    const env = getEnv(cfg.env.id);
+    const env = envForConfig(cfg);
     const { weights, tokenizer } = await loadBase(cfg);
     const map = policyMapFor(cfg);
     const ck = args.checkpoint ? await loadCheckpointInto(args.checkpoint, cfg, map, weights) : null;

@@ -8,7 +8,7 @@
 // working directory (the repository root for `deno task train`).
 
 import type { Difficulty } from "../envs/types.ts";
-import { envIds, getEnv } from "../envs/registry.ts";
+import { envIds, getEnv, soloEnvFor } from "../envs/registry.ts";
 import type { FloatDtype } from "../io/dtypes.ts";
 import { LORA_MODULES, type LoraModule } from "../model/lora.ts";
 import type { PolicyLossConfig } from "../train/losses.ts";
@@ -374,6 +374,16 @@ function envIssues(c: RunConfig): ConfigIssue[] {
   if (!ids.includes(c.env.id)) return [issue("env.id", `unknown environment "${c.env.id}"${didYouMean(c.env.id, ids)}; registered: ${ids.join(", ")}`)];
   const env = getEnv(c.env.id), defaults = env.defaultDifficulty as Difficulty, knobNames = Object.keys(defaults);
   const out: ConfigIssue[] = [];
+  if (env.soloOf !== undefined) {
+    out.push(issue("env.id", `"${c.env.id}" is the single-agent variant of "${env.soloOf}"; name the team's env ("${env.soloOf}") and set level "L0" for the single agent`));
+  }
+  if (c.level === "L0") {
+    try {
+      soloEnvFor(c.env.id);
+    } catch (e) {
+      out.push(issue("level", (e as Error).message));
+    }
+  }
   for (const [k, v] of Object.entries(c.env.difficulty)) {
     if (!(k in defaults)) out.push(issue(`env.difficulty.${k}`, `${c.env.id} has no knob "${k}"${didYouMean(k, knobNames)}; knobs: ${knobNames.join(", ")}`));
     else if (typeof v !== typeof defaults[k]) out.push(issue(`env.difficulty.${k}`, `must be a ${typeof defaults[k]} like the default ${show(defaults[k])}, got ${show(v)}`));

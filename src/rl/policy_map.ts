@@ -9,7 +9,7 @@
 //   L3  one full model per agent                               1 trainer (full) per agent
 
 import type { AgentId } from "../envs/types.ts";
-import { getEnv } from "../envs/registry.ts";
+import { envForConfig } from "./env_for.ts";
 import type { LoraConfig } from "../model/lora.ts";
 import type { TrainMode } from "../train/trainer.ts";
 import { ConfigError, type Level, LEVELS, type RunConfig } from "./config.ts";
@@ -86,7 +86,7 @@ export function buildPolicyMap(level: Level, mode: TrainMode, agents: readonly A
 
 /** The policy map of a validated config (agents from the registry). */
 export function policyMapFor(c: RunConfig): PolicyMap {
-  return buildPolicyMap(c.level, c.update.mode, getEnv(c.env.id).possibleAgents);
+  return buildPolicyMap(c.level, c.update.mode, envForConfig(c).possibleAgents);
 }
 
 /** The policy an agent's samples belong to. */

@@ -6,18 +6,16 @@
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, writeCheckpoint } from "../train/checkpoint_dir.ts";
-import type { CheckpointContents } from "../train/checkpoint.ts";
+import type { CheckpointContents, LoadedCheckpoint } from "../train/checkpoint.ts";
 import { CheckpointNotFoundError } from "../train/errors.ts";
-import { fromPeftAdapter, toPeftAdapter } from "../train/lora_peft.ts";
 import type { RunConfig } from "./config.ts";
-import type { PolicyInit, PolicySet } from "./policies.ts";
-import { loraConfigFor, type PolicyMap } from "./policy_map.ts";
-import { LoraLayout } from "../model/lora.ts";
+import type { PolicyMap } from "./policy_map.ts";
 import type { Group } from "./rollout.ts";
+import { policyInitFromCheckpoint, type RunSink, type StepMetrics } from "./session.ts";
 
 const isTerminal = () => Deno.stdout.isTerminal();
 
-export class RunDir {
+export class RunDir implements RunSink {
   private metrics: Deno.FsFile;
   private summaryLines: string[] = [];
 
@@ -54,12 +52,12 @@ export class RunDir {
     this.out(line);
   }
 
-  async metric(m: Record<string, unknown>) {
+  async metric(m: StepMetrics) {
     await this.metrics.write(new TextEncoder().encode(JSON.stringify(m) + "\n"));
   }
 
   /** One progress line: a bar rewritten in place on a terminal, plain lines otherwise. */
-  progress(step: number, total: number, m: Record<string, unknown>) {
+  progress(step: number, total: number, m: StepMetrics) {
     const sec = m.seconds as Record<string, number>;
     const ev = m.eval as { successRate: number } | undefined;
     const text = `step ${step}/${total} reward ${(m.reward as number).toFixed(3)} train-success ${((m.trainSuccess as number) * 100).toFixed(0)}%` +
@@ -81,6 +79,12 @@ export class RunDir {
     await writeFileAtomic(joinPath(joinPath(this.dir, "rollouts"), `step-${step}.jsonl`), lines.join("\n") + "\n");
   }
 
+  async saveCheckpoint(name: string, contents: CheckpointContents, keepLast: number) {
+    if (name === "best") return await writeCheckpoint(joinPath(this.dir, "best"), contents);
+    await writeCheckpoint(joinPath(this.checkpoints, name), contents);
+    await pruneCheckpoints(this.checkpoints, keepLast);
+  }
+
   async close(summary: unknown) {
     this.metrics.close();
     this.summaryLines.push(`summary: ${JSON.stringify(summary)}`);
@@ -92,61 +96,15 @@ export class RunDir {
   }
 }
 
-const adapterKey = (trainer: string, adapter: string) => `${trainer}.${adapter}`;
-
-/** Writes checkpoints/<name> (or best/ for "best"), then keeps the last N step checkpoints. */
-export async function saveRunCheckpoint(run: RunDir, name: string, step: number, cfg: RunConfig, p: PolicySet, best: unknown) {
-  type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-  const adapters: Mutable<NonNullable<CheckpointContents["adapters"]>> = {};
-  const models: Mutable<NonNullable<CheckpointContents["models"]>> = {};
-  const optimizers: Mutable<NonNullable<CheckpointContents["optimizers"]>> = {};
-  for (const [i, plan] of p.map.trainers.entries()) {
-    const t = p.trainers[i];
-    if (t.lora) {
-      const data = (await t.readLora())!;
-      plan.adapters.forEach((a, ai) => {
-        adapters[adapterKey(plan.name, a)] = { adapter: toPeftAdapter(t.lora!.layout, data, ai, cfg.model.folder ?? cfg.model.preset ?? "base"), base: t.model.config };
-      });
-    } else models[plan.name] = { weights: await t.readWeights() };
-    optimizers[plan.name] = await t.optimizerState();
-  }
-  const contents: CheckpointContents = { state: { step, rng: { seed: cfg.run.seed }, extra: { best: best as never } }, adapters, models, optimizers };
-  if (name === "best") return await writeCheckpoint(joinPath(run.dir, "best"), contents);
-  await writeCheckpoint(joinPath(run.checkpoints, name), contents);
-  await pruneCheckpoints(run.checkpoints, cfg.run.keepLast);
-}
-
-/** The latest checkpoint of a run as policy init data plus a function restoring optimizers. */
-export async function loadRunCheckpoint(run: RunDir, cfg: RunConfig, map: PolicyMap, base: ModelWeights) {
-  const dir = await latestCheckpoint(run.checkpoints);
-  if (!dir) throw new CheckpointNotFoundError(run.checkpoints, "holds no complete checkpoint to resume from");
-  return await loadCheckpointInto(dir, cfg, map, base);
-}
-
-/** A checkpoint directory (checkpoints/step-N, best/) as policy init data + optimizer restore. */
+/** A checkpoint directory (checkpoints/step-N, best/) of a run with this config, as policy init data. */
 export async function loadCheckpointInto(dir: string, cfg: RunConfig, map: PolicyMap, base: ModelWeights) {
   const ck = await loadCheckpoint(dir, { base: base.config });
-  const weights: ModelWeights[] = [], loraData: (Float32Array | undefined)[] = [];
-  for (const plan of map.trainers) {
-    if (plan.mode === "full") {
-      weights.push(ck.models[plan.name] ?? base);
-      loraData.push(undefined);
-      continue;
-    }
-    weights.push(base);
-    const layout = new LoraLayout(base.config, loraConfigFor(cfg, plan)!);
-    const data = new Float32Array(layout.totalFloats);
-    plan.adapters.forEach((a, ai) => fromPeftAdapter(layout, data, ai, ck.adapters[adapterKey(plan.name, a)], base.config));
-    loraData.push(data);
-  }
-  const init: PolicyInit = { weights, loraData };
-  const extra = ck.state.extra as { best?: { step: number; successRate: number } | null } | undefined;
-  return {
-    step: ck.state.step,
-    best: extra?.best ?? null,
-    init,
-    restore(p: PolicySet) {
-      map.trainers.forEach((plan, i) => p.trainers[i].restoreOptimizer(ck.optimizers[plan.name]));
-    },
-  };
+  return { checkpoint: ck, init: policyInitFromCheckpoint(ck, cfg, map, base) };
+}
+
+/** The latest complete step checkpoint of a run directory. */
+export async function loadLatestRunCheckpoint(run: RunDir, base: ModelWeights): Promise<LoadedCheckpoint> {
+  const dir = await latestCheckpoint(run.checkpoints);
+  if (!dir) throw new CheckpointNotFoundError(run.checkpoints, "holds no complete checkpoint to resume from");
+  return await loadCheckpoint(dir, { base: base.config });
 }

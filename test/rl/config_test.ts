@@ -127,6 +127,8 @@ Deno.test("impossible combinations say why", () => {
   rejects({ rewards: { filter: "drop-lowest-mean", filterFraction: 0 } }, "rewards.filterFraction", "drops nothing");
   rejects({ level: "L3", update: { mode: "full" }, warmStart: { path: "a", kind: "peft-adapter" } }, "warmStart.kind", "LoRA");
   rejects({ run: { name: "a/b" } }, "run.name", "folder name");
+  rejects({ level: "L0", rollout: { mode: "single-agent" }, env: { id: "hanabi_v1" } }, "level", "hanabi_v1");
+  rejects({ env: { id: "plan_path_solo_v1" } }, "env.id", `name the team's env ("plan_path_v1")`);
   // The same settings in a legal combination pass.
   parseConfig({ level: "L0", rollout: { mode: "single-agent" } });
   parseConfig({ level: "L3", update: { mode: "full" } });

@@ -23,6 +23,7 @@ const SUFFIX: Record<string, Pick<RunConfig, "level"> & { rollout: string; updat
 Deno.test("the promised task × level configs are shipped", () => {
   const want = [
     "quickstart", "plan_path_L1_shared", "plan_path_L2_lora", "plan_path_L3_full",
+    "plan_path_L0_single", "sokoban_L0_single", "sudoku4_L0_single", "math_L0_single", "code_L0_single", "tic_tac_toe_L0_single",
     "sokoban_L1_shared", "sudoku4_L1_shared", "math_L1_shared", "code_L1_shared", "tic_tac_toe_L1_shared",
     "hanabi_L1_shared", "search_L2_lora",
   ];

@@ -9,10 +9,11 @@ import { parseModelConfig } from "../../src/model/config.ts";
 
 const tiny = (outDir: string, steps: number) =>
   parseConfig({
-    model: { preset: "tiny-llama" },
+    // The warm start, so candidates get different rewards and the updates move the adapters.
+    model: { folder: "models/plan_path_tiny" },
     env: { id: "plan_path_v1", difficulty: { size: 4, wallDensity: 0.1, maxTurns: 1 } },
     level: "L2",
-    rollout: { mode: "tree", k: 2, envsPerStep: 1, maxTurns: 1, maxPromptTokens: 128, maxNewTokens: 12 },
+    rollout: { mode: "tree", k: 2, envsPerStep: 2, maxTurns: 1, maxPromptTokens: 128, maxNewTokens: 12 },
     update: { mode: "lora", miniBatchSize: 8, chunkRows: 160, lora: { rank: 4, alpha: 8 }, optimizer: { lr: 1e-3 }, schedule: { kind: "constant", warmupSteps: 0 } },
     eval: { everySteps: 100, episodes: 1, beforeTraining: false },
     run: { outDir, name: "t", steps, checkpointEvery: 1, keepLast: 2, seed: 3 },
@@ -34,14 +35,15 @@ Deno.test("train loop: run directory and bit-identical resume", async () => {
     const ma = await metrics(straight.runDir);
     assertEquals(ma.map((m) => m.step), [1, 2]);
     assert(ma[0].groups > 0 && ma[0].samples === ma[0].groups * 2, "K=2 samples per group");
+    assert(ma.some((m) => m.zeroVarianceGroups < 1 && m.updates.some((u: { gradNorm: number }) => u.gradNorm > 0)), "no step had a gradient: the resume check below would be vacuous");
 
     const first = await train(tiny(`${root}/b`, 1), { log: quiet });
     await train(tiny(`${root}/b`, 2), { log: quiet, resume: first.runDir });
     const mb = await metrics(first.runDir);
     assertEquals(mb.map((m) => m.step), [1, 2]);
-    const strip = (m: Record<string, unknown>) => JSON.stringify({ ...m, seconds: 0, rolloutTokensPerS: 0 });
+    const strip = (m: Record<string, unknown>) => JSON.stringify({ ...m, seconds: 0, rolloutTokensPerS: 0, updateTokensPerS: 0 });
     assertEquals(strip(mb[1]), strip(ma[1]), "the resumed step differs from the uninterrupted one");
-    const base = parseModelConfig(JSON.parse(await Deno.readTextFile("configs/models/tiny-llama.json")));
+    const base = parseModelConfig(JSON.parse(await Deno.readTextFile("models/plan_path_tiny/config.json")));
     const load = async (dir: string) => loadCheckpoint((await latestCheckpoint(`${dir}/checkpoints`))!, { base });
     const [ca, cb] = await Promise.all([load(straight.runDir), load(first.runDir)]);
     for (const name of Object.keys(ca.adapters)) {

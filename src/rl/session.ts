@@ -1,0 +1,328 @@
+// One AT-GRPO run, host-neutral: the same code trains in Deno (src/rl/train.ts, a run directory
+// on disk) and in a browser tab's worker (web/, checkpoints in OPFS). A session owns the policies
+// of a run; `trainStep()` is one RL step (sample E training tasks, roll out in tree or independent
+// mode, group advantages keyed (env, agent, turn), one PPO-clip update per policy on the union of
+// its agents' samples); `evaluate()` plays the held-out tasks; `checkpointContents()` is what a
+// checkpoint holds. `runSession` is the loop both hosts share: validation before training and every
+// N steps, best and periodic checkpoints through a RunSink, stop and save requests between steps.
+// What it keeps of GRPO: group-normalised advantages, PPO clip + dual clip, token-mean; what it
+// drops (as the paper): the KL term by default and any entropy bonus.
+
+import type { Gpu } from "../gpu/mod.ts";
+import type { AnyEnvDefinition, CodeExecutor } from "../envs/types.ts";
+import type { Tokenizer } from "../model/tokenizer.ts";
+import type { ModelWeights } from "../model/weights.ts";
+import { LoraLayout } from "../model/lora.ts";
+import type { CheckpointContents, LoadedCheckpoint } from "../train/checkpoint.ts";
+import { fromPeftAdapter, toPeftAdapter } from "../train/lora_peft.ts";
+import type { LoraAdapter } from "../train/peft.ts";
+import type { TrainSequence } from "../train/trainer.ts";
+import {
+  buildGroups,
+  filterGroups,
+  flattenAdvantages,
+  type GroupResult,
+  groupAdvantages,
+  rewardStats,
+} from "./advantages.ts";
+import { ConfigError, type RunConfig } from "./config.ts";
+import { envForConfig } from "./env_for.ts";
+import { evaluate, type EvalResult } from "./evaluate.ts";
+import { createPolicies, type PolicyInit, type PolicySet } from "./policies.ts";
+import { loraConfigFor, type PolicyMap, policyMapFor, policyOf } from "./policy_map.ts";
+import { type Group, rolloutIndependent, rolloutTree, type Sample } from "./rollout.ts";
+
+/** Where a run's outputs go: a run directory (Deno), OPFS and the page (browser), memory (tests). */
+export interface RunSink {
+  log(line: string): void;
+  /** One object per step (and step 0: the validation before training). */
+  metric(m: StepMetrics): Promise<void>;
+  progress(step: number, total: number, m: StepMetrics): void;
+  writeRollouts(step: number, groups: readonly Group[]): Promise<void>;
+  /** Stores a checkpoint as `name` ("best" or "step-N"); step checkpoints beyond keepLast are dropped. */
+  saveCheckpoint(name: string, contents: CheckpointContents, keepLast: number): Promise<void>;
+}
+
+/** A metrics line; see rlStep for the fields. */
+export type StepMetrics = Record<string, unknown> & { step: number };
+
+export interface BestCheckpoint {
+  step: number;
+  successRate: number;
+}
+
+/** Everything a session starts from. */
+export interface SessionInit {
+  gpu: Gpu;
+  /** The base model: a preset's init, an HF folder, or a warm-start folder. */
+  weights: ModelWeights;
+  tokenizer: Tokenizer;
+  /** Runs tool agents' code; required when the environment has tool agents. */
+  executor?: CodeExecutor;
+  /** Continue from this checkpoint: weights, adapters, optimizer moments and the step. */
+  resume?: LoadedCheckpoint;
+  /** Start from trained weights (config warmStart): a run checkpoint or a PEFT adapter. */
+  warmStart?: { kind: "checkpoint"; checkpoint: LoadedCheckpoint } | { kind: "peft-adapter"; adapter: LoraAdapter };
+}
+
+/** A sample as a training sequence: prompt + completion, loss on the completion only. */
+export function toSequence(s: Sample, advantage: number, adapter: number | null): TrainSequence | null {
+  if (!s.completionIds.length) return null;
+  const P = s.promptIds.length, C = s.completionIds.length;
+  return {
+    tokens: [...s.promptIds, ...s.completionIds],
+    adapter: adapter ?? undefined,
+    weights: [...new Array(P - 1).fill(0), ...new Array(C).fill(1)],
+    oldLogp: [...new Array(P - 1).fill(0), ...s.oldLogp],
+    advantage,
+  };
+}
+
+/** Deterministic shuffle (mulberry32) so PPO mini-batches are the same on resume. */
+export function shuffled<T>(xs: readonly T[], seed: number): T[] {
+  const a = [...xs];
+  let t = seed >>> 0;
+  for (let i = a.length - 1; i > 0; i--) {
+    t = (t + 0x6d2b79f5) >>> 0;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r ^= r + Math.imul(r ^ (r >>> 7), 61 | r);
+    const j = (((r ^ (r >>> 14)) >>> 0) / 4294967296 * (i + 1)) | 0;
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
+}
+
+const adapterKey = (trainer: string, adapter: string) => `${trainer}.${adapter}`;
+
+/** Policy init (weights, adapter data) from a checkpoint of a run with the same policy map. */
+export function policyInitFromCheckpoint(ck: LoadedCheckpoint, cfg: RunConfig, map: PolicyMap, base: ModelWeights): PolicyInit {
+  const weights: ModelWeights[] = [], loraData: (Float32Array | undefined)[] = [];
+  for (const plan of map.trainers) {
+    if (plan.mode === "full") {
+      weights.push(ck.models[plan.name] ?? base);
+      loraData.push(undefined);
+      continue;
+    }
+    weights.push(base);
+    const layout = new LoraLayout(base.config, loraConfigFor(cfg, plan)!);
+    const data = new Float32Array(layout.totalFloats);
+    plan.adapters.forEach((a, ai) => {
+      const ad = ck.adapters[adapterKey(plan.name, a)];
+      if (!ad) {
+        throw ConfigError.at("warmStart.path", `the checkpoint has no adapter "${adapterKey(plan.name, a)}" (it has ${Object.keys(ck.adapters).join(", ") || "none"}); it was written by a run with another level or env`);
+      }
+      fromPeftAdapter(layout, data, ai, ad, base.config);
+    });
+    loraData.push(data);
+  }
+  return { weights, loraData };
+}
+
+/** Policy init with one PEFT adapter (e.g. from SFT) copied into every agent's adapter. */
+export function policyInitFromPeft(adapter: LoraAdapter, cfg: RunConfig, map: PolicyMap, base: ModelWeights): PolicyInit {
+  const loraData = map.trainers.map((plan) => {
+    const layout = new LoraLayout(base.config, loraConfigFor(cfg, plan)!);
+    const data = new Float32Array(layout.totalFloats);
+    plan.adapters.forEach((_, ai) => fromPeftAdapter(layout, data, ai, adapter, base.config));
+    return data;
+  });
+  return { weights: base, loraData };
+}
+
+export class RlSession {
+  /** The last completed step (0 before training). */
+  step: number;
+  best: BestCheckpoint | null;
+
+  private constructor(
+    readonly cfg: RunConfig,
+    readonly env: AnyEnvDefinition,
+    readonly map: PolicyMap,
+    readonly policies: PolicySet,
+    readonly tokenizer: Tokenizer,
+    readonly executor: CodeExecutor | undefined,
+    step: number,
+    best: BestCheckpoint | null,
+  ) {
+    this.step = step;
+    this.best = best;
+  }
+
+  static async create(cfg: RunConfig, init: SessionInit): Promise<RlSession> {
+    const env = envForConfig(cfg);
+    if (env.toolAgents.length && !init.executor) {
+      throw new TypeError(`${env.id} has tool agents (${env.toolAgents.join(", ")}): pass an executor (SandboxPool) to run their code`);
+    }
+    const map = policyMapFor(cfg);
+    let policyInit: PolicyInit = { weights: init.weights };
+    if (init.resume) policyInit = policyInitFromCheckpoint(init.resume, cfg, map, init.weights);
+    else if (init.warmStart?.kind === "checkpoint") policyInit = policyInitFromCheckpoint(init.warmStart.checkpoint, cfg, map, init.weights);
+    else if (init.warmStart?.kind === "peft-adapter") {
+      if (cfg.update.mode !== "lora") throw ConfigError.at("warmStart.kind", `a PEFT adapter initialises LoRA adapters, but update.mode is "${cfg.update.mode}"`);
+      policyInit = policyInitFromPeft(init.warmStart.adapter, cfg, map, init.weights);
+    }
+    const policies = await createPolicies(init.gpu, cfg, map, policyInit);
+    if (init.resume) {
+      const ck = init.resume;
+      map.trainers.forEach((plan, i) => policies.trainers[i].restoreOptimizer(ck.optimizers[plan.name]));
+    }
+    const extra = init.resume?.state.extra as { best?: BestCheckpoint | null } | undefined;
+    return new RlSession(cfg, env, map, policies, init.tokenizer, init.executor, init.resume?.state.step ?? 0, extra?.best ?? null);
+  }
+
+  /** Held-out evaluation with the current policies (greedy, or the config's temperature). */
+  async evaluate(opts: { episodes?: number; temperature?: number } = {}): Promise<EvalResult> {
+    return await evaluate({ env: this.env, tokenizer: this.tokenizer, policies: this.policies, executor: this.executor }, this.cfg, opts);
+  }
+
+  /**
+   * One RL step (this.step + 1): rollouts, advantages, one PPO update per policy. Returns the
+   * metrics line and the step's groups with their advantages (for rollout viewers).
+   */
+  async trainStep(): Promise<{ metrics: StepMetrics; groups: Group[]; stats: GroupResult<Sample>[] }> {
+    const { cfg, env, policies } = this;
+    const step = this.step + 1;
+    const t0 = performance.now();
+    const tasks = Array.from({ length: cfg.rollout.envsPerStep }, (_, e) =>
+      env.generate(cfg.env.trainSeed + step * cfg.rollout.envsPerStep + e, { split: "train", difficulty: cfg.env.difficulty }));
+    const deps = { env, tokenizer: this.tokenizer, policyOf: (a: string) => policies.agentPolicy(a), executor: this.executor };
+    const ro = {
+      mode: cfg.rollout.mode === "independent" ? "independent" as const : "tree" as const,
+      K: cfg.rollout.k, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
+      sampling: cfg.rollout.sampling, style: cfg.rollout.promptStyle, seed: cfg.run.seed, step,
+    };
+    const r = ro.mode === "independent" ? await rolloutIndependent(deps, tasks, ro) : await rolloutTree(deps, tasks, ro);
+    const tRoll = performance.now();
+    const members = r.groups.flatMap((g) => g.samples);
+    const groups = groupAdvantages(buildGroups(members, cfg.rollout.mode), { normalize: cfg.rewards.normalize, eps: cfg.rewards.eps });
+    const { kept } = filterGroups(groups, { kind: cfg.rewards.filter, fraction: cfg.rewards.filterFraction });
+    const stats = rewardStats(groups);
+    // Each policy trains on the union of its agents' samples.
+    const perTrainer: TrainSequence[][] = policies.trainers.map(() => []);
+    let tooLong = 0;
+    for (const { member, advantage } of flattenAdvantages(kept)) {
+      const p = policyOf(policies.map, member.agent);
+      const seq = toSequence(member, advantage, p.adapter);
+      if (!seq) continue;
+      if (seq.tokens.length <= cfg.update.chunkRows) perTrainer[p.trainer].push(seq);
+      else tooLong++;
+    }
+    const updates: Record<string, unknown>[] = [];
+    let skipped = 0;
+    for (const [ti, seqs] of perTrainer.entries()) {
+      if (!seqs.length) continue;
+      for (let epoch = 0; epoch < cfg.update.ppoEpochs; epoch++) {
+        const order = shuffled(seqs, cfg.run.seed * 1000003 + step * 31 + epoch);
+        for (let i = 0; i < order.length; i += cfg.update.miniBatchSize) {
+          const m = await policies.trainers[ti].step(order.slice(i, i + cfg.update.miniBatchSize));
+          if (!m.optimizer.finite) skipped++;
+          updates.push({ trainer: policies.map.trainers[ti].name, ...m.loss, gradNorm: m.optimizer.gradNorm, lr: m.lr, finite: m.optimizer.finite });
+        }
+      }
+    }
+    const tUpd = performance.now();
+    this.step = step;
+    const updateTokens = perTrainer.flat().reduce((s, q) => s + q.tokens.length, 0) * cfg.update.ppoEpochs;
+    const metrics: StepMetrics = {
+      step,
+      trainSuccess: r.episodes.filter((e) => e.success).length / r.episodes.length,
+      reward: stats.meanReward,
+      rewardByAgent: Object.fromEntries(Object.entries(stats.byAgent).map(([a, s]) => [a, s.byTurn])),
+      zeroVarianceGroups: stats.zeroVarianceFraction,
+      groups: groups.length,
+      keptGroups: kept.length,
+      samples: members.length,
+      tooLongSamples: tooLong,
+      skippedUpdates: skipped,
+      updates,
+      generatedTokens: r.generatedTokens,
+      rolloutTokensPerS: r.generatedTokens / ((tRoll - t0) / 1000),
+      updateTokensPerS: updateTokens / Math.max(1e-9, (tUpd - tRoll) / 1000),
+      seconds: { rollout: (tRoll - t0) / 1000, generate: r.seconds.generate, env: r.seconds.env, update: (tUpd - tRoll) / 1000 },
+    };
+    return { metrics, groups: r.groups, stats: groups };
+  }
+
+  /** What a checkpoint of this session holds: adapters (PEFT) or full weights, optimizer moments, step. */
+  async checkpointContents(): Promise<CheckpointContents> {
+    const { cfg, policies: p } = this;
+    type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+    const adapters: Mutable<NonNullable<CheckpointContents["adapters"]>> = {};
+    const models: Mutable<NonNullable<CheckpointContents["models"]>> = {};
+    const optimizers: Mutable<NonNullable<CheckpointContents["optimizers"]>> = {};
+    for (const [i, plan] of p.map.trainers.entries()) {
+      const t = p.trainers[i];
+      if (t.lora) {
+        const data = (await t.readLora())!;
+        plan.adapters.forEach((a, ai) => {
+          adapters[adapterKey(plan.name, a)] = { adapter: toPeftAdapter(t.lora!.layout, data, ai, cfg.model.folder ?? cfg.model.preset ?? "base"), base: t.model.config };
+        });
+      } else models[plan.name] = { weights: await t.readWeights() };
+      optimizers[plan.name] = await t.optimizerState();
+    }
+    return { state: { step: this.step, rng: { seed: cfg.run.seed }, extra: { best: this.best as never } }, adapters, models, optimizers };
+  }
+
+  destroy() {
+    this.policies.destroy();
+  }
+}
+
+/** Between-step requests from the host (Ctrl-C, SIGUSR1, a Stop or Pause button...). */
+export interface LoopControl {
+  /** Checked after every step: true ends the loop after a checkpoint. */
+  stopRequested?(): boolean;
+  /** Checked after every step: true writes a checkpoint now (then the flag should clear). */
+  takeSaveRequest?(): boolean;
+  /** Called after each step with its metrics and groups (live charts, rollout viewers). */
+  onStep?(m: StepMetrics, groups: readonly Group[]): void | Promise<void>;
+}
+
+export interface LoopSummary {
+  steps: number;
+  before: EvalResult | null;
+  after: EvalResult | null;
+  best: BestCheckpoint | null;
+  stopped: boolean;
+}
+
+/** The run loop both hosts share: validation, steps, evaluation every N, best and periodic checkpoints. */
+export async function runSession(s: RlSession, sink: RunSink, control: LoopControl = {}): Promise<LoopSummary> {
+  const { cfg } = s;
+  const summary: LoopSummary = { steps: s.step, before: null, after: null, best: s.best, stopped: false };
+  const save = async (name: string) => await sink.saveCheckpoint(name, await s.checkpointContents(), cfg.run.keepLast);
+  if (s.step === 0 && cfg.eval.beforeTraining) {
+    summary.before = await s.evaluate();
+    await sink.metric({ step: 0, eval: summary.before });
+    sink.log(`step 0: held-out success ${(summary.before.successRate * 100).toFixed(1)}%`);
+  }
+  while (s.step < cfg.run.steps) {
+    const { metrics: m, groups } = await s.trainStep();
+    const step = s.step;
+    if ((m.skippedUpdates as number) > 0) sink.log(`step ${step}: non-finite gradient in ${m.skippedUpdates} update(s): skipped`);
+    if (step % cfg.eval.everySteps === 0 || step === cfg.run.steps) {
+      const ev = await s.evaluate();
+      m.eval = ev;
+      summary.after = ev;
+      if (!s.best || ev.successRate > s.best.successRate) {
+        s.best = { step, successRate: ev.successRate };
+        summary.best = s.best;
+        await save("best");
+      }
+    }
+    if (cfg.run.saveRollouts) await sink.writeRollouts(step, groups);
+    await sink.metric(m);
+    sink.progress(step, cfg.run.steps, m);
+    await control.onStep?.(m, groups);
+    summary.steps = step;
+    const stop = control.stopRequested?.() ?? false;
+    const saveNow = control.takeSaveRequest?.() ?? false;
+    const periodic = cfg.run.checkpointEvery > 0 && step % cfg.run.checkpointEvery === 0;
+    if (periodic || step === cfg.run.steps || stop || saveNow) await save(`step-${step}`);
+    if (stop) {
+      summary.stopped = true;
+      break;
+    }
+  }
+  return summary;
+}

@@ -1,0 +1,93 @@
+// RlSession on its own (the host-neutral core both the Deno trainer and the browser app drive):
+// level L0 rolls out the single-agent env, warm starts put a checkpoint's or a PEFT adapter's
+// weights into the policies, and checkpoint contents round-trip through the file format.
+
+import { assert, assertEquals } from "../assert.ts";
+import { Gpu } from "../../src/gpu/mod.ts";
+import { memoryFolder } from "../../src/io/bytesource.ts";
+import { parseModelConfig } from "../../src/model/config.ts";
+import { initModel } from "../../src/model/init.ts";
+import { ByteTokenizer } from "../../src/model/tokenizer.ts";
+import { parseConfig } from "../../src/rl/config.ts";
+import { RlSession } from "../../src/rl/session.ts";
+import { checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
+
+const modelCfg = parseModelConfig(JSON.parse(await Deno.readTextFile("configs/models/tiny-llama.json")));
+
+const cfgFor = (level: "L0" | "L2", seed: number) =>
+  parseConfig({
+    model: { preset: "tiny-llama" },
+    env: { id: "plan_path_v1", difficulty: { size: 4, wallDensity: 0.1, maxTurns: 1 } },
+    level,
+    rollout: { mode: level === "L0" ? "single-agent" : "tree", k: 2, envsPerStep: 2, maxTurns: 1, maxPromptTokens: 128, maxNewTokens: 8 },
+    update: { mode: "lora", miniBatchSize: 8, chunkRows: 160, lora: { rank: 4, alpha: 8 }, schedule: { kind: "constant", warmupSteps: 0 } },
+    eval: { everySteps: 100, episodes: 2, beforeTraining: false },
+    run: { steps: 1, seed },
+  });
+
+const tool = { run: () => Promise.resolve({ ok: true, stdout: "R\n", error: null, timedOut: false, ms: 0 }) };
+
+Deno.test("RlSession", async (t) => {
+  const gpu = await Gpu.create();
+  const weights = initModel(modelCfg, { seed: 1 });
+  const tokenizer = new ByteTokenizer();
+  try {
+    await t.step("L0 rolls out the single-agent variant: one agent, solo prompts, no tool", async () => {
+      const s = await RlSession.create(cfgFor("L0", 3), { gpu, weights, tokenizer });
+      try {
+        assertEquals(s.env.id, "plan_path_solo_v1");
+        assertEquals(s.map.policies.map((p) => p.name), ["single"]);
+        const { metrics, groups } = await s.trainStep();
+        assertEquals(s.step, 1);
+        assert(groups.length > 0 && groups.every((g) => g.agent === "plan"), "only the plan agent acts");
+        assert(groups.every((g) => g.samples.length === 2), "K = 2 candidates per group");
+        assertEquals(Object.keys(metrics.rewardByAgent as object), ["plan"]);
+        const prompt = tokenizer.decode(groups[0].samples[0].promptIds);
+        assert(prompt.startsWith("plan_path solo t1") && !prompt.includes("tool"), `solo prompt: ${prompt}`);
+      } finally {
+        s.destroy();
+      }
+    });
+
+    await t.step("warm starts: a checkpoint's adapters, or one PEFT adapter in every role", async () => {
+      const a = await RlSession.create(cfgFor("L2", 3), { gpu, weights, tokenizer, executor: tool });
+      const contents = await a.checkpointContents();
+      a.destroy();
+      const ck = await readCheckpoint(memoryFolder(await checkpointFiles(contents)), { base: modelCfg });
+      // Modules come in any order: match them by (layer, module).
+      const sameModules = (x: typeof ck.adapters[string], y: typeof ck.adapters[string]) =>
+        x.modules.length === y.modules.length &&
+        x.modules.every((m) => {
+          const o = y.modules.find((n) => n.layer === m.layer && n.module === m.module);
+          return o !== undefined && m.a.every((v, j) => Object.is(v, o.a[j])) && m.b.every((v, j) => Object.is(v, o.b[j]));
+        });
+      // Another seed initialises LoRA A differently: only a working warm start makes them equal.
+      const fresh = await RlSession.create(cfgFor("L2", 4), { gpu, weights, tokenizer, executor: tool });
+      const freshCk = await fresh.checkpointContents();
+      fresh.destroy();
+      assert(!sameModules(freshCk.adapters!["base.tool"].adapter, ck.adapters["base.tool"]), "seeds 3 and 4 give the same adapters: the check below would be vacuous");
+
+      const b = await RlSession.create(cfgFor("L2", 4), { gpu, weights, tokenizer, executor: tool, warmStart: { kind: "checkpoint", checkpoint: ck } });
+      const got = await b.checkpointContents();
+      b.destroy();
+      for (const name of ["base.tool", "base.plan"]) assert(sameModules(got.adapters![name].adapter, ck.adapters[name]), `${name} not restored`);
+
+      const c = await RlSession.create(cfgFor("L2", 4), { gpu, weights, tokenizer, executor: tool, warmStart: { kind: "peft-adapter", adapter: ck.adapters["base.plan"] } });
+      const gotPeft = await c.checkpointContents();
+      c.destroy();
+      for (const name of ["base.tool", "base.plan"]) assert(sameModules(gotPeft.adapters![name].adapter, ck.adapters["base.plan"]), `${name} is not the PEFT adapter`);
+    });
+
+    await t.step("a team env with tool agents needs an executor", async () => {
+      let err: Error | null = null;
+      try {
+        await RlSession.create(cfgFor("L2", 3), { gpu, weights, tokenizer });
+      } catch (e) {
+        err = e as Error;
+      }
+      assert(err?.message.includes("pass an executor"), String(err));
+    });
+  } finally {
+    gpu.destroy();
+  }
+});
