@@ -2,7 +2,7 @@
 // one JSON object on the last line of stdout (progress goes to stderr).
 //   --lab         time every matmul variant and print the picks for src/ops/tuning.ts
 //   --quick       smaller shapes (a smoke run)
-//   --only NAMES  comma-separated sections: matmul, inference, train, sandbox
+//   --only NAMES  comma-separated sections: matmul, inference, train, rl, sandbox
 
 import { Gpu } from "../../src/gpu/mod.ts";
 import { runtimeDescription } from "../../src/runtime.ts";
@@ -11,8 +11,9 @@ import { compareWithTfjs, runLab } from "./matmul_lab.ts";
 import { round } from "./timing.ts";
 import { benchInference } from "./inference_bench.ts";
 import { benchTrain } from "./train_bench.ts";
+import { benchRl } from "./rl_bench.ts";
 
-const USAGE = `usage: deno task bench [--lab] [--quick] [--only matmul,inference,train,sandbox]`;
+const USAGE = `usage: deno task bench [--lab] [--quick] [--only matmul,inference,train,rl,sandbox]`;
 
 function parseArgs(args: string[]) {
   const o = { lab: false, quick: false, only: null as string[] | null };
@@ -94,6 +95,7 @@ if (import.meta.main) {
       steps: 3,
     }, log);
   }
+  if (want("rl")) result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
   if (want("sandbox")) result.sandbox = await sandboxSection();
   console.log(JSON.stringify(result));
   gpu.destroy();
