@@ -108,6 +108,14 @@ export class LoraLayout {
   }
 }
 
+/** Entries of lora_vec4.wgsl, used for modules whose in, out and rank are multiples of 4. */
+const VEC4_ENTRIES = ["lora4_down", "lora4_up", "lora4_du", "lora4_dx", "lora4_db", "lora4_da"];
+
+/** Whether an entry can run the vec4 kernels (every dimension and stride a multiple of 4 floats). */
+export function vec4Entry(e: LoraEntry, rank: number): boolean {
+  return [e.inDim, e.outDim, rank, e.strideA, e.strideB, e.offsetA, e.offsetB].every((d) => d % 4 === 0);
+}
+
 /** The adapters on the GPU: parameters, gradients and per-row selection. */
 export class LoraAdapters {
   readonly params: GPUBuffer;
@@ -142,6 +150,9 @@ export class LoraAdapters {
     await Promise.all([
       ...names.map(async (e) => (k[e] = await gpu.kernel({ shader: "lora", entry: e, bindings: b, constants: { WG: 64 } }))),
       ...["lora_db", "lora_da"].map(async (e) => (k[e] = await gpu.kernel({ shader: "lora_grad", entry: e, bindings: b, constants: { WG: 64 } }))),
+      ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank)) ? VEC4_ENTRIES : []).map(async (e) =>
+        (k[e] = await gpu.kernel({ shader: "lora_vec4", entry: e, bindings: b, constants: { WG: 64 } }))
+      ),
     ]);
     if (data && data.length !== layout.totalFloats) {
       throw new KernelArgumentError(`LoRA data has ${data.length} floats, the layout needs ${layout.totalFloats}`);
@@ -190,8 +201,15 @@ export class LoraAdapters {
     if (!e) return;
     const n = this.layout.cfg.adapters.length, r = this.layout.cfg.rank, u = this.uniform(e, N);
     const U = this.u.get(`${layer}:${module}`)!;
-    rec.dispatch(this.k.lora_down, [null, this.adapterOf, x, this.stack(this.params, e.offsetA, n * e.strideA), U], this.g(N * r), u);
-    rec.dispatch(this.k.lora_up, [null, this.adapterOf, U, this.stack(this.params, e.offsetB, n * e.strideB), y], this.g(N * e.outDim), u);
+    const A = this.stack(this.params, e.offsetA, n * e.strideA), B = this.stack(this.params, e.offsetB, n * e.strideB);
+    if (vec4Entry(e, r)) {
+      const tiles = Math.ceil(N / 4);
+      rec.dispatch(this.k.lora4_down, [null, this.adapterOf, x, A, U], this.g(tiles * (r / 4)), u);
+      rec.dispatch(this.k.lora4_up, [null, this.adapterOf, U, B, y], this.g(tiles * (e.outDim / 4)), u);
+      return;
+    }
+    rec.dispatch(this.k.lora_down, [null, this.adapterOf, x, A, U], this.g(N * r), u);
+    rec.dispatch(this.k.lora_up, [null, this.adapterOf, U, B, y], this.g(N * e.outDim), u);
   }
 
   /** dx += the LoRA path's input gradient; dA, dB += weight gradients (rows adapter-contiguous). */
@@ -202,10 +220,19 @@ export class LoraAdapters {
     const n = this.layout.cfg.adapters.length, r = this.layout.cfg.rank, u = this.uniform(e, N);
     const U = this.u.get(`${layer}:${module}`)!;
     const A = this.stack(this.params, e.offsetA, n * e.strideA), B = this.stack(this.params, e.offsetB, n * e.strideB);
+    const dA = this.stack(this.grads, e.offsetA, n * e.strideA), dB = this.stack(this.grads, e.offsetB, n * e.strideB);
+    if (vec4Entry(e, r)) {
+      const tiles = Math.ceil(N / 4);
+      rec.dispatch(this.k.lora4_du, [null, this.adapterOf, dy, B, this.du], this.g(tiles * (r / 4)), u);
+      rec.dispatch(this.k.lora4_dx, [null, this.adapterOf, this.du, A, dx], this.g(tiles * (e.inDim / 4)), u);
+      rec.dispatch(this.k.lora4_db, [null, this.ranges, dy, U, dB], this.g(n * (e.outDim / 4) * (r / 4)), u);
+      rec.dispatch(this.k.lora4_da, [null, this.ranges, this.du, x, dA], this.g(n * (r / 4) * (e.inDim / 4)), u);
+      return;
+    }
     rec.dispatch(this.k.lora_du, [null, this.adapterOf, dy, B, this.du], this.g(N * r), u);
     rec.dispatch(this.k.lora_dx, [null, this.adapterOf, this.du, A, dx], this.g(N * e.inDim), u);
-    rec.dispatch(this.k.lora_db, [null, this.ranges, dy, U, this.stack(this.grads, e.offsetB, n * e.strideB)], this.g(n * e.outDim * r), u);
-    rec.dispatch(this.k.lora_da, [null, this.ranges, this.du, x, this.stack(this.grads, e.offsetA, n * e.strideA)], this.g(n * r * e.inDim), u);
+    rec.dispatch(this.k.lora_db, [null, this.ranges, dy, U, dB], this.g(n * e.outDim * r), u);
+    rec.dispatch(this.k.lora_da, [null, this.ranges, this.du, x, dA], this.g(n * r * e.inDim), u);
   }
 
   encodeZeroGrads(rec: Recorder) {
