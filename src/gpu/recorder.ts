@@ -6,6 +6,7 @@
 import { type BufferRef, resolveRange } from "./buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "./errors.ts";
 import type { Kernel } from "./pipelines.ts";
+import { activeProfiler } from "./profiler.ts";
 
 type Workgroups = readonly [number, number?, number?];
 
@@ -55,6 +56,8 @@ export class CommandPlan {
   /** Encodes the plan into `encoder` (for composing plans) or into a new one that is submitted. */
   run(encoder?: GPUCommandEncoder): void {
     const enc = encoder ?? this.device.createCommandEncoder({ label: this.label });
+    const profiler = activeProfiler();
+    if (profiler) return this.runProfiled(enc, profiler, !encoder);
     let pass: GPUComputePassEncoder | null = null;
     for (const c of this.cmds) {
       if (c.kind === "dispatch") {
@@ -75,6 +78,37 @@ export class CommandPlan {
     }
     pass?.end();
     if (!encoder) this.device.queue.submit([enc.finish()]);
+  }
+
+  /** The same commands with each dispatch in its own timed pass (see profiler.ts). */
+  private runProfiled(enc: GPUCommandEncoder, profiler: NonNullable<ReturnType<typeof activeProfiler>>, submit: boolean): void {
+    let batch: EncodedDispatch[] = [];
+    const flush = () => {
+      profiler.encode(enc, batch.map((c) => ({
+        label: c.label.split("|")[0],
+        run(pass: GPUComputePassEncoder) {
+          pass.setPipeline(c.pipeline);
+          pass.setBindGroup(0, c.bindGroup);
+          pass.dispatchWorkgroups(c.workgroups[0], c.workgroups[1], c.workgroups[2]);
+        },
+      })));
+      batch = [];
+    };
+    for (const c of this.cmds) {
+      if (c.kind === "dispatch") {
+        batch.push(c);
+        continue;
+      }
+      flush();
+      const d = resolveRange(c.dst);
+      if (c.kind === "clear") enc.clearBuffer(d.buffer, d.offset, d.size);
+      else {
+        const s = resolveRange(c.src);
+        enc.copyBufferToBuffer(s.buffer, s.offset, d.buffer, d.offset, c.size);
+      }
+    }
+    flush();
+    if (submit) this.device.queue.submit([enc.finish()]);
   }
 
   destroy(): void {
