@@ -7,6 +7,8 @@ const repo = fileURLToPath(new URL("..", import.meta.url));
 
 export default defineConfig({
   root,
+  // Relative asset URLs: dist/ works from any static host and any sub-path (e.g. GitHub Pages).
+  base: "./",
   server: { host: "127.0.0.1", fs: { allow: [repo] } },
   preview: { host: "127.0.0.1" },
   worker: { format: "es" },

@@ -1,0 +1,176 @@
+// The browser app (web/index.html) in headless Chromium (WebGPU on SwiftShader where there is no
+// GPU): load, start a short AT-GRPO run of the Plan-Path warm start, see the charts and the
+// rollout viewer fill in, take a screenshot; reload mid-run and resume from the OPFS checkpoint at
+// the right step; lose the GPU device and see training resume from the last checkpoint; a page
+// without WebGPU says what to do; no console errors anywhere.
+//
+// The run is tiny (2 envs × 2 candidates, one turn, 4 validation episodes) because SwiftShader is
+// slow. Held-out success is not asserted to rise in so few steps: the validation chart is checked
+// for its points instead.
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { launchBrowser, startVite } from "./browser.mjs";
+
+const OUT = fileURLToPath(new URL("./out/", import.meta.url));
+const STEPS = 3;
+
+const app = (page) => page.evaluate(() => {
+  const a = window.__app;
+  return { ready: a.ready, init: a.init, state: a.state, step: a.step, total: a.total, runId: a.runId, resumedFrom: a.resumedFrom, charts: a.charts, rolloutSteps: a.rolloutSteps, evals: a.evals, errors: a.errors, deviceLost: a.deviceLost, log: a.log };
+});
+
+async function waitFor(page, what, pred, timeout) {
+  const t0 = Date.now();
+  for (;;) {
+    const a = await app(page);
+    if (a.errors.length) throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
+    if (pred(a)) return a;
+    if (a.state === "failed") throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
+    if (Date.now() - t0 > timeout) throw new Error(`timed out waiting for ${what}: ${JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })}`);
+    await page.waitForTimeout(500);
+  }
+}
+
+describe("browser app", { timeout: 900_000 }, () => {
+  let vite, browser, context, page;
+  const consoleErrors = [];
+  const t0 = Date.now();
+  const secs = () => ((Date.now() - t0) / 1000).toFixed(0);
+
+  const watch = (p) => {
+    p.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+    p.on("pageerror", (e) => consoleErrors.push(String(e)));
+    p.on("worker", (w) => w.on("console", (m) => m.type() === "error" && consoleErrors.push(`worker: ${m.text()}`)));
+  };
+
+  before(async () => {
+    mkdirSync(OUT, { recursive: true });
+    vite = await startVite();
+    browser = await launchBrowser();
+    context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    page = await context.newPage();
+    watch(page);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await vite?.server.close();
+  });
+
+  it("loads with a WebGPU adapter in the trainer worker and OPFS storage", async () => {
+    await page.goto(`${vite.url}/`);
+    const a = await waitFor(page, "the app", (x) => x.ready, 60_000);
+    assert.equal(a.init.error, null);
+    assert.ok(a.init.adapter, "no adapter");
+    assert.match(a.init.runtime, /^worker/);
+    assert.equal(a.init.opfs, true);
+    console.log(`# adapter: ${a.init.adapter}`);
+  });
+
+  it("starts a short run; charts, validation and the rollout viewer fill in", async () => {
+    const set = (path, v) => page.fill(`#f-${path.replaceAll(".", "-")}`, String(v));
+    await set("run.steps", STEPS);
+    await set("rollout.envsPerStep", 2);
+    await set("rollout.k", 2);
+    await set("rollout.maxTurns", 1);
+    await set("rollout.maxNewTokens", 48);
+    await set("eval.everySteps", STEPS);
+    await set("eval.episodes", 4);
+    await set("run.checkpointEvery", 1);
+    await page.fill("#f-sets", "env.difficulty.maxTurns=1");
+    assert.equal((await page.textContent("#f-errors")).trim(), "", "the form reports config errors");
+    await page.click("#btn-start");
+    await waitFor(page, "step 1", (x) => x.step >= 1, 240_000);
+    // Pause: the loop stops after the step (with a checkpoint); the demos use the policy meanwhile.
+    await page.click("#btn-pause");
+    await waitFor(page, "paused", (x) => x.state === "paused", 120_000);
+    await page.click("summary:has-text('Sampling explorer')");
+    await page.click("#sampling .se-load");
+    await page.waitForSelector("#sampling .dist-row", { timeout: 30_000 });
+    assert.match(await page.textContent("#sampling .se-summary"), /tokens can be drawn/);
+    await page.fill("#sampling .se-K", "3");
+    await page.dispatchEvent("#sampling .se-K", "input");
+    assert.equal(await page.$$eval("#sampling .dist-row.kept", (r) => r.length), 3, "top-k 3 keeps 3 tokens");
+    await page.click("#grpo .gx-measure");
+    await page.waitForSelector("#grpo .gx-summary", { timeout: 30_000 });
+    await page.click("summary:has-text('tic-tac-toe')");
+    await page.click("#ttt .ttt-new");
+    await page.waitForSelector("#ttt .ttt-cell", { timeout: 30_000 });
+    await page.click("#ttt .ttt-cell >> nth=4");
+    await page.waitForFunction(() => /policy wrote|forfeit|wins|draw/.test(document.querySelector("#ttt .ttt-status").textContent), null, { timeout: 30_000 });
+    await page.click("#btn-resume");
+    const a = await waitFor(page, "step 2", (x) => x.step >= 2 && x.rolloutSteps.includes(2), 240_000);
+    console.log(`# step 2 after ${secs()} s`);
+    assert.ok(a.charts.reward >= 2 && a.charts.loss >= 2 && a.charts.entropy >= 2 && a.charts.tps >= 2, JSON.stringify(a.charts));
+    assert.ok(a.charts.success >= 3, `success chart: ${a.charts.success} points (train steps + the step-0 validation)`);
+    assert.deepEqual(a.evals.map((e) => e.step), [0], "validation before training");
+    // The rollout viewer: a board and the group's candidates with rewards and advantages.
+    await page.waitForSelector("#viewer .grid-board .cell");
+    const rows = await page.$$eval("#viewer table.cands tr", (trs) => trs.slice(1).map((tr) => [...tr.children].map((td) => td.textContent)));
+    assert.equal(rows.length, 2, "K = 2 candidates");
+    for (const r of rows) {
+      assert.match(r[2], /^[+-]\d/, `reward cell: ${r[2]}`);
+      assert.match(r[3], /^[+-]\d/, `advantage cell: ${r[3]}`);
+    }
+    assert.equal(rows.filter((r) => r[4] === "branch taken").length, 1);
+    assert.ok(await page.$eval("#charts .chart[data-chart=reward] canvas", (c) => c.width > 0));
+  });
+
+  it("reloads mid-run and resumes from the OPFS checkpoint at the right step", async () => {
+    await page.screenshot({ path: `${OUT}/app-running.png`, fullPage: true });
+    const before = await app(page);
+    const runId = before.runId;
+    await page.reload();
+    await waitFor(page, "the app after reload", (x) => x.ready, 60_000);
+    const btn = await page.waitForSelector(`.run[data-run="${runId}"] .run-resume`);
+    const label = await btn.textContent();
+    const m = label.match(/step (\d+)/);
+    assert.ok(m && Number(m[1]) >= 2, `resume button: ${label}`);
+    const from = Number(m[1]);
+    await btn.click();
+    const a = await waitFor(page, "the resumed run", (x) => x.resumedFrom !== null, 60_000);
+    assert.equal(a.resumedFrom, from);
+    assert.equal(a.runId, runId);
+    // The charts came back from metrics.jsonl in OPFS before any new step.
+    assert.ok(a.charts.reward >= from, JSON.stringify(a.charts));
+    if (from < STEPS) {
+      // Lose the device during the next step: training resumes from the last checkpoint.
+      await page.waitForTimeout(3000);
+      // GPUDevice.destroy() in the trainer worker: the device is lost as after a driver reset.
+      await page.evaluate(() => window.__appDebug.loseDevice());
+    }
+    const done = await waitFor(page, "the end of the run", (x) => x.state === "finished", 300_000);
+    console.log(`# finished after ${secs()} s (resumed from step ${from}, device losses ${done.deviceLost})`);
+    assert.equal(done.step, STEPS);
+    assert.deepEqual(done.evals.map((e) => e.step), [0, STEPS], "validation before training and at the end");
+    assert.ok(done.charts.reward >= STEPS, JSON.stringify(done.charts));
+    if (from < STEPS) {
+      assert.equal(done.deviceLost, 1, "the device loss was reported");
+      assert.ok(done.log.some((l) => /device rebuilt .*resumed from step-\d+/.test(l)), done.log.slice(-6).join(" | "));
+    }
+    await page.screenshot({ path: `${OUT}/app.png`, fullPage: true });
+    console.log(`# held-out success: ${done.evals.map((e) => `step ${e.step} ${(e.successRate * 100).toFixed(0)}%`).join(", ")}`);
+  });
+
+  it("says what to do where there is no WebGPU", async () => {
+    const p = await context.newPage();
+    watch(p);
+    await p.addInitScript(() => {
+      Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined, configurable: true });
+    });
+    await p.goto(`${vite.url}/`);
+    await p.waitForFunction(() => window.__app?.ready, null, { timeout: 60_000 });
+    const text = await p.textContent("#banner");
+    assert.match(text, /No WebGPU/);
+    assert.match(text, /enable-unsafe-webgpu/);
+    assert.equal(await p.$eval("#btn-start", (b) => b.disabled), true);
+    await p.close();
+  });
+
+  it("the pages logged no console errors", () => {
+    assert.deepEqual(consoleErrors, []);
+  });
+});

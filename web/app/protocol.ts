@@ -1,0 +1,117 @@
+// What the page and the trainer worker say to each other (comlink): one TrainerService interface,
+// events through one proxied callback, errors as { name, message } (told apart by name, never
+// instanceof: they cross a worker boundary).
+
+import type { EpisodeView } from "../../src/browser/rollout_view.ts";
+import type { CheckpointInfo, ModelSourceSpec, RunInfo } from "../../src/browser/run_store.ts";
+import type { StepMetrics } from "../../src/rl/session.ts";
+import type { Rendered } from "../../src/envs/types.ts";
+
+export type RunState = "idle" | "loading" | "running" | "pausing" | "paused" | "stopping" | "stopped" | "finished" | "failed" | "recovering";
+
+export interface ErrorInfo {
+  name: string;
+  message: string;
+}
+
+/** Files of a model picked on the page (input type=file webkitdirectory, or a directory handle). */
+export type LocalModel = { files: File[] } | { handle: FileSystemDirectoryHandle };
+
+export interface StartRequest {
+  /** parseConfig input (the form's JSON); the worker validates it again. */
+  config: Record<string, unknown>;
+  model: ModelSourceSpec;
+  /** For model.kind "local": the picked files. */
+  local?: LocalModel;
+  /** A PEFT adapter (adapter_config.json + adapter_model.safetensors) to warm start every agent's adapter. */
+  warmStartAdapter?: Record<string, Uint8Array>;
+}
+
+export type TrainerEvent =
+  | { type: "state"; state: RunState; runId: string | null; step: number; total: number; detail?: string }
+  | { type: "log"; line: string }
+  | { type: "metric"; m: StepMetrics }
+  | { type: "history"; runId: string; lines: StepMetrics[] }
+  | { type: "rollouts"; step: number; episodes: EpisodeView[] }
+  | { type: "checkpoint"; runId: string; info: CheckpointInfo }
+  | { type: "device-lost"; message: string }
+  | { type: "error"; error: ErrorInfo };
+
+export interface Status {
+  state: RunState;
+  runId: string | null;
+  step: number;
+  total: number;
+  envId: string | null;
+  agents: string[];
+  adapter: string | null;
+  model: string | null;
+  level: string | null;
+}
+
+export interface InitInfo {
+  runtime: string;
+  /** The adapter line (vendor / architecture / description, class), or null with `error`. */
+  adapter: string | null;
+  adapterClass: "cpu" | "gpu" | null;
+  opfs: boolean;
+  error: ErrorInfo | null;
+}
+
+export interface LogitsRequest {
+  /** Agent whose policy (adapter) scores the prompt. */
+  agent: string;
+  /** Held-out task index (test split, from env.testSeed) whose first observation is the prompt. */
+  task?: number;
+  /** Prompt text instead of an observation; `appendIds` extends either. */
+  text?: string;
+  appendIds?: number[];
+}
+
+export interface LogitsResult {
+  prompt: string;
+  promptIds: number[];
+  /** The next-token logits, full vocabulary. */
+  logits: Float32Array;
+  /** Token texts of the highest-logit ids (the order is the same at every temperature). */
+  labels: Record<number, string>;
+  agent: string;
+  adapter: string;
+}
+
+export interface TttView {
+  board: Rendered;
+  human: string;
+  policy: string;
+  /** The policy's last message and whether it was a legal move. */
+  lastPolicyText: string | null;
+  lastPolicyInvalid: string | null;
+  over: boolean;
+  result: string;
+  note: string;
+}
+
+export interface TrainerService {
+  init(onEvent: (e: TrainerEvent) => void): Promise<InitInfo>;
+  start(req: StartRequest): Promise<{ runId: string }>;
+  /** Continue a stored run from its latest checkpoint (local models must be picked again). */
+  resumeRun(runId: string, local?: LocalModel): Promise<{ runId: string; step: number }>;
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  stop(): Promise<void>;
+  status(): Promise<Status>;
+  listRuns(): Promise<RunInfo[]>;
+  deleteRun(runId: string): Promise<void>;
+  readMetrics(runId: string): Promise<StepMetrics[]>;
+  /** A checkpoint as a ZIP (what: "checkpoint"), or one agent adapter as a PEFT ZIP (what: "adapter:<name>"). */
+  exportCheckpoint(runId: string, name: string, what: string): Promise<{ fileName: string; bytes: Uint8Array }>;
+  /** Adapters in a checkpoint (names for the PEFT download menu). */
+  checkpointAdapters(runId: string, name: string): Promise<string[]>;
+  logits(req: LogitsRequest): Promise<LogitsResult>;
+  /** log π of each candidate's completion under the current policy (after the step's update). */
+  currentLogprobs(agent: string, seqs: { promptIds: number[]; completionIds: number[] }[]): Promise<number[][]>;
+  tttNew(humanPlays: "player_x" | "player_o"): Promise<TttView>;
+  tttMove(cell: number): Promise<TttView>;
+  /** Tests: destroys the GPUDevice as a driver reset would. */
+  debugLoseDevice(): Promise<void>;
+}
