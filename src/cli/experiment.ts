@@ -74,6 +74,7 @@ if (import.meta.main) {
     const seeds = args.seeds ?? spec.seeds, steps = args.steps ?? spec.steps;
     const out = args.out ?? `runs/experiments/paper-table/${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await Deno.mkdir(out, { recursive: true });
+    await writeFileAtomic(joinPath(out, "spec.json"), JSON.stringify(spec, null, 1) + "\n"); // what this run used
     console.log(`experiment paper-table: tasks ${tasks.join(", ")}; methods ${methods.join(", ")}; ${seeds} seed(s); ${steps} steps; output ${out}`);
     const results: RunResult[] = [];
     const notes: string[] = [];
