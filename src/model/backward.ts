@@ -47,6 +47,7 @@ export class ModelBackward {
   readonly grads: GpuParams;
   private g: Grads;
   private uniqueTokens = 0;
+  private attnGrid = { slots: 1, positions: 1 };
   private trainable: (t: ParamTensor) => boolean;
 
   private constructor(readonly model: GpuModel, private k: BackwardKernels, opts: BackwardOptions) {
@@ -100,6 +101,11 @@ export class ModelBackward {
     const gpu = m.gpu;
     gpu.write(this.g.rowOf, rowOf);
     gpu.write(this.g.seqLen, seqLen);
+    // The dK/dV grid covers the slots and positions this call uses, not the whole cache: on CPU
+    // adapters each empty workgroup still costs microseconds (32 slots × 320 positions = 20k).
+    let lastSlot = 0, longest = 0;
+    seqLen.forEach((n, slot) => n > 0 && ((lastSlot = slot), (longest = Math.max(longest, n))));
+    this.attnGrid = { slots: lastSlot + 1, positions: Math.max(1, longest) };
     gpu.write(this.g.tokens, Uint32Array.from(tokens));
     gpu.write(this.g.offsets, Uint32Array.from(offsets));
     gpu.write(this.g.csrRows, Uint32Array.from(csr));
@@ -146,7 +152,7 @@ export class ModelBackward {
     const s = m.scratch;
     this.k.attention(rec, N, NH, KV, D, {
       meta: s.meta, rowOf: g.rowOf, seqLen: g.seqLen, q, kc: m.kCache[l], vc: m.vCache[l], out: a.att,
-      dout: g.datt, lse: a.lse, delta: g.delta, dq: g.dq, dkc: g.dkc, dvc: g.dvc,
+      dout: g.datt, lse: a.lse, delta: g.delta, dq: g.dq, dkc: g.dkc, dvc: g.dvc, grid: this.attnGrid,
     });
     this.k.kvGather(rec, N, KV, D, s.meta, g.dkc, g.dk);
     this.k.kvGather(rec, N, KV, D, s.meta, g.dvc, g.dv);

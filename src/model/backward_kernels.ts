@@ -22,6 +22,8 @@ export class BackwardKernels {
     if (kvWg > gpu.device.limits.maxComputeInvocationsPerWorkgroup) {
       throw new KernelArgumentError(`head_dim ${headDim} exceeds this adapter's workgroup size for the attention backward`);
     }
+    // The vec4 dK/dV kernel needs head_dim a multiple of 4 and at most 4·64 (its K/V row cache).
+    const vec4Dkv = headDim % 4 === 0 && headDim <= 256;
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
@@ -35,7 +37,9 @@ export class BackwardKernels {
       s("embedding_bwd", "embedding_bwd", [u, ro, ro, ro, ro, rw], { WG: EW }),
       s("attention_delta", "attention_delta", [u, ro, ro, rw], { WG: RED }),
       s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: ATT, MAXP: cachePositions }),
-      s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: kvWg }),
+      vec4Dkv
+        ? s("attention_bwd_kv4", "attn_dkv4", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: ATT })
+        : s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: kvWg }),
       s("kv_gather", "kv_gather", [u, ro, ro, rw], { WG: EW }),
     ]);
     const names: Names[] = ["normX", "normXAcc", "normW", "swiglu", "colsum", "embed", "delta", "dq", "dkv", "kvGather"];
@@ -79,12 +83,12 @@ export class BackwardKernels {
   /** dq [N, NH·D], dKc/dVc [S, KV, P, D] (entries of rows in this call) from dOut. */
   attention(
     rec: Recorder, N: number, NH: number, KV: number, D: number,
-    b: { meta: BufferRef; rowOf: BufferRef; seqLen: BufferRef; q: BufferRef; kc: BufferRef; vc: BufferRef; out: BufferRef; dout: BufferRef; lse: BufferRef; delta: BufferRef; dq: BufferRef; dkc: BufferRef; dvc: BufferRef },
+    b: { meta: BufferRef; rowOf: BufferRef; seqLen: BufferRef; q: BufferRef; kc: BufferRef; vc: BufferRef; out: BufferRef; dout: BufferRef; lse: BufferRef; delta: BufferRef; dq: BufferRef; dkc: BufferRef; dvc: BufferRef; grid?: { slots: number; positions: number } },
   ) {
     rec.dispatch(this.k.delta, [null, b.dout, b.out, b.delta], this.grid(N * NH, RED), packUniform([["u32", N * NH], ["u32", D]]));
     const u = this.attnUniform(N, NH, KV, D);
     rec.dispatch(this.k.dq, [null, b.meta, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dq], [NH, Math.min(N, 65535), Math.ceil(N / 65535)], u);
-    rec.dispatch(this.k.dkv, [null, b.rowOf, b.seqLen, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dkc, b.dvc], [KV, this.P, this.S], u);
+    rec.dispatch(this.k.dkv, [null, b.rowOf, b.seqLen, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dkc, b.dvc], [KV, b.grid?.positions ?? this.P, b.grid?.slots ?? this.S], u);
   }
 
   /** out [N, KV·D] = cache rows at each row's (slot, pos). */
