@@ -146,7 +146,7 @@ export class GpuModel {
     if (opts.maxLen > maxScores) {
       throw new KernelArgumentError(`maxLen ${opts.maxLen} exceeds what attention can hold in workgroup memory on this adapter (${maxScores})`);
     }
-    const [ops, kernels] = await Promise.all([createOps(gpu), ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant })]);
+    const [ops, kernels] = await Promise.all([createOps(gpu), ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim })]);
     const params = uploadParams(gpu, weights);
     return new GpuModel(gpu, weights, params, ops, kernels, opts.slots, opts.maxLen, opts);
   }

@@ -23,7 +23,9 @@ export class ModelKernels {
   /** One invocation per row for RMSNorm (CPU adapters' default); a workgroup per row on GPUs. */
   private serialNorm = false;
 
-  static async create(gpu: Gpu, cachePositions: number, opts: { normVariant?: "rows" | "workgroup" } = {}): Promise<ModelKernels> {
+  static async create(gpu: Gpu, cachePositions: number, opts: { normVariant?: "rows" | "workgroup"; headDim?: number } = {}): Promise<ModelKernels> {
+    // vec4 attention (attention4.wgsl) where head_dim allows: a multiple of 4, at most 256.
+    const vec4Attention = opts.headDim !== undefined && opts.headDim % 4 === 0 && opts.headDim <= 256;
     const serial = (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
@@ -36,7 +38,9 @@ export class ModelKernels {
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: 1 }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
       s("kv_cache", "kv_store", [u, ro, ro, ro, rw, rw], { WG: EW }),
-      s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions }),
+      vec4Attention
+        ? s("attention4", "attention4", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions })
+        : s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions }),
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
     ]);
     const k = new ModelKernels(

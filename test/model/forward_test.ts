@@ -14,10 +14,13 @@ import { referenceForward } from "../../src/model/reference.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
 import { toleranceRatio } from "../../src/ops/reference.ts";
 
-const PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3"] as const;
+const PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3:hd6"] as const;
 
 async function preset(name: string, dtype: FloatDtype): Promise<ModelWeights> {
-  const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${name}.json`, import.meta.url)));
+  // "<preset>:hd6": head_dim 6, which runs the scalar attention kernel (vec4 needs a multiple of 4).
+  const [base, variant] = name.split(":");
+  const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)));
+  if (variant === "hd6") json.head_dim = 6;
   // Larger weights than HF's 0.02 so attention is far from uniform and errors would show.
   const w = initModel(parseModelConfig(json), { seed: 7, std: 0.25, biasStd: 0.2, normNoise: 0.3 });
   return await loadModel(memoryFolder(hfFolderFiles(w, { dtype }), `${name}-${dtype}`));

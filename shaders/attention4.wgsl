@@ -1,0 +1,80 @@
+// attention.wgsl with vec4 loads, for head_dim a multiple of 4 (≤ 4·MAXD4): the same causal GQA
+// attention and Lse, one workgroup per (head, row). The query row sits in workgroup memory; the
+// output phase gives each lane a group of 4 dims and a share of the positions (the plain kernel
+// keeps only D of WG lanes busy there) and adds the shares at the end.
+
+struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, _p0: u32, _p1: u32 }
+
+override WG: u32 = 64u;
+override MAXP: u32 = 1024u;
+const MAXD4: u32 = 64u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> Meta: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> Q: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> Kc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> Vc: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> Out: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> Lse: array<f32>;
+
+var<workgroup> sc: array<f32, MAXP>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> tQ: array<vec4<f32>, MAXD4>;
+var<workgroup> part4: array<vec4<f32>, WG>;
+
+fn reduce(v: f32, lid: u32, isMax: bool) -> f32 {
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s /= 2u) {
+    if (lid < s) {
+      if (isMax) { red[lid] = max(red[lid], red[lid + s]); } else { red[lid] += red[lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+@compute @workgroup_size(WG)
+fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let head = wid.x;
+  let row = wid.y + wid.z * 65535u;
+  if (row >= p.N) { return; }
+  let m = Meta[row];
+  let len = min(m.y, p.P - 1u) + 1u;
+  let kvh = head / (p.NH / p.KV);
+  let D4 = p.D / 4u;
+  let qBase = (row * p.NH + head) * D4;
+  let kBase = (m.x * p.KV + kvh) * p.P * D4;
+  for (var d = lid; d < D4; d += WG) { tQ[d] = Q[qBase + d]; }
+  workgroupBarrier();
+  var mx = -3.402823e38;
+  for (var t = lid; t < len; t += WG) {
+    var s = 0.0;
+    for (var d = 0u; d < D4; d++) { s += dot(tQ[d], Kc[kBase + t * D4 + d]); }
+    s *= p.scale;
+    sc[t] = s;
+    mx = max(mx, s);
+  }
+  mx = reduce(mx, lid, true);
+  var sum = 0.0;
+  for (var t = lid; t < len; t += WG) { let e = exp(sc[t] - mx); sc[t] = e; sum += e; }
+  sum = reduce(sum, lid, false);
+  let inv = 1.0 / sum;
+  // lane = part · D4 + g: `parts` lanes share each group of 4 dims.
+  let parts = max(1u, WG / D4);
+  let g = lid % D4;
+  var acc = vec4<f32>();
+  if (lid < parts * D4) {
+    for (var t = lid / D4; t < len; t += parts) { acc += sc[t] * Vc[kBase + t * D4 + g]; }
+  }
+  part4[lid] = acc;
+  workgroupBarrier();
+  for (var d = lid; d < D4; d += WG) {
+    var o = vec4<f32>();
+    for (var q = 0u; q < parts; q++) { o += part4[q * D4 + d]; }
+    Out[qBase + d] = o * inv;
+  }
+  if (lid == 0u) { Lse[row * p.NH + head] = mx + log(sum); }
+}
