@@ -58,7 +58,12 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
   const env = envForConfig(cfg);
   const run = opts.resume ? await RunDir.open(opts.resume, log) : await RunDir.create(cfg, log);
   for (const w of configWarnings(cfg)) run.log(`warning: ${w}`);
-  if (!opts.resume) await writeFileAtomic(joinPath(run.dir, "config.json"), formatConfig(cfg) + "\n");
+  if (!opts.resume) {
+    // config.json: the resolved config as JSON (eval --config and scripts read it back);
+    // config.txt: the same as a table, every field with its default where it differs.
+    await writeFileAtomic(joinPath(run.dir, "config.json"), JSON.stringify(cfg, null, 2) + "\n");
+    await writeFileAtomic(joinPath(run.dir, "config.txt"), formatConfig(cfg) + "\n");
+  }
   const { weights, tokenizer } = await loadBase(cfg);
   const resume = opts.resume ? await loadLatestRunCheckpoint(run, weights) : undefined;
   const warmStart = resume ? undefined : await loadWarmStart(cfg, weights);

@@ -2,7 +2,7 @@
 // exact resume (1 step + resume 1 step = 2 steps straight: same metrics, same adapters).
 
 import { assert, assertEquals } from "../assert.ts";
-import { parseConfig } from "../../src/rl/config.ts";
+import { loadConfigFile, parseConfig } from "../../src/rl/config.ts";
 import { train } from "../../src/rl/train.ts";
 import { latestCheckpoint, loadCheckpoint } from "../../src/train/checkpoint_dir.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
@@ -32,6 +32,10 @@ Deno.test("train loop: run directory and bit-identical resume", async () => {
     for (const f of ["config.json", "metrics.jsonl", "summary.log", "rollouts/step-1.jsonl", "rollouts/step-2.jsonl"]) {
       await Deno.stat(`${straight.runDir}/${f}`);
     }
+    // The run's config.json is the resolved config, readable as a config file (eval --config).
+    const again = await loadConfigFile(`${straight.runDir}/config.json`);
+    assertEquals(JSON.stringify(again), JSON.stringify(tiny(`${root}/a`, 2)));
+    await Deno.stat(`${straight.runDir}/config.txt`);
     const ma = await metrics(straight.runDir);
     assertEquals(ma.map((m) => m.step), [1, 2]);
     assert(ma[0].groups > 0 && ma[0].samples === ma[0].groups * 2, "K=2 samples per group");
