@@ -93,3 +93,31 @@ Deno.test("helper-tool demonstrations print what the oracle's program printed (t
     }
   }
 });
+
+Deno.test("every helper-tool program prints what the oracle's program printed (sandbox, several difficulties)", async () => {
+  const { HELPER_TOOL_CODE } = await import("../../src/envs/demonstrations.ts");
+  const { act } = await import("../../src/envs/api.ts");
+  const { runJs } = await import("../../src/sandbox/mod.ts");
+  const cases: Record<string, Record<string, number>[]> = {
+    plan_path_v1: [{ size: 5, wallDensity: 0.2, maxTurns: 2 }],
+    sokoban_v1: [{ size: 5, innerWalls: 0, minPushes: 1, maxTurns: 2 }, {}],
+    sudoku4_v1: [{ holes: 4, maxTurns: 2 }, { holes: 12 }],
+  };
+  assertEquals(Object.keys(cases).sort(), Object.keys(HELPER_TOOL_CODE).sort(), "a helper program without a test case");
+  for (const [id, difficulties] of Object.entries(cases)) {
+    const env = getEnv(id);
+    for (const difficulty of difficulties) {
+      const d = demonstrations(env, { episodes: 3, agents: ["tool"], helperTools: true, difficulty });
+      assertEquals(d.successes, 3);
+      for (const r of d.records) {
+        if (!("prompt" in r)) throw new Error("compact records expected");
+        assertEquals(r.completion, HELPER_TOOL_CODE[id]);
+        const state = env.reset(env.generate(r.meta.seed, { split: "train", difficulty }));
+        const mine = await act(env, state, "tool", r.completion, { run: (c, o) => runJs(c, o) });
+        const oracle = env.step(state, "tool", env.oracle(state, "tool").action);
+        assertEquals(mine.localReward, oracle.localReward, `${id} seed ${r.meta.seed}`);
+        assertEquals(env.observe(mine.state, "plan", "compact"), env.observe(oracle.state, "plan", "compact"), `${id} seed ${r.meta.seed}`);
+      }
+    }
+  }
+});
