@@ -14,6 +14,8 @@ export interface EvalResult {
   avgTurns: number;
   rewardByAgent: Record<string, number>;
   temperature: number;
+  /** Prompts cut to rollout.maxPromptTokens (their middle dropped). */
+  clippedPrompts: number;
   /** The first few episodes' transcripts, for logs. */
   samples: Episode[];
 }
@@ -41,6 +43,7 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: { episodes?
       mode: "tree", K: 1, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
       sampling: { temperature, topP: cfg.rollout.sampling.topP, topK: cfg.rollout.sampling.topK },
       style: opts.style ?? cfg.rollout.promptStyle, seed: cfg.run.seed + 7777, step: 0,
+      maxPromptTokens: cfg.rollout.maxPromptTokens,
     },
   );
   const rewardByAgent: Record<string, number> = {};
@@ -53,6 +56,7 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: { episodes?
     avgTurns: r.episodes.reduce((s, e) => s + e.turns, 0) / Math.max(1, r.episodes.length),
     rewardByAgent,
     temperature,
+    clippedPrompts: r.clippedPrompts,
     samples: r.episodes.slice(0, 3),
   };
 }

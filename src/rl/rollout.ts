@@ -44,6 +44,19 @@ export interface RolloutOptions {
   /** Keys the sampling RNG together with `step`, so a run is reproducible. */
   seed: number;
   step: number;
+  /**
+   * Longest prompt in tokens (the KV cache is sized for it); a longer one (a history or a quoted
+   * tool error that grew) loses its middle: its head (role and task header) and its most recent
+   * tail are kept. Counted in RolloutResult.clippedPrompts. Unset: prompts are not clipped.
+   */
+  maxPromptTokens?: number;
+}
+
+/** A prompt within `max` tokens: the first quarter (≤ 32 tokens) and the most recent rest. */
+export function clipPrompt(ids: readonly number[], max: number): number[] {
+  if (ids.length <= max) return [...ids];
+  const head = Math.min(32, Math.floor(max / 4));
+  return [...ids.slice(0, head), ...ids.slice(ids.length - (max - head))];
 }
 
 export interface Sample {
@@ -87,6 +100,8 @@ export interface RolloutResult {
   groups: Group[];
   episodes: Episode[];
   generatedTokens: number;
+  /** Prompts cut to RolloutOptions.maxPromptTokens. */
+  clippedPrompts: number;
   seconds: { generate: number; env: number };
 }
 
@@ -121,7 +136,10 @@ interface Branch {
 async function sampleCandidates(deps: RolloutDeps, o: RolloutOptions, branches: Branch[], agent: string, K: number) {
   const pol = deps.policyOf(agent);
   const agentIdx = deps.env.possibleAgents.indexOf(agent);
-  const prompts = branches.map((b) => encodePrompt(deps, b.state, agent, o.style));
+  const full = branches.map((b) => encodePrompt(deps, b.state, agent, o.style));
+  const max = o.maxPromptTokens;
+  const prompts = max === undefined ? full : full.map((p) => clipPrompt(p, max));
+  const clipped = max === undefined ? 0 : full.filter((p) => p.length > max).length;
   const reqs: GenerateRequest[] = branches.flatMap((b, i) =>
     Array.from({ length: K }, (_, c) => ({
       prompt: prompts[i],
@@ -133,7 +151,7 @@ async function sampleCandidates(deps: RolloutDeps, o: RolloutOptions, branches: 
     }))
   );
   const results = await pol.generator.generate(reqs);
-  return { prompts, results };
+  return { prompts, results, clipped };
 }
 
 /** Tree-structured AT-GRPO rollouts over `tasks` (one environment each). */
@@ -143,7 +161,7 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
   const groups: Group[] = [];
   const episodes: Episode[] = tasks.map((_, e) => ({ env: e, success: false, turns: 0, rewardByAgent: {}, transcript: [] }));
   const secs = { generate: 0, env: 0 };
-  let generatedTokens = 0;
+  let generatedTokens = 0, clippedPrompts = 0;
   for (let guard = 0; guard < 10_000; guard++) {
     const active = branches.filter((b) => currentAgent(env, b.state) !== null);
     if (!active.length) break;
@@ -151,7 +169,8 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
     for (const b of active) byAgent.set(currentAgent(env, b.state)!, [...(byAgent.get(currentAgent(env, b.state)!) ?? []), b]);
     for (const [agent, bs] of byAgent) {
       const t0 = performance.now();
-      const { prompts, results } = await sampleCandidates(deps, o, bs, agent, o.K);
+      const { prompts, results, clipped } = await sampleCandidates(deps, o, bs, agent, o.K);
+      clippedPrompts += clipped;
       secs.generate += (performance.now() - t0) / 1000;
       const t1 = performance.now();
       const texts = results.map((r) => deps.tokenizer.decode(r.ids, { skipSpecialTokens: true }));
@@ -186,7 +205,7 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
     episodes[b.env].success = env.success(b.state);
     episodes[b.env].turns = b.state.turn + (b.state.cursor > 0 ? 1 : 0);
   }
-  return { groups, episodes, generatedTokens, seconds: secs };
+  return { groups, episodes, generatedTokens, clippedPrompts, seconds: secs };
 }
 
 /** Plain GRPO: K independent trajectories per task, one group per task, return-credited. */
@@ -195,7 +214,7 @@ export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unkn
   const branches: Branch[] = tasks.flatMap((t, e) => Array.from({ length: o.K }, (_, traj) => ({ env: e, state: env.reset(t), traj })));
   const perTraj: Sample[][] = branches.map(() => []);
   const secs = { generate: 0, env: 0 };
-  let generatedTokens = 0;
+  let generatedTokens = 0, clippedPrompts = 0;
   for (let guard = 0; guard < 10_000; guard++) {
     const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => currentAgent(env, b.state) !== null);
     if (!active.length) break;
@@ -203,7 +222,8 @@ export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unkn
     for (const x of active) byAgent.set(currentAgent(env, x.b.state)!, [...(byAgent.get(currentAgent(env, x.b.state)!) ?? []), x]);
     for (const [agent, xs] of byAgent) {
       const t0 = performance.now();
-      const { prompts, results } = await sampleCandidates(deps, o, xs.map((x) => x.b), agent, 1);
+      const { prompts, results, clipped } = await sampleCandidates(deps, o, xs.map((x) => x.b), agent, 1);
+      clippedPrompts += clipped;
       secs.generate += (performance.now() - t0) / 1000;
       const t1 = performance.now();
       const texts = results.map((r) => deps.tokenizer.decode(r.ids, { skipSpecialTokens: true }));
@@ -236,5 +256,5 @@ export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unkn
       }
     }
   });
-  return { groups, episodes, generatedTokens, seconds: secs };
+  return { groups, episodes, generatedTokens, clippedPrompts, seconds: secs };
 }

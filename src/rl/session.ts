@@ -190,6 +190,7 @@ export class RlSession {
       mode: cfg.rollout.mode === "independent" ? "independent" as const : "tree" as const,
       K: cfg.rollout.k, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
       sampling: cfg.rollout.sampling, style: cfg.rollout.promptStyle, seed: cfg.run.seed, step,
+      maxPromptTokens: cfg.rollout.maxPromptTokens,
     };
     const r = ro.mode === "independent" ? await rolloutIndependent(deps, tasks, ro) : await rolloutTree(deps, tasks, ro);
     const tRoll = performance.now();
@@ -233,6 +234,7 @@ export class RlSession {
       keptGroups: kept.length,
       samples: members.length,
       tooLongSamples: tooLong,
+      clippedPrompts: r.clippedPrompts,
       skippedUpdates: skipped,
       updates,
       generatedTokens: r.generatedTokens,

@@ -8,7 +8,7 @@ import { assert, assertEquals } from "../assert.ts";
 import { getEnv } from "../../src/envs/registry.ts";
 import type { GenerateRequest, GenerateResult } from "../../src/model/generate.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
-import { type CompletionSampler, rolloutIndependent, rolloutTree } from "../../src/rl/rollout.ts";
+import { clipPrompt, type CompletionSampler, rolloutIndependent, rolloutTree } from "../../src/rl/rollout.ts";
 import { act } from "../../src/envs/api.ts";
 
 const tok = new ByteTokenizer();
@@ -79,4 +79,24 @@ Deno.test("tree rollouts", async (t) => {
       assertEquals(byTraj.size, 3);
     }
   });
+});
+
+Deno.test("prompts over maxPromptTokens lose their middle, are counted, and reach the sampler clipped", async () => {
+  assertEquals(clipPrompt([1, 2, 3], 5), [1, 2, 3]);
+  const long = Array.from({ length: 300 }, (_, i) => i);
+  const c = clipPrompt(long, 100);
+  assertEquals(c.length, 100);
+  assertEquals(c.slice(0, 25), long.slice(0, 25)); // head: a quarter of the budget (≤ 32)
+  assertEquals(c.slice(25), long.slice(225)); // the most recent 75 tokens
+  const seen: number[] = [];
+  const gen = scripted(["#### 1"]);
+  const spy: CompletionSampler = { generate: (reqs) => (reqs.forEach((r) => seen.push(r.prompt.length)), gen.generate(reqs)) };
+  const deps = { env, tokenizer: tok, policyOf: () => ({ generator: spy }) };
+  const full = tok.encode((env.observe(env.reset(tasks[0]), env.turnOrder[0], "compact") as { text: string }).text).length;
+  const max = full - 5;
+  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0, maxPromptTokens: max };
+  const r = await rolloutTree(deps, tasks.slice(0, 1), opts);
+  assert(r.clippedPrompts > 0, "no prompt was clipped");
+  assert(seen.every((n) => n <= max), `a prompt of ${Math.max(...seen)} tokens reached the sampler (max ${max})`);
+  assert(r.groups.every((g) => g.samples.every((s) => s.promptIds.length <= max)), "training samples keep the clipped prompt");
 });
