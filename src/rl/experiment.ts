@@ -54,6 +54,8 @@ export interface ExperimentSpec {
   common: Record<string, unknown>;
   /** Task name → RunConfig fragment (env.id, model, difficulty...). */
   tasks: Record<string, Record<string, unknown>>;
+  /** Method → RunConfig fragment applied last (e.g. a full-model learning rate for mas_l3). */
+  methods?: Partial<Record<MethodId, Record<string, unknown>>>;
 }
 
 function merge(a: unknown, b: unknown): unknown {
@@ -93,7 +95,7 @@ export function methodConfig(spec: ExperimentSpec, task: string, method: MethodI
     env: { trainSeed: 1_000_000 * (seed + 1) },
     eval: { beforeTraining: !m.train, everySteps: Math.max(1, steps) },
   };
-  return parseConfig(merge(raw, overrides));
+  return parseConfig(merge(merge(raw, overrides), spec.methods?.[method] ?? {}));
 }
 
 export interface RunResult {

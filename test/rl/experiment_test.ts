@@ -45,6 +45,10 @@ Deno.test("method configs differ only in what the method is", () => {
     assertEquals(c.env.difficulty, cfgs.mas.env.difficulty);
   }
   assert(methodConfig(spec, "plan_path", "mas_l1", 3, 5, "/tmp/x").env.trainSeed !== cfgs.mas_l1.env.trainSeed, "seeds draw different training tasks");
+  // Per-method fragments apply last (a full-model learning rate for L3, say).
+  const withL3 = { ...spec, methods: { mas_l3: { update: { optimizer: { lr: 3e-4 } } } } };
+  assertEquals(methodConfig(withL3, "plan_path", "mas_l3", 0, 5, "/tmp/x").update.optimizer.lr, 3e-4);
+  assertEquals(methodConfig(withL3, "plan_path", "mas_l2", 0, 5, "/tmp/x").update.optimizer.lr, 0.002);
 });
 
 Deno.test("aggregate: mean and sample std over seeds; the table has a cell per (method, task)", () => {
