@@ -60,7 +60,7 @@ export function advantageIndex(stats: readonly GroupResult<Sample>[]): Map<Sampl
 
 export interface ViewOptions {
   step: number;
-  /** The tasks of the step, by env index (session: env.generate(trainSeed + step·E + e)). */
+  /** The tasks of the step, by env index (StepOutcome.tasks). */
   tasks: readonly unknown[];
   executor?: CodeExecutor;
   tokenizer: Tokenizer;

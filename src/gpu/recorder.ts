@@ -40,6 +40,12 @@ interface EncodedDispatch {
 }
 type Encoded = EncodedDispatch | CopyCmd | ClearCmd;
 
+function encodeDispatch(pass: GPUComputePassEncoder, c: EncodedDispatch): void {
+  pass.setPipeline(c.pipeline);
+  pass.setBindGroup(0, c.bindGroup);
+  pass.dispatchWorkgroups(c.workgroups[0], c.workgroups[1], c.workgroups[2]);
+}
+
 /** A frozen recording: replay it any number of times with `run()`. */
 export class CommandPlan {
   constructor(
@@ -53,50 +59,29 @@ export class CommandPlan {
     return this.cmds.filter((c) => c.kind === "dispatch").length;
   }
 
-  /** Encodes the plan into `encoder` (for composing plans) or into a new one that is submitted. */
+  /**
+   * Encodes the plan into `encoder` (for composing plans) or into a new one that is submitted.
+   * Consecutive dispatches share one compute pass, or, while a profiler is active, each gets its
+   * own timed pass (profiler.ts).
+   */
   run(encoder?: GPUCommandEncoder): void {
     const enc = encoder ?? this.device.createCommandEncoder({ label: this.label });
     const profiler = activeProfiler();
-    if (profiler) return this.runProfiled(enc, profiler, !encoder);
-    let pass: GPUComputePassEncoder | null = null;
-    for (const c of this.cmds) {
-      if (c.kind === "dispatch") {
-        pass ??= enc.beginComputePass({ label: this.label });
-        pass.setPipeline(c.pipeline);
-        pass.setBindGroup(0, c.bindGroup);
-        pass.dispatchWorkgroups(c.workgroups[0], c.workgroups[1], c.workgroups[2]);
-      } else {
-        pass?.end();
-        pass = null;
-        const d = resolveRange(c.dst);
-        if (c.kind === "clear") enc.clearBuffer(d.buffer, d.offset, d.size);
-        else {
-          const s = resolveRange(c.src);
-          enc.copyBufferToBuffer(s.buffer, s.offset, d.buffer, d.offset, c.size);
-        }
-      }
-    }
-    pass?.end();
-    if (!encoder) this.device.queue.submit([enc.finish()]);
-  }
-
-  /** The same commands with each dispatch in its own timed pass (see profiler.ts). */
-  private runProfiled(enc: GPUCommandEncoder, profiler: NonNullable<ReturnType<typeof activeProfiler>>, submit: boolean): void {
-    let batch: EncodedDispatch[] = [];
+    let run: EncodedDispatch[] = [];
     const flush = () => {
-      profiler.encode(enc, batch.map((c) => ({
-        label: c.label.split("|")[0],
-        run(pass: GPUComputePassEncoder) {
-          pass.setPipeline(c.pipeline);
-          pass.setBindGroup(0, c.bindGroup);
-          pass.dispatchWorkgroups(c.workgroups[0], c.workgroups[1], c.workgroups[2]);
-        },
-      })));
-      batch = [];
+      if (!run.length) return;
+      if (profiler) {
+        profiler.encode(enc, run.map((c) => ({ label: c.label.split("|")[0], run: (pass: GPUComputePassEncoder) => encodeDispatch(pass, c) })));
+      } else {
+        const pass = enc.beginComputePass({ label: this.label });
+        for (const c of run) encodeDispatch(pass, c);
+        pass.end();
+      }
+      run = [];
     };
     for (const c of this.cmds) {
       if (c.kind === "dispatch") {
-        batch.push(c);
+        run.push(c);
         continue;
       }
       flush();
@@ -108,7 +93,7 @@ export class CommandPlan {
       }
     }
     flush();
-    if (submit) this.device.queue.submit([enc.finish()]);
+    if (!encoder) this.device.queue.submit([enc.finish()]);
   }
 
   destroy(): void {

@@ -43,8 +43,18 @@ export interface RunSink {
   saveCheckpoint(name: string, contents: CheckpointContents, keepLast: number): Promise<void>;
 }
 
-/** A metrics line; see rlStep for the fields. */
+/** A metrics line; see RlSession.trainStep for the fields. */
 export type StepMetrics = Record<string, unknown> & { step: number };
+
+/** One RL step's outcome: its metrics line, the rollout groups, their advantages and the tasks. */
+export interface StepOutcome {
+  metrics: StepMetrics;
+  groups: Group[];
+  /** The groups as scored for the update: each member with its advantage. */
+  stats: GroupResult<Sample>[];
+  /** The step's training tasks, by env index (viewers replay boards from them). */
+  tasks: unknown[];
+}
 
 export interface BestCheckpoint {
   step: number;
@@ -175,11 +185,8 @@ export class RlSession {
     return await evaluate({ env: this.env, tokenizer: this.tokenizer, policies: this.policies, executor: this.executor }, this.cfg, opts);
   }
 
-  /**
-   * One RL step (this.step + 1): rollouts, advantages, one PPO update per policy. Returns the
-   * metrics line and the step's groups with their advantages (for rollout viewers).
-   */
-  async trainStep(): Promise<{ metrics: StepMetrics; groups: Group[]; stats: GroupResult<Sample>[] }> {
+  /** One RL step (this.step + 1): rollouts, advantages, one PPO update per policy. */
+  async trainStep(): Promise<StepOutcome> {
     const { cfg, env, policies } = this;
     const step = this.step + 1;
     const t0 = performance.now();
@@ -242,7 +249,7 @@ export class RlSession {
       updateTokensPerS: updateTokens / Math.max(1e-9, (tUpd - tRoll) / 1000),
       seconds: { rollout: (tRoll - t0) / 1000, generate: r.seconds.generate, env: r.seconds.env, update: (tUpd - tRoll) / 1000 },
     };
-    return { metrics, groups: r.groups, stats: groups };
+    return { metrics, groups: r.groups, stats: groups, tasks };
   }
 
   /** What a checkpoint of this session holds: adapters (PEFT) or full weights, optimizer moments, step. */
@@ -276,8 +283,8 @@ export interface LoopControl {
   stopRequested?(): boolean;
   /** Checked after every step: true writes a checkpoint now (then the flag should clear). */
   takeSaveRequest?(): boolean;
-  /** Called after each step with its metrics and groups (live charts, rollout viewers). */
-  onStep?(m: StepMetrics, groups: readonly Group[]): void | Promise<void>;
+  /** Called after each step (live charts, rollout viewers). */
+  onStep?(outcome: StepOutcome): void | Promise<void>;
 }
 
 export interface LoopSummary {
@@ -299,7 +306,8 @@ export async function runSession(s: RlSession, sink: RunSink, control: LoopContr
     sink.log(`step 0: held-out success ${(summary.before.successRate * 100).toFixed(1)}%`);
   }
   while (s.step < cfg.run.steps) {
-    const { metrics: m, groups } = await s.trainStep();
+    const outcome = await s.trainStep();
+    const { metrics: m, groups } = outcome;
     const step = s.step;
     if ((m.skippedUpdates as number) > 0) sink.log(`step ${step}: non-finite gradient in ${m.skippedUpdates} update(s): skipped`);
     if (step % cfg.eval.everySteps === 0 || step === cfg.run.steps) {
@@ -315,7 +323,7 @@ export async function runSession(s: RlSession, sink: RunSink, control: LoopContr
     if (cfg.run.saveRollouts) await sink.writeRollouts(step, groups);
     await sink.metric(m);
     sink.progress(step, cfg.run.steps, m);
-    await control.onStep?.(m, groups);
+    await control.onStep?.(outcome);
     summary.steps = step;
     const stop = control.stopRequested?.() ?? false;
     const saveNow = control.takeSaveRequest?.() ?? false;

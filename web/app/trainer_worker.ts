@@ -12,15 +12,13 @@ import { Gpu } from "../../src/gpu/mod.ts";
 import { runtimeDescription } from "../../src/runtime.ts";
 import { SandboxPool } from "../../src/sandbox/mod.ts";
 import { parseConfig, type RunConfig } from "../../src/rl/config.ts";
-import { buildGroups, groupAdvantages } from "../../src/rl/advantages.ts";
-import { type BestCheckpoint, RlSession, runSession, type RunSink, type SessionInit, type StepMetrics } from "../../src/rl/session.ts";
-import { encodePrompt, type Group, type Sample } from "../../src/rl/rollout.ts";
+import { type BestCheckpoint, RlSession, runSession, type RunSink, type SessionInit, type StepMetrics, type StepOutcome } from "../../src/rl/session.ts";
+import { encodePrompt } from "../../src/rl/rollout.ts";
 import { readCheckpoint } from "../../src/train/checkpoint.ts";
 import type { CheckpointContents } from "../../src/train/checkpoint.ts";
 import { loadPeftAdapter } from "../../src/train/peft.ts";
 import { act, currentAgent } from "../../src/envs/api.ts";
 import { getEnv } from "../../src/envs/registry.ts";
-import type { AnyEnvDefinition } from "../../src/envs/types.ts";
 import { buildEpisodeViews } from "../../src/browser/rollout_view.ts";
 import { hasOpfs, opfsStore } from "../../src/browser/opfs_store.ts";
 import { memoryStore, metricsUpTo, type ModelSourceSpec, newRunId, type RunMeta, RunStore, StoreRunSink } from "../../src/browser/run_store.ts";
@@ -137,12 +135,6 @@ async function teardown() {
   session = null;
 }
 
-/** The step's tasks, as RlSession.trainStep draws them (for board replays in the viewer). */
-function stepTasks(env: AnyEnvDefinition, c: RunConfig, step: number): unknown[] {
-  const E = c.rollout.envsPerStep;
-  return Array.from({ length: E }, (_, e) => env.generate(c.env.trainSeed + step * E + e, { split: "train", difficulty: c.env.difficulty }));
-}
-
 /** A RunSink that forwards to the store's sink only while its generation is current. */
 function guardedSink(inner: StoreRunSink, gen: number): RunSink {
   const live = () => gen === generation;
@@ -159,13 +151,11 @@ function guardedSink(inner: StoreRunSink, gen: number): RunSink {
   };
 }
 
-async function onStep(gen: number, m: StepMetrics, groups: readonly Group[]) {
+async function onStep(gen: number, { metrics: m, groups, stats, tasks }: StepOutcome) {
   if (gen !== generation || !session || !cfg) return;
   try {
-    const members = groups.flatMap((g) => g.samples);
-    const stats = groupAdvantages(buildGroups<Sample>(members, cfg.rollout.mode), { normalize: cfg.rewards.normalize, eps: cfg.rewards.eps });
     const episodes = await buildEpisodeViews(session.env, groups, stats, {
-      step: m.step, tasks: stepTasks(session.env, cfg, m.step), executor, tokenizer: session.tokenizer, maxEnvs: VIEW_ENVS,
+      step: m.step, tasks, executor, tokenizer: session.tokenizer, maxEnvs: VIEW_ENVS,
     });
     emit({ type: "rollouts", step: m.step, episodes });
   } catch (e) {
@@ -214,7 +204,7 @@ async function runLoop(previous: StepMetrics[]) {
   const lost = gpu!.ctx.lost.then((err) => ({ lost: err }));
   const done = runSession(s, guardedSink(sink, gen), {
     stopRequested: () => stopRequested,
-    onStep: (m, groups) => onStep(gen, m, groups),
+    onStep: (outcome) => onStep(gen, outcome),
   }).then((summary) => ({ summary }), (error) => ({ error }));
   const r = await Promise.race([done, lost]);
   loopRunning = false;
