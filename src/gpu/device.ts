@@ -43,7 +43,18 @@ export interface GpuContext {
   limits: GPUSupportedLimits;
   /** Resolves once, if the device is lost; `destroy()` losses are reported too. */
   lost: Promise<DeviceLostError>;
+  /** min(CreateGpuOptions.maxBindingBytes, limits.maxStorageBufferBindingSize). */
+  maxBindingBytes: number;
   has(feature: WantedFeature): boolean;
+}
+
+/** The binding size parameter placement plans with: the device's limit, or a smaller cap. */
+export function bindingCap(deviceLimit: number, cap: number | undefined): number {
+  if (cap === undefined) return deviceLimit;
+  if (!Number.isInteger(cap) || cap < 256) {
+    throw new RangeError(`maxBindingBytes ${cap} must be an integer ≥ 256 (bytes)`);
+  }
+  return Math.min(cap, deviceLimit);
 }
 
 export interface CreateGpuOptions {
@@ -54,6 +65,13 @@ export interface CreateGpuOptions {
   disableFeatures?: WantedFeature[];
   /** Called when the device is lost (in addition to the `lost` promise). */
   onLost?: (err: DeviceLostError) => void;
+  /**
+   * Caps the storage binding size that parameter placement and the optimizer plan with
+   * (`Gpu.maxBindingBytes`) below the adapter's maxStorageBufferBindingSize: tensors larger than
+   * the cap are stored as row chunks (src/model/gpu_params.ts). A test seam that forces splitting
+   * on tiny models; other buffers are still checked against the device's own limit. At least 256.
+   */
+  maxBindingBytes?: number;
 }
 
 const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|software|microsoft basic render/i;
@@ -79,6 +97,7 @@ function describeAdapter(adapter: GPUAdapter): Omit<AdapterDescription, "adapter
 
 /** Requests an adapter and a device with the adapter's limits; throws NoWebGPUError with advice. */
 export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuContext> {
+  const capCheck = bindingCap(Infinity, options.maxBindingBytes); // bad caps fail before any device exists
   const gpu = webgpu();
   if (!gpu) throw new NoWebGPUError(`This host has no navigator.gpu.\n${noAdapterAdvice()}`);
   const adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? "high-performance" });
@@ -119,6 +138,7 @@ export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuCont
     features,
     limits: device.limits,
     lost,
+    maxBindingBytes: Math.min(capCheck, device.limits.maxStorageBufferBindingSize),
     has: (f) => features.has(f),
   };
 }
@@ -130,6 +150,7 @@ export function describeGpu(ctx: GpuContext): string {
     "unnamed adapter";
   const feats = [...ctx.features].join(", ") || "none";
   const mib = (ctx.limits.maxStorageBufferBindingSize / 2 ** 20).toFixed(0);
+  const cap = ctx.maxBindingBytes < ctx.limits.maxStorageBufferBindingSize ? ` (parameters capped at ${ctx.maxBindingBytes} B)` : "";
   return `${name} [${i.adapterClass}${i.isFallback ? ", fallback" : ""}] features: ${feats}; ` +
-    `max binding ${mib} MiB, workgroup storage ${ctx.limits.maxComputeWorkgroupStorageSize} B`;
+    `max binding ${mib} MiB${cap}, workgroup storage ${ctx.limits.maxComputeWorkgroupStorageSize} B`;
 }

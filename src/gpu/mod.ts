@@ -2,7 +2,7 @@
 // pool and helpers to upload, record, submit and read back.
 
 import { BufferPool, type BufferRef, createBufferFrom, readBuffer, readFloat32, STORAGE } from "./buffers.ts";
-import { createGpu, type CreateGpuOptions, describeGpu, type GpuContext } from "./device.ts";
+import { bindingCap, createGpu, type CreateGpuOptions, describeGpu, type GpuContext } from "./device.ts";
 import { type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { Recorder } from "./recorder.ts";
 
@@ -17,9 +17,9 @@ export class Gpu {
   readonly pipelines: PipelineCache;
   readonly pool: BufferPool;
 
-  private constructor(readonly ctx: GpuContext) {
-    this.pipelines = new PipelineCache(ctx.device);
-    this.pool = new BufferPool(ctx.device);
+  private constructor(readonly ctx: GpuContext, shared?: Gpu) {
+    this.pipelines = shared?.pipelines ?? new PipelineCache(ctx.device);
+    this.pool = shared?.pool ?? new BufferPool(ctx.device);
   }
 
   static async create(options: CreateGpuOptions = {}): Promise<Gpu> {
@@ -28,6 +28,23 @@ export class Gpu {
 
   get device(): GPUDevice {
     return this.ctx.device;
+  }
+
+  /**
+   * The storage binding size parameter placement (src/model/gpu_params.ts) and the optimizer plan
+   * with: the device's maxStorageBufferBindingSize unless capped with `maxBindingBytes`.
+   */
+  get maxBindingBytes(): number {
+    return this.ctx.maxBindingBytes;
+  }
+
+  /**
+   * The same device, pipeline cache and buffer pool with parameter bindings capped at `bytes`
+   * (a test seam: tensors over the cap are stored as row chunks). Destroying either destroys both.
+   */
+  withMaxBindingBytes(bytes: number): Gpu {
+    const cap = bindingCap(this.device.limits.maxStorageBufferBindingSize, bytes);
+    return new Gpu({ ...this.ctx, maxBindingBytes: cap }, this);
   }
 
   get adapterClass(): "cpu" | "gpu" {

@@ -47,6 +47,8 @@ export class ModelBackward {
   readonly grads: GpuParams;
   private g: Grads;
   private uniqueTokens = 0;
+  /** Per chunk of a split embedding: its unique tokens [uStart, uStart + count) in the sorted CSR. */
+  private embedRanges: { uStart: number; count: number }[] = [];
   private attnGrid = { slots: 1, positions: 1 };
   private trainable: (t: ParamTensor) => boolean;
 
@@ -66,7 +68,8 @@ export class ModelBackward {
     this.trainable = opts.trainable ?? (() => true);
     // LoRA mode allocates no base gradients at all.
     const anyTrainable = model.weights.layout.tensors.some((t) => this.trainable(t));
-    this.grads = anyTrainable ? allocParams(gpu, model.weights, null, "grads") : emptyParams();
+    // Same placement as the parameters: chunk k of a split tensor's gradient mirrors chunk k of it.
+    this.grads = anyTrainable ? allocParams(gpu, model.weights, null, "grads", model.params.placement) : emptyParams();
   }
 
   static async create(model: GpuModel, opts: BackwardOptions = {}): Promise<ModelBackward> {
@@ -91,7 +94,8 @@ export class ModelBackward {
     }
     const byToken = new Map<number, number[]>();
     rows.forEach((r, i) => byToken.set(r.token, [...(byToken.get(r.token) ?? []), i]));
-    const tokens = [...byToken.keys()];
+    // Ascending ids: each chunk of a split embedding owns a contiguous run of unique tokens.
+    const tokens = [...byToken.keys()].sort((a, b) => a - b);
     const offsets = [0];
     const csr: number[] = [];
     for (const t of tokens) {
@@ -110,6 +114,14 @@ export class ModelBackward {
     gpu.write(this.g.offsets, Uint32Array.from(offsets));
     gpu.write(this.g.csrRows, Uint32Array.from(csr));
     this.uniqueTokens = tokens.length;
+    const embed = m.weights.layout.embed;
+    this.embedRanges = m.params.chunks(embed).map((c) => {
+      const uStart = tokens.findIndex((t) => t >= c.rowStart);
+      const from = uStart < 0 ? tokens.length : uStart;
+      let end = from;
+      while (end < tokens.length && tokens[end] < c.rowStart + c.rows) end++;
+      return { uStart: from, count: end - from };
+    });
   }
 
   /** Zeroes the weight gradients (before a new accumulation). */
@@ -125,8 +137,19 @@ export class ModelBackward {
   private linearBwd(rec: Recorder, N: number, dy: BufferRef, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, dx: BufferRef, acc: boolean) {
     const [out, inp] = w.shape;
     const m = this.model;
-    this.mm(rec, { form: "nn", M: N, N: inp, K: out, beta: acc ? 1 : 0 }, dy, m.p(w), dx);
-    if (this.trainable(w)) this.mm(rec, { form: "tn", M: out, N: inp, K: N, beta: 1 }, dy, x, this.grads.ref(w));
+    const chunks = m.params.chunks(w);
+    if (chunks.length === 1) {
+      this.mm(rec, { form: "nn", M: N, N: inp, K: out, beta: acc ? 1 : 0 }, dy, chunks[0].ref, dx);
+      if (this.trainable(w)) this.mm(rec, { form: "tn", M: out, N: inp, K: N, beta: 1 }, dy, x, this.grads.ref(w));
+    } else {
+      // W split into row chunks: dX sums the chunks' products; each chunk's dW is its own.
+      const tmp = m.splitTmp!, dw = this.trainable(w) ? this.grads.chunks(w) : null;
+      chunks.forEach((c, k) => {
+        m.split!.gatherCols(rec, N, c.rows, out, c.rowStart, dy, tmp);
+        this.mm(rec, { form: "nn", M: N, N: inp, K: c.rows, beta: acc || k > 0 ? 1 : 0 }, tmp, c.ref, dx);
+        if (dw) this.mm(rec, { form: "tn", M: c.rows, N: inp, K: N, beta: 1 }, tmp, x, dw[k].ref);
+      });
+    }
     if (bias && this.trainable(bias)) this.k.colsum(rec, N, out, dy, this.grads.ref(bias));
     if (m.lora && w.layer !== null) m.lora.encodeBackward(rec, N, w.layer, w.role, x, dy, dx);
   }
@@ -182,7 +205,15 @@ export class ModelBackward {
     this.normBwd(rec, N, C, g.dxn, m.res[L], lay.finalNorm, s.rstdf, g.dX, false);
     for (let l = L - 1; l >= 0; l--) this.encodeLayerBwd(rec, l, N);
     if (this.trainable(lay.embed)) {
-      this.k.embedding(rec, this.uniqueTokens, C, g.dX, g.tokens, g.offsets, g.csrRows, this.grads.ref(lay.embed));
+      const chunks = this.grads.chunks(lay.embed);
+      if (chunks.length === 1) {
+        this.k.embedding(rec, this.uniqueTokens, C, g.dX, g.tokens, g.offsets, g.csrRows, chunks[0].ref);
+      } else {
+        chunks.forEach((c, i) => {
+          const r = this.embedRanges[i];
+          if (r?.count) m.split!.embeddingBwd(rec, r.uStart, r.count, C, c.rowStart, g.dX, g.tokens, g.offsets, g.csrRows, c.ref);
+        });
+      }
     }
   }
 
@@ -202,6 +233,12 @@ function emptyParams(): GpuParams {
     ref(t) {
       throw new KernelArgumentError(`tensor ${t.name} is frozen: no gradient buffer`);
     },
+    chunks(t) {
+      throw new KernelArgumentError(`tensor ${t.name} is frozen: no gradient buffer`);
+    },
+    isSplit: () => false,
+    anySplit: false,
+    placement: { maxBindingBytes: 0, maxBufferBytes: 0 },
     buffers: [],
     bytes: 0,
     destroy() {},

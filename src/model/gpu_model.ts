@@ -7,7 +7,7 @@
 // S slots (concurrent sequences), P cache positions per slot, L layers.
 
 import type { BufferRef } from "../gpu/buffers.ts";
-import { KernelArgumentError } from "../gpu/errors.ts";
+import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { createOps, type Ops } from "../ops/mod.ts";
@@ -15,6 +15,7 @@ import type { ModelConfig } from "./config.ts";
 import { type GpuParams, uploadParams } from "./gpu_params.ts";
 import { ModelKernels } from "./model_kernels.ts";
 import { ropeTable } from "./rope_table.ts";
+import { SplitKernels } from "./split_kernels.ts";
 import type { ModelWeights, ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
 
@@ -89,6 +90,11 @@ export class GpuModel {
   readonly training: boolean;
   /** Adapters applied on top of the frozen base, when attached. */
   lora: LoraAdapters | null = null;
+  /**
+   * [N, k] results of one chunk of a split weight (k its rows) before they go to their columns,
+   * and the chunk's columns of a gradient in the backward; null unless some tensor is split.
+   */
+  readonly splitTmp: GPUBuffer | null;
 
   private constructor(
     readonly gpu: Gpu,
@@ -96,6 +102,8 @@ export class GpuModel {
     readonly params: GpuParams,
     readonly ops: Ops,
     readonly kernels: ModelKernels,
+    /** Kernels for split weights (null when no tensor is split). */
+    readonly split: SplitKernels | null,
     readonly slots: number,
     readonly maxLen: number,
     opts: GpuModelOptions,
@@ -131,6 +139,9 @@ export class GpuModel {
     const cacheFloats = slots * c.numKvHeads * maxLen * D;
     this.kCache = Array.from({ length: c.numLayers }, (_, l) => f(cacheFloats, `kcache${l}`));
     this.vCache = Array.from({ length: c.numLayers }, (_, l) => f(cacheFloats, `vcache${l}`));
+    const lay = weights.layout;
+    const splitRows = Math.max(0, ...lay.tensors.filter((t) => params.isSplit(t)).flatMap((t) => params.chunks(t).map((k) => k.rows)));
+    this.splitTmp = splitRows > 0 ? f(N * splitRows, "split.tmp") : null;
     const rt = ropeTable(D, c.ropeTheta, maxLen);
     this.cos = gpu.upload(rt.cos, "rope_cos");
     this.sin = gpu.upload(rt.sin, "rope_sin");
@@ -146,9 +157,18 @@ export class GpuModel {
     if (opts.maxLen > maxScores) {
       throw new KernelArgumentError(`maxLen ${opts.maxLen} exceeds what attention can hold in workgroup memory on this adapter (${maxScores})`);
     }
-    const [ops, kernels] = await Promise.all([createOps(gpu), ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim })]);
     const params = uploadParams(gpu, weights);
-    return new GpuModel(gpu, weights, params, ops, kernels, opts.slots, opts.maxLen, opts);
+    try {
+      const [ops, kernels, split] = await Promise.all([
+        createOps(gpu),
+        ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim }),
+        params.anySplit ? SplitKernels.create(gpu) : null,
+      ]);
+      return new GpuModel(gpu, weights, params, ops, kernels, split, opts.slots, opts.maxLen, opts);
+    } catch (e) {
+      params.destroy();
+      throw e;
+    }
   }
 
   p(t: ParamTensor | null): BufferRef {
@@ -156,10 +176,27 @@ export class GpuModel {
     return this.params.ref(t);
   }
 
+  /**
+   * y [N, out] = x [N, in] · Wᵀ for W stored [out, in]: one matmul, or for a split W one per row
+   * chunk into splitTmp, copied into the chunk's columns of y.
+   */
+  matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef) {
+    const [out, inp] = w.shape;
+    const chunks = this.params.chunks(w);
+    if (chunks.length === 1) {
+      this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp }, x, chunks[0].ref, y);
+      return;
+    }
+    for (const c of chunks) {
+      this.ops.matmul.encode(rec, { form: "nt", M: N, N: c.rows, K: inp }, x, c.ref, this.splitTmp!);
+      this.split!.copyCols(rec, N, c.rows, out, c.rowStart, this.splitTmp!, y);
+    }
+  }
+
   /** y [N, out] = x [N, in] · Wᵀ (+ bias): HF Linear with W stored [out, in]. */
   private linear(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef) {
-    const [out, inp] = w.shape;
-    this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp }, x, this.p(w), y);
+    const [out] = w.shape;
+    this.matmulWeight(rec, N, x, w, y);
     if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
     if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
   }
@@ -205,9 +242,18 @@ export class GpuModel {
   encodeForward(rec: Recorder, N: number, nSel: number) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
-    this.kernels.gather(rec, N, C, V, this.p(lay.embed), s.ids, this.res[0]);
+    const embed = this.params.chunks(lay.embed);
+    if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
+    else for (const k of embed) this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
     for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N);
     if (nSel === 0) return;
+    if (nSel > this.maxLogitRows) {
+      throw new GpuLimitError(
+        `logits of ${nSel} rows × ${V} floats exceed this adapter's ${this.gpu.device.limits.maxStorageBufferBindingSize}-byte ` +
+          `storage binding limit; ask for at most ${this.maxLogitRows} rows of logits per call (fewer sequences per ` +
+          `decode step, or a smaller chunkRows for training)`,
+      );
+    }
     let final: GPUBuffer = this.res[L];
     if (!this.training) {
       this.kernels.gather(rec, nSel, C, N, this.res[L], s.sel, s.xs);
@@ -216,7 +262,8 @@ export class GpuModel {
       throw new KernelArgumentError(`training forward computes logits for all ${N} rows, not ${nSel}`);
     }
     this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
-    this.ops.matmul.encode(rec, { form: "nt", M: nSel, N: V, K: C }, s.xf, this.p(lay.lmHead), s.logits);
+    // Only the rows written are bound: with a large vocabulary the whole buffer can exceed a binding.
+    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, { buffer: s.logits, offset: 0, size: Math.min(s.logits.size, Math.ceil(nSel * V / 4) * 16) });
   }
 
   private validate(rows: readonly ModelRow[]) {
@@ -234,18 +281,26 @@ export class GpuModel {
     });
   }
 
+  /** The most rows of logits one forward call can bind: [rows, V] must fit one storage binding. */
+  get maxLogitRows(): number {
+    return Math.max(1, Math.floor(this.gpu.device.limits.maxStorageBufferBindingSize / (4 * this.config.vocabSize)));
+  }
+
   /**
-   * Runs rows in order (in chunks of chunkRows) and returns the logits of the rows listed in
-   * `want` (indices into rows), [want.length, V]. A row must come after the rows of its slot
-   * at earlier positions, in this call or an earlier one.
+   * Runs rows in order (in chunks of chunkRows rows with at most maxLogitRows wanted ones) and
+   * returns the logits of the rows listed in `want` (indices into rows), [want.length, V]. A row
+   * must come after the rows of its slot at earlier positions, in this call or an earlier one.
    */
   async forward(rows: readonly ModelRow[], want: readonly number[]): Promise<Float32Array> {
     this.validate(rows);
     const V = this.config.vocabSize;
     const out = new Float32Array(want.length * V);
     const wantSet = new Map<number, number>(want.map((r, i) => [r, i]));
-    for (let start = 0; start < rows.length; start += this.chunkRows) {
-      const chunk = rows.slice(start, start + this.chunkRows);
+    for (let start = 0, end = 0; start < rows.length; start = end) {
+      for (let n = 0; end < rows.length && end - start < this.chunkRows; end++) {
+        if (wantSet.has(end) && n++ === this.maxLogitRows) break;
+      }
+      const chunk = rows.slice(start, end);
       const sel: number[] = [], dest: number[] = [];
       chunk.forEach((_, i) => {
         const w = wantSet.get(start + i);
@@ -289,7 +344,7 @@ export class GpuModel {
     this.params.destroy();
     const all = new Set<GPUBuffer>([
       ...Object.values(this.scratch), ...this.acts.flatMap((a) => Object.values(a)), ...this.res,
-      ...this.kCache, ...this.vCache, this.cos, this.sin,
+      ...this.kCache, ...this.vCache, this.cos, this.sin, ...(this.splitTmp ? [this.splitTmp] : []),
     ]);
     for (const b of all) b.destroy();
   }

@@ -1,68 +1,240 @@
 // Model parameters on the GPU: the flat layout uploaded into as few buffers as the adapter
-// allows (tensors keep their 256-byte alignment), each tensor exposed as a bindable range.
+// allows (tensors keep their 256-byte alignment), each tensor exposed as a bindable range —
+// or, for a tensor larger than one storage binding (the vocabulary-sized embedding and LM head
+// of real models, a large MLP weight), as row chunks: each chunk is a range of whole rows of
+// shape[0] starting on a 256-byte boundary and at most one binding long. Gradients and Adam
+// moments are allocated with the same placement, so chunk k of a gradient mirrors chunk k of its
+// parameter. Only the GPU placement is chunked: files and CPU arrays keep one tensor.
 
-import type { BufferRef } from "../gpu/buffers.ts";
+import { type BufferRef, readFloat32 } from "../gpu/buffers.ts";
 import { GpuLimitError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { ModelWeights, ParamTensor } from "./weights.ts";
+import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
+
+/** A bindable range of a buffer. */
+export interface BufferRange {
+  readonly buffer: GPUBuffer;
+  readonly offset: number;
+  readonly size: number;
+}
+
+/** Rows [rowStart, rowStart + rows) of a tensor's shape[0], stored in one binding. */
+export interface ParamChunk {
+  readonly rowStart: number;
+  readonly rows: number;
+  /** Offset a multiple of 256 bytes; size rows × (floats per row) × 4 ≤ the binding limit. */
+  readonly ref: BufferRange;
+}
+
+/** Limits a placement plans with (defaults from the Gpu). */
+export interface ParamPlacement {
+  /** Largest binding, bytes (default gpu.maxBindingBytes, i.e. the device's limit unless capped). */
+  readonly maxBindingBytes: number;
+  /** Largest buffer, bytes (default min(maxBufferSize, 1 GiB)). */
+  readonly maxBufferBytes: number;
+}
 
 export interface GpuParams {
-  /** The range of one tensor. */
+  /** The range of one tensor; throws GpuLimitError for a split tensor (use `chunks`). */
   ref(t: ParamTensor): BufferRef;
+  /** The tensor's row chunks in order: one chunk covering the whole tensor unless it is split. */
+  chunks(t: ParamTensor): readonly ParamChunk[];
+  /** Whether the tensor is stored as more than one chunk. */
+  isSplit(t: ParamTensor): boolean;
+  /** True when some tensor is split. */
+  readonly anySplit: boolean;
+  /** The limits this placement was planned with (allocate mirrors with the same). */
+  readonly placement: ParamPlacement;
   readonly buffers: readonly GPUBuffer[];
   readonly bytes: number;
   destroy(): void;
 }
 
-function checkBindingLimit(gpu: Gpu, w: ModelWeights) {
-  const maxBinding = gpu.device.limits.maxStorageBufferBindingSize;
-  for (const t of w.layout.tensors) {
-    if (t.size * 4 > maxBinding) {
-      throw new GpuLimitError(
-        `tensor ${t.name} [${t.shape.join(", ")}] is ${(t.size * 4 / 2 ** 20).toFixed(0)} MiB, over this ` +
-          `adapter's ${(maxBinding / 2 ** 20).toFixed(0)} MiB storage binding limit; splitting one tensor ` +
-          `across bindings is not implemented yet: use a smaller model or an adapter with a larger limit`,
-      );
-    }
-  }
+function gcd(a: number, b: number): number {
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 20 ? 3 : 0)} MiB`;
+
+/** A chunk before placement: row range and float range in the flat layout. */
+interface ChunkPlan {
+  rowStart: number;
+  rows: number;
+  offset: number;
+  size: number;
 }
 
 /**
- * Places the layout's tensors into buffers (a new buffer starts where the next tensor would
- * not fit under min(maxBufferSize, 1 GiB)); `data` null gives zero-filled buffers (gradients,
- * optimizer moments) with the same placement as the parameters.
+ * Splits a tensor into row chunks of at most `maxBindingBytes` each, every chunk starting on a
+ * 256-byte boundary; chunks hold equal row counts (a multiple of 4 where possible, so the vec4
+ * matmul kernels apply) except a shorter last one. A tensor that fits is one chunk.
+ * Throws GpuLimitError when no split can fit: a 1-D tensor, or one row over the limit.
  */
-export function allocParams(gpu: Gpu, w: ModelWeights, data: Float32Array | null, label = "params"): GpuParams {
-  checkBindingLimit(gpu, w);
-  const maxBuffer = Math.min(gpu.device.limits.maxBufferSize, 2 ** 30);
+export function planChunks(t: ParamTensor, maxBindingBytes: number): ChunkPlan[] {
+  if (t.size * 4 <= maxBindingBytes) {
+    return [{ rowStart: 0, rows: t.shape[0] ?? 1, offset: t.offset, size: t.size }];
+  }
+  const what = `tensor ${t.name} [${t.shape.join(", ")}] (${mib(t.size * 4)})`;
+  const limit = `the ${mib(maxBindingBytes)} (${maxBindingBytes}-byte) storage binding limit`;
+  const advice =
+    "use an adapter with a larger maxStorageBufferBindingSize (a GPU rather than a software " +
+    "adapter; Gpu.create requests the adapter's maximum) or a smaller model";
+  if (t.shape.length < 2) {
+    throw new GpuLimitError(
+      `${what} is over ${limit} and is 1-D, so it cannot be split into row chunks; ${advice}`,
+    );
+  }
+  const R = t.shape[0], rowFloats = t.size / R;
+  if (rowFloats * 4 > maxBindingBytes) {
+    throw new GpuLimitError(
+      `${what} is over ${limit}, and a single row of it (${
+        rowFloats * 4
+      } bytes) is too, so splitting ` +
+        `it into row chunks cannot help; ${advice}`,
+    );
+  }
+  // Rows per chunk keep every chunk's start 256-byte aligned: a multiple of rowAlign rows.
+  const rowAlign = PARAM_ALIGN_FLOATS / gcd(rowFloats, PARAM_ALIGN_FLOATS);
+  const maxRows = Math.floor(Math.floor(maxBindingBytes / (rowFloats * 4)) / rowAlign) * rowAlign;
+  if (maxRows === 0) {
+    throw new GpuLimitError(
+      `${what} is over ${limit}; its chunks must hold a multiple of ${rowAlign} rows (${
+        rowAlign * rowFloats * 4
+      } ` +
+        `bytes) to start on 256-byte boundaries, which does not fit one binding; ${advice}`,
+    );
+  }
+  const u4 = rowAlign * 4 / gcd(rowAlign, 4);
+  const unit = u4 <= maxRows ? u4 : rowAlign;
+  const cap = Math.floor(maxRows / unit) * unit;
+  const n = Math.ceil(R / cap);
+  const rows = Math.min(cap, Math.ceil(Math.ceil(R / n) / unit) * unit);
+  const out: ChunkPlan[] = [];
+  for (let r = 0; r < R; r += rows) {
+    const k = Math.min(rows, R - r);
+    out.push({ rowStart: r, rows: k, offset: t.offset + r * rowFloats, size: k * rowFloats });
+  }
+  return out;
+}
+
+/** The default placement limits of a device. */
+export function defaultPlacement(gpu: Gpu): ParamPlacement {
+  return {
+    maxBindingBytes: gpu.maxBindingBytes,
+    maxBufferBytes: Math.min(gpu.device.limits.maxBufferSize, 2 ** 30),
+  };
+}
+
+/**
+ * Places the layout's tensors into buffers (a new buffer starts where the next tensor — or, for a
+ * tensor larger than a buffer, the next chunk — would not fit under maxBufferBytes, so buffers
+ * break where they always did unless a tensor outgrows a buffer); `data` null gives zero-filled buffers
+ * (gradients, optimizer moments) with the same placement as the parameters. Pass the parameters'
+ * `placement` when allocating such mirrors. Tensors larger than one binding become row chunks
+ * (see planChunks); GpuLimitError names a tensor that cannot be split.
+ */
+export function allocParams(
+  gpu: Gpu,
+  w: ModelWeights,
+  data: Float32Array | null,
+  label = "params",
+  placement: Partial<ParamPlacement> = {},
+): GpuParams {
+  const place: ParamPlacement = { ...defaultPlacement(gpu), ...placement };
+  const plans = new Map<ParamTensor, ChunkPlan[]>(
+    w.layout.tensors.map((t) => [t, planChunks(t, place.maxBindingBytes)]),
+  );
+  // Buffers break at tensor boundaries as long as tensors fit one buffer (so the grouping, and the
+  // optimizer state saved per buffer, do not depend on the binding limit); a larger tensor is
+  // placed chunk by chunk and may span buffers.
   const groups: { start: number; end: number }[] = [];
+  const place1 = (name: string, offset: number, size: number) => {
+    if (size * 4 > place.maxBufferBytes) {
+      throw new GpuLimitError(
+        `tensor ${name}: a chunk of ${
+          size * 4
+        } bytes does not fit the ${place.maxBufferBytes}-byte buffer limit; ` +
+          `use maxBindingBytes ≤ maxBufferBytes`,
+      );
+    }
+    const g = groups[groups.length - 1], end = offset + size;
+    if (g && (end - g.start) * 4 <= place.maxBufferBytes) g.end = end;
+    else groups.push({ start: offset, end });
+  };
   for (const t of w.layout.tensors) {
-    const g = groups[groups.length - 1];
-    const end = t.offset + t.size;
-    if (g && (end - g.start) * 4 <= maxBuffer) g.end = end;
-    else groups.push({ start: t.offset, end });
+    if (t.size * 4 <= place.maxBufferBytes) place1(t.name, t.offset, t.size);
+    else for (const c of plans.get(t)!) place1(t.name, c.offset, c.size);
   }
   const buffers = groups.map((g, i) =>
-    data ? gpu.upload(data.subarray(g.start, g.end), `${label}[${i}]`) : gpu.zeros(g.end - g.start, `${label}[${i}]`)
+    data
+      ? gpu.upload(data.subarray(g.start, g.end), `${label}[${i}]`)
+      : gpu.zeros(g.end - g.start, `${label}[${i}]`)
   );
-  const where = new Map<ParamTensor, BufferRef>();
+  const where = new Map<ParamTensor, ParamChunk[]>();
+  let gi = 0;
   for (const t of w.layout.tensors) {
-    const gi = groups.findIndex((g) => t.offset >= g.start && t.offset + t.size <= g.end);
-    where.set(t, { buffer: buffers[gi], offset: (t.offset - groups[gi].start) * 4, size: Math.max(4, t.size * 4) });
+    where.set(
+      t,
+      plans.get(t)!.map((c) => {
+        while (!(c.offset >= groups[gi].start && c.offset + c.size <= groups[gi].end)) gi++;
+        const ref = {
+          buffer: buffers[gi],
+          offset: (c.offset - groups[gi].start) * 4,
+          size: Math.max(4, c.size * 4),
+        };
+        return { rowStart: c.rowStart, rows: c.rows, ref };
+      }),
+    );
   }
+  const get = (t: ParamTensor) => {
+    const r = where.get(t);
+    if (!r) throw new GpuLimitError(`tensor ${t.name} is not part of these parameters`);
+    return r;
+  };
   return {
     ref(t) {
-      const r = where.get(t);
-      if (!r) throw new GpuLimitError(`tensor ${t.name} is not part of these parameters`);
-      return r;
+      const c = get(t);
+      if (c.length > 1) {
+        throw new GpuLimitError(
+          `tensor ${t.name} [${
+            t.shape.join(", ")
+          }] is stored as ${c.length} row chunks (over the ` +
+            `${place.maxBindingBytes}-byte binding limit); bind each of chunks(t) instead of the whole tensor`,
+        );
+      }
+      return c[0].ref;
     },
+    chunks: get,
+    isSplit: (t) => get(t).length > 1,
+    anySplit: [...where.values()].some((c) => c.length > 1),
+    placement: place,
     buffers,
     bytes: buffers.reduce((s, b) => s + b.size, 0),
     destroy: () => buffers.forEach((b) => b.destroy()),
   };
 }
 
-/** Uploads every tensor; throws GpuLimitError naming a tensor larger than one binding. */
-export function uploadParams(gpu: Gpu, w: ModelWeights, label = "params"): GpuParams {
-  return allocParams(gpu, w, w.data, label);
+/** Uploads every tensor (large ones as row chunks); throws GpuLimitError for one that cannot be split. */
+export function uploadParams(
+  gpu: Gpu,
+  w: ModelWeights,
+  label = "params",
+  placement: Partial<ParamPlacement> = {},
+): GpuParams {
+  return allocParams(gpu, w, w.data, label, placement);
+}
+
+/** One tensor back on the CPU, its chunks concatenated (waits for the GPU). */
+export async function readParamTensor(
+  gpu: Gpu,
+  params: GpuParams,
+  t: ParamTensor,
+): Promise<Float32Array> {
+  const out = new Float32Array(t.size);
+  const rowFloats = t.size / (t.shape[0] ?? 1);
+  for (const c of params.chunks(t)) {
+    out.set(await readFloat32(gpu.device, c.ref, c.rows * rowFloats), c.rowStart * rowFloats);
+  }
+  return out;
 }

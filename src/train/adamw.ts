@@ -46,7 +46,8 @@ export interface AdamWOptions extends Partial<AdamWHyper> {
   readonly laneLayout?: "contiguous" | "interleaved";
   /**
    * Longest stretch bound at once, a multiple of 4096 floats; default: the most the adapter's
-   * storage binding limit allows. Longer ranges are split (tests set it small to exercise that).
+   * storage binding limit allows (gpu.maxBindingBytes). Longer ranges are split (tests set it
+   * small to exercise that).
    */
   readonly chunkFloats?: number;
 }
@@ -174,7 +175,8 @@ export class AdamW {
     const capacity = Math.ceil(opts.numel / WG_FLOATS) + maxChunks;
     // Chunks are whole workgroups (block indices and 256-byte binding offsets stay aligned) and
     // stay below the storage binding limit.
-    const maxBinding = gpu.device.limits.maxStorageBufferBindingSize;
+    // gpu.maxBindingBytes: the device's limit unless capped (the test seam that forces splitting).
+    const maxBinding = gpu.maxBindingBytes;
     const limitFloats = Math.floor(maxBinding / 4 / WG_FLOATS) * WG_FLOATS;
     const maxChunkFloats = opts.chunkFloats ?? limitFloats;
     if (

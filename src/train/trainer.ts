@@ -11,6 +11,7 @@ import type { Gpu } from "../gpu/mod.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import { ModelBackward } from "../model/backward.ts";
 import { GpuModel, type ModelRow } from "../model/gpu_model.ts";
+import { readParamTensor } from "../model/gpu_params.ts";
 import { type LoraConfig, LoraAdapters, LoraLayout } from "../model/lora.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { AdamW, type AdamWOptions, type AdamWRange, type AdamWStats, decayMask, hfDecays, type OptimizerState } from "./adamw.ts";
@@ -113,10 +114,12 @@ export class ModelTrainer {
     }
     const params = this.model.params, grads = this.backward.grads, w = this.model.weights;
     return params.buffers.map((buf, i) => {
-      const spans = w.layout.tensors
-        .map((t) => ({ t, r: params.ref(t) as { buffer: GPUBuffer; offset: number } }))
-        .filter(({ r }) => r.buffer === buf)
-        .map(({ t, r }) => ({ name: t.name, offset: r.offset / 4, size: t.size, decay: hfDecays(t.name) }));
+      // Per chunk: a split tensor's chunks may lie in different buffers.
+      const spans = w.layout.tensors.flatMap((t) =>
+        params.chunks(t).filter((c) => c.ref.buffer === buf).map((c) => ({
+          name: t.name, offset: c.ref.offset / 4, size: c.rows * (t.size / (t.shape[0] ?? 1)), decay: hfDecays(t.name),
+        }))
+      );
       const numel = buf.size / 4;
       return {
         params: buf, grads: grads.buffers[i], m: zerosLike(buf, `adam.m${i}`), v: zerosLike(buf, `adam.v${i}`), numel,
@@ -212,7 +215,7 @@ export class ModelTrainer {
   async readWeights(): Promise<ModelWeights> {
     const w = this.model.weights;
     const data = new Float32Array(w.layout.totalFloats);
-    for (const t of w.layout.tensors) data.set(await this.gpu.readFloat32(this.model.params.ref(t), t.size), t.offset);
+    for (const t of w.layout.tensors) data.set(await readParamTensor(this.gpu, this.model.params, t), t.offset);
     return { ...w, data };
   }
 
