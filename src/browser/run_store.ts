@@ -77,7 +77,8 @@ export function storeFolder(store: DirStore, dir: string): Folder {
 export type ModelSourceSpec =
   | { kind: "preset"; preset: string }
   | { kind: "builtin"; id: string }
-  | { kind: "hub"; id: string; revision?: string }
+  /** `endpoint`: the Hub's base URL (a mirror or a local server), absent for https://huggingface.co. */
+  | { kind: "hub"; id: string; revision?: string; endpoint?: string }
   | { kind: "local"; name: string };
 
 export interface RunMeta {

@@ -83,23 +83,41 @@ function totalFromContentRange(header: string | null): number | null {
 
 /**
  * A ByteSource over an HTTP(S) URL. Uses Range requests; when the server ignores them (answers
- * 200 with the whole body) the body is kept and later reads are served from memory.
+ * 200 with the whole body) the body is kept and later reads are served from memory. When the URL
+ * redirects (the Hugging Face Hub sends each LFS file's `resolve` URL to a CDN), later reads go to
+ * where it led, one round trip each instead of two and no load on the redirecting server; should
+ * that URL stop answering (signed CDN URLs expire), reads go back to the original URL.
  */
 export async function urlSource(url: string | URL, init?: RequestInit): Promise<ByteSource> {
-  const href = String(url);
+  return (await openUrlSource(String(url), init, false))!;
+}
+
+async function openUrlSource(
+  href: string,
+  init: RequestInit | undefined,
+  missingIsNull: boolean,
+): Promise<ByteSource | null> {
   // A 1-byte range probe tells the size and whether ranges work, in one round trip.
-  const probe = await fetchOrThrow(href, init, "bytes=0-0");
+  const probe = await fetchOrThrow(href, init, "bytes=0-0", missingIsNull);
+  if (probe === null) return null;
   let whole: Uint8Array | null = null;
   let size: number;
   if (probe.status === 206) {
     await probe.body?.cancel();
     const total = totalFromContentRange(probe.headers.get("content-range"));
-    if (total === null) throw new ReadError(href, "206 response without a Content-Range total");
+    if (total === null) {
+      throw new ReadError(
+        href,
+        "206 response without a readable Content-Range total (a cross-origin server must list " +
+          "Content-Range in Access-Control-Expose-Headers)",
+      );
+    }
     size = total;
   } else {
     whole = new Uint8Array(await probe.arrayBuffer());
     size = whole.length;
   }
+  let readUrl = probe.redirected && probe.url ? probe.url : href;
   const src: ByteSource = {
     name: href,
     size,
@@ -107,7 +125,16 @@ export async function urlSource(url: string | URL, init?: RequestInit): Promise<
       checkRange(src, offset, length);
       if (whole !== null) return whole.subarray(offset, offset + length);
       if (length === 0) return new Uint8Array(0);
-      const res = await fetchOrThrow(href, init, `bytes=${offset}-${offset + length - 1}`);
+      const range = `bytes=${offset}-${offset + length - 1}`;
+      let res: Response;
+      try {
+        res = (await fetchOrThrow(readUrl, init, range, false))!;
+      } catch (e) {
+        if (readUrl === href) throw e;
+        // The redirect target expired or went away: resolve the original URL again.
+        res = (await fetchOrThrow(href, init, range, false))!;
+        readUrl = res.redirected && res.url ? res.url : href;
+      }
       const bytes = new Uint8Array(await res.arrayBuffer());
       if (res.status !== 206) {
         whole = bytes; // the server stopped honouring ranges: keep the whole body
@@ -124,7 +151,13 @@ export async function urlSource(url: string | URL, init?: RequestInit): Promise<
   return src;
 }
 
-async function fetchOrThrow(href: string, init: RequestInit | undefined, range: string) {
+/** The response to a range request; null for a 404 when `missingIsNull`; else throws ReadError. */
+async function fetchOrThrow(
+  href: string,
+  init: RequestInit | undefined,
+  range: string,
+  missingIsNull: boolean,
+) {
   const headers = new Headers(init?.headers);
   headers.set("Range", range);
   let res: Response;
@@ -137,6 +170,7 @@ async function fetchOrThrow(href: string, init: RequestInit | undefined, range: 
   }
   if (!res.ok) {
     await res.body?.cancel();
+    if (res.status === 404 && missingIsNull) return null;
     throw new ReadError(href, `HTTP ${res.status} ${res.statusText}`);
   }
   return res;
@@ -200,17 +234,15 @@ export function opfsFolder(dir: FileSystemDirectoryHandle): Folder {
   };
 }
 
-/** A folder under a base URL (e.g. a static server with model files); 404 means "no file". */
+/**
+ * A folder under a base URL (e.g. a static server with model files, the Hub's resolve/<rev>/);
+ * 404 means "no file". Opening a file is its range probe, one request (no separate HEAD).
+ */
 export function urlFolder(base: string | URL, init?: RequestInit): Folder {
   const baseUrl = new URL(String(base).endsWith("/") ? String(base) : `${base}/`);
   return {
     name: baseUrl.href,
-    async open(file) {
-      const href = new URL(file, baseUrl).href;
-      const head = await fetch(href, { ...init, method: "HEAD" }).catch(() => null);
-      if (head !== null && head.status === 404) return null;
-      return await urlSource(href, init);
-    },
+    open: (file) => openUrlSource(new URL(file, baseUrl).href, init, true),
   };
 }
 

@@ -28,7 +28,9 @@ export function chromiumPath() {
 export async function startVite(plugins = []) {
   const server = await createServer({
     configFile: fileURLToPath(new URL("../../web/vite.config.ts", import.meta.url)),
-    server: { host: "127.0.0.1", port: 0, strictPort: false },
+    // No HMR and no file watching: an edit to a source file while a test runs must not reload
+    // the page under it (Vite answers edits of non-HMR modules with a full reload).
+    server: { host: "127.0.0.1", port: 0, strictPort: false, hmr: false, watch: null },
     logLevel: "error",
     plugins,
   });

@@ -6,6 +6,13 @@
 import { applySets, type ConfigError, defaultConfig, describeConfig, LEVELS, parseConfig, type RunConfig } from "../../src/rl/config.ts";
 import { ENVS } from "../../src/envs/registry.ts";
 import type { ModelSourceSpec } from "../../src/browser/run_store.ts";
+import { DEFAULT_HUB, normalizeHubEndpoint } from "./hub.ts";
+
+/** The Hub endpoint the form starts with: the page's `?hub=` parameter (a mirror, a local server) or huggingface.co. */
+function initialHubEndpoint(): string {
+  const q = (globalThis as { location?: Location }).location?.search;
+  return (q ? new URLSearchParams(q).get("hub") : null) || DEFAULT_HUB;
+}
 
 const shipped = import.meta.glob("../../configs/*.json", { eager: true, import: "default" }) as Record<string, Record<string, unknown>>;
 const CONFIGS = Object.entries(shipped).map(([p, c]) => ({ name: p.replace(/^.*\//, "").replace(/\.json$/, ""), raw: c }));
@@ -66,6 +73,7 @@ export class ConfigForm {
   private readonly level: HTMLSelectElement;
   private readonly model: HTMLSelectElement;
   private readonly hub: HTMLInputElement;
+  private readonly hubEndpoint: HTMLInputElement;
   private readonly localPick: HTMLInputElement;
   private readonly sets: HTMLInputElement;
   private readonly inputs = new Map<string, HTMLInputElement>();
@@ -87,6 +95,8 @@ export class ConfigForm {
       </div>
       <div class="row model-extra">
         <label class="hub wide">Hub id <input id="f-hub" placeholder="HuggingFaceTB/SmolLM2-135M" spellcheck="false"></label>
+        <label class="hub wide" title="Files are read from <endpoint>/<id>/resolve/main/<file>; a mirror or a local server in that layout works too (page parameter ?hub=URL)">Hub endpoint
+          <input id="f-hub-endpoint" spellcheck="false"></label>
         <label class="local wide">folder <input id="f-local" type="file" webkitdirectory multiple>
           <button type="button" id="f-local-fsa" class="small">choose folder…</button></label>
       </div>
@@ -99,6 +109,8 @@ export class ConfigForm {
     this.level = root.querySelector("#f-level")!;
     this.model = root.querySelector("#f-model")!;
     this.hub = root.querySelector("#f-hub")!;
+    this.hubEndpoint = root.querySelector("#f-hub-endpoint")!;
+    this.hubEndpoint.value = initialHubEndpoint();
     this.localPick = root.querySelector("#f-local")!;
     this.sets = root.querySelector("#f-sets")!;
     this.errorsBox = root.querySelector("#f-errors")!;
@@ -145,7 +157,7 @@ export class ConfigForm {
     this.level.value = "L2";
     this.model.value = BUILTIN_NAMES.includes("plan_path_tiny") ? "builtin:plan_path_tiny" : `preset:${PRESET_NAMES[0]}`;
     for (const el of [this.task, this.level, this.model]) el.addEventListener("change", () => this.loadBase());
-    for (const el of [this.hub, this.sets]) el.addEventListener("input", () => this.validate());
+    for (const el of [this.hub, this.hubEndpoint, this.sets]) el.addEventListener("input", () => this.validate());
     this.loadBase();
   }
 
@@ -158,7 +170,7 @@ export class ConfigForm {
     } catch { /* shown by validate */ }
     const src = d ?? defaultConfig();
     for (const [path, input] of this.inputs) input.value = String(get(src, path) ?? "");
-    this.root.querySelector<HTMLElement>(".hub")!.hidden = this.model.value !== "hub";
+    this.root.querySelectorAll<HTMLElement>(".hub").forEach((el) => (el.hidden = this.model.value !== "hub"));
     this.root.querySelector<HTMLElement>(".local")!.hidden = this.model.value !== "local";
     this.validate();
   }
@@ -167,14 +179,25 @@ export class ConfigForm {
     const v = this.model.value;
     if (v.startsWith("builtin:")) return { kind: "builtin", id: v.slice(8) };
     if (v.startsWith("preset:")) return { kind: "preset", preset: v.slice(7) };
-    if (v === "hub") return { kind: "hub", id: this.hub.value.trim() };
+    if (v === "hub") {
+      const id = this.hub.value.trim();
+      let endpoint = this.hubEndpoint.value.trim() || DEFAULT_HUB;
+      try {
+        endpoint = normalizeHubEndpoint(endpoint);
+      } catch { /* validate() reports it */ }
+      return endpoint === DEFAULT_HUB ? { kind: "hub", id } : { kind: "hub", id, endpoint };
+    }
     const name = this.localHandle?.name ?? this.localFiles?.[0]?.webkitRelativePath?.split("/")[0] ?? "local";
     return { kind: "local", name };
   }
 
   private withModel(raw: Record<string, unknown>): Record<string, unknown> {
     const spec = this.modelSpec();
-    raw.model = { ...(raw.model as object ?? {}), ...(spec.kind === "preset" ? { preset: spec.preset, folder: null } : { preset: null, folder: `${spec.kind}:${"id" in spec ? spec.id : spec.name}` }) };
+    // model.folder names the base where the run's files record it: a PEFT adapter's
+    // base_model_name_or_path, which PEFT loads as a Hub id or a path (never "hub:<id>").
+    const model = spec.kind === "preset" ? { preset: spec.preset, folder: null }
+      : { preset: null, folder: spec.kind === "hub" ? spec.id : spec.kind === "builtin" ? `models/${spec.id}` : spec.name };
+    raw.model = { ...(raw.model as object ?? {}), ...model };
     return raw;
   }
 
@@ -200,6 +223,13 @@ export class ConfigForm {
     }
     const spec = this.modelSpec();
     if (spec.kind === "hub" && !spec.id) errors.push({ path: "model", message: "type a Hub model id (owner/name)" });
+    if (spec.kind === "hub" && spec.endpoint) {
+      try {
+        normalizeHubEndpoint(spec.endpoint);
+      } catch (e) {
+        errors.push({ path: "model", message: (e as Error).message });
+      }
+    }
     if (spec.kind === "local" && !this.localFiles?.length && !this.localHandle) errors.push({ path: "model", message: "pick the model's folder (config.json, *.safetensors, tokenizer files)" });
     for (const [path, input] of this.inputs) input.classList.toggle("bad", errors.some((e) => e.path === path));
     this.errorsBox.replaceChildren(...errors.map((e) => {

@@ -10,7 +10,7 @@ import type { StepMetrics } from "../../src/rl/session.ts";
 import { Dashboard } from "./charts.ts";
 import { ConfigForm } from "./config_form.ts";
 import { GrpoExplainer } from "./grpo_explainer.ts";
-import type { InitInfo, RunState, TrainerEvent, TrainerService } from "./protocol.ts";
+import type { InitInfo, LogitsRequest, RunState, Status, TrainerEvent, TrainerService } from "./protocol.ts";
 import { RolloutViewer } from "./rollout_viewer.ts";
 import { SamplingExplorer } from "./sampling_explorer.ts";
 import { TicTacToePlay } from "./tic_tac_toe_play.ts";
@@ -32,9 +32,11 @@ interface AppProbe {
   errors: string[];
   deviceLost: number;
   log: string[];
+  /** The worker's last status (model loaded, agents). */
+  status: Status | null;
 }
 const probe: AppProbe = {
-  ready: false, init: null, state: "idle", runId: null, step: 0, total: 0, resumedFrom: null, charts: {}, rolloutSteps: [], evals: [], errors: [], deviceLost: 0, log: [],
+  ready: false, init: null, state: "idle", runId: null, step: 0, total: 0, resumedFrom: null, charts: {}, rolloutSteps: [], evals: [], errors: [], deviceLost: 0, log: [], status: null,
 };
 (globalThis as unknown as { __app: AppProbe }).__app = probe;
 
@@ -103,7 +105,16 @@ async function main() {
   const worker = new Worker(new URL("./trainer_worker.ts", import.meta.url), { type: "module" });
   const api = Comlink.wrap<TrainerService>(worker);
   // For tests and the curious: what a driver reset does to training (see the device-lost path).
-  (globalThis as unknown as { __appDebug: unknown }).__appDebug = { loseDevice: () => api.debugLoseDevice() };
+  // Tests also read the policy's next-token logits (what the sampling explorer draws) as numbers.
+  (globalThis as unknown as { __appDebug: unknown }).__appDebug = {
+    loseDevice: () => api.debugLoseDevice(),
+    logits: async (req: LogitsRequest) => {
+      const r = await api.logits(req);
+      return { ...r, logits: Array.from(r.logits) };
+    },
+    status: () => api.status(),
+    readMetrics: (runId: string) => api.readMetrics(runId),
+  };
 
   const onEvent = (e: TrainerEvent) => {
     switch (e.type) {
@@ -180,7 +191,10 @@ async function main() {
   async function refreshStatus() {
     const s = await api.status();
     sampling.setAgents(s.agents);
-    $("#model-line").textContent = s.model ? `model: ${s.model}${s.level ? ` · level ${s.level}` : ""}${s.envId ? ` · env ${s.envId}` : ""}` : "";
+    probe.status = s;
+    const mi = s.modelInfo;
+    const size = mi ? ` · ${mi.params.toLocaleString("en-US")} parameters (${mi.layers} layers × ${mi.hidden}, vocabulary ${mi.vocab}) · ${mi.tokenizer === "hf" ? "HF tokenizer (transformers.js)" : "byte tokenizer"}` : "";
+    $("#model-line").textContent = s.model ? `model: ${s.model}${size}${s.level ? ` · level ${s.level}` : ""}${s.envId ? ` · env ${s.envId}` : ""}` : "";
   }
 
   let warmAdapter: Record<string, Uint8Array> | undefined;
@@ -189,16 +203,29 @@ async function main() {
     warmAdapter = undefined;
     const note = $("#adapter-note");
     try {
-      const map: Record<string, Uint8Array> = {};
+      // Files by folder: loose files picked together share one; a ZIP's entries keep theirs.
+      const dirs = new Map<string, Record<string, Uint8Array>>();
+      const put = (path: string, bytes: Uint8Array) => {
+        const i = path.lastIndexOf("/"), dir = path.slice(0, Math.max(0, i));
+        if (!dirs.has(dir)) dirs.set(dir, {});
+        dirs.get(dir)![path.slice(i + 1)] = bytes;
+      };
       for (const f of files) {
         const bytes = new Uint8Array(await f.arrayBuffer());
-        if (f.name.endsWith(".zip")) for (const [p, b] of await unzipFiles(bytes)) map[p.split("/").pop()!] = b;
-        else map[f.name] = bytes;
+        // A ZIP by its name or its first bytes (a download saved without the extension).
+        const isZip = f.name.toLowerCase().endsWith(".zip") || (bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 3 && bytes[3] === 4);
+        if (isZip) for (const [p, b] of await unzipFiles(bytes)) put(`${f.name}/${p}`, b);
+        else put(f.name, bytes);
       }
       if (!files.length) return void (note.textContent = "");
-      if (!map["adapter_config.json"] || !map["adapter_model.safetensors"]) {
-        throw new Error("a PEFT adapter is adapter_config.json + adapter_model.safetensors (or a .zip of them)");
+      const found = [...dirs].filter(([, m]) => m["adapter_config.json"] && m["adapter_model.safetensors"]);
+      if (!found.length) throw new Error("a PEFT adapter is adapter_config.json + adapter_model.safetensors (or a .zip of them)");
+      if (found.length > 1) {
+        // A whole checkpoint holds one adapter per agent: which one would be a guess.
+        throw new Error(`these files hold ${found.length} PEFT adapters (${found.map(([d]) => d || "(loose files)").join(", ")}): ` +
+          `upload one of them (a run's "download PEFT adapters" gives one ZIP per agent)`);
       }
+      const map = found[0][1];
       warmAdapter = { "adapter_config.json": map["adapter_config.json"], "adapter_model.safetensors": map["adapter_model.safetensors"] };
       note.textContent = "every agent's LoRA adapter starts from this PEFT adapter";
     } catch (e) {

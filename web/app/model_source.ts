@@ -1,7 +1,8 @@
 // Where a run's base model comes from, in the browser: a preset (configs/models/*.json, freshly
 // initialised), a built-in warm start bundled with the app (models/<id>/ as static assets), a
 // folder on the user's disk (File System Access handle or picked files), or the Hugging Face Hub
-// by id (range requests to huggingface.co; needs the network).
+// by id (range requests to huggingface.co, or to another endpoint in the same URL layout:
+// <endpoint>/<owner>/<name>/resolve/<revision>/<file>; needs the network).
 
 import { bytesSource, filesFolder, type Folder, opfsFolder, urlFolder } from "../../src/io/bytesource.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
@@ -10,6 +11,7 @@ import { ByteTokenizer, loadTokenizer, type Tokenizer } from "../../src/model/to
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
 import type { ModelSourceSpec } from "../../src/browser/run_store.ts";
 import type { LocalModel } from "./protocol.ts";
+import { DEFAULT_HUB, hubFolderUrl } from "./hub.ts";
 
 const presetJson = import.meta.glob("../../configs/models/*.json", { eager: true, import: "default" }) as Record<string, unknown>;
 const builtinUrls = import.meta.glob("../../models/*/*.{json,safetensors}", { eager: true, query: "?url", import: "default" }) as Record<string, string>;
@@ -55,7 +57,7 @@ export function describeSource(s: ModelSourceSpec): string {
   switch (s.kind) {
     case "preset": return `preset ${s.preset} (fresh init)`;
     case "builtin": return `built-in warm start ${s.id}`;
-    case "hub": return `Hub ${s.id}${s.revision ? `@${s.revision}` : ""}`;
+    case "hub": return `Hub ${s.id}${s.revision ? `@${s.revision}` : ""}${s.endpoint && s.endpoint !== DEFAULT_HUB ? ` (from ${s.endpoint})` : ""}`;
     case "local": return `local folder ${s.name}`;
   }
 }
@@ -75,7 +77,7 @@ export async function loadBaseModel(spec: ModelSourceSpec, seed: number, local?:
     if (!/^[\w.-]+\/[\w.-]+$/.test(spec.id)) {
       throw Object.assign(new Error(`"${spec.id}" is not a Hub model id (owner/name, e.g. HuggingFaceTB/SmolLM2-135M)`), { name: "ModelSourceError" });
     }
-    folder = urlFolder(`https://huggingface.co/${spec.id}/resolve/${encodeURIComponent(spec.revision ?? "main")}/`);
+    folder = urlFolder(hubFolderUrl(spec.id, spec.revision, spec.endpoint));
   } else {
     if (!local) {
       throw Object.assign(new Error(`the run's model is the local folder "${spec.name}": pick it again to continue`), { name: "ModelSourceError" });

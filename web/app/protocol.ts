@@ -37,6 +37,21 @@ export type TrainerEvent =
   | { type: "device-lost"; message: string }
   | { type: "error"; error: ErrorInfo };
 
+/** What the loaded base model is (the page shows it; tests compare it with the files they served). */
+export interface ModelInfo {
+  /** describeSource of the run's model spec. */
+  label: string;
+  /** Base-model parameters (every tensor of the checkpoint the config asks for). */
+  params: number;
+  layers: number;
+  hidden: number;
+  vocab: number;
+  /** "hf": tokenizer.json through transformers.js; "byte": the built-in byte tokenizer. */
+  tokenizer: "hf" | "byte";
+  /** Σ of every base weight as loaded (float32, summed in float64): a checksum of what was read. */
+  weightsSum: number;
+}
+
 export interface Status {
   state: RunState;
   runId: string | null;
@@ -46,6 +61,7 @@ export interface Status {
   agents: string[];
   adapter: string | null;
   model: string | null;
+  modelInfo: ModelInfo | null;
   level: string | null;
 }
 

@@ -29,6 +29,7 @@ import type {
   InitInfo,
   LocalModel,
   LogitsRequest,
+  ModelInfo,
   RunState,
   StartRequest,
   Status,
@@ -57,6 +58,7 @@ let session: RlSession | null = null;
 let cfg: RunConfig | null = null;
 let base: LoadedBase | null = null;
 let baseSpec: ModelSourceSpec | null = null;
+let baseInfo: ModelInfo | null = null;
 let warmStart: SessionInit["warmStart"] = undefined;
 let executor: SandboxPool | undefined;
 let runId: string | null = null;
@@ -266,6 +268,13 @@ async function prepare(c: RunConfig, spec: ModelSourceSpec, local: LocalModel | 
   await ensureGpu();
   base = await loadBaseModel(spec, c.run.seed, local);
   baseSpec = spec;
+  const w = base.weights;
+  let sum = 0;
+  for (const v of w.data) sum += v;
+  baseInfo = {
+    label: base.label, params: w.layout.numParams,
+    layers: w.config.numLayers, hidden: w.config.hiddenSize, vocab: w.config.vocabSize, tokenizer: base.tokenizer.kind, weightsSum: sum,
+  };
   warmStart = uploaded ? { kind: "peft-adapter", adapter: await loadPeftAdapter(runs.runFolder(id, "warm_start"), base.weights.config) } : undefined;
   const env = getEnv(c.env.id);
   if (env.toolAgents.length && !executor) executor = new SandboxPool({ concurrency: 2 });
@@ -374,7 +383,7 @@ const service: TrainerService = {
     return {
       state, runId, step: session?.step ?? 0, total: cfg?.run.steps ?? 0, envId: session?.env.id ?? null,
       agents: session ? [...session.env.possibleAgents] : [], adapter: gpu?.describe() ?? null,
-      model: baseSpec ? describeSource(baseSpec) : null, level: cfg?.level ?? null,
+      model: baseSpec ? describeSource(baseSpec) : null, modelInfo: baseInfo, level: cfg?.level ?? null,
     };
   },
 
