@@ -9,14 +9,19 @@ import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import { grid1d } from "../ops/grid.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 
-const EW = 256, RED = 64, ATT = 64;
+const EW = 256, RED = 64, ATT = 64, LANE_WG = 8;
 
 type Names = "normX" | "normXAcc" | "normW" | "swiglu" | "colsum" | "embed" | "delta" | "dq" | "dkv" | "kvGather";
 
 export class BackwardKernels {
   private constructor(private k: Record<Names, Kernel>, private maxPerDim: number, readonly P: number, readonly S: number) {}
 
-  static async create(gpu: Gpu, slots: number, cachePositions: number, headDim: number): Promise<BackwardKernels> {
+  /**
+   * `variant` "lane": the attention backward as one invocation per (row, head) for dQ and per
+   * cache entry for dK/dV, vec4, no barriers (CPU adapters; needs head_dim % 4 == 0), or
+   * "workgroup": a workgroup per (row, head) and per entry (GPUs).
+   */
+  static async create(gpu: Gpu, slots: number, cachePositions: number, headDim: number, variant: "lane" | "workgroup" = "workgroup"): Promise<BackwardKernels> {
     // attn_dkv gives each head dim a lane: its workgroup is at least head_dim wide.
     const kvWg = Math.max(ATT, 2 ** Math.ceil(Math.log2(headDim)));
     if (kvWg > gpu.device.limits.maxComputeInvocationsPerWorkgroup) {
@@ -24,6 +29,7 @@ export class BackwardKernels {
     }
     // The vec4 dK/dV kernel needs head_dim a multiple of 4 and at most 4·64 (its K/V row cache).
     const vec4Dkv = headDim % 4 === 0 && headDim <= 256;
+    const lane = vec4Dkv && variant === "lane";
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
@@ -36,16 +42,24 @@ export class BackwardKernels {
       s("colsum", "colsum", [u, ro, rw], { WG: RED }),
       s("embedding_bwd", "embedding_bwd", [u, ro, ro, ro, ro, rw], { WG: EW }),
       s("attention_delta", "attention_delta", [u, ro, ro, rw], { WG: RED }),
-      s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: ATT, MAXP: cachePositions }),
-      vec4Dkv
+      lane
+        ? s("attention_bwd_lane", "attn_dq_lane", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: LANE_WG, D4: headDim / 4 })
+        : s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: ATT, MAXP: cachePositions }),
+      lane
+        ? s("attention_bwd_kv_lane", "attn_dkv_lane", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: headDim / 4 })
+        : vec4Dkv
         ? s("attention_bwd_kv4", "attn_dkv4", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: ATT })
         : s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: kvWg }),
       s("kv_gather", "kv_gather", [u, ro, ro, rw], { WG: EW }),
     ]);
     const names: Names[] = ["normX", "normXAcc", "normW", "swiglu", "colsum", "embed", "delta", "dq", "dkv", "kvGather"];
     const k = Object.fromEntries(names.map((n, i) => [n, entries[i]])) as Record<Names, Kernel>;
-    return new BackwardKernels(k, gpu.device.limits.maxComputeWorkgroupsPerDimension, cachePositions, slots);
+    const bk = new BackwardKernels(k, gpu.device.limits.maxComputeWorkgroupsPerDimension, cachePositions, slots);
+    bk.lane = lane;
+    return bk;
   }
+
+  private lane = false;
 
   private grid(n: number, wg = EW): [number, number] {
     return grid1d(Math.ceil(n / wg), this.maxPerDim);
@@ -87,8 +101,13 @@ export class BackwardKernels {
   ) {
     rec.dispatch(this.k.delta, [null, b.dout, b.out, b.delta], this.grid(N * NH, RED), packUniform([["u32", N * NH], ["u32", D]]));
     const u = this.attnUniform(N, NH, KV, D);
-    rec.dispatch(this.k.dq, [null, b.meta, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dq], [NH, Math.min(N, 65535), Math.ceil(N / 65535)], u);
-    rec.dispatch(this.k.dkv, [null, b.rowOf, b.seqLen, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dkc, b.dvc], [KV, b.grid?.positions ?? this.P, b.grid?.slots ?? this.S], u);
+    const dqGrid: [number, number, number] = this.lane
+      ? [Math.min(Math.ceil(N * NH / LANE_WG), 65535), Math.ceil(Math.ceil(N * NH / LANE_WG) / 65535), 1]
+      : [NH, Math.min(N, 65535), Math.ceil(N / 65535)];
+    rec.dispatch(this.k.dq, [null, b.meta, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dq], dqGrid, u);
+    const positions = b.grid?.positions ?? this.P, slots = b.grid?.slots ?? this.S;
+    const dkvGrid: [number, number, number] = this.lane ? [Math.ceil(positions / LANE_WG), KV, slots] : [KV, positions, slots];
+    rec.dispatch(this.k.dkv, [null, b.rowOf, b.seqLen, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dkc, b.dvc], dkvGrid, u);
   }
 
   /** out [N, KV·D] = cache rows at each row's (slot, pos). */

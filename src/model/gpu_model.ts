@@ -13,7 +13,7 @@ import type { Recorder } from "../gpu/recorder.ts";
 import { createOps, type Ops } from "../ops/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import { type GpuParams, uploadParams } from "./gpu_params.ts";
-import { ModelKernels } from "./model_kernels.ts";
+import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
 import { ropeTable } from "./rope_table.ts";
 import { SplitKernels } from "./split_kernels.ts";
 import type { ModelWeights, ParamTensor } from "./weights.ts";
@@ -40,6 +40,8 @@ export interface GpuModelOptions {
   training?: boolean;
   /** RMSNorm kernel variant (default by adapter class; tests pin both). */
   normVariant?: "rows" | "workgroup";
+  /** Forward attention kernel; default "lane" on CPU adapters, "workgroup" on GPUs (tests pin either). */
+  attentionVariant?: AttentionVariant;
 }
 
 /** What one layer saves for the backward pass (in inference all layers share one set). */
@@ -161,7 +163,7 @@ export class GpuModel {
     try {
       const [ops, kernels, split] = await Promise.all([
         createOps(gpu),
-        ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim }),
+        ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim, attentionVariant: opts.attentionVariant }),
         params.anySplit ? SplitKernels.create(gpu) : null,
       ]);
       return new GpuModel(gpu, weights, params, ops, kernels, split, opts.slots, opts.maxLen, opts);

@@ -11,6 +11,10 @@ import { grid1d } from "../ops/grid.ts";
 const EW = 256;
 const RED_WG = 64;
 const ATT_WG = 64;
+const LANE_WG = 8;
+
+/** Forward attention: "lane" (one invocation per (row, head), no barriers; CPU adapters) or "workgroup" (one workgroup per (row, head)). */
+export type AttentionVariant = "lane" | "workgroup";
 
 export class ModelKernels {
   private constructor(
@@ -22,10 +26,18 @@ export class ModelKernels {
   /** `cachePositions` (P) bounds the context: attention keeps P scores in workgroup memory. */
   /** One invocation per row for RMSNorm (CPU adapters' default); a workgroup per row on GPUs. */
   private serialNorm = false;
+  /** The forward attention kernel in use; the backward's dQ kernel follows it. */
+  attentionVariant: AttentionVariant = "workgroup";
 
-  static async create(gpu: Gpu, cachePositions: number, opts: { normVariant?: "rows" | "workgroup"; headDim?: number } = {}): Promise<ModelKernels> {
-    // vec4 attention (attention4.wgsl) where head_dim allows: a multiple of 4, at most 256.
+  static async create(
+    gpu: Gpu,
+    cachePositions: number,
+    opts: { normVariant?: "rows" | "workgroup"; headDim?: number; attentionVariant?: AttentionVariant } = {},
+  ): Promise<ModelKernels> {
+    // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
+    // barrier-free lane kernel (attention_lane.wgsl), GPUs the workgroup-parallel attention4.
     const vec4Attention = opts.headDim !== undefined && opts.headDim % 4 === 0 && opts.headDim <= 256;
+    const lane = vec4Attention && (opts.attentionVariant ?? (gpu.adapterClass === "cpu" ? "lane" : "workgroup")) === "lane";
     const serial = (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
@@ -38,7 +50,9 @@ export class ModelKernels {
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: 1 }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
       s("kv_cache", "kv_store", [u, ro, ro, ro, rw, rw], { WG: EW }),
-      vec4Attention
+      lane
+        ? s("attention_lane", "attention_lane", [u, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: opts.headDim! / 4 })
+        : vec4Attention
         ? s("attention4", "attention4", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions })
         : s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions }),
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
@@ -49,6 +63,7 @@ export class ModelKernels {
       cachePositions,
     );
     k.serialNorm = serial;
+    k.attentionVariant = lane ? "lane" : "workgroup";
     return k;
   }
 
@@ -89,6 +104,12 @@ export class ModelKernels {
 
   /** out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. */
   attention(rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, kc: BufferRef, vc: BufferRef, out: BufferRef, lse: BufferRef) {
+    if (this.attentionVariant === "lane") {
+      const groups = Math.ceil(N * NH / LANE_WG);
+      const wg: [number, number, number] = [Math.min(groups, 65535), Math.ceil(groups / 65535), 1];
+      rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], wg, this.attnUniform(N, NH, KV, D));
+      return;
+    }
     const z = Math.ceil(N / 65535);
     rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], [NH, Math.min(N, 65535), z], this.attnUniform(N, NH, KV, D));
   }

@@ -63,7 +63,10 @@ Deno.test("backward matches finite differences of the float64 reference", async 
         const w = await tinyModel(name);
         const rows = batchRows();
         const N = rows.length, V = w.config.vocabSize;
-        const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 16, chunkRows: N, training: true });
+        // Both attention variants (the backward's dQ kernel follows the forward's): one
+        // invocation per (row, head) (CPU default) and one workgroup per (row, head) (GPUs).
+        const attentionVariant = name === "tiny-qwen2" ? "workgroup" : "lane";
+        const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 16, chunkRows: N, training: true, attentionVariant });
         const bwd = await ModelBackward.create(model);
         try {
           const G = seededValues(N * V, 11);

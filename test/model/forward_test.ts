@@ -37,7 +37,10 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
           const w = await preset(name, dtype);
           // Both RMSNorm variants: per-row invocations (CPU default) and workgroup reductions.
           const normVariant = dtype === "F16" ? "workgroup" : "rows";
-          const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 64, chunkRows: 7, normVariant });
+          // Both vec4 attention kernels: one invocation per (row, head) (CPU default) and one
+          // workgroup per (row, head) (GPU default).
+          const attentionVariant = dtype === "BF16" ? "workgroup" : "lane";
+          const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 64, chunkRows: 7, normVariant, attentionVariant });
           try {
             const rows: ModelRow[] = PROMPT.map((token, pos) => ({ token, slot: 1, pos }));
             const got = await model.forward(rows, rows.map((_, i) => i));
@@ -54,7 +57,7 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
     for (const name of PRESETS) {
       await t.step(`${name}: KV-cache decode equals full recomputation`, async () => {
         const w = await preset(name, "F32");
-        const model = await GpuModel.create(gpu, w, { slots: 3, maxLen: 64 });
+        const model = await GpuModel.create(gpu, w, { slots: 3, maxLen: 64, attentionVariant: name === "tiny-qwen2" ? "workgroup" : "lane" });
         try {
           const prompt = PROMPT.slice(0, 6), rest = PROMPT.slice(6);
           await model.forward(prompt.map((token, pos) => ({ token, slot: 2, pos })), []);

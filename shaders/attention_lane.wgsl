@@ -1,0 +1,63 @@
+// Causal GQA attention for CPU adapters: one invocation per (row, head), a single pass over the
+// row's positions with an online softmax (running max and sum, the output rescaled when the max
+// moves), vec4 loads, no workgroup memory and no barriers. On llvmpipe a barrier is a coroutine
+// switch through every lane of the workgroup and the parallel kernel (attention4.wgsl) pays
+// ~15 of them per (row, head); the loads, which are what costs here, are the same in both.
+// Same bindings, Meta and outputs as attention.wgsl: Out [N, NH, D], Lse [N, NH] = log Σ exp(s).
+// head_dim = 4·D4 where D4 is the override constant (unrolled loops keep q and the accumulator
+// in registers); no limit on the context length (no scores in workgroup memory).
+
+struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, _p0: u32, _p1: u32 }
+
+override WG: u32 = 8u;
+override D4: u32 = 4u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> Meta: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> Q: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> Kc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> Vc: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> Out: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> Lse: array<f32>;
+
+const MAXD4: u32 = 64u;
+
+@compute @workgroup_size(WG)
+fn attention_lane(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  // Invocation i = row · NH + head; x-major groups, y continues past 65535.
+  let i = (wid.y * 65535u + wid.x) * WG + lid;
+  if (i >= p.N * p.NH) { return; }
+  let row = i / p.NH;
+  let head = i % p.NH;
+  let m = Meta[row];
+  let len = min(m.y, p.P - 1u) + 1u;
+  let kvh = head / (p.NH / p.KV);
+  let qBase = (row * p.NH + head) * D4;
+  let kBase = (m.x * p.KV + kvh) * p.P * D4;
+  var q: array<vec4<f32>, MAXD4>;
+  var acc: array<vec4<f32>, MAXD4>;
+  for (var d = 0u; d < D4; d++) {
+    q[d] = Q[qBase + d] * p.scale;
+    acc[d] = vec4<f32>();
+  }
+  var mx = -3.402823e38;
+  var sum = 0.0;
+  for (var t = 0u; t < len; t++) {
+    let kb = kBase + t * D4;
+    var s = 0.0;
+    for (var d = 0u; d < D4; d++) { s += dot(q[d], Kc[kb + d]); }
+    if (s > mx) {
+      // The running max moves: rescale what was summed so far (exp(-huge) = 0 at t = 0).
+      let c = exp(mx - s);
+      sum *= c;
+      for (var d = 0u; d < D4; d++) { acc[d] *= c; }
+      mx = s;
+    }
+    let e = exp(s - mx);
+    sum += e;
+    for (var d = 0u; d < D4; d++) { acc[d] += e * Vc[kb + d]; }
+  }
+  let inv = 1.0 / sum;
+  for (var d = 0u; d < D4; d++) { Out[qBase + d] = acc[d] * inv; }
+  Lse[i] = mx + log(sum);
+}
