@@ -25,6 +25,9 @@ export async function benchRl(gpu: Gpu, o: RlBenchOptions, log: (s: string) => v
     `rollout.k=${o.k}`,
     `run.steps=${o.steps + 1}`,
     "eval.beforeTraining=false",
+    // The measured setting stays the two-turn game (the README's row), whatever the quickstart's turns.
+    `env.difficulty={"size":5,"wallDensity":0.2,"maxTurns":2}`,
+    "rollout.maxTurns=2",
   ]);
   const { weights, tokenizer } = await loadBase(cfg);
   const executor = new SandboxPool();
