@@ -74,7 +74,14 @@ export class ModelBackward {
 
   static async create(model: GpuModel, opts: BackwardOptions = {}): Promise<ModelBackward> {
     if (!model.training) throw new KernelArgumentError("the backward pass needs a GpuModel created with training: true");
-    return new ModelBackward(model, await BackwardKernels.create(model.gpu, model.slots, model.maxLen, model.config.headDim, model.kernels.attentionVariant), opts);
+    return new ModelBackward(model, await BackwardKernels.create(
+      model.gpu,
+      model.slots,
+      model.maxLen,
+      model.config.headDim,
+      model.kernels.attentionVariant,
+      model.config.numHeads / model.config.numKvHeads,
+    ), opts);
   }
 
   /** Uploads what the backward needs to know about the rows (call with the forward's rows). */

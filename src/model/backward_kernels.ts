@@ -8,6 +8,7 @@ import type { Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import { grid1d } from "../ops/grid.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
+import { laneAttentionFits } from "./model_kernels.ts";
 
 const EW = 256, RED = 64, ATT = 64, LANE_WG = 8;
 
@@ -21,7 +22,14 @@ export class BackwardKernels {
    * cache entry for dK/dV, vec4, no barriers (CPU adapters; needs head_dim % 4 == 0), or
    * "workgroup": a workgroup per (row, head) and per entry (GPUs).
    */
-  static async create(gpu: Gpu, slots: number, cachePositions: number, headDim: number, variant: "lane" | "workgroup" = "workgroup"): Promise<BackwardKernels> {
+  static async create(
+    gpu: Gpu,
+    slots: number,
+    cachePositions: number,
+    headDim: number,
+    variant: "lane" | "workgroup" = "workgroup",
+    kvGroups = 1,
+  ): Promise<BackwardKernels> {
     // attn_dkv gives each head dim a lane: its workgroup is at least head_dim wide.
     const kvWg = Math.max(ATT, 2 ** Math.ceil(Math.log2(headDim)));
     if (kvWg > gpu.device.limits.maxComputeInvocationsPerWorkgroup) {
@@ -29,7 +37,7 @@ export class BackwardKernels {
     }
     // The vec4 dK/dV kernel needs head_dim a multiple of 4 and at most 4·64 (its K/V row cache).
     const vec4Dkv = headDim % 4 === 0 && headDim <= 256;
-    const lane = vec4Dkv && variant === "lane";
+    const lane = vec4Dkv && variant === "lane" && laneAttentionFits(headDim, cachePositions, kvGroups);
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });

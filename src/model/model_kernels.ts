@@ -13,6 +13,17 @@ const RED_WG = 64;
 const ATT_WG = 64;
 const LANE_WG = 8;
 
+/**
+ * llvmpipe (Mesa 22.3) silently ends every loop of an invocation once its loops have run 65535
+ * iterations in all; loops with a constant trip count of at most 32 are unrolled and do not
+ * count. The lane kernels loop over positions (times the G heads sharing a kv head in dK/dV)
+ * with head-dim loops of D4 = head_dim / 4 iterations, so they are used only where that stays
+ * far below the cap: D4 ≤ 32 (unrolled) and positions · (G + 1) < 65535.
+ */
+export function laneAttentionFits(headDim: number, positions: number, kvGroups: number): boolean {
+  return headDim % 4 === 0 && headDim / 4 <= 32 && positions * (kvGroups + 1) < 65535;
+}
+
 /** Forward attention: "lane" (one invocation per (row, head), no barriers; CPU adapters) or "workgroup" (one workgroup per (row, head)). */
 export type AttentionVariant = "lane" | "workgroup";
 
@@ -37,7 +48,8 @@ export class ModelKernels {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
     // barrier-free lane kernel (attention_lane.wgsl), GPUs the workgroup-parallel attention4.
     const vec4Attention = opts.headDim !== undefined && opts.headDim % 4 === 0 && opts.headDim <= 256;
-    const lane = vec4Attention && (opts.attentionVariant ?? (gpu.adapterClass === "cpu" ? "lane" : "workgroup")) === "lane";
+    const lane = vec4Attention && laneAttentionFits(opts.headDim!, cachePositions, 1) &&
+      (opts.attentionVariant ?? (gpu.adapterClass === "cpu" ? "lane" : "workgroup")) === "lane";
     const serial = (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });

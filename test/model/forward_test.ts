@@ -9,6 +9,7 @@ import { memoryFolder } from "../../src/io/bytesource.ts";
 import type { FloatDtype } from "../../src/io/dtypes.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
+import { laneAttentionFits, ModelKernels } from "../../src/model/model_kernels.ts";
 import { hfFolderFiles, initModel } from "../../src/model/init.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
@@ -21,6 +22,7 @@ async function preset(name: string, dtype: FloatDtype): Promise<ModelWeights> {
   const [base, variant] = name.split(":");
   const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)));
   if (variant === "hd6") json.head_dim = 6;
+  if (variant === "hd128") json.head_dim = 128;
   // Larger weights than HF's 0.02 so attention is far from uniform and errors would show.
   const w = initModel(parseModelConfig(json), { seed: 7, std: 0.25, biasStd: 0.2, normNoise: 0.3 });
   return await loadModel(memoryFolder(hfFolderFiles(w, { dtype }), `${name}-${dtype}`));
@@ -99,6 +101,34 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
       } finally {
         model.destroy();
       }
+    });
+
+    await t.step("lane attention over a long context with head_dim 128 equals the workgroup kernel", async () => {
+      // 128 = the widest head the lane kernel takes (its head-dim loops unroll); 600 positions.
+      const w = await preset("tiny-qwen3:hd128", "F32");
+      const tokens = Array.from({ length: 600 }, (_, i) => (i * 37 + 11) % 256 + 1);
+      const rows: ModelRow[] = tokens.map((token, pos) => ({ token, slot: 0, pos }));
+      const want = rows.map((_, i) => i).filter((i) => i % 50 === 49);
+      const logits: Float32Array[] = [];
+      for (const attentionVariant of ["lane", "workgroup"] as const) {
+        const model = await GpuModel.create(gpu, w, { slots: 1, maxLen: 640, chunkRows: 256, attentionVariant });
+        try {
+          assert(model.kernels.attentionVariant === attentionVariant, `asked for ${attentionVariant}, got ${model.kernels.attentionVariant}`);
+          logits.push(await model.forward(rows, want));
+        } finally {
+          model.destroy();
+        }
+      }
+      const r = toleranceRatio(logits[0], logits[1], 1e-5, 1e-4);
+      assert(r <= 1, `lane vs workgroup logits differ by ${r.toFixed(2)}× the tolerance`);
+    });
+
+    await t.step("lane attention only where llvmpipe's loop cap cannot cut it short", async () => {
+      assert(laneAttentionFits(128, 4096, 1) && laneAttentionFits(64, 4096, 7), "common shapes take the lane kernel");
+      assert(!laneAttentionFits(256, 64, 1), "head_dim 256: the head-dim loops would not unroll");
+      assert(!laneAttentionFits(64, 40000, 1) && !laneAttentionFits(64, 16384, 4), "positions · (G + 1) over the cap");
+      const k = await ModelKernels.create(gpu, 64, { headDim: 256, attentionVariant: "lane" });
+      assert(k.attentionVariant === "workgroup", "head_dim 256 falls back to the workgroup kernel");
     });
 
     await t.step("bad rows are named errors", async () => {
