@@ -1,8 +1,9 @@
 // Token sampling on the GPU: repetition penalty → temperature → top-k → top-p → one draw of a
 // counter-based RNG keyed by (seed, sequence, step), with the sampled token's log-prob. One
 // dispatch per call, recorded into a Recorder with no readback, so a decode loop chains
-// forward → sample → forward and reads back only the ids. The kernel is shaders/sampling.wgsl;
-// the float64 oracle is sampling_reference.ts.
+// forward → sample → forward and reads back only the ids. The kernels are shaders/sampling.wgsl
+// (one workgroup per row) and, for CPU adapters, shaders/sampling_lane.wgsl (one invocation per
+// row, no barriers; same semantics and bindings); the float64 oracle is sampling_reference.ts.
 //
 // Semantics (HF transformers' warpers, in HF's order):
 //   z = penalty(x) / T over the full vocabulary. penalty: each distinct id in the row's history,
@@ -127,9 +128,53 @@ export interface SampleArgs {
   truncatedLogprobs?: boolean;
 }
 
+/**
+ * "workgroup": shaders/sampling.wgsl, one workgroup per row (GPUs, large vocabularies).
+ * "lane": shaders/sampling_lane.wgsl, one invocation per row, no barriers (CPU adapters).
+ * "auto": lane on CPU adapters while vocab ≤ laneMaxVocab, workgroup otherwise (per call).
+ */
+export type SamplerVariant = "auto" | "lane" | "workgroup";
+
+/**
+ * Largest vocabulary for which "auto" picks the lane kernel on CPU adapters. llvmpipe, 2 cores,
+ * 8 and 32 rows: lane is 2-12× faster at V = 264 and 1.1-1.5× at V = 4096; at V = 8192 it still
+ * wins greedy and plain temperature but loses top-k/top-p with 8 rows (one workgroup does all the
+ * search passes on one core).
+ */
+export const LANE_MAX_VOCAB = 4096;
+
+/** Search passes per stage in sampling_lane.wgsl (its MAX_PASSES). */
+const LANE_MAX_PASSES = 48;
+/** llvmpipe ends a shader's loops once their iterations together reach this (Mesa gallivm). */
+const LLVMPIPE_LOOP_LIMIT = 65535;
+
+/**
+ * Worst-case loop iterations of one sampling_lane.wgsl invocation: llvmpipe silently cuts every
+ * loop of an invocation once their iterations together reach 65535, so the lane kernel is used
+ * only where this bound fits (at most 2 search stages of LANE_MAX_PASSES passes, 3 more passes,
+ * each pass ⌈units / 4⌉ iterations; the penalty bitmap and history loops; Philox's 10 rounds and
+ * makeSplits' 3, which llvmpipe unrolls, are counted anyway). About V ≤ 10k for short histories.
+ */
+export function laneLoopBound(vocab: number, historyCapacity: number): number {
+  const units = Math.ceil(vocab / 4) + 1;
+  const perPass = Math.ceil(units / 4);
+  const searchLoops = 2 * LANE_MAX_PASSES * (1 + 3); // the pass loop and makeSplits' 3 per pass
+  return 10 + (Math.ceil(vocab / 32) + 1) + historyCapacity + 2 + searchLoops +
+    perPass * (3 + 2 * LANE_MAX_PASSES);
+}
+
 export interface SamplerOptions {
   /**
-   * Threads per row. Default 32 on CPU adapters (llvmpipe runs a row on one core, so more
+   * Which kernel samples (default "auto"; tests pin either). "lane" still falls back to the
+   * workgroup kernel where its loops would pass llvmpipe's limit (see Sampler.variantFor).
+   */
+  variant?: SamplerVariant;
+  /** Rows per workgroup of the lane kernel (default 8). */
+  laneWorkgroupSize?: number;
+  /** Largest vocabulary "auto" samples with the lane kernel on CPU adapters. */
+  laneMaxVocab?: number;
+  /**
+   * Threads per row of the workgroup kernel. Default 32 on CPU adapters (llvmpipe runs a row on one core, so more
    * threads only add barrier and reduction work), 64 on GPUs.
    */
   workgroupSize?: number;
@@ -169,7 +214,14 @@ export class Sampler {
   private retired: GPUBuffer[] = [];
   private dummies: GPUBuffer[];
 
-  private constructor(private gpu: Gpu, private sampleKernel: Kernel, private drawKernel: Kernel) {
+  private constructor(
+    private gpu: Gpu,
+    private sampleKernel: Kernel,
+    private drawKernel: Kernel,
+    private laneKernel: Kernel | null,
+    private laneWg: number,
+    private laneMaxVocab: number,
+  ) {
     this.dummies = [0, 1, 2, 3].map((i) => gpu.zeros(4, `sampler:dummy${i}`));
     this.seen = gpu.zeros(4, "sampler:seen");
   }
@@ -177,6 +229,24 @@ export class Sampler {
   static async create(gpu: Gpu, options: SamplerOptions = {}): Promise<Sampler> {
     const wg = options.workgroupSize ?? (gpu.adapterClass === "cpu" ? 32 : 64),
       cap = options.capacity ?? 1024;
+    const variant = options.variant ?? "auto";
+    const laneWg = options.laneWorkgroupSize ?? 8;
+    if (!["auto", "lane", "workgroup"].includes(variant)) {
+      throw new KernelArgumentError(`Sampler: variant "${variant}" is not auto, lane or workgroup`);
+    }
+    // "auto" keeps both kernels on CPU adapters and picks per call by vocabulary; "lane" keeps
+    // the workgroup kernel too, for vocabularies past llvmpipe's loop limit (laneLoopBound).
+    const laneMaxVocab = variant === "lane"
+      ? Infinity
+      : variant === "workgroup" || gpu.adapterClass !== "cpu"
+      ? 0
+      : options.laneMaxVocab ?? LANE_MAX_VOCAB;
+    const useLane = laneMaxVocab > 0;
+    if (!isPow2(laneWg) || laneWg > 256) {
+      throw new KernelArgumentError(
+        `Sampler: laneWorkgroupSize ${laneWg} must be a power of two in [1, 256]`,
+      );
+    }
     if (!isPow2(wg) || wg < 32 || wg > 256) {
       throw new KernelArgumentError(
         `Sampler: workgroupSize ${wg} must be a power of two in [32, 256]`,
@@ -194,7 +264,7 @@ export class Sampler {
           `use a smaller capacity or workgroupSize`,
       );
     }
-    const [sample, draws] = await Promise.all([
+    const [sample, draws, lane] = await Promise.all([
       gpu.kernel({
         shader: "sampling",
         entry: "sample",
@@ -202,8 +272,28 @@ export class Sampler {
         constants: { WG: wg, CAP: cap },
       }),
       gpu.kernel({ shader: "sampling", entry: "draws", bindings: BINDINGS }),
+      useLane
+        ? gpu.kernel({
+          shader: "sampling_lane",
+          entry: "sample_lane",
+          bindings: BINDINGS,
+          constants: { WG: laneWg },
+        })
+        : null,
     ]);
-    return new Sampler(gpu, sample, draws);
+    return new Sampler(gpu, sample, draws, lane, laneWg, laneMaxVocab);
+  }
+
+  /**
+   * The kernel encode uses for this vocabulary and history capacity: lane when the variant (or
+   * "auto" on a CPU adapter up to laneMaxVocab) says so and its loops fit llvmpipe's limit
+   * (laneLoopBound), else workgroup.
+   */
+  variantFor(vocab: number, historyCapacity = 0): "lane" | "workgroup" {
+    return this.laneKernel && vocab <= this.laneMaxVocab &&
+        laneLoopBound(vocab, historyCapacity) <= LLVMPIPE_LOOP_LIMIT
+      ? "lane"
+      : "workgroup";
   }
 
   /** Records one sampling step for every row. */
@@ -244,12 +334,12 @@ export class Sampler {
       a.ids,
       a.logprobs,
     ];
-    rec.dispatch(
-      this.sampleKernel,
-      bindings,
-      grid1d(rows, this.gpu.device.limits.maxComputeWorkgroupsPerDimension),
-      u,
-    );
+    const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
+    if (this.variantFor(vocab, cap) === "lane") {
+      rec.dispatch(this.laneKernel!, bindings, grid1d(Math.ceil(rows / this.laneWg), maxDim), u);
+    } else {
+      rec.dispatch(this.sampleKernel, bindings, grid1d(rows, maxDim), u);
+    }
   }
 
   /** Records the uniform draw of each row into out[rows] f32 (to check the RNG against the CPU). */

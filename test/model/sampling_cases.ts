@@ -1,5 +1,6 @@
 // The sampler's GPU cases, shared by Deno (test/model/sampling_test.ts) and the browser worker:
-// each runs shaders/sampling.wgsl and compares with the float64 reference
+// each runs the sampler (shaders/sampling.wgsl, or sampling_lane.wgsl with { variant: "lane" })
+// and compares with the float64 reference
 // (src/model/sampling_reference.ts), returning its worst error relative to tolerance (≤ 1
 // passes) or throwing with the first mismatch. Shapes are awkward on purpose: V = 1, V not a
 // multiple of 4 or of the workgroup, V = 152064, B = 1 and 37, tied and −inf logits.
@@ -12,7 +13,12 @@
 
 import { type BufferRef, readUint32 } from "../../src/gpu/buffers.ts";
 import type { Gpu } from "../../src/gpu/mod.ts";
-import { packSamplingParams, Sampler, type SamplingParams } from "../../src/model/sampling.ts";
+import {
+  packSamplingParams,
+  Sampler,
+  type SamplerOptions,
+  type SamplingParams,
+} from "../../src/model/sampling.ts";
 import {
   sampleRef,
   samplingUniform,
@@ -22,8 +28,8 @@ import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 export interface SamplingCase {
   name: string;
-  /** Worst error relative to tolerance; the case passes when ≤ 1. */
-  run(gpu: Gpu): Promise<number>;
+  /** Worst error relative to tolerance; the case passes when ≤ 1. `options` pick the kernel. */
+  run(gpu: Gpu, options?: SamplerOptions): Promise<number>;
 }
 
 const DRAW_TOL = 2e-5, CUT_MARGIN = 2e-5;
@@ -42,16 +48,20 @@ export interface Batch {
   history?: number[][];
 }
 
-interface GpuResult {
+export interface GpuResult {
   ids: Uint32Array;
   logprobs: Float32Array;
   truncated: Float32Array;
 }
 
-const samplers = new WeakMap<Gpu, Promise<Sampler>>();
-function samplerFor(gpu: Gpu): Promise<Sampler> {
-  let s = samplers.get(gpu);
-  if (!s) samplers.set(gpu, s = Sampler.create(gpu));
+const samplers = new WeakMap<Gpu, Map<string, Promise<Sampler>>>();
+/** One cached sampler per adapter and options (e.g. { variant: "lane" }). */
+export function samplerFor(gpu: Gpu, options: SamplerOptions = {}): Promise<Sampler> {
+  let byOptions = samplers.get(gpu);
+  if (!byOptions) samplers.set(gpu, byOptions = new Map());
+  const key = JSON.stringify(options);
+  let s = byOptions.get(key);
+  if (!s) byOptions.set(key, s = Sampler.create(gpu, options));
   return s;
 }
 
@@ -67,8 +77,12 @@ function historyBuffers(gpu: Gpu, rows: number, history: number[][], capacity: n
 
 const readU32 = (gpu: Gpu, ref: BufferRef, n: number) => readUint32(gpu.device, ref, n);
 
-export async function runBatch(gpu: Gpu, b: Batch): Promise<GpuResult> {
-  const sampler = await samplerFor(gpu);
+export async function runBatch(
+  gpu: Gpu,
+  b: Batch,
+  options: SamplerOptions = {},
+): Promise<GpuResult> {
+  const sampler = await samplerFor(gpu, options);
   const rows = b.params.length;
   const capacity = Math.max(1, ...(b.history ?? []).map((h) => h.length));
   const logits = gpu.upload(b.logits), params = gpu.upload(packSamplingParams(b.params));
@@ -205,9 +219,9 @@ function historiesOf(rows: number, vocab: number, seed: number, length = 12): nu
 function referenceCase(name: string, make: () => Batch): SamplingCase {
   return {
     name,
-    async run(gpu) {
+    async run(gpu, options) {
       const b = make();
-      return compareWithReference(b, await runBatch(gpu, b));
+      return compareWithReference(b, await runBatch(gpu, b, options));
     },
   };
 }
@@ -218,8 +232,8 @@ function referenceCase(name: string, make: () => Batch): SamplingCase {
 function rngCases(): SamplingCase[] {
   return [{
     name: "Philox draws on the GPU equal the CPU's bit for bit (37 rows)",
-    async run(gpu) {
-      const sampler = await samplerFor(gpu);
+    async run(gpu, options) {
+      const sampler = await samplerFor(gpu, options);
       const seeds = [0, 1, 0xffffffff, 123456789, 0x80000000];
       const params = Array.from(
         { length: 37 },
@@ -243,7 +257,7 @@ function rngCases(): SamplingCase[] {
 function greedyCases(): SamplingCase[] {
   return [1, 7, 264, 5003].map((vocab) => ({
     name: `greedy = argmax, lowest id among ties, V=${vocab} B=37`,
-    async run(gpu) {
+    async run(gpu, options) {
       // Logits on a 0.5 grid make ties at the maximum common; some rows also penalise.
       const b: Batch = {
         vocab,
@@ -258,7 +272,7 @@ function greedyCases(): SamplingCase[] {
       if (vocab > 1 && tiedRows === 0) {
         throw new Error("no row has a tie at its maximum: the tie rule is untested");
       }
-      return compareWithReference(b, await runBatch(gpu, b), 1);
+      return compareWithReference(b, await runBatch(gpu, b, options), 1);
     },
   }));
 }
@@ -389,11 +403,11 @@ function independenceCase(): SamplingCase {
   };
   return {
     name: "a row's sample does not depend on its batch or its position in it",
-    async run(gpu) {
+    async run(gpu, options) {
       const layouts: [number, number][] = [[1, 0], [37, 20], [5, 4], [37, 0]];
       const results = [];
       for (const [rows, at] of layouts) {
-        const r = await runBatch(gpu, batch(rows, at, 100 + rows + at));
+        const r = await runBatch(gpu, batch(rows, at, 100 + rows + at), options);
         results.push([r.ids[at], r.logprobs[at], r.truncated[at]]);
       }
       const first = JSON.stringify(results[0]);
@@ -437,7 +451,7 @@ function frequencyCase(
 ): SamplingCase {
   return {
     name,
-    async run(gpu) {
+    async run(gpu, options) {
       const vocab = row.length;
       const logits = new Float32Array(draws * vocab);
       for (let r = 0; r < draws; r++) logits.set(row, r * vocab);
@@ -450,7 +464,7 @@ function frequencyCase(
         logits,
         params,
         history: params.map(() => history),
-      });
+      }, options);
       const probs = truncatedProbsRef(row, params[0], history);
       const counts = new Float64Array(vocab);
       for (const id of got.ids) {
@@ -521,8 +535,8 @@ function chainCase(): SamplingCase {
     );
   return {
     name: "appending to the history chains steps in one recording; storage stops at capacity",
-    async run(gpu) {
-      const sampler = await samplerFor(gpu);
+    async run(gpu, options) {
+      const sampler = await samplerFor(gpu, options);
       const history = { ...historyBuffers(gpu, rows, start, capacity), append: true };
       const L = gpu.upload(logits);
       const outs = Array.from(

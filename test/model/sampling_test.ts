@@ -1,10 +1,15 @@
 // The sampler: Philox against Random123's known answers, the reference's HF semantics on
 // hand-made rows, argument errors, and every GPU case of sampling_cases.ts against the float64
-// reference on the WebGPU adapter Deno finds.
+// reference on the WebGPU adapter Deno finds, once per kernel variant (workgroup and lane).
 
 import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
-import { packSamplingParams, PARAM_WORDS, Sampler } from "../../src/model/sampling.ts";
+import {
+  packSamplingParams,
+  PARAM_WORDS,
+  Sampler,
+  type SamplerVariant,
+} from "../../src/model/sampling.ts";
 import {
   applyRepetitionPenalty,
   philox4x32_10,
@@ -130,53 +135,62 @@ Deno.test("packSamplingParams: layout and named errors", () => {
   assertThrows(() => packSamplingParams([{ ...base, step: -1 }]), "SamplingParamsError", "step");
 });
 
-Deno.test("sampler on the real adapter", async (t) => {
-  const gpu = await Gpu.create();
-  try {
-    await t.step("the HF penalty on a hand-made row, on the GPU", async () => {
-      // Penalised logits [1, −2, 0.5, −3, 1]: greedy takes id 0 (tied with 4, lower id).
-      const got = await runBatch(gpu, {
-        vocab: 5,
-        logits: Float32Array.of(2, -1, 0.5, -3, 1),
-        params: [{ seed: 0, sequence: 0, step: 0, temperature: 0, repetitionPenalty: 2 }],
-        history: [[0, 1, 0, 7]],
-      });
-      assertEquals(got.ids[0], 0);
-      const want = 1 - Math.log(2 * Math.E + Math.exp(-2) + Math.exp(0.5) + Math.exp(-3));
-      assert(Math.abs(got.logprobs[0] - want) < 1e-6, `log-prob ${got.logprobs[0]}, want ${want}`);
-    });
-
-    await t.step("encode rejects bad shapes and buffers with KernelArgumentError", async () => {
-      const sampler = await Sampler.create(gpu);
-      const small = gpu.zeros(4), big = gpu.zeros(1024);
-      const params = gpu.upload(packSamplingParams([{ seed: 0, sequence: 0, step: 0 }]));
-      // Logits are read as whole vec4s: 5 floats need 32 bytes of buffer, not 20.
-      const tight = gpu.device.createBuffer({ size: 20, usage: GPUBufferUsage.STORAGE });
-      const rec = gpu.recorder();
-      const args = { rows: 1, vocab: 100, logits: small, params, ids: small, logprobs: small };
-      const rejects = (change: object, includes: string) =>
-        assertThrows(
-          () => sampler.encode(rec, { ...args, ...change }),
-          "KernelArgumentError",
-          includes,
+// Pinned to "lane", vocabularies past llvmpipe's loop limit (the V = 152064 cases) still run the
+// workgroup kernel: Sampler.variantFor, tested in sampling_lane_test.ts.
+for (const variant of ["workgroup", "lane"] as const satisfies readonly SamplerVariant[]) {
+  Deno.test(`sampler on the real adapter (${variant} kernel)`, async (t) => {
+    const gpu = await Gpu.create();
+    const options = { variant };
+    try {
+      await t.step("the HF penalty on a hand-made row, on the GPU", async () => {
+        // Penalised logits [1, −2, 0.5, −3, 1]: greedy takes id 0 (tied with 4, lower id).
+        const got = await runBatch(gpu, {
+          vocab: 5,
+          logits: Float32Array.of(2, -1, 0.5, -3, 1),
+          params: [{ seed: 0, sequence: 0, step: 0, temperature: 0, repetitionPenalty: 2 }],
+          history: [[0, 1, 0, 7]],
+        }, options);
+        assertEquals(got.ids[0], 0);
+        const want = 1 - Math.log(2 * Math.E + Math.exp(-2) + Math.exp(0.5) + Math.exp(-3));
+        assert(
+          Math.abs(got.logprobs[0] - want) < 1e-6,
+          `log-prob ${got.logprobs[0]}, want ${want}`,
         );
-      rejects({}, "logits holds");
-      rejects({ vocab: 4, params: small }, "params");
-      rejects({ vocab: 0 }, "positive");
-      rejects({ vocab: 5, logits: tight }, "whole vec4s");
-      rejects({ vocab: 4, logits: { buffer: big, offset: 16 } }, "not a multiple of");
-      assertEquals(rec.length, 0);
-      for (const b of [small, big, params, tight]) b.destroy();
-      sampler.destroy();
-    });
-
-    for (const c of samplingCases()) {
-      await t.step(c.name, async () => {
-        const ratio = await c.run(gpu);
-        assert(ratio <= 1, `${c.name}: error is ${ratio.toFixed(2)}× the tolerance`);
       });
+
+      await t.step("encode rejects bad shapes and buffers with KernelArgumentError", async () => {
+        const sampler = await Sampler.create(gpu, options);
+        assertEquals(sampler.variantFor(100), variant);
+        const small = gpu.zeros(4), big = gpu.zeros(1024);
+        const params = gpu.upload(packSamplingParams([{ seed: 0, sequence: 0, step: 0 }]));
+        // Logits are read as whole vec4s: 5 floats need 32 bytes of buffer, not 20.
+        const tight = gpu.device.createBuffer({ size: 20, usage: GPUBufferUsage.STORAGE });
+        const rec = gpu.recorder();
+        const args = { rows: 1, vocab: 100, logits: small, params, ids: small, logprobs: small };
+        const rejects = (change: object, includes: string) =>
+          assertThrows(
+            () => sampler.encode(rec, { ...args, ...change }),
+            "KernelArgumentError",
+            includes,
+          );
+        rejects({}, "logits holds");
+        rejects({ vocab: 4, params: small }, "params");
+        rejects({ vocab: 0 }, "positive");
+        rejects({ vocab: 5, logits: tight }, "whole vec4s");
+        rejects({ vocab: 4, logits: { buffer: big, offset: 16 } }, "not a multiple of");
+        assertEquals(rec.length, 0);
+        for (const b of [small, big, params, tight]) b.destroy();
+        sampler.destroy();
+      });
+
+      for (const c of samplingCases()) {
+        await t.step(c.name, async () => {
+          const ratio = await c.run(gpu, options);
+          assert(ratio <= 1, `${c.name}: error is ${ratio.toFixed(2)}× the tolerance`);
+        });
+      }
+    } finally {
+      gpu.destroy();
     }
-  } finally {
-    gpu.destroy();
-  }
-});
+  });
+}
