@@ -102,11 +102,15 @@ function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, num
   return [c(s.N / v.wgx!), c(s.M / v.wgy!), s.batch];
 }
 
-/** Shape buckets the tuning table distinguishes: decode rows, small batches, the rest. */
-export type ShapeBucket = "vector" | "skinny" | "square";
-export const SHAPE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "square"];
+/**
+ * Shape buckets the tuning table distinguishes: decode rows (M < 8), small batches (M ≤ 32),
+ * small outputs (M·N < 2^17: a tiny model's training chunks and weight gradients, where the
+ * big-tile picks leave cores idle) and the rest.
+ */
+export type ShapeBucket = "vector" | "skinny" | "small" | "square";
+export const SHAPE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "small", "square"];
 export function shapeBucket(s: MatmulShape): ShapeBucket {
-  return s.M < 8 ? "vector" : s.M <= 32 ? "skinny" : "square";
+  return s.M < 8 ? "vector" : s.M <= 32 ? "skinny" : s.M * s.N < 2 ** 17 ? "small" : "square";
 }
 
 /** Records a matmul dispatch with a given, already compiled kernel (the lab's entry point). */

@@ -1,6 +1,7 @@
 // The kernel lab's picks per adapter class: which matmul variant runs for each form and shape
-// bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, square: larger). Regenerate with
-// `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a quiet-machine lab run on 2026-11-22.
+// bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, small: M·N < 2^17, square: larger). Regenerate with
+// `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a quiet-machine lab run on 2026-11-22;
+// the small bucket's picks from the lab's small shapes on 2026-11-22 (machine loaded by other jobs).
 
 import type { AdapterClass } from "../gpu/device.ts";
 
@@ -8,23 +9,29 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
     "nn:vector": "r1c8_wg32x1",
     "nn:skinny": "r8c16_wg8x1",
+    "nn:small": "r16c8_wg8x1",
     "nn:square": "r8c16_wg16x1",
     "nt:vector": "r1c8_wg64x1",
     "nt:skinny": "r8c8_wg16x1",
+    "nt:small": "r16c8_wg8x1",
     "nt:square": "r8c8_wg8x1",
     "tn:vector": "generic",
     "tn:skinny": "r8c16_wg8x1",
+    "tn:small": "r16c8_wg8x1",
     "tn:square": "r8c16_wg8x1",
   },
   gpu: {
     "nn:vector": "tiled64",
     "nn:skinny": "tiled64",
+    "nn:small": "tiled64",
     "nn:square": "tiled64",
     "nt:vector": "tiled64",
     "nt:skinny": "tiled64",
+    "nt:small": "tiled64",
     "nt:square": "tiled64",
     "tn:vector": "tiled64",
     "tn:skinny": "tiled64",
+    "tn:small": "tiled64",
     "tn:square": "tiled64",
   },
 };

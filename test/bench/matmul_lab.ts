@@ -59,11 +59,16 @@ async function timeVariant(gpu: Gpu, v: MatmulVariant, s: MatmulShape, minMs: nu
   }
 }
 
+// The "small" bucket: a tiny model's training chunk (320 rows) through its projections
+// (hidden 64, MLP 192, vocab 264), and the weight gradients (Aᵀ·B over the rows).
+const SMALL_NK: ReadonlyArray<readonly [number, number]> = [[64, 64], [192, 64], [64, 192], [264, 64], [64, 264]];
+
 function labShapes(o: LabOptions): MatmulShape[] {
   const out: MatmulShape[] = [];
   for (const form of MATMUL_FORMS) {
     for (const n of o.squares) out.push({ form, M: n, N: n, K: n });
     for (const m of o.skinnyM) out.push({ form, M: m, N: o.skinnyKN, K: o.skinnyKN });
+    for (const [a, b] of SMALL_NK) out.push(form === "tn" ? { form, M: b, N: a, K: 320 } : { form, M: 320, N: a, K: b });
   }
   return out;
 }
