@@ -112,6 +112,41 @@ Deno.test("URL source falls back to the whole body when the server ignores range
   }
 });
 
+Deno.test("URL source follows a redirect once, and resolves again when the signed URL expires", async () => {
+  // The Hub's layout: /<id>/resolve/main/<file> answers 302 to a signed CDN URL.
+  const log: string[] = [];
+  let sig = 1;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const u = new URL(req.url);
+    log.push(u.pathname + u.search);
+    if (u.pathname === "/org/m/resolve/main/data.bin") {
+      return new Response(null, { status: 302, headers: { location: `/cdn/data.bin?sig=${sig}` } });
+    }
+    if (u.pathname !== "/cdn/data.bin") return new Response("not found", { status: 404 });
+    if (u.searchParams.get("sig") !== String(sig)) return new Response("expired", { status: 403 });
+    const m = req.headers.get("range")!.match(/^bytes=(\d+)-(\d+)$/)!;
+    const [a, b] = [Number(m[1]), Math.min(Number(m[2]), BYTES.length - 1)];
+    return new Response(BYTES.slice(a, b + 1), { status: 206, headers: { "content-range": `bytes ${a}-${b}/${BYTES.length}` } });
+  });
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    const src = await urlSource(`${base}/org/m/resolve/main/data.bin`);
+    assert.equal(src.size, 1000);
+    assert.deepEqual(await src.read(10, 5), BYTES.subarray(10, 15));
+    // probe: resolve + CDN; the read: straight to the CDN URL.
+    assert.deepEqual(log, ["/org/m/resolve/main/data.bin", "/cdn/data.bin?sig=1", "/cdn/data.bin?sig=1"]);
+    sig = 2; // the signed URL expires
+    log.length = 0;
+    assert.deepEqual(await src.read(900, 100), BYTES.subarray(900));
+    assert.deepEqual(log, ["/cdn/data.bin?sig=1", "/org/m/resolve/main/data.bin", "/cdn/data.bin?sig=2"]);
+    log.length = 0;
+    assert.deepEqual(await src.read(0, 3), BYTES.subarray(0, 3));
+    assert.deepEqual(log, ["/cdn/data.bin?sig=2"], "reads go to the new signed URL");
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("Deno file source: lazy ranges, concurrent reads stay correct", async () => {
   const dir = await Deno.makeTempDir();
   try {
