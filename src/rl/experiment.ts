@@ -122,7 +122,7 @@ export interface Aggregate {
 
 const LABELS: Record<string, string> = {
   ...Object.fromEntries(METHODS.map((m) => [m, METHOD_SPECS[m].label])),
-  ablation_swapped: "Plan-Path ablation: L2 role adapters swapped",
+  ablation_swapped: "ablation: L2 role adapters swapped (the paper's, on Plan-Path)",
 };
 
 /** Mean and sample standard deviation (n − 1; 0 for one value) of the success rates per (task, method). */
