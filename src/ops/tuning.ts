@@ -1,7 +1,9 @@
 // The kernel lab's picks per adapter class: which matmul variant runs for each form and shape
 // bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, small: M·N < 2^17, square: larger). Regenerate with
 // `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a quiet-machine lab run on 2026-11-22;
-// the small bucket's picks from the lab's small shapes on 2026-11-22 (machine loaded by other jobs).
+// the small bucket keeps the square picks: the lab's small shapes, timed on a loaded machine,
+// favoured r16c8_wg8x1, but with it an RL step of the quickstart setting took 8.9–11.9 s against
+// 5.9–7.5 s with these (consecutive runs, 2026-11-22). Re-pick from a quiet lab run.
 
 import type { AdapterClass } from "../gpu/device.ts";
 
@@ -9,15 +11,15 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
     "nn:vector": "r1c8_wg32x1",
     "nn:skinny": "r8c16_wg8x1",
-    "nn:small": "r16c8_wg8x1",
+    "nn:small": "r8c16_wg16x1",
     "nn:square": "r8c16_wg16x1",
     "nt:vector": "r1c8_wg64x1",
     "nt:skinny": "r8c8_wg16x1",
-    "nt:small": "r16c8_wg8x1",
+    "nt:small": "r8c8_wg8x1",
     "nt:square": "r8c8_wg8x1",
     "tn:vector": "generic",
     "tn:skinny": "r8c16_wg8x1",
-    "tn:small": "r16c8_wg8x1",
+    "tn:small": "r8c16_wg8x1",
     "tn:square": "r8c16_wg8x1",
   },
   gpu: {
