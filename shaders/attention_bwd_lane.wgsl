@@ -23,8 +23,8 @@ const MAXD4: u32 = 64u;
 @group(0) @binding(8) var<storage, read_write> Dq: array<vec4<f32>>;
 
 @compute @workgroup_size(WG)
-fn attn_dq_lane(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let i = (wid.y * 65535u + wid.x) * WG + lid;
+fn attn_dq_lane(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = (wid.y * nwg.x + wid.x) * WG + lid;
   if (i >= p.N * p.NH) { return; }
   let row = i / p.NH;
   let head = i % p.NH;

@@ -23,9 +23,9 @@ override D4: u32 = 4u;
 const MAXD4: u32 = 64u;
 
 @compute @workgroup_size(WG)
-fn attention_lane(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  // Invocation i = row · NH + head; x-major groups, y continues past 65535.
-  let i = (wid.y * 65535u + wid.x) * WG + lid;
+fn attention_lane(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
+  // Invocation i = row · NH + head; the groups are spread over x and y (grid1d on the host).
+  let i = (wid.y * nwg.x + wid.x) * WG + lid;
   if (i >= p.N * p.NH) { return; }
   let row = i / p.NH;
   let head = i % p.NH;

@@ -8,9 +8,9 @@ import type { Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import { grid1d } from "../ops/grid.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
-import { laneAttentionFits } from "./model_kernels.ts";
+import { LANE_WG, laneAttentionFits } from "./model_kernels.ts";
 
-const EW = 256, RED = 64, ATT = 64, LANE_WG = 8;
+const EW = 256, RED = 64, ATT = 64;
 
 type Names = "normX" | "normXAcc" | "normW" | "swiglu" | "colsum" | "embed" | "delta" | "dq" | "dkv" | "kvGather";
 
@@ -109,8 +109,8 @@ export class BackwardKernels {
   ) {
     rec.dispatch(this.k.delta, [null, b.dout, b.out, b.delta], this.grid(N * NH, RED), packUniform([["u32", N * NH], ["u32", D]]));
     const u = this.attnUniform(N, NH, KV, D);
-    const dqGrid: [number, number, number] = this.lane
-      ? [Math.min(Math.ceil(N * NH / LANE_WG), 65535), Math.ceil(Math.ceil(N * NH / LANE_WG) / 65535), 1]
+    const dqGrid: [number, number] | [number, number, number] = this.lane
+      ? this.grid(N * NH, LANE_WG)
       : [NH, Math.min(N, 65535), Math.ceil(N / 65535)];
     rec.dispatch(this.k.dq, [null, b.meta, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dq], dqGrid, u);
     const positions = b.grid?.positions ?? this.P, slots = b.grid?.slots ?? this.S;

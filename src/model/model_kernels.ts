@@ -11,7 +11,8 @@ import { grid1d } from "../ops/grid.ts";
 const EW = 256;
 const RED_WG = 64;
 const ATT_WG = 64;
-const LANE_WG = 8;
+/** Invocations per workgroup of the lane kernels (llvmpipe runs 8 lanes per SIMD group). */
+export const LANE_WG = 8;
 
 /**
  * llvmpipe (Mesa 22.3) silently ends every loop of an invocation once its loops have run 65535
@@ -117,9 +118,7 @@ export class ModelKernels {
   /** out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. */
   attention(rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, kc: BufferRef, vc: BufferRef, out: BufferRef, lse: BufferRef) {
     if (this.attentionVariant === "lane") {
-      const groups = Math.ceil(N * NH / LANE_WG);
-      const wg: [number, number, number] = [Math.min(groups, 65535), Math.ceil(groups / 65535), 1];
-      rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], wg, this.attnUniform(N, NH, KV, D));
+      rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], this.grid(N * NH, LANE_WG), this.attnUniform(N, NH, KV, D));
       return;
     }
     const z = Math.ceil(N / 65535);
