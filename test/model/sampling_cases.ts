@@ -77,17 +77,25 @@ function historyBuffers(gpu: Gpu, rows: number, history: number[][], capacity: n
 
 const readU32 = (gpu: Gpu, ref: BufferRef, n: number) => readUint32(gpu.device, ref, n);
 
+/** How runBatch passes the history: its capacity (default: the longest) and whether ids are appended. */
+export interface HistoryOptions {
+  capacity?: number;
+  append?: boolean;
+}
+
+/** Samples one batch; with `append`, also the history counts and ids the kernel left. */
 export async function runBatch(
   gpu: Gpu,
   b: Batch,
   options: SamplerOptions = {},
-): Promise<GpuResult> {
+  hist: HistoryOptions = {},
+): Promise<GpuResult & { counts?: Uint32Array; historyIds?: Uint32Array }> {
   const sampler = await samplerFor(gpu, options);
   const rows = b.params.length;
-  const capacity = Math.max(1, ...(b.history ?? []).map((h) => h.length));
+  const capacity = hist.capacity ?? Math.max(1, ...(b.history ?? []).map((h) => h.length));
   const logits = gpu.upload(b.logits), params = gpu.upload(packSamplingParams(b.params));
   const ids = gpu.zeros(rows), logprobs = gpu.zeros(2 * rows);
-  const history = b.history ? historyBuffers(gpu, rows, b.history, capacity) : undefined;
+  const history = b.history ? { ...historyBuffers(gpu, rows, b.history, capacity), append: hist.append } : undefined;
   const rec = gpu.recorder("sampling case");
   sampler.encode(rec, {
     rows,
@@ -105,6 +113,9 @@ export async function runBatch(
     ids: await readU32(gpu, ids, rows),
     logprobs: lp.slice(0, rows),
     truncated: lp.slice(rows),
+    ...(history?.append
+      ? { counts: await readU32(gpu, history.counts, rows), historyIds: await readU32(gpu, history.ids, rows * capacity) }
+      : {}),
   };
   for (const buf of [logits, params, ids, logprobs, history?.ids, history?.counts]) buf?.destroy();
   return out;

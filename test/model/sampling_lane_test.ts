@@ -7,17 +7,15 @@
 // top-p cut within AMBIGUOUS of a boundary (a handful of rows at most).
 
 import { assert, assertEquals } from "../assert.ts";
-import { readUint32 } from "../../src/gpu/buffers.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import {
   laneLoopBound,
-  packSamplingParams,
   Sampler,
   type SamplingParams,
 } from "../../src/model/sampling.ts";
 import { sampleRef } from "../../src/model/sampling_reference.ts";
 import { seededValues } from "../../src/ops/reference.ts";
-import { logitsOf, normalLogits } from "./sampling_cases.ts";
+import { logitsOf, normalLogits, runBatch } from "./sampling_cases.ts";
 
 const AMBIGUOUS = 1e-5;
 const LOGP_ATOL = 1e-4, LOGP_RTOL = 1e-5;
@@ -80,48 +78,11 @@ function randomBatch(vocab: number, rows: number, seed: number): RandomBatch {
   return { vocab, logits, params, history, capacity };
 }
 
-interface Run {
-  ids: Uint32Array;
-  logprobs: Float32Array;
-  truncated: Float32Array;
-  counts: Uint32Array;
-  historyIds: Uint32Array;
-}
+type Run = Required<Awaited<ReturnType<typeof runBatch>>>;
 
-async function run(gpu: Gpu, sampler: Sampler, b: RandomBatch): Promise<Run> {
-  const rows = b.params.length, cap = b.capacity;
-  const hist = new Uint32Array(rows * cap);
-  b.history.forEach((h, r) => hist.set(h.slice(0, cap), r * cap));
-  const history = {
-    ids: gpu.upload(hist),
-    counts: gpu.upload(Uint32Array.from(b.history, (h) => h.length)),
-    capacity: cap,
-    append: true,
-  };
-  const logits = gpu.upload(b.logits), params = gpu.upload(packSamplingParams(b.params));
-  const ids = gpu.zeros(rows), logprobs = gpu.zeros(2 * rows);
-  const rec = gpu.recorder("sampling lane vs workgroup");
-  sampler.encode(rec, {
-    rows,
-    vocab: b.vocab,
-    logits,
-    params,
-    history,
-    ids,
-    logprobs,
-    truncatedLogprobs: true,
-  });
-  rec.submit();
-  const lp = await gpu.readFloat32(logprobs, 2 * rows);
-  const out = {
-    ids: await readUint32(gpu.device, ids, rows),
-    logprobs: lp.slice(0, rows),
-    truncated: lp.slice(rows),
-    counts: await readUint32(gpu.device, history.counts, rows),
-    historyIds: await readUint32(gpu.device, history.ids, rows * cap),
-  };
-  for (const buf of [logits, params, ids, logprobs, history.ids, history.counts]) buf.destroy();
-  return out;
+/** One batch through one kernel, appending to the histories (sampling_cases.ts runBatch). */
+async function run(gpu: Gpu, variant: "lane" | "workgroup", b: RandomBatch): Promise<Run> {
+  return await runBatch(gpu, b, { variant }, { capacity: b.capacity, append: true }) as Run;
 }
 
 function close(a: number, b: number): boolean {
@@ -174,7 +135,6 @@ Deno.test("lane sampler = workgroup sampler on random rows", async (t) => {
   const gpu = await Gpu.create();
   try {
     const lane = await Sampler.create(gpu, { variant: "lane" });
-    const wg = await Sampler.create(gpu, { variant: "workgroup" });
     const shapes: [number, number][] = [
       [1, 9],
       [3, 17],
@@ -191,13 +151,12 @@ Deno.test("lane sampler = workgroup sampler on random rows", async (t) => {
       await t.step(`V=${vocab} B=${n}`, async () => {
         assertEquals(lane.variantFor(vocab, 24), "lane");
         const b = randomBatch(vocab, n, 1000 + i);
-        ambiguous += compare(b, await run(gpu, lane, b), await run(gpu, wg, b), `V=${vocab}`);
+        ambiguous += compare(b, await run(gpu, "lane", b), await run(gpu, "workgroup", b), `V=${vocab}`);
         rows += n;
       });
     }
     assert(ambiguous <= Math.max(2, rows / 100), `${ambiguous} of ${rows} rows differ`);
     lane.destroy();
-    wg.destroy();
   } finally {
     gpu.destroy();
   }
