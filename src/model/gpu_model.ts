@@ -10,7 +10,7 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { createOps, type Ops } from "../ops/mod.ts";
+import { bucketsForShapes, createOps, type Ops } from "../ops/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import { type GpuParams, uploadParams } from "./gpu_params.ts";
 import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
@@ -162,7 +162,9 @@ export class GpuModel {
     const params = uploadParams(gpu, weights);
     try {
       const [ops, kernels, split] = await Promise.all([
-        createOps(gpu),
+        createOps(gpu, {
+          matmulBuckets: bucketsForShapes(Math.max(opts.chunkRows ?? 256, opts.slots), weights.layout.tensors.map((t) => t.shape)),
+        }),
         ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim, attentionVariant: opts.attentionVariant }),
         params.anySplit ? SplitKernels.create(gpu) : null,
       ]);

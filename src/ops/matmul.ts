@@ -10,7 +10,7 @@ import type { Gpu } from "../gpu/mod.ts";
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
-import { MATMUL_TUNING } from "./tuning.ts";
+import { matmulPicks } from "./tuning.ts";
 
 export type MatmulForm = "nn" | "nt" | "tn";
 export const MATMUL_FORMS: readonly MatmulForm[] = ["nn", "nt", "tn"];
@@ -41,6 +41,11 @@ export interface MatmulVariant {
   wgy?: number;
 }
 
+/** Register tiles of 256 outputs or more live in shaders/matmul_reg_big.wgsl (gen_matmul_reg.ts). */
+export function isBigRegTile(r: number, c: number): boolean {
+  return r * c >= 256;
+}
+
 function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
   return { name: `r${r}c${c}_wg${wgx}x${wgy}`, kind: "reg", r, c, wgx, wgy };
 }
@@ -52,6 +57,7 @@ export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   reg(1, 4, 64), reg(1, 8, 32), reg(1, 8, 64), reg(2, 8, 32), reg(4, 4, 16), reg(4, 8, 16),
   reg(4, 8, 32), reg(8, 4, 16), reg(8, 8, 8), reg(8, 8, 16), reg(8, 8, 32), reg(8, 8, 8, 4),
   reg(8, 16, 8), reg(8, 16, 16), reg(16, 8, 8), reg(16, 8, 16),
+  reg(16, 16, 8), reg(32, 16, 8),
 ];
 
 export function findVariant(name: string): MatmulVariant {
@@ -88,7 +94,8 @@ export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
 export function kernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
   const bindings = ["uniform", "read-only-storage", "read-only-storage", "storage"] as const;
   if (v.kind === "reg") {
-    return { shader: "matmul_reg", entry: `${form}_r${v.r}c${v.c}`, bindings, constants: { WGX: v.wgx!, WGY: v.wgy! } };
+    const shader = isBigRegTile(v.r!, v.c!) ? "matmul_reg_big" : "matmul_reg";
+    return { shader, entry: `${form}_r${v.r}c${v.c}`, bindings, constants: { WGX: v.wgx!, WGY: v.wgy! } };
   }
   const FORM = MATMUL_FORMS.indexOf(form);
   if (v.kind === "tiled") return { shader: "matmul_tiled", entry: "tiled", bindings, constants: { FORM } };
@@ -111,6 +118,34 @@ export type ShapeBucket = "vector" | "skinny" | "small" | "square";
 export const SHAPE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "small", "square"];
 export function shapeBucket(s: MatmulShape): ShapeBucket {
   return s.M < 8 ? "vector" : s.M <= 32 ? "skinny" : s.M * s.N < 2 ** 17 ? "small" : "square";
+}
+
+/** Which prepared bucket's pick a shape runs when its own bucket was not prepared (Matmul.create). */
+const BUCKET_STANDIN: Record<ShapeBucket, ShapeBucket[]> = {
+  vector: ["skinny", "small"],
+  skinny: ["small", "vector"],
+  small: ["square", "skinny"],
+  square: ["small", "skinny"],
+};
+
+/**
+ * The buckets a model's matmuls can fall in: its row counts (1..maxRows) against every weight
+ * dimension in the forward and the input gradients, and the weight shapes in the weight gradients.
+ */
+export function bucketsForShapes(maxRows: number, weightShapes: ReadonlyArray<readonly number[]>): ShapeBucket[] {
+  const dims = weightShapes.flat();
+  const maxDim = Math.max(1, ...dims);
+  const out = new Set<ShapeBucket>(["vector"]);
+  if (maxRows >= 8) out.add("skinny");
+  if (maxRows > 32) {
+    out.add("small");
+    if (maxRows * maxDim >= 2 ** 17) out.add("square");
+  }
+  for (const s of weightShapes) {
+    if (s.length !== 2) continue;
+    for (const [m, n] of [[s[0], s[1]], [s[1], s[0]]]) out.add(shapeBucket({ form: "tn", M: m, N: n, K: maxRows }));
+  }
+  return SHAPE_BUCKETS.filter((b) => out.has(b));
 }
 
 /** Records a matmul dispatch with a given, already compiled kernel (the lab's entry point). */
@@ -147,14 +182,23 @@ export class Matmul {
 
   private constructor(private adapterClass: AdapterClass, private picks: Record<string, string>) {}
 
-  static async create(gpu: Gpu, overrides: Partial<Record<`${MatmulForm}:${ShapeBucket}`, string>> = {}): Promise<Matmul> {
-    const picks: Record<string, string> = { ...MATMUL_TUNING[gpu.adapterClass], ...overrides };
+  /**
+   * Compiles the picks for `buckets` (default: all) and the fallback. A shape whose bucket was not
+   * prepared runs its nearest prepared bucket's pick (BUCKET_STANDIN), so models that never see a
+   * bucket (a tiny model has no square matmuls) do not pay for compiling its kernels.
+   */
+  static async create(
+    gpu: Gpu,
+    overrides: Partial<Record<`${MatmulForm}:${ShapeBucket}`, string>> = {},
+    buckets: readonly ShapeBucket[] = SHAPE_BUCKETS,
+  ): Promise<Matmul> {
+    const picks: Record<string, string> = { ...matmulPicks(gpu.ctx.info), ...overrides };
     const m = new Matmul(gpu.adapterClass, picks);
     const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
     const needed = new Set<string>();
     for (const form of MATMUL_FORMS) {
       needed.add(`${fallback}:${form}`);
-      for (const bucket of SHAPE_BUCKETS) needed.add(`${picks[`${form}:${bucket}`] ?? fallback}:${form}`);
+      for (const bucket of buckets) needed.add(`${picks[`${form}:${bucket}`] ?? fallback}:${form}`);
     }
     await Promise.all([...needed].map(async (key) => {
       const [name, form] = key.split(":") as [string, MatmulForm];
@@ -166,8 +210,13 @@ export class Matmul {
 
   /** The variant that will run for this shape. */
   variantFor(shape: MatmulShape): MatmulVariant {
-    const pick = findVariant(this.picks[`${shape.form}:${shapeBucket(shape)}`] ?? this.picks.fallback);
-    return variantSupports(pick, shape) ? pick : findVariant(this.picks.fallback);
+    const bucket = shapeBucket(shape);
+    for (const b of [bucket, ...BUCKET_STANDIN[bucket]]) {
+      const name = this.picks[`${shape.form}:${b}`] ?? this.picks.fallback;
+      const v = findVariant(name);
+      if (this.kernels.has(`${name}:${shape.form}`) && variantSupports(v, shape)) return v;
+    }
+    return findVariant(this.picks.fallback);
   }
 
   encode(rec: Recorder, shape: MatmulShape, a: BufferRef, b: BufferRef, c: BufferRef): void {

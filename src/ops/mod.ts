@@ -2,7 +2,7 @@
 
 import type { Gpu } from "../gpu/mod.ts";
 import { Elementwise } from "./elementwise.ts";
-import { Matmul } from "./matmul.ts";
+import { Matmul, type ShapeBucket } from "./matmul.ts";
 import { Reduce } from "./reduce.ts";
 import { Softmax } from "./softmax.ts";
 
@@ -18,9 +18,10 @@ export interface Ops {
   reduce: Reduce;
 }
 
-export async function createOps(gpu: Gpu): Promise<Ops> {
+/** `matmulBuckets`: the matmul shape buckets to compile kernels for (default all; see Matmul.create). */
+export async function createOps(gpu: Gpu, opts: { matmulBuckets?: readonly ShapeBucket[] } = {}): Promise<Ops> {
   const [matmul, elementwise, softmax, reduce] = await Promise.all([
-    Matmul.create(gpu),
+    Matmul.create(gpu, {}, opts.matmulBuckets),
     Elementwise.create(gpu),
     Softmax.create(gpu),
     Reduce.create(gpu),

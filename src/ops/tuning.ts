@@ -5,7 +5,7 @@
 // favoured r16c8_wg8x1, but with it an RL step of the quickstart setting took 8.9–11.9 s against
 // 5.9–7.5 s with these (consecutive runs, 2026-11-22). Re-pick from a quiet lab run.
 
-import type { AdapterClass } from "../gpu/device.ts";
+import type { AdapterClass, AdapterDescription } from "../gpu/device.ts";
 
 export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
@@ -37,3 +37,31 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
     "tn:square": "tiled64",
   },
 };
+
+/**
+ * Picks for one driver, over its class's: the square bucket on llvmpipe takes the 32×16 register
+ * tiles of shaders/matmul_reg_big.wgsl (17 s of LLVM compile per form with a cold Mesa shader
+ * cache, then cached on disk). Measured on llvmpipe only; SwiftShader (also "cpu") keeps the class
+ * picks.
+ */
+export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }> = [
+  {
+    adapterClass: "cpu",
+    driver: /llvmpipe|lavapipe/i,
+    picks: {
+      "nn:square": "r32c16_wg8x1",
+      "nt:square": "r32c16_wg8x1",
+      "tn:square": "r32c16_wg8x1",
+    },
+  },
+];
+
+/** The picks for an adapter: its class's, with its driver's on top. */
+export function matmulPicks(info: AdapterDescription): Record<string, string> {
+  const text = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`;
+  const picks = { ...MATMUL_TUNING[info.adapterClass] };
+  for (const d of MATMUL_DRIVER_TUNING) {
+    if (d.adapterClass === info.adapterClass && d.driver.test(text)) Object.assign(picks, d.picks);
+  }
+  return picks;
+}

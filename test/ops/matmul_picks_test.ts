@@ -1,0 +1,73 @@
+// Which matmul kernel runs where: driver picks over class picks, the shape buckets a model can
+// reach, and a shape whose bucket was not compiled running a compiled stand-in correctly.
+
+import { assert, assertEquals } from "../assert.ts";
+import { Gpu } from "../../src/gpu/mod.ts";
+import { bucketsForShapes, Matmul, type MatmulShape, shapeBucket } from "../../src/ops/matmul.ts";
+import { MATMUL_TUNING, matmulPicks } from "../../src/ops/tuning.ts";
+import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
+
+const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu" = "cpu") => ({
+  vendor: "", architecture, device: "", description, isFallback: false, adapterClass,
+});
+
+Deno.test("matmulPicks: llvmpipe's square picks override the CPU class's, nothing else does", () => {
+  const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
+  for (const form of ["nn", "nt", "tn"]) {
+    assertEquals(llvmpipe[`${form}:square`], "r32c16_wg8x1");
+    assertEquals(llvmpipe[`${form}:small`], MATMUL_TUNING.cpu[`${form}:small`]);
+  }
+  assertEquals(matmulPicks(info("", "swiftshader")), MATMUL_TUNING.cpu);
+  // A CPU adapter forced to the GPU class (the lab's seam) gets the GPU picks, untouched.
+  assertEquals(matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)", "", "gpu")), MATMUL_TUNING.gpu);
+});
+
+Deno.test("bucketsForShapes: a tiny model never reaches the square bucket, a 30M one does", () => {
+  const tiny = [[264, 64], [64, 64], [32, 64], [64, 64], [192, 64], [64, 192]];
+  assertEquals(bucketsForShapes(256, tiny), ["vector", "skinny", "small"]);
+  // Few rows: the weight gradients (Aᵀ·B over the rows) still fall in buckets by the weight shapes.
+  assertEquals(bucketsForShapes(4, tiny), ["vector", "skinny", "small"]);
+  const small30m = [[264, 512], [512, 512], [256, 512], [1408, 512], [512, 1408]];
+  assertEquals(bucketsForShapes(256, small30m), ["vector", "skinny", "small", "square"]);
+  // Decode-only (8 rows): the weight gradients are never run, but their shapes still count.
+  assert(bucketsForShapes(8, small30m).includes("square"));
+  // Every shape the model can run falls in a returned bucket.
+  for (const rows of [1, 7, 8, 32, 33, 256]) {
+    for (const [o, i] of tiny) {
+      const b = bucketsForShapes(256, tiny);
+      for (const s of [{ form: "nt", M: rows, N: o, K: i }, { form: "nn", M: rows, N: i, K: o }, { form: "tn", M: o, N: i, K: rows }] as MatmulShape[]) {
+        assert(b.includes(shapeBucket(s)), `${JSON.stringify(s)} → ${shapeBucket(s)} not in ${b}`);
+      }
+    }
+  }
+});
+
+Deno.test("a shape whose bucket was not compiled runs a compiled stand-in, correctly", async () => {
+  const gpu = await Gpu.create();
+  try {
+    const m = await Matmul.create(gpu, {}, ["vector", "skinny", "small"]);
+    const full = await Matmul.create(gpu);
+    for (const form of ["nn", "nt", "tn"] as const) {
+      const s: MatmulShape = { form, M: 300, N: 520, K: 36 };
+      assertEquals(shapeBucket(s), "square");
+      const smallPick = m.variantFor({ form, M: 300, N: 64, K: 36 });
+      assertEquals(m.variantFor(s).name, smallPick.name, `${form}: stands in with the small bucket's pick`);
+      assertEquals(full.variantFor(s).name, matmulPicks(gpu.ctx.info)[`${form}:square`]);
+      const [ra, ca] = form === "tn" ? [s.K, s.M] : [s.M, s.K];
+      const [rb, cb] = form === "nt" ? [s.N, s.K] : [s.K, s.N];
+      const a = seededValues(ra * ca, 1), b = seededValues(rb * cb, 2);
+      for (const mm of [m, full]) {
+        const A = gpu.upload(a), B = gpu.upload(b), C = gpu.zeros(s.M * s.N);
+        const rec = gpu.recorder();
+        mm.encode(rec, s, A, B, C);
+        rec.submit();
+        const got = await gpu.readFloat32(C, s.M * s.N);
+        [A, B, C].forEach((x) => x.destroy());
+        const ratio = toleranceRatio(got, matmulRef(s, a, b), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
+        assert(ratio <= 1, `${form} ${mm === m ? "stand-in" : "square pick"}: error ${ratio.toFixed(2)}× tolerance`);
+      }
+    }
+  } finally {
+    gpu.destroy();
+  }
+});
