@@ -32,3 +32,58 @@ fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   X[base + i] = x1 * c - x2 * s;
   X[base + i + half] = x2 * c + x1 * s;
 }
+
+// ---------------------------------------------------------------------------------------------
+// rope_store: the forward's RoPE of q and k and the K/V cache write in one dispatch. Invocations
+// cover [rows, NH + KV heads, D/2] pairs: a q head's pair is rotated in place; a kv head's k pair
+// is rotated in place and written, with the same two elements of v, into the caches [S, KV, P, D]
+// at the row's (slot, pos). Same arithmetic as rope (SIGN +1) followed by kv_store.
+
+struct StoreParams { rows: u32, NH: u32, KV: u32, D: u32, P: u32, _p0: u32, _p1: u32, _p2: u32 }
+
+@group(0) @binding(0) var<uniform> sp: StoreParams;
+@group(0) @binding(1) var<storage, read_write> Q: array<f32>;
+@group(0) @binding(2) var<storage, read_write> Kr: array<f32>;
+@group(0) @binding(3) var<storage, read> Vr: array<f32>;
+@group(0) @binding(4) var<storage, read> SMeta: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> SCos: array<f32>;
+@group(0) @binding(6) var<storage, read> SSin: array<f32>;
+@group(0) @binding(7) var<storage, read_write> Kc: array<f32>;
+@group(0) @binding(8) var<storage, read_write> Vc: array<f32>;
+
+@compute @workgroup_size(WG)
+fn rope_store(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let half = sp.D / 2u;
+  let heads = sp.NH + sp.KV;
+  let idx = gid.x + gid.y * nwg.x * WG;
+  if (idx >= sp.rows * heads * half) { return; }
+  let i = idx % half;
+  let rh = idx / half;
+  let row = rh / heads;
+  let h = rh % heads;
+  let m = SMeta[row];
+  let pos = min(m.y, sp.P - 1u);
+  let c = SCos[pos * half + i];
+  let s = SSin[pos * half + i];
+  if (h < sp.NH) {
+    let base = (row * sp.NH + h) * sp.D;
+    let x1 = Q[base + i];
+    let x2 = Q[base + i + half];
+    Q[base + i] = x1 * c - x2 * s;
+    Q[base + i + half] = x2 * c + x1 * s;
+    return;
+  }
+  let kh = h - sp.NH;
+  let base = (row * sp.KV + kh) * sp.D;
+  let x1 = Kr[base + i];
+  let x2 = Kr[base + i + half];
+  let y1 = x1 * c - x2 * s;
+  let y2 = x2 * c + x1 * s;
+  Kr[base + i] = y1;
+  Kr[base + i + half] = y2;
+  let dst = ((m.x * sp.KV + kh) * sp.P + pos) * sp.D;
+  Kc[dst + i] = y1;
+  Kc[dst + i + half] = y2;
+  Vc[dst + i] = Vr[base + i];
+  Vc[dst + i + half] = Vr[base + i + half];
+}

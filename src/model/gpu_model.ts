@@ -135,8 +135,9 @@ export class GpuModel {
     } else {
       const shared = layerActs(0);
       this.acts = Array.from({ length: c.numLayers }, () => shared);
-      const pair = [f(N * C, "res.a"), f(N * C, "res.b")];
-      this.res = Array.from({ length: c.numLayers + 1 }, (_, l) => pair[l % 2]);
+      // One residual stream, updated in place by every layer (encodeLayer).
+      const stream = f(N * C, "res");
+      this.res = Array.from({ length: c.numLayers + 1 }, () => stream);
     }
     const cacheFloats = slots * c.numKvHeads * maxLen * D;
     this.kCache = Array.from({ length: c.numLayers }, (_, l) => f(cacheFloats, `kcache${l}`));
@@ -225,18 +226,44 @@ export class GpuModel {
       K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
     }
     const { q, k } = this.qkUsed(l);
-    K.rope(rec, N, NH, D, this.maxLen, q, s.meta, this.cos, this.sin);
-    K.rope(rec, N, KV, D, this.maxLen, k, s.meta, this.cos, this.sin);
-    K.kvStore(rec, N, KV, D, s.meta, k, a.v, this.kCache[l], this.vCache[l]);
+    K.ropeStore(rec, N, NH, KV, D, s.meta, q, k, a.v, this.cos, this.sin, this.kCache[l], this.vCache[l]);
     K.attention(rec, N, NH, KV, D, s.meta, q, this.kCache[l], this.vCache[l], a.att, a.lse);
-    this.linear(rec, N, a.att, lv.o, lv.oBias, s.proj);
-    ew.binary(rec, { op: "add", n: N * C }, this.res[l], s.proj, a.xmid);
-    K.rmsnorm(rec, N, C, c.rmsNormEps, a.xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
+    if (this.training) {
+      // Training keeps every layer's input, middle and output for the backward.
+      this.linear(rec, N, a.att, lv.o, lv.oBias, s.proj);
+      ew.binary(rec, { op: "add", n: N * C }, this.res[l], s.proj, a.xmid);
+    } else {
+      // Inference updates one residual stream in place: res += o(att), later res += down(h).
+      this.linearAccumulate(rec, N, a.att, lv.o, lv.oBias, this.res[l]);
+    }
+    const xmid = this.training ? a.xmid : this.res[l];
+    K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
     this.linear(rec, N, a.xn2, lv.gate, null, a.gate);
     this.linear(rec, N, a.xn2, lv.up, null, a.up);
     K.swiglu(rec, N * I, a.gate, a.up, a.h);
-    this.linear(rec, N, a.h, lv.down, null, s.proj);
-    ew.binary(rec, { op: "add", n: N * C }, a.xmid, s.proj, this.res[l + 1]);
+    if (this.training) {
+      this.linear(rec, N, a.h, lv.down, null, s.proj);
+      ew.binary(rec, { op: "add", n: N * C }, a.xmid, s.proj, this.res[l + 1]);
+    } else {
+      this.linearAccumulate(rec, N, a.h, lv.down, null, this.res[l]);
+    }
+  }
+
+  /**
+   * y [N, out] += x · Wᵀ (+ bias) (+ LoRA): the matmul accumulates into y (beta 1); a split W
+   * goes through splitTmp and is added in with the same rounding (y + xWᵀ, then bias, then LoRA).
+   */
+  private linearAccumulate(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef) {
+    const [out, inp] = w.shape;
+    const chunks = this.params.chunks(w);
+    if (chunks.length === 1) {
+      this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp, beta: 1 }, x, chunks[0].ref, y);
+    } else {
+      this.matmulWeight(rec, N, x, w, this.scratch.proj);
+      this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out }, y, this.scratch.proj);
+    }
+    if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
+    if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
   }
 
   /**

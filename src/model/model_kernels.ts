@@ -30,7 +30,7 @@ export type AttentionVariant = "lane" | "workgroup";
 
 export class ModelKernels {
   private constructor(
-    private k: Record<"gather" | "rmsnorm" | "rope" | "ropeInv" | "kvStore" | "attention" | "swiglu", Kernel>,
+    private k: Record<"gather" | "rmsnorm" | "rope" | "ropeInv" | "kvStore" | "ropeStore" | "attention" | "swiglu", Kernel>,
     private maxPerDim: number,
     readonly cachePositions: number,
   ) {}
@@ -55,7 +55,7 @@ export class ModelKernels {
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const [gather, rmsnorm, rope, ropeInv, kvStore, attention, swiglu] = await Promise.all([
+    const [gather, rmsnorm, rope, ropeInv, kvStore, ropeStore, attention, swiglu] = await Promise.all([
       s("gather_rows", "gather_rows", [u, ro, ro, rw], { WG: EW }),
       serial
         ? s("rmsnorm", "rmsnorm_rows", [u, ro, ro, rw, rw], { WG: RED_WG })
@@ -63,6 +63,7 @@ export class ModelKernels {
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: 1 }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
       s("kv_cache", "kv_store", [u, ro, ro, ro, rw, rw], { WG: EW }),
+      s("rope", "rope_store", [u, rw, rw, ro, ro, ro, ro, rw, rw], { WG: EW }),
       lane
         ? s("attention_lane", "attention_lane", [u, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: opts.headDim! / 4 })
         : vec4Attention
@@ -71,7 +72,7 @@ export class ModelKernels {
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
     ]);
     const k = new ModelKernels(
-      { gather, rmsnorm, rope, ropeInv, kvStore, attention, swiglu },
+      { gather, rmsnorm, rope, ropeInv, kvStore, ropeStore, attention, swiglu },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
     );
@@ -113,6 +114,18 @@ export class ModelKernels {
   /** Writes each row's K and V [N, KV·D] into the caches [S, KV, P, D] at (slot, pos). */
   kvStore(rec: Recorder, N: number, KV: number, D: number, meta: BufferRef, k: BufferRef, v: BufferRef, kc: BufferRef, vc: BufferRef) {
     rec.dispatch(this.k.kvStore, [null, meta, k, v, kc, vc], this.grid(N * KV * D), this.attnUniform(N, 1, KV, D));
+  }
+
+  /**
+   * rope(q), rope(k) in place and kvStore(k, v) in one dispatch (rope.wgsl rope_store): the same
+   * values as the three separate calls.
+   */
+  ropeStore(
+    rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, k: BufferRef,
+    v: BufferRef, cos: BufferRef, sin: BufferRef, kc: BufferRef, vc: BufferRef,
+  ) {
+    const u = packUniform([["u32", N], ["u32", NH], ["u32", KV], ["u32", D], ["u32", this.cachePositions], ["u32", 0], ["u32", 0], ["u32", 0]]);
+    rec.dispatch(this.k.ropeStore, [null, q, k, v, meta, cos, sin, kc, vc], this.grid(N * (NH + KV) * D / 2), u);
   }
 
   /** out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. */
