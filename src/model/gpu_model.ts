@@ -75,6 +75,7 @@ interface Scratch {
   xf: GPUBuffer; // [N, C] final norm output
   rstdf: GPUBuffer; // [N]
   logits: GPUBuffer; // [N, V]
+  unused: GPUBuffer; // the output binding of an empty slot in grouped matmuls (never written)
 }
 
 export class GpuModel {
@@ -120,6 +121,7 @@ export class GpuModel {
     this.scratch = {
       ids: f(N, "ids"), meta: f(2 * N, "meta"), sel: f(N, "sel"), proj: f(N * C, "proj"),
       xs: f(N * C, "xs"), xf: f(N * C, "xf"), rstdf: f(N, "rstdf"), logits: f(N * c.vocabSize, "logits"),
+      unused: f(4, "unused"),
     };
     const layerActs = (l: number): LayerActs => ({
       xn1: f(N * C, `xn1.${l}`), rstd1: f(N, `rstd1.${l}`), q: f(N * qw, `q.${l}`), k: f(N * kvw, `k.${l}`),
@@ -206,6 +208,24 @@ export class GpuModel {
     if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
   }
 
+  /**
+   * Several linears of one input (q/k/v, gate/up): their matmuls in one grouped dispatch where
+   * the kernels allow (Matmul.encodeGroup; not for split weights), then each bias and LoRA.
+   */
+  private linearGroup(rec: Recorder, N: number, x: BufferRef, parts: [ParamTensor, ParamTensor | null, BufferRef][]) {
+    if (parts.some(([w]) => this.params.chunks(w).length !== 1)) {
+      for (const [w, bias, y] of parts) this.linear(rec, N, x, w, bias, y);
+      return;
+    }
+    const inp = parts[0][0].shape[1];
+    this.ops.matmul.encodeGroup(rec, N, inp, x, parts.map(([w, , y]) => ({ b: this.params.chunks(w)[0].ref, c: y, N: w.shape[0] })), this.scratch.unused);
+    for (const [w, bias, y] of parts) {
+      const out = w.shape[0];
+      if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
+      if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
+    }
+  }
+
   /** The q and k that attention used (after the Qwen3 q/k norms and RoPE). */
   qkUsed(l: number): { q: GPUBuffer; k: GPUBuffer } {
     const a = this.acts[l];
@@ -218,9 +238,7 @@ export class GpuModel {
     const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, KV = c.numKvHeads, I = c.intermediateSize;
     const K = this.kernels, ew = this.ops.elementwise;
     K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
-    this.linear(rec, N, a.xn1, lv.q, lv.qBias, a.q);
-    this.linear(rec, N, a.xn1, lv.k, lv.kBias, a.k);
-    this.linear(rec, N, a.xn1, lv.v, lv.vBias, a.v);
+    this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]]);
     if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
       K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
       K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
@@ -238,8 +256,7 @@ export class GpuModel {
     }
     const xmid = this.training ? a.xmid : this.res[l];
     K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
-    this.linear(rec, N, a.xn2, lv.gate, null, a.gate);
-    this.linear(rec, N, a.xn2, lv.up, null, a.up);
+    this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]]);
     K.swiglu(rec, N * I, a.gate, a.up, a.h);
     if (this.training) {
       this.linear(rec, N, a.h, lv.down, null, s.proj);

@@ -41,6 +41,28 @@ export interface MatmulVariant {
   wgy?: number;
 }
 
+/** Register tiles with a grouped A·Bᵀ entry in shaders/matmul_group.wgsl (gen_matmul_reg.ts). */
+export const GROUP_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [8, 8]];
+
+function hasGroupEntry(v: MatmulVariant): boolean {
+  return v.kind === "reg" && GROUP_TILES.some(([r, c]) => r === v.r && c === v.c);
+}
+
+function groupSpec(v: MatmulVariant): KernelSpec {
+  const ro = "read-only-storage", rw = "storage";
+  return {
+    shader: "matmul_group", entry: `ntg_r${v.r}c${v.c}`, bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw],
+    constants: { WGX: v.wgx!, WGY: v.wgy! },
+  };
+}
+
+/** One product of a grouped A·Bᵀ: C [M, N] = A · Bᵀ for B [N, K]. */
+export interface MatmulGroupPart {
+  b: BufferRef;
+  c: BufferRef;
+  N: number;
+}
+
 /** Register tiles of 256 outputs or more live in shaders/matmul_reg_big.wgsl (gen_matmul_reg.ts). */
 export function isBigRegTile(r: number, c: number): boolean {
   return r * c >= 256;
@@ -179,6 +201,8 @@ export function encodeMatmulWith(
  */
 export class Matmul {
   private kernels = new Map<string, Kernel>();
+  /** Grouped A·Bᵀ kernels by variant name (CPU register tiles). */
+  private groupKernels = new Map<string, Kernel>();
 
   private constructor(private adapterClass: AdapterClass, private picks: Record<string, string>) {}
 
@@ -202,7 +226,9 @@ export class Matmul {
     }
     await Promise.all([...needed].map(async (key) => {
       const [name, form] = key.split(":") as [string, MatmulForm];
-      m.kernels.set(key, await gpu.kernel(kernelSpec(findVariant(name), form)));
+      const v = findVariant(name);
+      m.kernels.set(key, await gpu.kernel(kernelSpec(v, form)));
+      if (form === "nt" && hasGroupEntry(v)) m.groupKernels.set(name, await gpu.kernel(groupSpec(v)));
     }));
     m.picks.fallback = fallback;
     return m;
@@ -223,6 +249,31 @@ export class Matmul {
     const v = this.variantFor(shape);
     const k = this.kernels.get(`${v.name}:${shape.form}`)!;
     encodeMatmulWith(rec, k, v, shape, a, b, c);
+  }
+
+  /**
+   * Up to three A·Bᵀ products sharing A [M, K]: one dispatch where the variant picked for the
+   * widest part has a grouped entry (CPU register tiles), otherwise one matmul per part. Same
+   * values either way. `scratch` (≥ 4 bytes, no part's B or C) is the output of unused slots.
+   */
+  encodeGroup(rec: Recorder, M: number, K: number, a: BufferRef, parts: readonly MatmulGroupPart[], scratch: BufferRef): void {
+    if (parts.length === 0 || parts.length > 3) throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
+    const widest = Math.max(...parts.map((q) => q.N));
+    const v = this.variantFor({ form: "nt", M, N: widest, K });
+    const k = this.groupKernels.get(v.name);
+    if (!k || parts.length === 1 || parts.some((q) => !variantSupports(v, { form: "nt", M, N: q.N, K }))) {
+      for (const q of parts) this.encode(rec, { form: "nt", M, N: q.N, K }, a, q.b, q.c);
+      return;
+    }
+    const cols = v.c! * v.wgx!;
+    const tiles = parts.map((q) => Math.ceil(q.N / cols));
+    const filled = [0, 1, 2].map((i) => parts[i] ?? { b: parts[0].b, c: scratch, N: 0 });
+    const u = packUniform([
+      ["u32", M], ["u32", K], ["u32", filled[0].N], ["u32", filled[1].N],
+      ["u32", filled[2].N], ["u32", tiles[0]], ["u32", tiles[1] ?? 0], ["u32", 0],
+    ]);
+    const x = tiles.reduce((s, t) => s + t, 0);
+    rec.dispatch(k, [null, a, filled[0].b, filled[1].b, filled[2].b, filled[0].c, filled[1].c, filled[2].c], [x, Math.ceil(M / (v.r! * v.wgy!)), 1], u);
   }
 
   get adapter(): AdapterClass {

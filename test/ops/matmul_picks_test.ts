@@ -71,3 +71,38 @@ Deno.test("a shape whose bucket was not compiled runs a compiled stand-in, corre
     gpu.destroy();
   }
 });
+
+Deno.test("grouped A·Bᵀ (q/k/v, gate/up in one dispatch) equals one matmul per part, bit for bit", async () => {
+  const gpu = await Gpu.create();
+  try {
+    const mm = await Matmul.create(gpu);
+    const scratch = gpu.zeros(4);
+    // Rows 1 (vector bucket: r1c8), 8 and 37 (r8c8 tiles), parts not multiples of the tile.
+    for (const [M, K, Ns] of [[1, 64, [64, 32, 32]], [8, 36, [13, 7, 20]], [37, 20, [40, 9]], [8, 64, [192]]] as const) {
+      const a = seededValues(M * K, 1);
+      const A = gpu.upload(a);
+      const Bs = Ns.map((n, i) => gpu.upload(seededValues(n * K, 10 + i)));
+      const grouped = Ns.map((n) => gpu.zeros(M * n)), single = Ns.map((n) => gpu.zeros(M * n));
+      const rec = gpu.recorder();
+      mm.encodeGroup(rec, M, K, A, Ns.map((n, i) => ({ b: Bs[i], c: grouped[i], N: n })), scratch);
+      const groupedDispatches = rec.finish();
+      const one = groupedDispatches.dispatchCount;
+      groupedDispatches.run();
+      groupedDispatches.destroy();
+      const rec2 = gpu.recorder();
+      Ns.forEach((n, i) => mm.encode(rec2, { form: "nt", M, N: n, K }, A, Bs[i], single[i]));
+      rec2.submit();
+      if (Ns.length > 1 && gpu.adapterClass === "cpu") assertEquals(one, 1, `M=${M}: one dispatch for ${Ns.length} parts`);
+      for (let i = 0; i < Ns.length; i++) {
+        const g = await gpu.readFloat32(grouped[i], M * Ns[i]), s1 = await gpu.readFloat32(single[i], M * Ns[i]);
+        assertEquals([...g].join(","), [...s1].join(","), `M=${M} part ${i}: grouped differs from the single matmul`);
+        const b = await gpu.readFloat32(Bs[i], Ns[i] * K);
+        const ratio = toleranceRatio(g, matmulRef({ form: "nt", M, N: Ns[i], K }, a, b), 1e-5 * Math.sqrt(K) + 1e-6, 1e-4);
+        assert(ratio <= 1, `M=${M} part ${i}: error ${ratio.toFixed(2)}× tolerance`);
+      }
+      [A, ...Bs, ...grouped, ...single].forEach((x) => x.destroy());
+    }
+  } finally {
+    gpu.destroy();
+  }
+});
