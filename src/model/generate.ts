@@ -38,9 +38,10 @@ export interface GenerateOptions {
   /** Turns ids into text for stop strings. */
   decode?: (ids: number[]) => string;
   /**
-   * Decode steps chained on the GPU between readbacks (default 8). Readbacks cost a fixed
-   * latency (≈12 ms in Deno), so chaining is what makes batched decoding fast; the price is up
-   * to S−1 wasted steps after the last sequence stops.
+   * Decode steps chained on the GPU between readbacks (default 8; all of them when no request
+   * can stop early and there is no onStep). Readbacks cost a fixed latency (≈12 ms in Deno), so
+   * chaining is what makes batched decoding fast; the price is up to S−1 wasted steps after the
+   * last sequence stops.
    */
   stepsPerSync?: number;
   /** Called after each decode step with the tokens so far (for streaming). */
@@ -82,7 +83,10 @@ export class Generator {
     if (prefill.length) await m.forward(prefill, []);
     const results: GenerateResult[] = reqs.map(() => ({ ids: [], logprobs: [], finish: "length" }));
     const done = reqs.map((r) => r.maxNewTokens <= 0);
-    const S = Math.max(1, Math.min(opts.stepsPerSync ?? 8, Math.max(...reqs.map((r) => r.maxNewTokens))));
+    // Requests that can only end by length, with no streaming, are read back once at the end.
+    const lengthBound = !opts.onStep && reqs.every((r) => !r.stopIds?.length && !(r.stopStrings?.length && opts.decode));
+    const longest = Math.max(...reqs.map((r) => r.maxNewTokens));
+    const S = Math.max(1, Math.min(opts.stepsPerSync ?? (lengthBound ? longest : 8), longest));
     const ids = gpu.zeros(B, "gen.ids"), logprobs = gpu.zeros(B, "gen.logprobs");
     const params = gpu.zeros(B * PARAM_WORDS, "gen.params");
     const out = gpu.zeros(2 * S * B, "gen.out"); // [S, B] ids then [S, B] log-probs

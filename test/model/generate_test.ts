@@ -34,6 +34,12 @@ Deno.test("generation", async (t) => {
           const chunked = await gen.generate(reqs.map((r, i) => ({ ...r, maxNewTokens: 8 - i })), { stepsPerSync: 3 });
           const single = await gen.generate(reqs.map((r, i) => ({ ...r, maxNewTokens: 8 - i })), { stepsPerSync: 1 });
           assertEquals(chunked.map((r) => r.ids), single.map((r) => r.ids));
+          // Length-bound requests (no stop ids, no onStep) decode all 14 steps before one readback.
+          const long = reqs.map((r, i) => ({ ...r, maxNewTokens: 14 - i }));
+          let steps = 0;
+          const streamed = await gen.generate(long, { onStep: () => steps++ });
+          assertEquals((await gen.generate(long)).map((r) => r.ids), streamed.map((r) => r.ids));
+          assertEquals(steps, 16, "with onStep the default 8-step chunks stay (2 readbacks of 8)");
         } finally {
           model.destroy();
         }
