@@ -1,9 +1,12 @@
 // The kernel lab's picks per adapter class: which matmul variant runs for each form and shape
 // bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, small: M·N < 2^17, square: larger). Regenerate with
 // `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a quiet-machine lab run on 2026-11-22;
-// the small bucket keeps the square picks: the lab's small shapes, timed on a loaded machine,
-// favoured r16c8_wg8x1, but with it an RL step of the quickstart setting took 8.9–11.9 s against
-// 5.9–7.5 s with these (consecutive runs, 2026-11-22). Re-pick from a quiet lab run.
+// the small bucket keeps the square picks for CPU adapters in general; on llvmpipe (MATMUL_DRIVER_TUNING)
+// the small bucket's A·B and Aᵀ·B take r16c8_wg8x1 (a tiny model's 320-row training chunks: 8.4
+// vs 19.1 ms for A·B and 4.3 vs 8.7 ms for Aᵀ·B over the lab's small shapes, best of 5 runs of 50;
+// the RL step's update phase 2.8–4.4 s against 3.7–8.2 s with the square picks, two alternating
+// runs each, 2026-11-22). An earlier end-to-end comparison on a loaded machine had pointed the
+// other way; A·Bᵀ keeps r8c8_wg8x1 (8.6 vs 8.2 ms: a tie).
 
 import type { AdapterClass, AdapterDescription } from "../gpu/device.ts";
 
@@ -39,7 +42,8 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
 };
 
 /**
- * Picks for one driver, over its class's: the square bucket on llvmpipe takes the 32×16 register
+ * Picks for one driver, over its class's: on llvmpipe the small bucket's A·B and Aᵀ·B take 16×8
+ * tiles (see the top of this file), and the square bucket the 32×16 register
  * tiles of shaders/matmul_reg_big.wgsl (17 s of LLVM compile per form with a cold Mesa shader
  * cache, then cached on disk). Measured on llvmpipe only; SwiftShader (also "cpu") keeps the class
  * picks.
@@ -52,6 +56,8 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
       "nn:square": "r32c16_wg8x1",
       "nt:square": "r32c16_wg8x1",
       "tn:square": "r32c16_wg8x1",
+      "nn:small": "r16c8_wg8x1",
+      "tn:small": "r16c8_wg8x1",
     },
   },
 ];
