@@ -43,7 +43,10 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
 
 /**
  * Picks for one driver, over its class's: on llvmpipe the small bucket's A·B and Aᵀ·B take 16×8
- * tiles (see the top of this file), and the square bucket the 32×16 register
+ * tiles (see the top of this file); decode's A·Bᵀ takes narrower workgroups, which tie on the
+ * lab's 1024-wide shapes and win on a tiny model's (8 rows against 32–264 outputs: r8c8_wg8x1
+ * 542 µs against r8c8_wg16x1's 868 over five shapes; 1 row: r1c8_wg32x1 549 against
+ * r1c8_wg64x1's 837); and the square bucket the 32×16 register
  * tiles of shaders/matmul_reg_big.wgsl (17 s of LLVM compile per form with a cold Mesa shader
  * cache, then cached on disk). Measured on llvmpipe only; SwiftShader (also "cpu") keeps the class
  * picks.
@@ -58,6 +61,8 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
       "tn:square": "r32c16_wg8x1",
       "nn:small": "r16c8_wg8x1",
       "tn:small": "r16c8_wg8x1",
+      "nt:skinny": "r8c8_wg8x1",
+      "nt:vector": "r1c8_wg32x1",
     },
   },
 ];

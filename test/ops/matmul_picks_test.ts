@@ -11,13 +11,14 @@ const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu
   vendor: "", architecture, device: "", description, isFallback: false, adapterClass,
 });
 
-Deno.test("matmulPicks: llvmpipe's square and small picks override the CPU class's, nothing else does", () => {
+Deno.test("matmulPicks: llvmpipe's driver picks override the CPU class's, nothing else does", () => {
   const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
   for (const form of ["nn", "nt", "tn"]) {
     assertEquals(llvmpipe[`${form}:square`], "r32c16_wg8x1");
-    assertEquals(llvmpipe[`${form}:skinny`], MATMUL_TUNING.cpu[`${form}:skinny`]);
   }
   assertEquals(llvmpipe["nn:small"], "r16c8_wg8x1");
+  assertEquals(llvmpipe["nt:skinny"], "r8c8_wg8x1");
+  assertEquals(llvmpipe["nn:skinny"], MATMUL_TUNING.cpu["nn:skinny"]);
   assertEquals(matmulPicks(info("", "swiftshader")), MATMUL_TUNING.cpu);
   // A CPU adapter forced to the GPU class (the lab's seam) gets the GPU picks, untouched.
   assertEquals(matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)", "", "gpu")), MATMUL_TUNING.gpu);
