@@ -1,4 +1,4 @@
-// Causal GQA attention over the per-slot KV cache (layout and dims in kv_cache.wgsl):
+// Causal GQA attention over the per-slot KV cache (layout and dims in rope.wgsl, rope_store):
 //   Out[r, h, :] = softmax(Q[r,h]·Kc[slot, h/G, 0..pos]ᵀ · scale) · Vc[slot, h/G, 0..pos],
 //   G = NH / KV, (slot, pos) = meta[r]; Lse[r, h] = log Σ exp(scores) for the backward pass.
 // One workgroup per (head, row); the scores of up to MAXP positions sit in workgroup memory.

@@ -1,6 +1,6 @@
 // Backward of causal GQA attention over the KV cache (forward in attention.wgsl), recomputing
 // the probabilities from the saved log-sum-exp instead of storing them (flash-attention style).
-// Dims as in kv_cache.wgsl; G = NH / KV query heads share a kv head. For row r = (slot, pos),
+// Dims and cache layout as in rope.wgsl (rope_store); G = NH / KV query heads share a kv head. For row r = (slot, pos),
 // head h, position t ≤ pos:  s = scale·q·k_t,  P_t = exp(s − Lse[r,h]),  dP_t = dO·v_t,
 //   Δ[r,h] = Σ_d dO·O  (attention_delta.wgsl),  dS_t = P_t·(dP_t − Δ),
 //   dQ[r,h] = scale · Σ_t dS_t · k_t                         (attn_dq here: per (head, row))

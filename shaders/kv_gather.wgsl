@@ -1,4 +1,4 @@
-// The inverse of kv_store (kv_cache.wgsl): rows' values read back from cache layout,
+// The inverse of the cache write (rope.wgsl rope_store): rows' values read back from cache layout,
 // Out[r, h, d] = Cache[slot_r, h, pos_r, d] (the gradients of K and V per row).
 
 struct Params { N: u32, KV: u32, D: u32, P: u32 }

@@ -15,6 +15,11 @@ override SIGN: f32 = 1.0;
 @group(0) @binding(3) var<storage, read> Cos: array<f32>;
 @group(0) @binding(4) var<storage, read> Sin: array<f32>;
 
+// The rotation of one (x1, x2) pair by an angle with cosine c and sine s.
+fn rotate_half(x1: f32, x2: f32, c: f32, s: f32) -> vec2<f32> {
+  return vec2<f32>(x1 * c - x2 * s, x2 * c + x1 * s);
+}
+
 @compute @workgroup_size(WG)
 fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let half = p.D / 2u;
@@ -27,17 +32,22 @@ fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let c = Cos[pos * half + i];
   let s = SIGN * Sin[pos * half + i];
   let base = rh * p.D;
-  let x1 = X[base + i];
-  let x2 = X[base + i + half];
-  X[base + i] = x1 * c - x2 * s;
-  X[base + i + half] = x2 * c + x1 * s;
+  let y = rotate_half(X[base + i], X[base + i + half], c, s);
+  X[base + i] = y.x;
+  X[base + i + half] = y.y;
 }
 
 // ---------------------------------------------------------------------------------------------
-// rope_store: the forward's RoPE of q and k and the K/V cache write in one dispatch. Invocations
-// cover [rows, NH + KV heads, D/2] pairs: a q head's pair is rotated in place; a kv head's k pair
-// is rotated in place and written, with the same two elements of v, into the caches [S, KV, P, D]
-// at the row's (slot, pos). Same arithmetic as rope (SIGN +1) followed by kv_store.
+// rope_store: the forward's RoPE of q and k and the K/V cache write in one dispatch.
+// The per-slot KV cache read by causal GQA attention (attention.wgsl): dims N rows (tokens of
+// this call), NH query heads, KV key/value heads, D head_dim, S slots (sequences), P cache
+// positions per slot; layout Kc, Vc [S, KV, P, D]. Each row r has meta[r] = (slot, pos); writing
+// every row's K/V at its (slot, pos) and letting attention read positions 0..pos makes prefill,
+// ragged batched decode and causality one path.
+// Invocations cover [rows, NH + KV heads, D/2] pairs: a q head's pair is rotated in place; a kv
+// head's k pair is rotated in place and written, with the same two elements of v, to
+// Kc[slot, h, pos, :] and Vc[slot, h, pos, :]. The forward's rotation (SIGN +1); the rope entry
+// above is the backward's inverse.
 
 struct StoreParams { rows: u32, NH: u32, KV: u32, D: u32, P: u32, _p0: u32, _p1: u32, _p2: u32 }
 
@@ -67,23 +77,19 @@ fn rope_store(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
   let s = SSin[pos * half + i];
   if (h < sp.NH) {
     let base = (row * sp.NH + h) * sp.D;
-    let x1 = Q[base + i];
-    let x2 = Q[base + i + half];
-    Q[base + i] = x1 * c - x2 * s;
-    Q[base + i + half] = x2 * c + x1 * s;
+    let y = rotate_half(Q[base + i], Q[base + i + half], c, s);
+    Q[base + i] = y.x;
+    Q[base + i + half] = y.y;
     return;
   }
   let kh = h - sp.NH;
   let base = (row * sp.KV + kh) * sp.D;
-  let x1 = Kr[base + i];
-  let x2 = Kr[base + i + half];
-  let y1 = x1 * c - x2 * s;
-  let y2 = x2 * c + x1 * s;
-  Kr[base + i] = y1;
-  Kr[base + i + half] = y2;
+  let y = rotate_half(Kr[base + i], Kr[base + i + half], c, s);
+  Kr[base + i] = y.x;
+  Kr[base + i + half] = y.y;
   let dst = ((m.x * sp.KV + kh) * sp.P + pos) * sp.D;
-  Kc[dst + i] = y1;
-  Kc[dst + i + half] = y2;
+  Kc[dst + i] = y.x;
+  Kc[dst + i + half] = y.y;
   Vc[dst + i] = Vr[base + i];
   Vc[dst + i + half] = Vr[base + i + half];
 }

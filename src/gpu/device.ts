@@ -76,10 +76,14 @@ export interface CreateGpuOptions {
 
 const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|software|microsoft basic render/i;
 
+/** The adapter's identifying strings in one line, for matching drivers by name. */
+export function adapterText(info: Omit<AdapterDescription, "adapterClass">): string {
+  return `${info.vendor} ${info.architecture} ${info.device} ${info.description}`;
+}
+
 /** Classifies an adapter from its info: software rasterisers are "cpu". */
 export function classifyAdapter(info: Omit<AdapterDescription, "adapterClass">): AdapterClass {
-  const text = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`;
-  return info.isFallback || SOFTWARE_ADAPTER.test(text) ? "cpu" : "gpu";
+  return info.isFallback || SOFTWARE_ADAPTER.test(adapterText(info)) ? "cpu" : "gpu";
 }
 
 function describeAdapter(adapter: GPUAdapter): Omit<AdapterDescription, "adapterClass"> {

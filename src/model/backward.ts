@@ -186,8 +186,8 @@ export class ModelBackward {
     });
     this.k.kvGather(rec, N, KV, D, s.meta, g.dkc, g.dk);
     this.k.kvGather(rec, N, KV, D, s.meta, g.dvc, g.dv);
-    m.kernels.rope(rec, N, NH, D, m.maxLen, g.dq, s.meta, m.cos, m.sin, true);
-    m.kernels.rope(rec, N, KV, D, m.maxLen, g.dk, s.meta, m.cos, m.sin, true);
+    m.kernels.ropeInverse(rec, N, NH, D, m.maxLen, g.dq, s.meta, m.cos, m.sin);
+    m.kernels.ropeInverse(rec, N, KV, D, m.maxLen, g.dk, s.meta, m.cos, m.sin);
     let dq: GPUBuffer = g.dq, dk: GPUBuffer = g.dk;
     if (lv.qNorm && lv.kNorm) {
       this.normBwd(rec, N * NH, D, g.dq, a.q, lv.qNorm, a.rstdq, g.dqraw, false);

@@ -202,8 +202,13 @@ export class GpuModel {
 
   /** y [N, out] = x [N, in] · Wᵀ (+ bias): HF Linear with W stored [out, in]. */
   private linear(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef) {
-    const [out] = w.shape;
     this.matmulWeight(rec, N, x, w, y);
+    this.biasAndLora(rec, N, x, w, bias, y);
+  }
+
+  /** y [N, out] += bias, then += the attached LoRA adapter's x · Aᵀ · Bᵀ for this weight. */
+  private biasAndLora(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef) {
+    const [out] = w.shape;
     if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
     if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
   }
@@ -219,11 +224,7 @@ export class GpuModel {
     }
     const inp = parts[0][0].shape[1];
     this.ops.matmul.encodeGroup(rec, N, inp, x, parts.map(([w, , y]) => ({ b: this.params.chunks(w)[0].ref, c: y, N: w.shape[0] })), this.scratch.unused);
-    for (const [w, bias, y] of parts) {
-      const out = w.shape[0];
-      if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
-      if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
-    }
+    for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
   }
 
   /** The q and k that attention used (after the Qwen3 q/k norms and RoPE). */
@@ -236,7 +237,7 @@ export class GpuModel {
   private encodeLayer(rec: Recorder, l: number, N: number) {
     const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
     const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, KV = c.numKvHeads, I = c.intermediateSize;
-    const K = this.kernels, ew = this.ops.elementwise;
+    const K = this.kernels;
     K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
     this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]]);
     if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
@@ -246,41 +247,37 @@ export class GpuModel {
     const { q, k } = this.qkUsed(l);
     K.ropeStore(rec, N, NH, KV, D, s.meta, q, k, a.v, this.cos, this.sin, this.kCache[l], this.vCache[l]);
     K.attention(rec, N, NH, KV, D, s.meta, q, this.kCache[l], this.vCache[l], a.att, a.lse);
-    if (this.training) {
-      // Training keeps every layer's input, middle and output for the backward.
-      this.linear(rec, N, a.att, lv.o, lv.oBias, s.proj);
-      ew.binary(rec, { op: "add", n: N * C }, this.res[l], s.proj, a.xmid);
-    } else {
-      // Inference updates one residual stream in place: res += o(att), later res += down(h).
-      this.linearAccumulate(rec, N, a.att, lv.o, lv.oBias, this.res[l]);
-    }
+    // Training keeps the layer's input, middle and output apart for the backward; inference has
+    // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.training ? a.xmid : this.res[l];
+    this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
     K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
     this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]]);
     K.swiglu(rec, N * I, a.gate, a.up, a.h);
-    if (this.training) {
-      this.linear(rec, N, a.h, lv.down, null, s.proj);
-      ew.binary(rec, { op: "add", n: N * C }, a.xmid, s.proj, this.res[l + 1]);
-    } else {
-      this.linearAccumulate(rec, N, a.h, lv.down, null, this.res[l]);
-    }
+    this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1]);
   }
 
   /**
-   * y [N, out] += x · Wᵀ (+ bias) (+ LoRA): the matmul accumulates into y (beta 1); a split W
-   * goes through splitTmp and is added in with the same rounding (y + xWᵀ, then bias, then LoRA).
+   * to = from + linear(x). With from ≠ to (training) the linear goes to proj and one add writes
+   * to; with from = to (inference) the matmul accumulates into it (beta 1), or for a split W its
+   * chunks' product in proj is added in, then the bias and LoRA: the same rounding either way.
    */
-  private linearAccumulate(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef) {
+  private residualLinear(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, from: GPUBuffer, to: GPUBuffer) {
     const [out, inp] = w.shape;
+    const ew = this.ops.elementwise, proj = this.scratch.proj;
+    if (from !== to) {
+      this.linear(rec, N, x, w, bias, proj);
+      ew.binary(rec, { op: "add", n: N * out }, from, proj, to);
+      return;
+    }
     const chunks = this.params.chunks(w);
     if (chunks.length === 1) {
-      this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp, beta: 1 }, x, chunks[0].ref, y);
+      this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp, beta: 1 }, x, chunks[0].ref, to);
     } else {
-      this.matmulWeight(rec, N, x, w, this.scratch.proj);
-      this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out }, y, this.scratch.proj);
+      this.matmulWeight(rec, N, x, w, proj);
+      ew.binaryInPlace(rec, { op: "add", n: N * out }, to, proj);
     }
-    if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
-    if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
+    this.biasAndLora(rec, N, x, w, bias, to);
   }
 
   /**

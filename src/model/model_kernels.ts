@@ -30,7 +30,7 @@ export type AttentionVariant = "lane" | "workgroup";
 
 export class ModelKernels {
   private constructor(
-    private k: Record<"gather" | "rmsnorm" | "rope" | "ropeInv" | "kvStore" | "ropeStore" | "attention" | "swiglu", Kernel>,
+    private k: Record<"gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu", Kernel>,
     private maxPerDim: number,
     readonly cachePositions: number,
   ) {}
@@ -55,14 +55,12 @@ export class ModelKernels {
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const [gather, rmsnorm, rope, ropeInv, kvStore, ropeStore, attention, swiglu] = await Promise.all([
+    const [gather, rmsnorm, ropeInv, ropeStore, attention, swiglu] = await Promise.all([
       s("gather_rows", "gather_rows", [u, ro, ro, rw], { WG: EW }),
       serial
         ? s("rmsnorm", "rmsnorm_rows", [u, ro, ro, rw, rw], { WG: RED_WG })
         : s("rmsnorm", "rmsnorm", [u, ro, ro, rw, rw], { WG: RED_WG }),
-      s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: 1 }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
-      s("kv_cache", "kv_store", [u, ro, ro, ro, rw, rw], { WG: EW }),
       s("rope", "rope_store", [u, rw, rw, ro, ro, ro, ro, rw, rw], { WG: EW }),
       lane
         ? s("attention_lane", "attention_lane", [u, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: opts.headDim! / 4 })
@@ -72,7 +70,7 @@ export class ModelKernels {
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
     ]);
     const k = new ModelKernels(
-      { gather, rmsnorm, rope, ropeInv, kvStore, ropeStore, attention, swiglu },
+      { gather, rmsnorm, ropeInv, ropeStore, attention, swiglu },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
     );
@@ -98,10 +96,10 @@ export class ModelKernels {
     rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], wg, u);
   }
 
-  /** Rotates x [rows, heads, D] in place by each row's position (inverse when `inverse`). */
-  rope(rec: Recorder, rows: number, heads: number, D: number, maxPos: number, x: BufferRef, meta: BufferRef, cos: BufferRef, sin: BufferRef, inverse = false) {
+  /** Rotates x [rows, heads, D] in place back by each row's position (the inverse RoPE, for gradients). */
+  ropeInverse(rec: Recorder, rows: number, heads: number, D: number, maxPos: number, x: BufferRef, meta: BufferRef, cos: BufferRef, sin: BufferRef) {
     const u = packUniform([["u32", rows], ["u32", heads], ["u32", D], ["u32", maxPos]]);
-    rec.dispatch(inverse ? this.k.ropeInv : this.k.rope, [null, x, meta, cos, sin], this.grid(rows * heads * D / 2), u);
+    rec.dispatch(this.k.ropeInv, [null, x, meta, cos, sin], this.grid(rows * heads * D / 2), u);
   }
 
   private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
@@ -111,14 +109,9 @@ export class ModelKernels {
     ]);
   }
 
-  /** Writes each row's K and V [N, KV·D] into the caches [S, KV, P, D] at (slot, pos). */
-  kvStore(rec: Recorder, N: number, KV: number, D: number, meta: BufferRef, k: BufferRef, v: BufferRef, kc: BufferRef, vc: BufferRef) {
-    rec.dispatch(this.k.kvStore, [null, meta, k, v, kc, vc], this.grid(N * KV * D), this.attnUniform(N, 1, KV, D));
-  }
-
   /**
-   * rope(q), rope(k) in place and kvStore(k, v) in one dispatch (rope.wgsl rope_store): the same
-   * values as the three separate calls.
+   * RoPE of q [N, NH·D] and k [N, KV·D] in place, and k and v [N, KV·D] written into the caches
+   * [S, KV, P, D] at each row's (slot, pos): one dispatch (rope.wgsl rope_store).
    */
   ropeStore(
     rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, k: BufferRef,

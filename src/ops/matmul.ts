@@ -260,8 +260,9 @@ export class Matmul {
     if (parts.length === 0 || parts.length > 3) throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
     const widest = Math.max(...parts.map((q) => q.N));
     const v = this.variantFor({ form: "nt", M, N: widest, K });
+    // A·Bᵀ support depends on K only, so the widest part's variant fits every part.
     const k = this.groupKernels.get(v.name);
-    if (!k || parts.length === 1 || parts.some((q) => !variantSupports(v, { form: "nt", M, N: q.N, K }))) {
+    if (!k || parts.length === 1) {
       for (const q of parts) this.encode(rec, { form: "nt", M, N: q.N, K }, a, q.b, q.c);
       return;
     }

@@ -1,14 +1,11 @@
 // The kernel lab's picks per adapter class: which matmul variant runs for each form and shape
 // bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, small: M·N < 2^17, square: larger). Regenerate with
-// `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a quiet-machine lab run on 2026-11-22;
-// the small bucket keeps the square picks for CPU adapters in general; on llvmpipe (MATMUL_DRIVER_TUNING)
-// the small bucket's A·B and Aᵀ·B take r16c8_wg8x1 (a tiny model's 320-row training chunks: 8.4
-// vs 19.1 ms for A·B and 4.3 vs 8.7 ms for Aᵀ·B over the lab's small shapes, best of 5 runs of 50;
-// the RL step's update phase 2.8–4.4 s against 3.7–8.2 s with the square picks, two alternating
-// runs each, 2026-11-22). An earlier end-to-end comparison on a loaded machine had pointed the
-// other way; A·Bᵀ keeps r8c8_wg8x1 (8.6 vs 8.2 ms: a tie).
+// `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a
+// quiet-machine lab run on 2026-11-22, except the small bucket, which takes the square picks here
+// and its own picks per measured driver. Drivers measured on their own override these in
+// MATMUL_DRIVER_TUNING.
 
-import type { AdapterClass, AdapterDescription } from "../gpu/device.ts";
+import { type AdapterClass, type AdapterDescription, adapterText } from "../gpu/device.ts";
 
 export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
@@ -42,14 +39,16 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
 };
 
 /**
- * Picks for one driver, over its class's: on llvmpipe the small bucket's A·B and Aᵀ·B take 16×8
- * tiles (see the top of this file); decode's A·Bᵀ takes narrower workgroups, which tie on the
- * lab's 1024-wide shapes and win on a tiny model's (8 rows against 32–264 outputs: r8c8_wg8x1
- * 542 µs against r8c8_wg16x1's 868 over five shapes; 1 row: r1c8_wg32x1 549 against
- * r1c8_wg64x1's 837); and the square bucket the 32×16 register
- * tiles of shaders/matmul_reg_big.wgsl (17 s of LLVM compile per form with a cold Mesa shader
- * cache, then cached on disk). Measured on llvmpipe only; SwiftShader (also "cpu") keeps the class
- * picks.
+ * Picks for one driver, over its class's. llvmpipe (measured 2026-11-22, alternating runs on the
+ * shared machine; SwiftShader, also "cpu", keeps the class picks):
+ * - square: the 32×16 tiles of shaders/matmul_reg_big.wgsl (1024³ A·B 6.8 → 9.9, A·Bᵀ 5.8 → 11.6,
+ *   Aᵀ·B 6.1 → 8.6 GFLOPS; 17 s of LLVM compile per form with a cold Mesa shader cache);
+ * - small A·B and Aᵀ·B: r16c8_wg8x1 (a tiny model's 320-row training chunks: 8.4 vs 19.1 ms and
+ *   4.3 vs 8.7 ms over the lab's small shapes; RL update phase 2.8–4.4 s vs 3.7–8.2 s); small
+ *   A·Bᵀ keeps r8c8_wg8x1 (8.6 vs 8.2 ms, a tie);
+ * - decode A·Bᵀ: narrower workgroups, a tie on 1024-wide shapes and faster on a tiny model's
+ *   (8 rows against 32–264 outputs: r8c8_wg8x1 542 µs vs r8c8_wg16x1 868 over five shapes;
+ *   1 row: r1c8_wg32x1 549 vs r1c8_wg64x1 837).
  */
 export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }> = [
   {
@@ -69,10 +68,9 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
 
 /** The picks for an adapter: its class's, with its driver's on top. */
 export function matmulPicks(info: AdapterDescription): Record<string, string> {
-  const text = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`;
   const picks = { ...MATMUL_TUNING[info.adapterClass] };
   for (const d of MATMUL_DRIVER_TUNING) {
-    if (d.adapterClass === info.adapterClass && d.driver.test(text)) Object.assign(picks, d.picks);
+    if (d.adapterClass === info.adapterClass && d.driver.test(adapterText(info))) Object.assign(picks, d.picks);
   }
   return picks;
 }

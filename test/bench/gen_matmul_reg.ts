@@ -6,7 +6,7 @@
 // file, shaders/matmul_reg_big.wgsl, so kernels that never use them do not parse their ~0.5 MB.
 // Run: deno run -A test/bench/gen_matmul_reg.ts
 
-import { isBigRegTile } from "../../src/ops/matmul.ts";
+import { GROUP_TILES, isBigRegTile } from "../../src/ops/matmul.ts";
 
 export const REG_TILES: ReadonlyArray<readonly [rows: number, cols: number]> = [
   [1, 4], [1, 8], [2, 8], [4, 4], [4, 8], [8, 4], [8, 8], [8, 16], [16, 8],
@@ -98,48 +98,59 @@ function nn(R: number, Cc: number): string {
   return L.join("\n");
 }
 
-function nt(R: number, Cc: number): string {
-  if (isBigRegTile(R, Cc)) return ntDot(R, Cc);
-  const L = [sig(`nt_r${R}c${Cc}`)];
-  L.push(`  let col0 = (wid.x * WGX + lid.x) * ${Cc}u;`, `  let row0 = (wid.y * WGY + lid.y) * ${R}u;`);
-  L.push(`  let K4 = p.K / 4u;`, `  let aB = wid.z * p.strideA / 4u;`, `  let bB = wid.z * p.strideB / 4u;`);
-  for (let r = 0; r < R; r++) L.push(`  let ra${r} = aB + min(row0 + ${r}u, p.M - 1u) * K4;`);
-  for (let c = 0; c < Cc; c++) L.push(`  let rb${c} = bB + min(col0 + ${c}u, p.N - 1u) * K4;`);
-  // Four k-lane partial sums per output, summed after the loop.
-  L.push(`  var s: array<vec4<f32>, ${R * Cc}>;`, `  for (var k4 = 0u; k4 < K4; k4++) {`);
-  for (let c = 0; c < Cc; c++) L.push(`    let b${c} = B[rb${c} + k4];`);
-  for (let r = 0; r < R; r++) {
-    L.push(`    let a${r} = A[ra${r} + k4];`);
-    for (let c = 0; c < Cc; c++) L.push(`    s[${r * Cc + c}] = fma(a${r}, b${c}, s[${r * Cc + c}]);`);
-  }
-  L.push(`  }`, `  let cB = wid.z * p.strideC;`, `  let one = vec4(1.0);`);
-  for (let r = 0; r < R; r++) {
-    for (let c = 0; c < Cc; c++) L.push(`  put(cB, row0 + ${r}u, col0 + ${c}u, dot(s[${r * Cc + c}], one));`);
-  }
-  L.push(`}`);
-  return L.join("\n");
+/** How one A·Bᵀ tile body is written: the plain entries and the grouped ones differ only here. */
+interface NtTile {
+  /** Indentation of the body's statements. */
+  pad: string;
+  /** The column-tile index (wid.x, or its offset within a group). */
+  tile: string;
+  M: string;
+  N: string;
+  K: string;
+  B: string;
+  /** Batch offsets of A and B in vec4s (plain entries), or none. */
+  batched: boolean;
+  /** One scalar accumulator per output (dot of the two vec4s) instead of four k-lane partials. */
+  dot: boolean;
+  /** Statements after the k loop, before the stores. */
+  epilogue: string[];
+  store(r: number, c: number, value: string): string;
 }
 
-// nt for big tiles: one scalar accumulator per output (dot of the two vec4s along k) instead of
-// four k-lane partials, so an R×C tile holds R·C floats rather than 4·R·C.
-function ntDot(R: number, Cc: number): string {
-  const L = [sig(`nt_r${R}c${Cc}`)];
-  L.push(`  let col0 = (wid.x * WGX + lid.x) * ${Cc}u;`, `  let row0 = (wid.y * WGY + lid.y) * ${R}u;`);
-  L.push(`  let K4 = p.K / 4u;`, `  let aB = wid.z * p.strideA / 4u;`, `  let bB = wid.z * p.strideB / 4u;`);
-  for (let r = 0; r < R; r++) L.push(`  let ra${r} = aB + min(row0 + ${r}u, p.M - 1u) * K4;`);
-  for (let c = 0; c < Cc; c++) L.push(`  let rb${c} = bB + min(col0 + ${c}u, p.N - 1u) * K4;`);
-  L.push(`  var s: array<f32, ${R * Cc}>;`, `  for (var k4 = 0u; k4 < K4; k4++) {`);
-  for (let c = 0; c < Cc; c++) L.push(`    let b${c} = B[rb${c} + k4];`);
+function ntLines(R: number, Cc: number, o: NtTile): string[] {
+  const p = o.pad, q = `${p}  `;
+  const L = [`${p}let col0 = (${o.tile} * WGX + lid.x) * ${Cc}u;`, `${p}let row0 = (wid.y * WGY + lid.y) * ${R}u;`, `${p}let K4 = ${o.K} / 4u;`];
+  if (o.batched) L.push(`${p}let aB = wid.z * p.strideA / 4u;`, `${p}let bB = wid.z * p.strideB / 4u;`);
+  const [aB, bB] = o.batched ? ["aB + ", "bB + "] : ["", ""];
+  for (let r = 0; r < R; r++) L.push(`${p}let ra${r} = ${aB}min(row0 + ${r}u, ${o.M} - 1u) * K4;`);
+  for (let c = 0; c < Cc; c++) L.push(`${p}let rb${c} = ${bB}min(col0 + ${c}u, ${o.N} - 1u) * K4;`);
+  L.push(`${p}var s: array<${o.dot ? "f32" : "vec4<f32>"}, ${R * Cc}>;`, `${p}for (var k4 = 0u; k4 < K4; k4++) {`);
+  for (let c = 0; c < Cc; c++) L.push(`${q}let b${c} = ${o.B}[rb${c} + k4];`);
   for (let r = 0; r < R; r++) {
-    L.push(`    let a${r} = A[ra${r} + k4];`);
-    for (let c = 0; c < Cc; c++) L.push(`    s[${r * Cc + c}] += dot(a${r}, b${c});`);
+    L.push(`${q}let a${r} = A[ra${r} + k4];`);
+    for (let c = 0; c < Cc; c++) {
+      const i = r * Cc + c;
+      L.push(o.dot ? `${q}s[${i}] += dot(a${r}, b${c});` : `${q}s[${i}] = fma(a${r}, b${c}, s[${i}]);`);
+    }
   }
-  L.push(`  }`, `  let cB = wid.z * p.strideC;`);
+  L.push(`${p}}`, ...o.epilogue.map((e) => `${p}${e}`));
+  if (!o.dot) L.push(`${p}let one = vec4(1.0);`);
   for (let r = 0; r < R; r++) {
-    for (let c = 0; c < Cc; c++) L.push(`  put(cB, row0 + ${r}u, col0 + ${c}u, s[${r * Cc + c}]);`);
+    for (let c = 0; c < Cc; c++) L.push(`${p}${o.store(r, c, o.dot ? `s[${r * Cc + c}]` : `dot(s[${r * Cc + c}], one)`)}`);
   }
-  L.push(`}`);
-  return L.join("\n");
+  return L;
+}
+
+// Big tiles take the dot form: an R×C tile holds R·C floats rather than 4·R·C.
+function nt(R: number, Cc: number): string {
+  return [
+    sig(`nt_r${R}c${Cc}`),
+    ...ntLines(R, Cc, {
+      pad: "  ", tile: "wid.x", M: "p.M", N: "p.N", K: "p.K", B: "B", batched: true, dot: isBigRegTile(R, Cc),
+      epilogue: ["let cB = wid.z * p.strideC;"], store: (r, c, v) => `put(cB, row0 + ${r}u, col0 + ${c}u, ${v});`,
+    }),
+    `}`,
+  ].join("\n");
 }
 
 function tn(R: number, Cc: number): string {
@@ -168,9 +179,6 @@ function tn(R: number, Cc: number): string {
   return L.join("\n");
 }
 
-/** Tiles with a grouped entry (matmul_group.wgsl): the CPU picks for A·Bᵀ with few or many rows. */
-export const GROUP_TILES: ReadonlyArray<readonly [rows: number, cols: number]> = [[1, 8], [8, 8]];
-
 const GROUP_HEADER = `// GENERATED by test/bench/gen_matmul_reg.ts — edit the generator, not this file.
 // Grouped A·Bᵀ: up to three matmuls that share A [M,K] in one dispatch, Cg [M,Ng] = A · Bgᵀ for
 // Bg [Ng,K] (q/k/v, or gate/up, of one layer). Entry ntg_r<R>c<C>: the register tiles of
@@ -193,33 +201,18 @@ override WGX: u32 = 8u;
 override WGY: u32 = 1u;
 `;
 
-function ntGroupBody(R: number, Cc: number, g: number, tile: string): string[] {
-  const L: string[] = [];
-  const N = `gp.N${g}`;
-  L.push(`    let col0 = (${tile} * WGX + lid.x) * ${Cc}u;`, `    let row0 = (wid.y * WGY + lid.y) * ${R}u;`, `    let K4 = gp.K / 4u;`);
-  for (let r = 0; r < R; r++) L.push(`    let ra${r} = min(row0 + ${r}u, gp.M - 1u) * K4;`);
-  for (let c = 0; c < Cc; c++) L.push(`    let rb${c} = min(col0 + ${c}u, ${N} - 1u) * K4;`);
-  L.push(`    var s: array<vec4<f32>, ${R * Cc}>;`, `    for (var k4 = 0u; k4 < K4; k4++) {`);
-  for (let c = 0; c < Cc; c++) L.push(`      let b${c} = B${g}[rb${c} + k4];`);
-  for (let r = 0; r < R; r++) {
-    L.push(`      let a${r} = A[ra${r} + k4];`);
-    for (let c = 0; c < Cc; c++) L.push(`      s[${r * Cc + c}] = fma(a${r}, b${c}, s[${r * Cc + c}]);`);
-  }
-  L.push(`    }`, `    let one = vec4(1.0);`);
-  for (let r = 0; r < R; r++) {
-    for (let c = 0; c < Cc; c++) {
-      L.push(`    if (row0 + ${r}u < gp.M && col0 + ${c}u < ${N}) { C${g}[(row0 + ${r}u) * ${N} + col0 + ${c}u] = dot(s[${r * Cc + c}], one); }`);
-    }
-  }
-  return L;
-}
-
 function ntGroup(R: number, Cc: number): string {
-  const L = [sig(`ntg_r${R}c${Cc}`)];
-  L.push(`  if (wid.x < gp.t0) {`, ...ntGroupBody(R, Cc, 0, "wid.x"));
-  L.push(`  } else if (wid.x < gp.t0 + gp.t1) {`, ...ntGroupBody(R, Cc, 1, "(wid.x - gp.t0)"));
-  L.push(`  } else {`, ...ntGroupBody(R, Cc, 2, "(wid.x - gp.t0 - gp.t1)"), `  }`, `}`);
-  return L.join("\n");
+  const part = (g: number, tile: string) =>
+    ntLines(R, Cc, {
+      pad: "    ", tile, M: "gp.M", N: `gp.N${g}`, K: "gp.K", B: `B${g}`, batched: false, dot: false, epilogue: [],
+      store: (r, c, v) => `if (row0 + ${r}u < gp.M && col0 + ${c}u < gp.N${g}) { C${g}[(row0 + ${r}u) * gp.N${g} + col0 + ${c}u] = ${v}; }`,
+    });
+  return [
+    sig(`ntg_r${R}c${Cc}`),
+    `  if (wid.x < gp.t0) {`, ...part(0, "wid.x"),
+    `  } else if (wid.x < gp.t0 + gp.t1) {`, ...part(1, "(wid.x - gp.t0)"),
+    `  } else {`, ...part(2, "(wid.x - gp.t0 - gp.t1)"), `  }`, `}`,
+  ].join("\n");
 }
 
 export function generate(tiles: ReadonlyArray<readonly [number, number]>): string {
