@@ -46,6 +46,20 @@ export interface GenerateOptions {
   stepsPerSync?: number;
   /** Called after each decode step with the tokens so far (for streaming). */
   onStep?: (step: number, results: readonly GenerateResult[]) => void;
+  /**
+   * Filled in with the wall time of each phase when given (for throughput reports): prefill
+   * then waits for the GPU before decoding starts, which costs one sync.
+   */
+  timing?: GenerateTiming;
+}
+
+export interface GenerateTiming {
+  /** Prefill of every prompt but its last token, through the GPU finishing it. */
+  prefillMs: number;
+  /** The decode steps, from the first step's submission to the last readback. */
+  decodeMs: number;
+  /** Decode steps run (chained steps after every sequence stopped included). */
+  decodeSteps: number;
 }
 
 export class Generator {
@@ -54,7 +68,12 @@ export class Generator {
   static async create(model: GpuModel): Promise<Generator> {
     const [sampler, advance] = await Promise.all([
       Sampler.create(model.gpu),
-      model.gpu.kernel({ shader: "decode", entry: "advance", bindings: ["uniform", "read-only-storage", "storage", "storage", "storage"], constants: { WG: 64 } }),
+      model.gpu.kernel({
+        shader: "decode",
+        entry: "advance",
+        bindings: ["uniform", "read-only-storage", "read-only-storage", "storage", "storage", "storage", "storage"],
+        constants: { WG: 64 },
+      }),
     ]);
     return new Generator(model, sampler, advance);
   }
@@ -80,7 +99,11 @@ export class Generator {
     const prefill: ModelRow[] = reqs.flatMap((r, slot) =>
       r.prompt.slice(0, -1).map((token, pos) => ({ token, slot, pos, adapter: r.adapter }))
     );
+    if (!m.lora) await m.prepareDecode(); // once per model: the fused decode step, where it applies
+    const t0 = performance.now();
     if (prefill.length) await m.forward(prefill, []);
+    if (opts.timing) await gpu.sync();
+    const t1 = performance.now();
     const results: GenerateResult[] = reqs.map(() => ({ ids: [], logprobs: [], finish: "length" }));
     const done = reqs.map((r) => r.maxNewTokens <= 0);
     // Requests that can only end by length, with no streaming, are read back once at the end.
@@ -93,20 +116,20 @@ export class Generator {
     // The first decode step feeds each prompt's last token at its position.
     m.writeRows(reqs.map((r, slot) => ({ token: r.prompt[r.prompt.length - 1], slot, pos: r.prompt.length - 1, adapter: r.adapter })), reqs.map((_, i) => i));
     gpu.write(params, packSamplingParams(reqs.map((r, i) => ({ ...r.sampling, seed: r.sampling?.seed ?? 0, sequence: r.sequence ?? i, step: 0 }))));
-    // S chained steps, recorded once and replayed: forward, sample, save, advance.
+    // S chained steps, recorded once and replayed: forward, sample, then save and advance.
     const rec = gpu.recorder("decode steps");
-    const adv = packUniform([["u32", B], ["u32", m.maxLen], ["u32", PARAM_WORDS], ["u32", 0]]);
     for (let s = 0; s < S; s++) {
-      m.encodeForward(rec, B, B);
+      m.encodeForward(rec, B, B, true); // a decode step: one row per slot, all logits
       this.sampler.encode(rec, { rows: B, vocab: V, logits: m.logitsBuffer, params, ids, logprobs });
-      rec.copy(ids, { buffer: out, offset: s * B * 4 }, B * 4);
-      rec.copy(logprobs, { buffer: out, offset: (S + s) * B * 4 }, B * 4);
-      rec.dispatch(this.advance, [null, ids, m.scratch.ids, m.scratch.meta, params], [Math.ceil(B / 64)], adv);
+      const adv = packUniform([["u32", B], ["u32", m.maxLen], ["u32", PARAM_WORDS], ["u32", s], ["u32", S]]);
+      rec.dispatch(this.advance, [null, ids, logprobs, m.scratch.ids, m.scratch.meta, params, out], [Math.ceil(B / 64)], adv);
     }
     const plan = rec.finish();
     try {
+      let steps = 0;
       for (let step = 0; done.some((d) => !d); step += S) {
         plan.run();
+        steps += S;
         const raw = await gpu.read(out, 2 * S * B * 4);
         const idv = new Uint32Array(raw, 0, S * B), lpv = new Float32Array(raw, S * B * 4, S * B);
         for (let s = 0; s < S; s++) {
@@ -121,6 +144,7 @@ export class Generator {
           opts.onStep?.(step + s, results);
         }
       }
+      if (opts.timing) Object.assign(opts.timing, { prefillMs: t1 - t0, decodeMs: performance.now() - t1, decodeSteps: steps });
     } finally {
       plan.destroy();
       [ids, logprobs, params, out].forEach((b) => b.destroy());

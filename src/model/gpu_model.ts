@@ -16,8 +16,10 @@ import { type GpuParams, uploadParams } from "./gpu_params.ts";
 import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
 import { ropeTable } from "./rope_table.ts";
 import { SplitKernels } from "./split_kernels.ts";
-import type { ModelWeights, ParamTensor } from "./weights.ts";
+import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
+import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit } from "./decode_forward.ts";
+import type { BufferRange } from "./gpu_params.ts";
 
 export interface ModelRow {
   token: number;
@@ -42,6 +44,13 @@ export interface GpuModelOptions {
   normVariant?: "rows" | "workgroup";
   /** Forward attention kernel; default "lane" on CPU adapters, "workgroup" on GPUs (tests pin either). */
   attentionVariant?: AttentionVariant;
+  /**
+   * Decode steps' forward: "fused" (the whole forward in one dispatch, decode_forward.wgsl; the
+   * default on CPU adapters where the model fits it, used while no LoRA is attached) or "ops"
+   * (the per-op path every other forward takes). Tests pin either; `decodeForward` tunes it.
+   */
+  decodeVariant?: "fused" | "ops";
+  decodeForward?: DecodeForwardOptions;
 }
 
 /** What one layer saves for the backward pass (in inference all layers share one set). */
@@ -85,8 +94,11 @@ export class GpuModel {
   readonly acts: LayerActs[];
   /** Residual stream: res[l] is layer l's input; training keeps all L+1, inference ping-pongs two. */
   readonly res: GPUBuffer[];
-  readonly kCache: GPUBuffer[];
-  readonly vCache: GPUBuffer[];
+  /** Per layer [S, KV, P, D]: one buffer per layer, or with the fused decode ranges of one. */
+  readonly kCache: BufferRange[];
+  readonly vCache: BufferRange[];
+  /** Float distance between consecutive layers' caches when they share one buffer (fused decode). */
+  private readonly cacheStride: number;
   readonly cos: GPUBuffer;
   readonly sin: GPUBuffer;
   readonly chunkRows: number;
@@ -107,6 +119,8 @@ export class GpuModel {
     readonly kernels: ModelKernels,
     /** Kernels for split weights (null when no tensor is split). */
     readonly split: SplitKernels | null,
+    /** Whether decode steps may use the fused forward (compiled by prepareDecode). */
+    private readonly fusedDecode: DecodeForwardOptions | null,
     readonly slots: number,
     readonly maxLen: number,
     opts: GpuModelOptions,
@@ -142,8 +156,18 @@ export class GpuModel {
       this.res = Array.from({ length: c.numLayers + 1 }, () => stream);
     }
     const cacheFloats = slots * c.numKvHeads * maxLen * D;
-    this.kCache = Array.from({ length: c.numLayers }, (_, l) => f(cacheFloats, `kcache${l}`));
-    this.vCache = Array.from({ length: c.numLayers }, (_, l) => f(cacheFloats, `vcache${l}`));
+    const range = (buffer: GPUBuffer, l: number) => ({ buffer, offset: l * this.cacheStride * 4, size: cacheFloats * 4 });
+    if (fusedDecode) {
+      // The fused decode binds every layer's cache at once: one buffer, layers 256 B aligned.
+      this.cacheStride = Math.ceil(cacheFloats / PARAM_ALIGN_FLOATS) * PARAM_ALIGN_FLOATS;
+      const kAll = f(this.cacheStride * c.numLayers, "kcache"), vAll = f(this.cacheStride * c.numLayers, "vcache");
+      this.kCache = Array.from({ length: c.numLayers }, (_, l) => range(kAll, l));
+      this.vCache = Array.from({ length: c.numLayers }, (_, l) => range(vAll, l));
+    } else {
+      this.cacheStride = 0;
+      this.kCache = Array.from({ length: c.numLayers }, (_, l) => range(f(cacheFloats, `kcache${l}`), 0));
+      this.vCache = Array.from({ length: c.numLayers }, (_, l) => range(f(cacheFloats, `vcache${l}`), 0));
+    }
     const lay = weights.layout;
     const splitRows = Math.max(0, ...lay.tensors.filter((t) => params.isSplit(t)).flatMap((t) => params.chunks(t).map((k) => k.rows)));
     this.splitTmp = splitRows > 0 ? f(N * splitRows, "split.tmp") : null;
@@ -164,6 +188,11 @@ export class GpuModel {
     }
     const params = uploadParams(gpu, weights);
     try {
+      const fused = !opts.training && (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
+      const unfit = fused
+        ? decodeForwardUnfit(c, params, { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes }, opts.decodeForward)
+        : null;
+      if (unfit && opts.decodeVariant === "fused") throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
       const [ops, kernels, split] = await Promise.all([
         createOps(gpu, {
           matmulBuckets: bucketsForShapes(Math.max(opts.chunkRows ?? 256, opts.slots), weights.layout.tensors.map((t) => t.shape)),
@@ -171,11 +200,27 @@ export class GpuModel {
         ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim, attentionVariant: opts.attentionVariant }),
         params.anySplit ? SplitKernels.create(gpu) : null,
       ]);
-      return new GpuModel(gpu, weights, params, ops, kernels, split, opts.slots, opts.maxLen, opts);
+      const fusedDecode = fused && !unfit ? opts.decodeForward ?? {} : null;
+      return new GpuModel(gpu, weights, params, ops, kernels, split, fusedDecode, opts.slots, opts.maxLen, opts);
     } catch (e) {
       params.destroy();
       throw e;
     }
+  }
+
+  private decodeKernel: DecodeForwardKernel | null = null;
+  private decodeCompile: Promise<void> | null = null;
+
+  /**
+   * Compiles the fused decode forward where this model uses it (a no-op otherwise, and after the
+   * first call). Until then decode steps take the per-op path: the kernel is large (seconds to
+   * compile on llvmpipe the first time), so models that never decode never pay for it.
+   */
+  prepareDecode(): Promise<void> {
+    if (!this.fusedDecode) return Promise.resolve();
+    this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.fusedDecode)
+      .then((k) => void (this.decodeKernel = k));
+    return this.decodeCompile;
   }
 
   p(t: ParamTensor | null): BufferRef {
@@ -283,15 +328,13 @@ export class GpuModel {
   /**
    * Records the forward of N rows already written to ids/meta; logits of nSel rows (sel) go to
    * the logits buffer. In training mode every row gets logits, in order (sel is not used).
+   * `decode`: the caller promises a decode step — every row its own slot and logits wanted for
+   * all rows in order (sel the identity) — which allows the fused forward (one dispatch) and
+   * skips the selection gather.
    */
-  encodeForward(rec: Recorder, N: number, nSel: number) {
+  encodeForward(rec: Recorder, N: number, nSel: number, decode = false) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
-    const embed = this.params.chunks(lay.embed);
-    if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
-    else for (const k of embed) this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
-    for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N);
-    if (nSel === 0) return;
     if (nSel > this.maxLogitRows) {
       throw new GpuLimitError(
         `logits of ${nSel} rows × ${V} floats exceed this adapter's ${this.gpu.device.limits.maxStorageBufferBindingSize}-byte ` +
@@ -299,16 +342,32 @@ export class GpuModel {
           `decode step, or a smaller chunkRows for training)`,
       );
     }
+    if (decode && nSel !== N) throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
+    if (decode && this.decodeKernel && !this.lora && !this.training) {
+      const kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
+      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, this.cos, this.sin, kc, vc, this.cacheStride, this.logitRange(N));
+      return;
+    }
+    const embed = this.params.chunks(lay.embed);
+    if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
+    else for (const k of embed) this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
+    for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N);
+    if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
-    if (!this.training) {
+    if (!this.training && !decode) {
       this.kernels.gather(rec, nSel, C, N, this.res[L], s.sel, s.xs);
       final = s.xs;
     } else if (nSel !== N) {
       throw new KernelArgumentError(`training forward computes logits for all ${N} rows, not ${nSel}`);
     }
     this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
-    // Only the rows written are bound: with a large vocabulary the whole buffer can exceed a binding.
-    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, { buffer: s.logits, offset: 0, size: Math.min(s.logits.size, Math.ceil(nSel * V / 4) * 16) });
+    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel));
+  }
+
+  /** The first rows of the logits buffer: with a large vocabulary the whole buffer can exceed a binding. */
+  private logitRange(rows: number): BufferRange {
+    const s = this.scratch;
+    return { buffer: s.logits, offset: 0, size: Math.min(s.logits.size, Math.ceil(rows * this.config.vocabSize / 4) * 16) };
   }
 
   private validate(rows: readonly ModelRow[]) {
@@ -389,7 +448,7 @@ export class GpuModel {
     this.params.destroy();
     const all = new Set<GPUBuffer>([
       ...Object.values(this.scratch), ...this.acts.flatMap((a) => Object.values(a)), ...this.res,
-      ...this.kCache, ...this.vCache, this.cos, this.sin, ...(this.splitTmp ? [this.splitTmp] : []),
+      ...this.kCache.map((r) => r.buffer), ...this.vCache.map((r) => r.buffer), this.cos, this.sin, ...(this.splitTmp ? [this.splitTmp] : []),
     ]);
     for (const b of all) b.destroy();
   }

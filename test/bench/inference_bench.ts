@@ -30,13 +30,13 @@ async function ours(gpu: Gpu, preset: string, batch: number, o: InferenceBenchOp
       // Prefill = the forward over every prompt token (one row per token, logits of the last).
       await model.forward(prompts.flatMap((p, slot) => p.map((token, pos) => ({ token, slot, pos }))), [0]);
       const t1 = performance.now();
-      // Decode: a whole generate (prefill without readback + chained decode steps), minus the
-      // prefill time measured above; this slightly favours decode by the prefill's readback.
-      await gen.generate(prompts.map((prompt, i) => ({ prompt, maxNewTokens: o.newTokens, sequence: i, sampling: { temperature: 0 } })));
-      const decodeMs = performance.now() - t1 - (t1 - t0);
+      // Decode: the chained greedy steps of a generate, timed inside it (from the first step's
+      // submission to the last readback), as the peer times its steps after its prefill.
+      const timing = { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
+      await gen.generate(prompts.map((prompt, i) => ({ prompt, maxNewTokens: o.newTokens, sequence: i, sampling: { temperature: 0 } })), { timing });
       if (r === 0) continue;
       prefill.push(batch * o.promptLen / ((t1 - t0) / 1000));
-      decode.push(batch * o.newTokens / (Math.max(decodeMs, 1) / 1000));
+      decode.push(batch * o.newTokens / (timing.decodeMs / 1000));
     }
   } finally {
     model.destroy();

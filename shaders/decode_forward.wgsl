@@ -1,0 +1,319 @@
+// A whole forward pass of a small model for one decode step, in one dispatch: the embedding
+// lookup, every decoder layer (RMSNorm, q/k/v (+ biases), the Qwen3 per-head q/k RMSNorm,
+// rotate-half RoPE with the K/V cache write, causal GQA attention over the cache, o (+ bias)
+// into the residual, RMSNorm, gate/up, SwiGLU, down into the residual), the final RMSNorm and
+// the LM head. The same HF semantics as GpuModel's per-op path (which training, prefill and
+// scoring use); sums run in another order, so results agree to rounding.
+//
+// Why: on a CPU adapter (llvmpipe) a decode step of a tiny model is ~20 dispatches of a few
+// microseconds of work each, and each dispatch costs tens to hundreds of microseconds (more on
+// a loaded machine, where waking the driver's worker threads waits on the scheduler). A decode
+// step's rows are distinct sequences, so a row depends only on itself and its own slot's cache
+// through all layers: a workgroup takes R rows through the whole model with its residual stream
+// in workgroup memory, and no workgroup waits on another. Every weight vec4 a lane loads serves
+// its R rows.
+//
+// Dims: C = 4·C4 hidden, I = 4·I4 intermediate, D = 4·D4 head_dim (D/2 a multiple of 4), NH
+// heads, KV kv heads (G = NH/KV per kv head), V = 4·V4 vocabulary, P cache positions per slot.
+// W binds every parameter, found at the vec4 offsets in p. Caches Kc, Vc hold layer l's
+// [S, KV, P, D] cache at vec4 offset l·p.cacheStride (layout of rope.wgsl's rope_store).
+// Meta [N] (slot, pos); Ids [N] input tokens; Cos/Sin [maxPos, D/2] (rope_table.ts);
+// Logits [N, V].
+
+struct Layer {
+  inNorm: u32, wq: u32, wk: u32, wv: u32,
+  wo: u32, postNorm: u32, wg: u32, wu: u32,
+  wd: u32, bq: u32, bk: u32, bv: u32,
+  bo: u32, qNorm: u32, kNorm: u32, flags: u32, // flags: 1 q/k/v biases, 2 o bias, 4 q/k norms
+}
+
+// The matrix dims are uniforms, not override constants, so that the loops over them stay loops:
+// unrolled, the kernel took 40 s to compile on llvmpipe.
+struct Params {
+  rows: u32, P: u32, eps: f32, scale: f32,
+  layers: u32, embed: u32, finalNorm: u32, head: u32,
+  cacheStride: u32, C4: u32, I4: u32, V4: u32,
+  Q4: u32, _p0: u32, _p1: u32, _p2: u32,        // Q4 = NH·D4
+  layer: array<Layer, MAXL>,
+}
+
+override WG: u32 = 16u;
+override R: u32 = 4u;    // rows per workgroup
+override D4: u32 = 4u;
+override NH: u32 = 4u;
+override KV: u32 = 2u;
+override NCH: u32 = 2u;  // position chunks per (row, kv head) in attention
+// Workgroup array lengths (the host sets them from the above): R·C4, R·NH·D4, R·KV·D4, R·I4,
+// R·KV·NCH·G partial sums and their R·KV·NCH·G·D4 accumulators.
+override SC: u32 = 64u;
+override SQ: u32 = 64u;
+override SKV: u32 = 32u;
+override SI: u32 = 192u;
+override SPART: u32 = 16u;
+override SPACC: u32 = 64u;
+
+const MAXL: u32 = 32u;    // layers (the uniform block holds their offsets)
+const MAXR: u32 = 8u;
+const MAXD4: u32 = 16u;
+const MAXG: u32 = 8u;
+const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_forward.ts)
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> W: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> Meta: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> Ids: array<u32>;
+@group(0) @binding(4) var<storage, read> Cos: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> Sin: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> Kc: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> Vc: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> Logits: array<vec4<f32>>;
+
+var<workgroup> sRes: array<vec4<f32>, SC>;  // the residual stream of the R rows
+var<workgroup> sX: array<vec4<f32>, SC>;    // normalized rows (the projections' input)
+var<workgroup> sQ: array<vec4<f32>, SQ>;    // q, then the attention output
+var<workgroup> sK: array<vec4<f32>, SKV>;
+var<workgroup> sV: array<vec4<f32>, SKV>;
+var<workgroup> sH: array<vec4<f32>, SI>;    // silu(gate)·up
+var<workgroup> pM: array<f32, SPART>;
+var<workgroup> pL: array<f32, SPART>;
+var<workgroup> pAcc: array<vec4<f32>, SPACC>;
+
+// Four output columns (weight rows 4·n4 .. 4·n4+3 of a [rows, 4·k4] weight at vec4 offset w)
+// for the R rows of the input: sX (k4 = C4), sQ (k4 = NH·D4) or sH (k4 = I4). Each weight
+// vec4 loaded is dotted with every row before the next is loaded.
+fn project4(w: u32, n4: u32, src: u32) -> array<vec4<f32>, MAXR> {
+  var acc: array<vec4<f32>, MAXR>;
+  var k4 = p.C4;
+  if (src == 1u) { k4 = p.Q4; } else if (src == 2u) { k4 = p.I4; }
+  let b = w + n4 * 4u * k4;
+  for (var k = 0u; k < k4; k++) {
+    let w0 = W[b + k];
+    let w1 = W[b + k4 + k];
+    let w2 = W[b + 2u * k4 + k];
+    let w3 = W[b + 3u * k4 + k];
+    for (var r = 0u; r < R; r++) {
+      var xv: vec4<f32>;
+      if (src == 0u) { xv = sX[r * k4 + k]; } else if (src == 1u) { xv = sQ[r * k4 + k]; } else { xv = sH[r * k4 + k]; }
+      acc[r] += vec4<f32>(dot(w0, xv), dot(w1, xv), dot(w2, xv), dot(w3, xv));
+    }
+  }
+  return acc;
+}
+
+// Row r of this workgroup: its index in the dispatch, clamped so that the last workgroup's
+// spare rows recompute the last row (never written back) and control flow stays uniform.
+fn rowOf(wg: u32, r: u32) -> u32 {
+  return min(wg * R + r, p.rows - 1u);
+}
+
+fn valid(wg: u32, r: u32) -> bool {
+  return wg * R + r < p.rows;
+}
+
+// sX row r = RMSNorm of sRes row r: x · rsqrt(mean(x²) + eps) · W[w..].
+fn normRow(r: u32, w: u32) {
+  var ss = 0.0;
+  for (var k = 0u; k < p.C4; k++) { let v = sRes[r * p.C4 + k]; ss += dot(v, v); }
+  let rstd = inverseSqrt(ss / f32(4u * p.C4) + p.eps);
+  for (var k = 0u; k < p.C4; k++) { sX[r * p.C4 + k] = sRes[r * p.C4 + k] * rstd * W[w + k]; }
+}
+
+@compute @workgroup_size(WG)
+fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x;
+  let G = NH / KV;
+  let Q4 = NH * D4;
+  let K4 = KV * D4;
+  let half4 = D4 / 2u;
+
+  // The embedding rows of the input tokens.
+  for (var i = lid; i < R * p.C4; i += WG) {
+    let r = i / p.C4;
+    sRes[i] = W[p.embed + Ids[rowOf(g, r)] * p.C4 + i % p.C4];
+  }
+  workgroupBarrier();
+
+  for (var l = 0u; l < p.layers; l++) {
+    let ly = p.layer[l];
+    // 1. RMSNorm, then q/k/v: lane n4 computes four columns of [q | k | v] for the R rows.
+    for (var r = lid; r < R; r += WG) { normRow(r, ly.inNorm); }
+    workgroupBarrier();
+    for (var n4 = lid; n4 < Q4 + 2u * K4; n4 += WG) {
+      // Which of q, k, v the four columns belong to: its weight, bias and destination.
+      var w = ly.wq;
+      var bias = ly.bq;
+      var j = n4;
+      var dst = 0u;
+      if (n4 >= Q4 + K4) {
+        w = ly.wv; bias = ly.bv; j = n4 - Q4 - K4; dst = 2u;
+      } else if (n4 >= Q4) {
+        w = ly.wk; bias = ly.bk; j = n4 - Q4; dst = 1u;
+      }
+      let acc = project4(w, j, 0u);
+      var b = vec4<f32>();
+      if ((ly.flags & 1u) != 0u) { b = W[bias + j]; }
+      for (var r = 0u; r < R; r++) {
+        if (dst == 0u) { sQ[r * Q4 + j] = acc[r] + b; } else if (dst == 1u) { sK[r * K4 + j] = acc[r] + b; } else { sV[r * K4 + j] = acc[r] + b; }
+      }
+    }
+    workgroupBarrier();
+
+    // 2. Per head: the Qwen3 q/k RMSNorm, RoPE, and for kv heads the K/V cache write.
+    let cache = l * p.cacheStride;
+    for (var i = lid; i < R * (NH + KV); i += WG) {
+      let r = i / (NH + KV);
+      let h = i % (NH + KV);
+      let m = Meta[rowOf(g, r)];
+      let pos = min(m.y, p.P - 1u);
+      let isQ = h < NH;
+      var base = r * Q4 + h * D4;
+      var hv: array<vec4<f32>, MAXD4>;
+      if (isQ) {
+        for (var d = 0u; d < D4; d++) { hv[d] = sQ[base + d]; }
+      } else {
+        base = r * K4 + (h - NH) * D4;
+        for (var d = 0u; d < D4; d++) { hv[d] = sK[base + d]; }
+      }
+      if ((ly.flags & 4u) != 0u) {
+        var ss = 0.0;
+        for (var d = 0u; d < D4; d++) { ss += dot(hv[d], hv[d]); }
+        let rstd = inverseSqrt(ss / f32(4u * D4) + p.eps);
+        let nw = select(ly.kNorm, ly.qNorm, isQ);
+        for (var d = 0u; d < D4; d++) { hv[d] = hv[d] * rstd * W[nw + d]; }
+      }
+      for (var d = 0u; d < half4; d++) {
+        let c = Cos[pos * half4 + d];
+        let s = Sin[pos * half4 + d];
+        let x1 = hv[d];
+        let x2 = hv[d + half4];
+        hv[d] = x1 * c - x2 * s;
+        hv[d + half4] = x2 * c + x1 * s;
+      }
+      if (isQ) {
+        for (var d = 0u; d < D4; d++) { sQ[base + d] = hv[d]; }
+      } else if (valid(g, r)) {
+        let dst = cache + ((m.x * KV + (h - NH)) * p.P + pos) * D4;
+        for (var d = 0u; d < D4; d++) {
+          Kc[dst + d] = hv[d];
+          Vc[dst + d] = sV[base + d];
+        }
+      }
+    }
+    storageBarrier();
+    workgroupBarrier();
+
+    // 3. Attention: lane (row, kv head, chunk) runs an online softmax over positions chunk,
+    // chunk + NCH, ... for the G query heads of the kv head (K and V loaded once for all G).
+    for (var i = lid; i < R * KV * NCH; i += WG) {
+      let ch = i % NCH;
+      let rk = i / NCH;
+      let r = rk / KV;
+      let kvh = rk % KV;
+      let m = Meta[rowOf(g, r)];
+      let len = min(m.y, p.P - 1u) + 1u;
+      let kBase = cache + (m.x * KV + kvh) * p.P * D4;
+      var q: array<vec4<f32>, QLEN>; // [G, D4]
+      var acc: array<vec4<f32>, QLEN>;
+      var mx: array<f32, MAXG>;
+      var sum: array<f32, MAXG>;
+      for (var h = 0u; h < G; h++) {
+        for (var d = 0u; d < D4; d++) {
+          q[h * D4 + d] = sQ[r * Q4 + (kvh * G + h) * D4 + d] * p.scale;
+          acc[h * D4 + d] = vec4<f32>();
+        }
+        mx[h] = -3.402823e38;
+        sum[h] = 0.0;
+      }
+      for (var t = ch; t < len; t += NCH) {
+        let kb = kBase + t * D4;
+        var kv: array<vec4<f32>, MAXD4>;
+        for (var d = 0u; d < D4; d++) { kv[d] = Kc[kb + d]; }
+        var e: array<f32, MAXG>;
+        for (var h = 0u; h < G; h++) {
+          var s = 0.0;
+          for (var d = 0u; d < D4; d++) { s += dot(q[h * D4 + d], kv[d]); }
+          if (s > mx[h]) {
+            // The running max moves: rescale what was summed so far (exp(-huge) = 0 at first).
+            let c = exp(mx[h] - s);
+            sum[h] *= c;
+            for (var d = 0u; d < D4; d++) { acc[h * D4 + d] *= c; }
+            mx[h] = s;
+          }
+          e[h] = exp(s - mx[h]);
+          sum[h] += e[h];
+        }
+        for (var d = 0u; d < D4; d++) {
+          let v = Vc[kb + d];
+          for (var h = 0u; h < G; h++) { acc[h * D4 + d] += e[h] * v; }
+        }
+      }
+      for (var h = 0u; h < G; h++) {
+        let j = i * G + h;
+        pM[j] = mx[h];
+        pL[j] = sum[h];
+        for (var d = 0u; d < D4; d++) { pAcc[j * D4 + d] = acc[h * D4 + d]; }
+      }
+    }
+    workgroupBarrier();
+    // Merge the chunks: lane (row, head, d4) writes the attention output over q in sQ.
+    for (var i = lid; i < R * Q4; i += WG) {
+      let d = i % D4;
+      let rh = i / D4;
+      let r = rh / NH;
+      let h = rh % NH;
+      let hg = h % G;
+      let first = (r * KV + h / G) * NCH;
+      var M = -3.402823e38;
+      for (var c = 0u; c < NCH; c++) { M = max(M, pM[(first + c) * G + hg]); }
+      var L = 0.0;
+      var a = vec4<f32>();
+      for (var c = 0u; c < NCH; c++) {
+        let j = (first + c) * G + hg;
+        let e = exp(pM[j] - M);
+        L += pL[j] * e;
+        a += pAcc[j * D4 + d] * e;
+      }
+      sQ[i] = a / L;
+    }
+    workgroupBarrier();
+
+    // 4. o (+ bias) into the residual: lane n4 computes four columns of C.
+    for (var n4 = lid; n4 < p.C4; n4 += WG) {
+      let acc = project4(ly.wo, n4, 1u);
+      var b = vec4<f32>();
+      if ((ly.flags & 2u) != 0u) { b = W[ly.bo + n4]; }
+      for (var r = 0u; r < R; r++) { sRes[r * p.C4 + n4] += acc[r] + b; }
+    }
+    workgroupBarrier();
+
+    // 5. RMSNorm, gate and up, SwiGLU into sH: lane n4 computes four columns of I.
+    for (var r = lid; r < R; r += WG) { normRow(r, ly.postNorm); }
+    workgroupBarrier();
+    for (var n4 = lid; n4 < p.I4; n4 += WG) {
+      let ga = project4(ly.wg, n4, 0u);
+      let ua = project4(ly.wu, n4, 0u);
+      for (var r = 0u; r < R; r++) {
+        let gv = ga[r];
+        sH[r * p.I4 + n4] = gv / (1.0 + exp(-gv)) * ua[r];
+      }
+    }
+    workgroupBarrier();
+
+    // 6. down into the residual: lane n4 computes four columns of C.
+    for (var n4 = lid; n4 < p.C4; n4 += WG) {
+      let acc = project4(ly.wd, n4, 2u);
+      for (var r = 0u; r < R; r++) { sRes[r * p.C4 + n4] += acc[r]; }
+    }
+    workgroupBarrier();
+  }
+
+  // The final RMSNorm and the LM head: lane n4 computes four logits of each row.
+  for (var r = lid; r < R; r += WG) { normRow(r, p.finalNorm); }
+  workgroupBarrier();
+  for (var n4 = lid; n4 < p.V4; n4 += WG) {
+    let acc = project4(p.head, n4, 0u);
+    for (var r = 0u; r < R; r++) {
+      if (valid(g, r)) { Logits[rowOf(g, r) * p.V4 + n4] = acc[r]; }
+    }
+  }
+}

@@ -1,0 +1,117 @@
+// The fused decode forward (shaders/decode_forward.wgsl): a small model's whole forward pass for
+// one decode step (every row its own sequence) in one dispatch. GpuModel uses it on CPU adapters,
+// where a tiny model's step is bound by dispatch count rather than arithmetic; training, prefill,
+// scoring, LoRA and models that do not fit take the per-op path.
+
+import type { Gpu } from "../gpu/mod.ts";
+import type { Kernel } from "../gpu/pipelines.ts";
+import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { ModelConfig } from "./config.ts";
+import type { BufferRange, GpuParams } from "./gpu_params.ts";
+import type { ParamLayout, ParamTensor } from "./weights.ts";
+
+/** Shader limits (decode_forward.wgsl): layers in the uniform block, rows, attention registers. */
+const MAXL = 32, MAXR = 8, MAXD4 = 32, MAXG = 8, QLEN = 64;
+
+export interface DecodeForwardOptions {
+  /** Rows (sequences) per workgroup, 1..8 (default 4): each weight vec4 loaded serves R rows. */
+  rows?: number;
+  /**
+   * Invocations per workgroup (default 16). Not 8: a one-subgroup workgroup gave wrong results
+   * on llvmpipe (Mesa 22.3), measured; 16 and more agree with the per-op path to 2e-7.
+   */
+  workgroup?: number;
+}
+
+function sizes(c: ModelConfig, R: number, wg: number) {
+  const C4 = c.hiddenSize / 4, I4 = c.intermediateSize / 4, D4 = c.headDim / 4;
+  const NH = c.numHeads, KV = c.numKvHeads, G = NH / KV;
+  const NCH = Math.max(1, Math.floor(wg / (R * KV)));
+  const SPART = R * KV * NCH * G;
+  return { D4, NH, KV, NCH, SC: R * C4, SQ: R * NH * D4, SKV: R * KV * D4, SI: R * I4, SPART, SPACC: SPART * D4 };
+}
+
+function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
+  const s = sizes(c, R, wg);
+  return 16 * (2 * s.SC + s.SQ + 2 * s.SKV + s.SI + s.SPACC) + 8 * s.SPART;
+}
+
+/**
+ * Why the fused forward cannot run this model on this placement (a sentence), or null when it
+ * can: its shapes, the shader's limits, workgroup memory, and every parameter in one binding.
+ */
+export function decodeForwardUnfit(
+  c: ModelConfig, params: Pick<GpuParams, "buffers" | "anySplit">, limits: { maxWorkgroupBytes: number; maxBindingBytes: number },
+  opts: DecodeForwardOptions = {},
+): string | null {
+  const R = opts.rows ?? 4, wg = opts.workgroup ?? 16, C = c.hiddenSize, I = c.intermediateSize, D = c.headDim;
+  const G = c.numHeads / c.numKvHeads;
+  if (!Number.isInteger(R) || R < 1 || R > MAXR) return `rows per workgroup ${R} outside 1..${MAXR}`;
+  if (!Number.isInteger(wg) || wg < 16 || wg % 8) return `workgroup ${wg} must be a multiple of 8, at least 16`;
+  if (C % 4 || I % 4 || D % 8 || c.vocabSize % 4) {
+    return `hidden ${C}, intermediate ${I} and vocabulary ${c.vocabSize} must be multiples of 4 and head_dim ${D} of 8`;
+  }
+  if (c.numLayers > MAXL) return `${c.numLayers} layers exceed the ${MAXL} the kernel's uniform block holds`;
+  if (G > MAXG || G * D / 4 > QLEN || D / 4 > MAXD4) return `${G} query heads per kv head of head_dim ${D} exceed the attention registers`;
+  const bytes = workgroupBytes(c, R, wg);
+  if (bytes > limits.maxWorkgroupBytes) return `needs ${bytes} bytes of workgroup memory, the adapter has ${limits.maxWorkgroupBytes}`;
+  if (params.anySplit || params.buffers.length !== 1 || params.buffers[0].size > limits.maxBindingBytes) {
+    return "the parameters do not fit one storage binding";
+  }
+  return null;
+}
+
+export class DecodeForwardKernel {
+  private constructor(
+    private kernel: Kernel, readonly rowsPerGroup: number, private config: ModelConfig, private cachePositions: number,
+    private offsets: number[],
+  ) {}
+
+  /** Compiles the kernel for this model; `decodeForwardUnfit` must have returned null. */
+  static async create(gpu: Gpu, c: ModelConfig, layout: ParamLayout, params: GpuParams, cachePositions: number, opts: DecodeForwardOptions = {}) {
+    const R = opts.rows ?? 4, wg = opts.workgroup ?? 16;
+    const kernel = await gpu.kernel({
+      shader: "decode_forward",
+      entry: "decode_forward",
+      bindings: ["uniform", ...Array(5).fill("read-only-storage"), "storage", "storage", "storage"],
+      constants: { WG: wg, R, ...sizes(c, R, wg) },
+    });
+    return new DecodeForwardKernel(kernel, R, c, cachePositions, uniformOffsets(c, layout, params));
+  }
+
+  /**
+   * Records the forward of N rows of distinct slots whose ids and (slot, pos) are in `ids` and
+   * `meta`: caches written at each row's position, logits [N, V] written. `cacheStride` is the
+   * float distance between layers' caches in kc and vc.
+   */
+  encode(
+    rec: Recorder, N: number, params: GpuParams, ids: GPUBuffer, meta: GPUBuffer, cos: GPUBuffer, sin: GPUBuffer,
+    kc: GPUBuffer, vc: GPUBuffer, cacheStride: number, logits: BufferRange,
+  ) {
+    const c = this.config;
+    const u = packUniform([
+      ["u32", N], ["u32", this.cachePositions], ["f32", c.rmsNormEps], ["f32", 1 / Math.sqrt(c.headDim)],
+      ["u32", c.numLayers], ["u32", this.offsets[0]], ["u32", this.offsets[1]], ["u32", this.offsets[2]],
+      ["u32", cacheStride / 4], ["u32", c.hiddenSize / 4], ["u32", c.intermediateSize / 4], ["u32", c.vocabSize / 4],
+      ["u32", c.numHeads * c.headDim / 4], ["u32", 0], ["u32", 0], ["u32", 0],
+      // The block is the shader's full Params: MAXL layers of 16 words, unused ones zero.
+      ...Array.from({ length: 16 * MAXL }, (_, i) => ["u32", this.offsets[3 + i] ?? 0] as const),
+    ]);
+    rec.dispatch(this.kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits], [Math.ceil(N / this.rowsPerGroup)], u);
+  }
+}
+
+/** embed, final norm, head, then per layer the 16 words of the shader's `Layer` (vec4 offsets). */
+function uniformOffsets(c: ModelConfig, layout: ParamLayout, params: GpuParams): number[] {
+  const at = (t: ParamTensor | null) => t ? params.chunks(t)[0].ref.offset / 16 : 0;
+  const out = [at(layout.embed), at(layout.finalNorm), at(layout.lmHead)];
+  for (let l = 0; l < c.numLayers; l++) {
+    const v = layout.layerView(l);
+    const flags = (v.qBias ? 1 : 0) | (v.oBias ? 2 : 0) | (v.qNorm ? 4 : 0);
+    out.push(
+      at(v.inputNorm), at(v.q), at(v.k), at(v.v), at(v.o), at(v.postNorm), at(v.gate), at(v.up),
+      at(v.down), at(v.qBias), at(v.kBias), at(v.vBias), at(v.oBias), at(v.qNorm), at(v.kNorm), flags,
+    );
+  }
+  return out;
+}

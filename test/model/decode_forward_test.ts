@@ -1,0 +1,176 @@
+// The fused decode forward (shaders/decode_forward.wgsl): a whole decode step in one dispatch.
+// Each step's logits equal the float64 reference's full recomputation and the per-op path's,
+// for Llama, Qwen2 (biases, untied head) and Qwen3 (q/k norms), with rows in scrambled slots at
+// ragged positions, a row count that is not a multiple of the rows per workgroup, and awkward
+// shapes; the per-op path takes over wherever the fused kernel must not run.
+
+import { assert, assertEquals, assertThrows } from "../assert.ts";
+import { Gpu } from "../../src/gpu/mod.ts";
+import { KernelArgumentError } from "../../src/gpu/errors.ts";
+import { parseModelConfig } from "../../src/model/config.ts";
+import { decodeForwardUnfit } from "../../src/model/decode_forward.ts";
+import { GpuModel, type GpuModelOptions, type ModelRow } from "../../src/model/gpu_model.ts";
+import { initModel } from "../../src/model/init.ts";
+import { LoraAdapters, LoraLayout } from "../../src/model/lora.ts";
+import { referenceForward } from "../../src/model/reference.ts";
+import type { ModelWeights } from "../../src/model/weights.ts";
+import { toleranceRatio } from "../../src/ops/reference.ts";
+
+async function preset(name: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${name}.json`, import.meta.url)));
+}
+
+function weights(json: Record<string, unknown>): ModelWeights {
+  return initModel(parseModelConfig(json), { seed: 5, std: 0.3, biasStd: 0.2, normNoise: 0.2 });
+}
+
+/** Odd shapes: one kv head per head, head_dim 8, hidden 24, intermediate 20, vocab 260, 3 layers, biases. */
+async function awkward(): Promise<Record<string, unknown>> {
+  return {
+    ...await preset("tiny-qwen2"), hidden_size: 24, intermediate_size: 20, num_hidden_layers: 3,
+    num_attention_heads: 3, num_key_value_heads: 3, head_dim: 8, vocab_size: 260,
+  };
+}
+
+// Five sequences of different lengths in scrambled slots of six.
+const SEQS = [
+  [257, 5, 9, 14, 3, 77, 101, 2, 64],
+  [257, 200, 1],
+  [257, 33, 33, 33, 33, 8, 90],
+  [257, 12, 250, 7, 7, 19],
+  [257, 61, 62, 63, 64],
+];
+const SLOTS = [4, 0, 2, 5, 1];
+const PREFILL = 2; // tokens of each sequence prefilled by the per-op path; the rest are decode steps
+
+/**
+ * Prefills each sequence's first PREFILL tokens, then runs decode steps (teacher-forced: the
+ * next token of each sequence) through encodeForward(decode) and returns every step's logits
+ * [N, V] with the step's dispatch count. Sequences that have ended drop out of later steps.
+ */
+async function decodeSteps(gpu: Gpu, w: ModelWeights, opts: Partial<GpuModelOptions>, lora?: (m: GpuModel) => Promise<void>) {
+  const model = await GpuModel.create(gpu, w, { slots: 6, maxLen: 16, ...opts });
+  try {
+    await model.prepareDecode();
+    if (lora) await lora(model);
+    await model.forward(SEQS.flatMap((s, i) => s.slice(0, PREFILL).map((token, pos) => ({ token, slot: SLOTS[i], pos }))), []);
+    const steps: { rows: { seq: number; pos: number }[]; logits: Float32Array; dispatches: number }[] = [];
+    for (let pos = PREFILL; ; pos++) {
+      const live = SEQS.map((s, i) => ({ s, i })).filter(({ s }) => pos < s.length);
+      if (!live.length) break;
+      const rows: ModelRow[] = live.map(({ s, i }) => ({ token: s[pos], slot: SLOTS[i], pos }));
+      model.writeRows(rows, rows.map((_, i) => i));
+      const rec = gpu.recorder("decode step");
+      model.encodeForward(rec, rows.length, rows.length, true);
+      const dispatches = rec.length;
+      rec.submit();
+      const logits = await gpu.readFloat32(model.logitsBuffer, rows.length * w.config.vocabSize);
+      steps.push({ rows: live.map(({ i }) => ({ seq: i, pos })), logits, dispatches });
+    }
+    return steps;
+  } finally {
+    model.destroy();
+  }
+}
+
+Deno.test("fused decode forward", async (t) => {
+  const gpu = await Gpu.create();
+  const cpu = gpu.adapterClass === "cpu";
+  try {
+    const models: [string, Record<string, unknown>][] = [
+      ["tiny-llama", await preset("tiny-llama")],
+      ["tiny-qwen2", await preset("tiny-qwen2")],
+      ["tiny-qwen3", await preset("tiny-qwen3")],
+      ["awkward qwen2 (G 1, head_dim 8, hidden 24, vocab 260, 3 layers)", await awkward()],
+    ];
+    for (const [name, json] of models) {
+      await t.step(`${name}: every step's logits equal the reference and the per-op path`, async () => {
+        const w = weights(json);
+        const V = w.config.vocabSize;
+        const refs = SEQS.map((s) => referenceForward(w, s).logits);
+        const fused = await decodeSteps(gpu, w, { decodeVariant: "fused" });
+        const ops = await decodeSteps(gpu, w, { decodeVariant: "ops" });
+        assertEquals(fused.length, SEQS[0].length - PREFILL);
+        fused.forEach((step, k) => {
+          assertEquals(step.dispatches, 1, "the whole step is one dispatch");
+          assert(ops[k].dispatches > 1);
+          step.rows.forEach(({ seq, pos }, r) => {
+            const got = step.logits.subarray(r * V, (r + 1) * V);
+            const want = refs[seq].subarray(pos * V, (pos + 1) * V);
+            const ratio = toleranceRatio(got, want, 2e-4, 1e-3);
+            assert(ratio <= 1, `step ${k} sequence ${seq} (pos ${pos}): ${ratio.toFixed(2)}× the reference tolerance`);
+            const opsRatio = toleranceRatio(got, ops[k].logits.subarray(r * V, (r + 1) * V), 1e-4, 1e-4);
+            assert(opsRatio <= 1, `step ${k} sequence ${seq}: ${opsRatio.toFixed(2)}× the per-op tolerance`);
+          });
+        });
+      });
+    }
+
+    await t.step("rows per workgroup and workgroup size do not change the result", async () => {
+      const w = weights(await preset("tiny-llama"));
+      const base = await decodeSteps(gpu, w, { decodeVariant: "fused" });
+      for (const decodeForward of [{ rows: 1 }, { rows: 2, workgroup: 24 }]) {
+        const got = await decodeSteps(gpu, w, { decodeVariant: "fused", decodeForward });
+        got.forEach((s, k) => {
+          const ratio = toleranceRatio(s.logits, base[k].logits, 1e-4, 1e-4);
+          assert(ratio <= 1, `${JSON.stringify(decodeForward)} step ${k}: ${ratio.toFixed(2)}×`);
+        });
+      }
+    });
+
+    await t.step("with a LoRA adapter attached decode steps take the per-op path", async () => {
+      const w = weights(await preset("tiny-llama"));
+      const layout = new LoraLayout(w.config, { rank: 2, alpha: 4, targets: ["q", "v", "down"], adapters: ["a"] });
+      const data = new Float32Array(layout.totalFloats).map((_, i) => Math.sin(i) * 0.05);
+      const steps = await decodeSteps(gpu, w, { decodeVariant: cpu ? undefined : "fused" }, async (m) => {
+        m.attachLora(await LoraAdapters.create(gpu, layout, m.chunkRows, data));
+      });
+      steps.forEach((s) => assert(s.dispatches > 1, "LoRA is applied by the per-op path"));
+      if (cpu) {
+        const plain = await decodeSteps(gpu, w, {});
+        plain.forEach((s) => assertEquals(s.dispatches, 1, "CPU adapters fuse decode steps by default"));
+      }
+    });
+
+    await t.step("models it cannot run are named, and the default falls back", async () => {
+      const limits = { maxWorkgroupBytes: 32768, maxBindingBytes: 2 ** 27 };
+      const one = { buffers: [{ size: 1024 } as GPUBuffer], anySplit: false };
+      const cfg = (over: Record<string, unknown>) => parseModelConfig({ ...JSON.parse(JSON.stringify(models[0][1])), ...over });
+      assertEquals(decodeForwardUnfit(cfg({}), one, limits), null);
+      assert(decodeForwardUnfit(cfg({ head_dim: 12 }), one, limits)?.includes("head_dim 12"));
+      assert(decodeForwardUnfit(cfg({ vocab_size: 263 }), one, limits)?.includes("vocabulary 263"));
+      assert(decodeForwardUnfit(cfg({ num_hidden_layers: 33 }), one, limits)?.includes("33 layers"));
+      assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), one, limits)?.includes("workgroup memory"));
+      assert(decodeForwardUnfit(cfg({}), { ...one, anySplit: true }, limits)?.includes("one storage binding"));
+      assert(decodeForwardUnfit(cfg({}), one, limits, { workgroup: 8 })?.includes("at least 16"));
+      assert(decodeForwardUnfit(cfg({}), one, limits, { rows: 9 })?.includes("rows per workgroup 9"));
+      // Pinned "fused" on a model that does not fit is an error; the default takes the per-op path.
+      const big = weights({ ...models[0][1], head_dim: 12, num_attention_heads: 4, num_key_value_heads: 2 });
+      await assertThrowsAsync(() => GpuModel.create(gpu, big, { slots: 2, maxLen: 8, decodeVariant: "fused" }), "head_dim 12");
+      const m = await GpuModel.create(gpu, big, { slots: 2, maxLen: 8 });
+      try {
+        m.writeRows([{ token: 1, slot: 0, pos: 0 }, { token: 2, slot: 1, pos: 0 }], [0, 1]);
+        const rec = gpu.recorder("fallback");
+        m.encodeForward(rec, 2, 2, true);
+        assert(rec.length > 1);
+        rec.submit();
+        assertThrows(() => m.encodeForward(gpu.recorder("bad"), 2, 1, true), "KernelArgumentError", "all 2 rows");
+      } finally {
+        m.destroy();
+      }
+    });
+  } finally {
+    gpu.destroy();
+  }
+});
+
+async function assertThrowsAsync(fn: () => Promise<unknown>, includes: string) {
+  try {
+    await fn();
+  } catch (e) {
+    assert(e instanceof KernelArgumentError, `expected KernelArgumentError, got ${(e as Error).name}`);
+    assert((e as Error).message.includes(includes), `"${(e as Error).message}" should mention "${includes}"`);
+    return;
+  }
+  throw new Error("expected an error");
+}
