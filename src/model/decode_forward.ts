@@ -31,6 +31,25 @@ function sizes(c: ModelConfig, R: number, wg: number) {
   return { D4, NH, KV, NCH, SC: R * C4, SQ: R * NH * D4, SKV: R * KV * D4, SI: R * I4, SPART, SPACC: SPART * D4 };
 }
 
+/**
+ * An upper bound on the loop iterations one invocation runs in a step. llvmpipe silently ends an
+ * invocation's loops after 65535 iterations in all (see model_kernels.ts); loops over the
+ * override dims (D4, G, R, NCH) are unrolled and do not count.
+ */
+export function decodeForwardLoopBound(c: ModelConfig, cachePositions: number, R: number, wg: number): number {
+  const s = sizes(c, R, wg), C4 = c.hiddenSize / 4, I4 = c.intermediateSize / 4, V4 = c.vocabSize / 4;
+  const Q4 = c.numHeads * s.D4, K4 = c.numKvHeads * s.D4;
+  const per = (n: number) => Math.ceil(n / wg); // iterations of a loop spread over the lanes
+  const norm = per(R) * 3 * C4;
+  const layer = norm * 2 + per(Q4 + 2 * K4) * (C4 + 1) + per(R * (c.numHeads + s.KV)) +
+    per(R * s.KV * s.NCH) * (Math.ceil(cachePositions / s.NCH) + 1) + per(R * Q4) + per(C4) * (Q4 + 1) +
+    per(I4) * (2 * C4 + 1) + per(C4) * (I4 + 1) + 1;
+  return per(R * C4) + c.numLayers * layer + norm + per(V4) * (C4 + 1);
+}
+
+/** Stay this far under llvmpipe's 65535-iteration cap. */
+const LOOP_LIMIT = 60000;
+
 function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
   const s = sizes(c, R, wg);
   return 16 * (2 * s.SC + s.SQ + 2 * s.SKV + s.SI + s.SPACC) + 8 * s.SPART;
@@ -41,8 +60,8 @@ function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
  * can: its shapes, the shader's limits, workgroup memory, and every parameter in one binding.
  */
 export function decodeForwardUnfit(
-  c: ModelConfig, params: Pick<GpuParams, "buffers" | "anySplit">, limits: { maxWorkgroupBytes: number; maxBindingBytes: number },
-  opts: DecodeForwardOptions = {},
+  c: ModelConfig, cachePositions: number, params: Pick<GpuParams, "buffers" | "anySplit">,
+  limits: { maxWorkgroupBytes: number; maxBindingBytes: number }, opts: DecodeForwardOptions = {},
 ): string | null {
   const R = opts.rows ?? 4, wg = opts.workgroup ?? 16, C = c.hiddenSize, I = c.intermediateSize, D = c.headDim;
   const G = c.numHeads / c.numKvHeads;
@@ -55,6 +74,8 @@ export function decodeForwardUnfit(
   if (G > MAXG || G * D / 4 > QLEN || D / 4 > MAXD4) return `${G} query heads per kv head of head_dim ${D} exceed the attention registers`;
   const bytes = workgroupBytes(c, R, wg);
   if (bytes > limits.maxWorkgroupBytes) return `needs ${bytes} bytes of workgroup memory, the adapter has ${limits.maxWorkgroupBytes}`;
+  const loops = decodeForwardLoopBound(c, cachePositions, R, wg);
+  if (loops > LOOP_LIMIT) return `a lane would run up to ${loops} loop iterations a step, over llvmpipe's limit (${LOOP_LIMIT})`;
   if (params.anySplit || params.buffers.length !== 1 || params.buffers[0].size > limits.maxBindingBytes) {
     return "the parameters do not fit one storage binding";
   }

@@ -190,7 +190,7 @@ export class GpuModel {
     try {
       const fused = !opts.training && (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
       const unfit = fused
-        ? decodeForwardUnfit(c, params, { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes }, opts.decodeForward)
+        ? decodeForwardUnfit(c, opts.maxLen, params, { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes }, opts.decodeForward)
         : null;
       if (unfit && opts.decodeVariant === "fused") throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
       const [ops, kernels, split] = await Promise.all([

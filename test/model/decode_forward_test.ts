@@ -8,7 +8,7 @@ import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { KernelArgumentError } from "../../src/gpu/errors.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { decodeForwardUnfit } from "../../src/model/decode_forward.ts";
+import { decodeForwardLoopBound, decodeForwardUnfit } from "../../src/model/decode_forward.ts";
 import { GpuModel, type GpuModelOptions, type ModelRow } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { LoraAdapters, LoraLayout } from "../../src/model/lora.ts";
@@ -136,14 +136,19 @@ Deno.test("fused decode forward", async (t) => {
       const limits = { maxWorkgroupBytes: 32768, maxBindingBytes: 2 ** 27 };
       const one = { buffers: [{ size: 1024 } as GPUBuffer], anySplit: false };
       const cfg = (over: Record<string, unknown>) => parseModelConfig({ ...JSON.parse(JSON.stringify(models[0][1])), ...over });
-      assertEquals(decodeForwardUnfit(cfg({}), one, limits), null);
-      assert(decodeForwardUnfit(cfg({ head_dim: 12 }), one, limits)?.includes("head_dim 12"));
-      assert(decodeForwardUnfit(cfg({ vocab_size: 263 }), one, limits)?.includes("vocabulary 263"));
-      assert(decodeForwardUnfit(cfg({ num_hidden_layers: 33 }), one, limits)?.includes("33 layers"));
-      assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), one, limits)?.includes("workgroup memory"));
-      assert(decodeForwardUnfit(cfg({}), { ...one, anySplit: true }, limits)?.includes("one storage binding"));
-      assert(decodeForwardUnfit(cfg({}), one, limits, { workgroup: 8 })?.includes("at least 16"));
-      assert(decodeForwardUnfit(cfg({}), one, limits, { rows: 9 })?.includes("rows per workgroup 9"));
+      assertEquals(decodeForwardUnfit(cfg({}), 64, one, limits), null);
+      assert(decodeForwardUnfit(cfg({ head_dim: 12 }), 64, one, limits)?.includes("head_dim 12"));
+      assert(decodeForwardUnfit(cfg({ vocab_size: 263 }), 64, one, limits)?.includes("vocabulary 263"));
+      assert(decodeForwardUnfit(cfg({ num_hidden_layers: 33 }), 64, one, limits)?.includes("33 layers"));
+      assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), 64, one, limits)?.includes("workgroup memory"));
+      assert(decodeForwardUnfit(cfg({}), 64, { ...one, anySplit: true }, limits)?.includes("one storage binding"));
+      assert(decodeForwardUnfit(cfg({}), 64, one, limits, { workgroup: 8 })?.includes("at least 16"));
+      assert(decodeForwardUnfit(cfg({}), 64, one, limits, { rows: 9 })?.includes("rows per workgroup 9"));
+      // llvmpipe's loop cap: 32 layers of hidden 128 over a 2048-position cache is too many.
+      const deep = cfg({ hidden_size: 128, intermediate_size: 384, num_hidden_layers: 32 });
+      assertEquals(decodeForwardUnfit(deep, 64, one, limits), null);
+      assert(decodeForwardUnfit(deep, 2048, one, limits)?.includes("loop iterations"));
+      assert(decodeForwardLoopBound(cfg({}), 64, 4, 16) < decodeForwardLoopBound(cfg({}), 128, 4, 16));
       // Pinned "fused" on a model that does not fit is an error; the default takes the per-op path.
       const big = weights({ ...models[0][1], head_dim: 12, num_attention_heads: 4, num_key_value_heads: 2 });
       await assertThrowsAsync(() => GpuModel.create(gpu, big, { slots: 2, maxLen: 8, decodeVariant: "fused" }), "head_dim 12");
