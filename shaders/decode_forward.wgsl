@@ -33,12 +33,12 @@ struct Params {
   rows: u32, P: u32, eps: f32, scale: f32,
   layers: u32, embed: u32, finalNorm: u32, head: u32,
   cacheStride: u32, C4: u32, I4: u32, V4: u32,
-  Q4: u32, _p0: u32, _p1: u32, _p2: u32,        // Q4 = NH·D4
+  Q4: u32, rpg: u32, _p1: u32, _p2: u32,        // Q4 = NH·D4; rpg rows per workgroup (≤ R)
   layer: array<Layer, MAXL>,
 }
 
 override WG: u32 = 16u;
-override R: u32 = 4u;    // rows per workgroup
+override R: u32 = 8u;    // the most rows a workgroup takes (p.rpg ≤ R of them in a dispatch)
 override D4: u32 = 4u;
 override NH: u32 = 4u;
 override KV: u32 = 2u;
@@ -68,6 +68,10 @@ const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_f
 @group(0) @binding(7) var<storage, read_write> Vc: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> Logits: array<vec4<f32>>;
 
+// Rows this workgroup takes: min(p.rpg, rows left). Loops over R are unrolled (the accumulators
+// stay in registers) and skip rows ≥ rc.
+var<private> rc: u32;
+
 var<workgroup> sRes: array<vec4<f32>, SC>;  // the residual stream of the R rows
 var<workgroup> sX: array<vec4<f32>, SC>;    // normalized rows (the projections' input)
 var<workgroup> sQ: array<vec4<f32>, SQ>;    // q, then the attention output
@@ -92,9 +96,36 @@ fn project4(w: u32, n4: u32, src: u32) -> array<vec4<f32>, MAXR> {
     let w2 = W[b + 2u * k4 + k];
     let w3 = W[b + 3u * k4 + k];
     for (var r = 0u; r < R; r++) {
-      var xv: vec4<f32>;
-      if (src == 0u) { xv = sX[r * k4 + k]; } else if (src == 1u) { xv = sQ[r * k4 + k]; } else { xv = sH[r * k4 + k]; }
-      acc[r] += vec4<f32>(dot(w0, xv), dot(w1, xv), dot(w2, xv), dot(w3, xv));
+      if (r < rc) {
+        var xv: vec4<f32>;
+        if (src == 0u) { xv = sX[r * k4 + k]; } else if (src == 1u) { xv = sQ[r * k4 + k]; } else { xv = sH[r * k4 + k]; }
+        acc[r] += vec4<f32>(dot(w0, xv), dot(w1, xv), dot(w2, xv), dot(w3, xv));
+      }
+    }
+  }
+  return acc;
+}
+
+// gate and up together: project4 of two [I, C] weights over sX, each x vec4 loaded once for both.
+fn project4x2(w1: u32, w2: u32, n4: u32) -> array<vec4<f32>, 16> { // [R] gate, then [R] up at +MAXR
+  var acc: array<vec4<f32>, 16>;
+  let b1 = w1 + n4 * 4u * p.C4;
+  let b2 = w2 + n4 * 4u * p.C4;
+  for (var k = 0u; k < p.C4; k++) {
+    let g0 = W[b1 + k];
+    let g1 = W[b1 + p.C4 + k];
+    let g2 = W[b1 + 2u * p.C4 + k];
+    let g3 = W[b1 + 3u * p.C4 + k];
+    let u0 = W[b2 + k];
+    let u1 = W[b2 + p.C4 + k];
+    let u2 = W[b2 + 2u * p.C4 + k];
+    let u3 = W[b2 + 3u * p.C4 + k];
+    for (var r = 0u; r < R; r++) {
+      if (r < rc) {
+        let xv = sX[r * p.C4 + k];
+        acc[r] += vec4<f32>(dot(g0, xv), dot(g1, xv), dot(g2, xv), dot(g3, xv));
+        acc[MAXR + r] += vec4<f32>(dot(u0, xv), dot(u1, xv), dot(u2, xv), dot(u3, xv));
+      }
     }
   }
   return acc;
@@ -103,11 +134,11 @@ fn project4(w: u32, n4: u32, src: u32) -> array<vec4<f32>, MAXR> {
 // Row r of this workgroup: its index in the dispatch, clamped so that the last workgroup's
 // spare rows recompute the last row (never written back) and control flow stays uniform.
 fn rowOf(wg: u32, r: u32) -> u32 {
-  return min(wg * R + r, p.rows - 1u);
+  return min(wg * p.rpg + r, p.rows - 1u);
 }
 
 fn valid(wg: u32, r: u32) -> bool {
-  return wg * R + r < p.rows;
+  return r < rc;
 }
 
 // sX row r = RMSNorm of sRes row r: x · rsqrt(mean(x²) + eps) · W[w..].
@@ -126,8 +157,9 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   let K4 = KV * D4;
   let half4 = D4 / 2u;
 
+  rc = min(p.rpg, p.rows - g * p.rpg);
   // The embedding rows of the input tokens.
-  for (var i = lid; i < R * p.C4; i += WG) {
+  for (var i = lid; i < rc * p.C4; i += WG) {
     let r = i / p.C4;
     sRes[i] = W[p.embed + Ids[rowOf(g, r)] * p.C4 + i % p.C4];
   }
@@ -136,7 +168,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   for (var l = 0u; l < p.layers; l++) {
     let ly = p.layer[l];
     // 1. RMSNorm, then q/k/v: lane n4 computes four columns of [q | k | v] for the R rows.
-    for (var r = lid; r < R; r += WG) { normRow(r, ly.inNorm); }
+    for (var r = lid; r < rc; r += WG) { normRow(r, ly.inNorm); }
     workgroupBarrier();
     for (var n4 = lid; n4 < Q4 + 2u * K4; n4 += WG) {
       // Which of q, k, v the four columns belong to: its weight, bias and destination.
@@ -153,6 +185,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
       var b = vec4<f32>();
       if ((ly.flags & 1u) != 0u) { b = W[bias + j]; }
       for (var r = 0u; r < R; r++) {
+        if (r >= rc) { continue; }
         if (dst == 0u) { sQ[r * Q4 + j] = acc[r] + b; } else if (dst == 1u) { sK[r * K4 + j] = acc[r] + b; } else { sV[r * K4 + j] = acc[r] + b; }
       }
     }
@@ -160,7 +193,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
 
     // 2. Per head: the Qwen3 q/k RMSNorm, RoPE, and for kv heads the K/V cache write.
     let cache = l * p.cacheStride;
-    for (var i = lid; i < R * (NH + KV); i += WG) {
+    for (var i = lid; i < rc * (NH + KV); i += WG) {
       let r = i / (NH + KV);
       let h = i % (NH + KV);
       let m = Meta[rowOf(g, r)];
@@ -204,7 +237,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
 
     // 3. Attention: lane (row, kv head, chunk) runs an online softmax over positions chunk,
     // chunk + NCH, ... for the G query heads of the kv head (K and V loaded once for all G).
-    for (var i = lid; i < R * KV * NCH; i += WG) {
+    for (var i = lid; i < rc * KV * NCH; i += WG) {
       let ch = i % NCH;
       let rk = i / NCH;
       let r = rk / KV;
@@ -256,7 +289,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     }
     workgroupBarrier();
     // Merge the chunks: lane (row, head, d4) writes the attention output over q in sQ.
-    for (var i = lid; i < R * Q4; i += WG) {
+    for (var i = lid; i < rc * Q4; i += WG) {
       let d = i % D4;
       let rh = i / D4;
       let r = rh / NH;
@@ -282,19 +315,19 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
       let acc = project4(ly.wo, n4, 1u);
       var b = vec4<f32>();
       if ((ly.flags & 2u) != 0u) { b = W[ly.bo + n4]; }
-      for (var r = 0u; r < R; r++) { sRes[r * p.C4 + n4] += acc[r] + b; }
+      for (var r = 0u; r < R; r++) { if (r < rc) { sRes[r * p.C4 + n4] += acc[r] + b; } }
     }
     workgroupBarrier();
 
     // 5. RMSNorm, gate and up, SwiGLU into sH: lane n4 computes four columns of I.
-    for (var r = lid; r < R; r += WG) { normRow(r, ly.postNorm); }
+    for (var r = lid; r < rc; r += WG) { normRow(r, ly.postNorm); }
     workgroupBarrier();
     for (var n4 = lid; n4 < p.I4; n4 += WG) {
-      let ga = project4(ly.wg, n4, 0u);
-      let ua = project4(ly.wu, n4, 0u);
+      let gu = project4x2(ly.wg, ly.wu, n4);
       for (var r = 0u; r < R; r++) {
-        let gv = ga[r];
-        sH[r * p.I4 + n4] = gv / (1.0 + exp(-gv)) * ua[r];
+        if (r >= rc) { continue; }
+        let gv = gu[r];
+        sH[r * p.I4 + n4] = gv / (1.0 + exp(-gv)) * gu[MAXR + r];
       }
     }
     workgroupBarrier();
@@ -302,13 +335,13 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     // 6. down into the residual: lane n4 computes four columns of C.
     for (var n4 = lid; n4 < p.C4; n4 += WG) {
       let acc = project4(ly.wd, n4, 2u);
-      for (var r = 0u; r < R; r++) { sRes[r * p.C4 + n4] += acc[r]; }
+      for (var r = 0u; r < R; r++) { if (r < rc) { sRes[r * p.C4 + n4] += acc[r]; } }
     }
     workgroupBarrier();
   }
 
   // The final RMSNorm and the LM head: lane n4 computes four logits of each row.
-  for (var r = lid; r < R; r += WG) { normRow(r, p.finalNorm); }
+  for (var r = lid; r < rc; r += WG) { normRow(r, p.finalNorm); }
   workgroupBarrier();
   for (var n4 = lid; n4 < p.V4; n4 += WG) {
     let acc = project4(p.head, n4, 0u);

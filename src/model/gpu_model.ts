@@ -218,7 +218,7 @@ export class GpuModel {
    */
   prepareDecode(): Promise<void> {
     if (!this.fusedDecode) return Promise.resolve();
-    this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.fusedDecode)
+    this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.slots, this.fusedDecode)
       .then((k) => void (this.decodeKernel = k));
     return this.decodeCompile;
   }

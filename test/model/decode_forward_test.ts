@@ -109,7 +109,7 @@ Deno.test("fused decode forward", async (t) => {
     await t.step("rows per workgroup and workgroup size do not change the result", async () => {
       const w = weights(await preset("tiny-llama"));
       const base = await decodeSteps(gpu, w, { decodeVariant: "fused" });
-      for (const decodeForward of [{ rows: 1 }, { rows: 2, workgroup: 24 }]) {
+      for (const decodeForward of [{ rows: 1 }, { rows: 3, workgroup: 24, cores: 1 }, { rows: 8, cores: 1 }]) {
         const got = await decodeSteps(gpu, w, { decodeVariant: "fused", decodeForward });
         got.forEach((s, k) => {
           const ratio = toleranceRatio(s.logits, base[k].logits, 1e-4, 1e-4);
