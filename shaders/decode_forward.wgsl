@@ -25,6 +25,10 @@ struct Layer {
   wo: u32, postNorm: u32, wg: u32, wu: u32,
   wd: u32, bq: u32, bk: u32, bv: u32,
   bo: u32, qNorm: u32, kNorm: u32, flags: u32, // flags: 1 q/k/v biases, 2 o bias, 4 q/k norms
+  // LoRA (with LORA): per module q, k, v, o, gate, up, down (bit m of flags >> 8 when targeted)
+  // the vec4 offsets in LW of adapter 0's A [rank, in] and B [out, rank] and the vec4 strides
+  // between adapters.
+  lora: array<vec4<u32>, 7>,                    // (offA, strideA, offB, strideB)
 }
 
 // The matrix dims are uniforms, not override constants, so that the loops over them stay loops:
@@ -33,7 +37,7 @@ struct Params {
   rows: u32, P: u32, eps: f32, scale: f32,
   layers: u32, embed: u32, finalNorm: u32, head: u32,
   cacheStride: u32, C4: u32, I4: u32, V4: u32,
-  Q4: u32, rpg: u32, _p1: u32, _p2: u32,        // Q4 = NH·D4; rpg rows per workgroup (≤ R)
+  Q4: u32, rpg: u32, adapters: u32, loraScale: f32, // Q4 = NH·D4; rpg rows per workgroup (≤ R)
   layer: array<Layer, MAXL>,
 }
 
@@ -51,6 +55,10 @@ override SKV: u32 = 32u;
 override SI: u32 = 192u;
 override SPART: u32 = 16u;
 override SPACC: u32 = 64u;
+// LoRA: whether rows' adapters apply (bindings LW and AdapterOf), rank = 4·RANK4; SU = R·3·RANK4.
+override LORA: bool = false;
+override RANK4: u32 = 1u;
+override SU: u32 = 24u;
 
 const MAXL: u32 = 32u;    // layers (the uniform block holds their offsets)
 const MAXR: u32 = 8u;
@@ -67,10 +75,13 @@ const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_f
 @group(0) @binding(6) var<storage, read_write> Kc: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> Vc: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> Logits: array<vec4<f32>>;
+@group(0) @binding(9) var<storage, read> LW: array<vec4<f32>>;       // LoRA parameters (lora.ts)
+@group(0) @binding(10) var<storage, read> AdapterOf: array<u32>;    // [N]; ≥ p.adapters: none
 
 // Rows this workgroup takes: min(p.rpg, rows left). Loops over R are unrolled (the accumulators
 // stay in registers) and skip rows ≥ rc.
 var<private> rc: u32;
+var<private> wgId: u32;
 
 var<workgroup> sRes: array<vec4<f32>, SC>;  // the residual stream of the R rows
 var<workgroup> sX: array<vec4<f32>, SC>;    // normalized rows (the projections' input)
@@ -81,6 +92,7 @@ var<workgroup> sH: array<vec4<f32>, SI>;    // silu(gate)·up
 var<workgroup> pM: array<f32, SPART>;
 var<workgroup> pL: array<f32, SPART>;
 var<workgroup> pAcc: array<vec4<f32>, SPACC>;
+var<workgroup> sU: array<vec4<f32>, SU>;    // LoRA x·Aᵀ of up to 3 modules: [R, 3, RANK4]
 
 // Four output columns (weight rows 4·n4 .. 4·n4+3 of a [rows, 4·k4] weight at vec4 offset w)
 // for the R rows of the input: sX (k4 = C4), sQ (k4 = NH·D4) or sH (k4 = I4). Each weight
@@ -131,6 +143,48 @@ fn project4x2(w1: u32, w2: u32, n4: u32) -> array<vec4<f32>, 16> { // [R] gate, 
   return acc;
 }
 
+// LoRA, phase 1: sU[r, slot, ·] = x_r · A_aᵀ (rank values) for module m of layer ly, where x is
+// the projection's input (src as in project4) and a row r's adapter; lane i covers (row, slot,
+// four of the rank). Rows without an adapter get zeros.
+fn loraDown(ly: u32, m: u32, slot: u32, src: u32, lid: u32) {
+  var k4 = p.C4;
+  if (src == 1u) { k4 = p.Q4; } else if (src == 2u) { k4 = p.I4; }
+  let e = p.layer[ly].lora[m];
+  for (var i = lid; i < rc * RANK4; i += WG) {
+    let r = i / RANK4;
+    let j4 = i % RANK4;
+    let a = AdapterOf[rowOf(wgId, r)];
+    var u = vec4<f32>();
+    if (a < p.adapters) {
+      let b = e.x + a * e.y + j4 * 4u * k4; // A rows 4·j4 .. 4·j4+3
+      for (var k = 0u; k < k4; k++) {
+        var xv: vec4<f32>;
+        if (src == 0u) { xv = sX[r * k4 + k]; } else if (src == 1u) { xv = sQ[r * k4 + k]; } else { xv = sH[r * k4 + k]; }
+        u += vec4<f32>(dot(LW[b + k], xv), dot(LW[b + k4 + k], xv), dot(LW[b + 2u * k4 + k], xv), dot(LW[b + 3u * k4 + k], xv));
+      }
+    }
+    sU[(r * 3u + slot) * RANK4 + j4] = u;
+  }
+}
+
+// LoRA, phase 2: scale · (B_a · u) for four output columns 4·n4.. of module m, row r.
+fn loraUp(ly: u32, m: u32, slot: u32, n4: u32, r: u32) -> vec4<f32> {
+  let a = AdapterOf[rowOf(wgId, r)];
+  if (a >= p.adapters) { return vec4<f32>(); }
+  let e = p.layer[ly].lora[m];
+  let b = e.z + a * e.w + n4 * 4u * RANK4; // B rows 4·n4 .. 4·n4+3, RANK4 vec4s each
+  var y = vec4<f32>();
+  for (var j = 0u; j < RANK4; j++) {
+    let u = sU[(r * 3u + slot) * RANK4 + j];
+    y += vec4<f32>(dot(LW[b + j], u), dot(LW[b + RANK4 + j], u), dot(LW[b + 2u * RANK4 + j], u), dot(LW[b + 3u * RANK4 + j], u));
+  }
+  return y * p.loraScale;
+}
+
+fn loraOn(ly: u32, m: u32) -> bool {
+  return LORA && ((p.layer[ly].flags >> (8u + m)) & 1u) != 0u;
+}
+
 // Row r of this workgroup: its index in the dispatch, clamped so that the last workgroup's
 // spare rows recompute the last row (never written back) and control flow stays uniform.
 fn rowOf(wg: u32, r: u32) -> u32 {
@@ -158,6 +212,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   let half4 = D4 / 2u;
 
   rc = min(p.rpg, p.rows - g * p.rpg);
+  wgId = g;
   // The embedding rows of the input tokens.
   for (var i = lid; i < rc * p.C4; i += WG) {
     let r = i / p.C4;
@@ -170,6 +225,10 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     // 1. RMSNorm, then q/k/v: lane n4 computes four columns of [q | k | v] for the R rows.
     for (var r = lid; r < rc; r += WG) { normRow(r, ly.inNorm); }
     workgroupBarrier();
+    if (LORA) {
+      for (var m = 0u; m < 3u; m++) { if (loraOn(l, m)) { loraDown(l, m, m, 0u, lid); } }
+      workgroupBarrier();
+    }
     for (var n4 = lid; n4 < Q4 + 2u * K4; n4 += WG) {
       // Which of q, k, v the four columns belong to: its weight, bias and destination.
       var w = ly.wq;
@@ -181,11 +240,13 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
       } else if (n4 >= Q4) {
         w = ly.wk; bias = ly.bk; j = n4 - Q4; dst = 1u;
       }
-      let acc = project4(w, j, 0u);
+      var acc = project4(w, j, 0u);
       var b = vec4<f32>();
       if ((ly.flags & 1u) != 0u) { b = W[bias + j]; }
+      let lora = loraOn(l, dst);
       for (var r = 0u; r < R; r++) {
         if (r >= rc) { continue; }
+        if (lora) { acc[r] += loraUp(l, dst, dst, j, r); }
         if (dst == 0u) { sQ[r * Q4 + j] = acc[r] + b; } else if (dst == 1u) { sK[r * K4 + j] = acc[r] + b; } else { sV[r * K4 + j] = acc[r] + b; }
       }
     }
@@ -311,31 +372,62 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     workgroupBarrier();
 
     // 4. o (+ bias) into the residual: lane n4 computes four columns of C.
+    if (LORA) {
+      if (loraOn(l, 3u)) { loraDown(l, 3u, 0u, 1u, lid); }
+      workgroupBarrier();
+    }
     for (var n4 = lid; n4 < p.C4; n4 += WG) {
       let acc = project4(ly.wo, n4, 1u);
       var b = vec4<f32>();
       if ((ly.flags & 2u) != 0u) { b = W[ly.bo + n4]; }
-      for (var r = 0u; r < R; r++) { if (r < rc) { sRes[r * p.C4 + n4] += acc[r] + b; } }
+      let lora = loraOn(l, 3u);
+      for (var r = 0u; r < R; r++) {
+        if (r < rc) {
+          var y = acc[r] + b;
+          if (lora) { y += loraUp(l, 3u, 0u, n4, r); }
+          sRes[r * p.C4 + n4] += y;
+        }
+      }
     }
     workgroupBarrier();
 
     // 5. RMSNorm, gate and up, SwiGLU into sH: lane n4 computes four columns of I.
     for (var r = lid; r < rc; r += WG) { normRow(r, ly.postNorm); }
     workgroupBarrier();
+    if (LORA) {
+      for (var m = 4u; m < 6u; m++) { if (loraOn(l, m)) { loraDown(l, m, m - 4u, 0u, lid); } }
+      workgroupBarrier();
+    }
     for (var n4 = lid; n4 < p.I4; n4 += WG) {
       let gu = project4x2(ly.wg, ly.wu, n4);
+      let lg = loraOn(l, 4u);
+      let lu = loraOn(l, 5u);
       for (var r = 0u; r < R; r++) {
         if (r >= rc) { continue; }
-        let gv = gu[r];
-        sH[r * p.I4 + n4] = gv / (1.0 + exp(-gv)) * gu[MAXR + r];
+        var gv = gu[r];
+        var uv = gu[MAXR + r];
+        if (lg) { gv += loraUp(l, 4u, 0u, n4, r); }
+        if (lu) { uv += loraUp(l, 5u, 1u, n4, r); }
+        sH[r * p.I4 + n4] = gv / (1.0 + exp(-gv)) * uv;
       }
     }
     workgroupBarrier();
 
     // 6. down into the residual: lane n4 computes four columns of C.
+    if (LORA) {
+      if (loraOn(l, 6u)) { loraDown(l, 6u, 0u, 2u, lid); }
+      workgroupBarrier();
+    }
     for (var n4 = lid; n4 < p.C4; n4 += WG) {
       let acc = project4(ly.wd, n4, 2u);
-      for (var r = 0u; r < R; r++) { if (r < rc) { sRes[r * p.C4 + n4] += acc[r]; } }
+      let lora = loraOn(l, 6u);
+      for (var r = 0u; r < R; r++) {
+        if (r < rc) {
+          var y = acc[r];
+          if (lora) { y += loraUp(l, 6u, 0u, n4, r); }
+          sRes[r * p.C4 + n4] += y;
+        }
+      }
     }
     workgroupBarrier();
   }

@@ -1,7 +1,8 @@
 // The fused decode forward (shaders/decode_forward.wgsl): a small model's whole forward pass for
 // one decode step (every row its own sequence) in one dispatch. GpuModel uses it on CPU adapters,
-// where a tiny model's step is bound by dispatch count rather than arithmetic; training, prefill,
-// scoring, LoRA and models that do not fit take the per-op path.
+// where a tiny model's step is bound by dispatch count rather than arithmetic. Rows' LoRA
+// adapters apply inside it (a kernel variant per rank). Training, prefill, scoring and models
+// that do not fit take the per-op path.
 
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
@@ -9,9 +10,14 @@ import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import type { ModelConfig } from "./config.ts";
 import type { BufferRange, GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
+import { LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
 
 /** Shader limits (decode_forward.wgsl): layers in the uniform block, rows, attention registers. */
 const MAXL = 32, MAXR = 8, MAXD4 = 32, MAXG = 8, QLEN = 64;
+/** Words of the shader's `Layer` struct: 16 offsets and flags, then (offA, strideA, offB, strideB) per LoRA module. */
+const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
+/** Storage bindings of the kernel (the adapter's maxStorageBuffersPerShaderStage must allow them). */
+const STORAGE_BINDINGS = 10;
 
 export interface DecodeForwardOptions {
   /**
@@ -29,6 +35,17 @@ export interface DecodeForwardOptions {
    * on llvmpipe (Mesa 22.3), measured; 16 and more agree with the per-op path to 2e-7.
    */
   workgroup?: number;
+}
+
+/** The largest LoRA rank the fused kernel takes (its workgroup memory is planned for it). */
+const MAX_RANK4 = 16;
+
+/** Why rows' adapters of this layout cannot apply inside the fused kernel, or null. */
+export function decodeLoraUnfit(l: LoraLayout): string | null {
+  const r = l.cfg.rank;
+  if (r % 4 || r / 4 > MAX_RANK4) return `LoRA rank ${r} must be a multiple of 4 up to ${4 * MAX_RANK4}`;
+  if (l.entries.some((e) => !vec4Entry(e, r))) return "LoRA tensors must be vec4-aligned";
+  return null;
 }
 
 function sizes(c: ModelConfig, R: number, wg: number) {
@@ -60,7 +77,7 @@ const LOOP_LIMIT = 60000;
 
 function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
   const s = sizes(c, R, wg);
-  return 16 * (2 * s.SC + s.SQ + 2 * s.SKV + s.SI + s.SPACC) + 8 * s.SPART;
+  return 16 * (2 * s.SC + s.SQ + 2 * s.SKV + s.SI + s.SPACC + R * 3 * MAX_RANK4) + 8 * s.SPART;
 }
 
 /**
@@ -69,7 +86,7 @@ function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
  */
 export function decodeForwardUnfit(
   c: ModelConfig, cachePositions: number, params: Pick<GpuParams, "buffers" | "anySplit">,
-  limits: { maxWorkgroupBytes: number; maxBindingBytes: number }, opts: DecodeForwardOptions = {},
+  limits: { maxWorkgroupBytes: number; maxBindingBytes: number; maxStorageBuffers?: number }, opts: DecodeForwardOptions = {},
 ): string | null {
   const R = opts.rows ?? 4, wg = opts.workgroup ?? 16, C = c.hiddenSize, I = c.intermediateSize, D = c.headDim;
   const G = c.numHeads / c.numKvHeads;
@@ -80,6 +97,9 @@ export function decodeForwardUnfit(
   }
   if (c.numLayers > MAXL) return `${c.numLayers} layers exceed the ${MAXL} the kernel's uniform block holds`;
   if (G > MAXG || G * D / 4 > QLEN || D / 4 > MAXD4) return `${G} query heads per kv head of head_dim ${D} exceed the attention registers`;
+  if ((limits.maxStorageBuffers ?? STORAGE_BINDINGS) < STORAGE_BINDINGS) {
+    return `needs ${STORAGE_BINDINGS} storage buffers per shader stage, the adapter allows ${limits.maxStorageBuffers}`;
+  }
   const bytes = workgroupBytes(c, R, wg);
   if (bytes > limits.maxWorkgroupBytes) return `needs ${bytes} bytes of workgroup memory, the adapter has ${limits.maxWorkgroupBytes}`;
   const loops = decodeForwardLoopBound(c, cachePositions, R, wg);
@@ -91,69 +111,105 @@ export function decodeForwardUnfit(
 }
 
 export class DecodeForwardKernel {
+  /** Kernels by (LoRA rank/4, 0 without), each ascending by the most rows it takes. */
+  private kernels = new Map<number, Promise<[number, Kernel][]>>();
+
   private constructor(
-    /** Kernels by the most rows they take, ascending. */
-    private kernels: [number, Kernel][],
-    private cores: number,
+    private gpu: Gpu,
     private config: ModelConfig,
     private cachePositions: number,
     private offsets: number[],
+    private rows: number[],
+    private cores: number,
+    private wg: number,
   ) {}
 
-  /** The kernel and rows per workgroup for a step of N rows: a workgroup per core where rows allow. */
-  pick(N: number): { kernel: Kernel; rows: number } {
-    const want = Math.max(1, Math.ceil(N / this.cores));
-    const [R, kernel] = this.kernels.find(([r]) => r >= want) ?? this.kernels[this.kernels.length - 1];
-    return { kernel, rows: Math.min(R, want) };
-  }
-
   /**
-   * Compiles the kernels for this model and `slots` concurrent sequences; `decodeForwardUnfit`
-   * must have returned null for these options.
+   * Compiles the kernels for this model and `slots` concurrent sequences, without LoRA;
+   * `decodeForwardUnfit` must have returned null for these options.
    */
   static async create(
     gpu: Gpu, c: ModelConfig, layout: ParamLayout, params: GpuParams, cachePositions: number, slots: number,
     opts: DecodeForwardOptions = {},
-  ) {
+  ): Promise<DecodeForwardKernel> {
     const wg = opts.workgroup ?? 16;
     const cores = opts.cores ?? Math.max(1, globalThis.navigator?.hardwareConcurrency ?? 2);
     const limits = { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes };
     const rows = opts.rows !== undefined ? [opts.rows] : [4];
     if (opts.rows === undefined && slots > 4 * cores && !decodeForwardUnfit(c, cachePositions, params, limits, { ...opts, rows: 8 })) rows.push(8);
-    const kernels = await Promise.all(rows.map(async (R) =>
-      [R, await gpu.kernel({
-        shader: "decode_forward",
-        entry: "decode_forward",
-        bindings: ["uniform", ...Array(5).fill("read-only-storage"), "storage", "storage", "storage"],
-        constants: { WG: wg, R, ...sizes(c, R, wg) },
-      })] as [number, Kernel]
-    ));
-    return new DecodeForwardKernel(kernels, cores, c, cachePositions, uniformOffsets(c, layout, params));
+    const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg);
+    await k.prepare(null);
+    return k;
+  }
+
+  /** Compiles the variant for these adapters (null: none), once. */
+  prepare(lora: LoraLayout | null): Promise<unknown> {
+    const rank4 = lora ? lora.cfg.rank / 4 : 0;
+    let k = this.kernels.get(rank4);
+    if (!k) {
+      k = Promise.all(this.rows.map(async (R) =>
+        [R, await this.gpu.kernel({
+          shader: "decode_forward",
+          entry: "decode_forward",
+          bindings: ["uniform", ...Array(5).fill("read-only-storage"), "storage", "storage", "storage", "read-only-storage", "read-only-storage"],
+          constants: { WG: this.wg, R, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4), SU: R * 3 * Math.max(1, rank4) },
+        })] as [number, Kernel]
+      ));
+      this.kernels.set(rank4, k);
+      k.then((ks) => this.ready.set(rank4, ks), () => this.kernels.delete(rank4));
+    }
+    return k;
+  }
+
+  private ready = new Map<number, [number, Kernel][]>();
+
+  /** Whether `prepare` has finished for these adapters. */
+  readyFor(lora: LoraAdapters | null): boolean {
+    return this.ready.has(lora ? lora.layout.cfg.rank / 4 : 0);
+  }
+
+  /** The kernel and rows per workgroup for a step of N rows: a workgroup per core where rows allow. */
+  private pick(N: number, rank4: number): { kernel: Kernel; rows: number } {
+    const ks = this.ready.get(rank4)!;
+    const want = Math.max(1, Math.ceil(N / this.cores));
+    const [R, kernel] = ks.find(([r]) => r >= want) ?? ks[ks.length - 1];
+    return { kernel, rows: Math.min(R, want) };
   }
 
   /**
    * Records the forward of N rows of distinct slots whose ids and (slot, pos) are in `ids` and
-   * `meta`: caches written at each row's position, logits [N, V] written. `cacheStride` is the
-   * float distance between layers' caches in kc and vc.
+   * `meta`: caches written at each row's position, logits [N, V] written, each row's adapter
+   * applied when `lora` is given (`readyFor` must hold). `cacheStride` is the float distance
+   * between layers' caches in kc and vc.
    */
   encode(
     rec: Recorder, N: number, params: GpuParams, ids: GPUBuffer, meta: GPUBuffer, cos: GPUBuffer, sin: GPUBuffer,
-    kc: GPUBuffer, vc: GPUBuffer, cacheStride: number, logits: BufferRange,
+    kc: GPUBuffer, vc: GPUBuffer, cacheStride: number, logits: BufferRange, lora: LoraAdapters | null,
   ) {
-    const c = this.config, { kernel, rows: rpg } = this.pick(N);
+    const c = this.config, L = lora?.layout ?? null;
+    const { kernel, rows: rpg } = this.pick(N, L ? L.cfg.rank / 4 : 0);
+    const layers = this.offsets.slice(3);
+    if (L) {
+      for (const e of L.entries) {
+        const m = LORA_MODULES.indexOf(e.module as typeof LORA_MODULES[number]), base = e.layer * LAYER_WORDS;
+        layers[base + 15] |= 1 << (8 + m);
+        layers.splice(base + 16 + 4 * m, 4, e.offsetA / 4, e.strideA / 4, e.offsetB / 4, e.strideB / 4);
+      }
+    }
     const u = packUniform([
       ["u32", N], ["u32", this.cachePositions], ["f32", c.rmsNormEps], ["f32", 1 / Math.sqrt(c.headDim)],
       ["u32", c.numLayers], ["u32", this.offsets[0]], ["u32", this.offsets[1]], ["u32", this.offsets[2]],
       ["u32", cacheStride / 4], ["u32", c.hiddenSize / 4], ["u32", c.intermediateSize / 4], ["u32", c.vocabSize / 4],
-      ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", 0], ["u32", 0],
-      // The block is the shader's full Params: MAXL layers of 16 words, unused ones zero.
-      ...Array.from({ length: 16 * MAXL }, (_, i) => ["u32", this.offsets[3 + i] ?? 0] as const),
+      ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", L ? L.cfg.adapters.length : 0], ["f32", L ? L.scale : 0],
+      // The block is the shader's full Params: MAXL layers, unused ones zero.
+      ...Array.from({ length: LAYER_WORDS * MAXL }, (_, i) => ["u32", layers[i] ?? 0] as const),
     ]);
-    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits], [Math.ceil(N / rpg)], u);
+    const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], ids];
+    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf], [Math.ceil(N / rpg)], u);
   }
 }
 
-/** embed, final norm, head, then per layer the 16 words of the shader's `Layer` (vec4 offsets). */
+/** embed, final norm, head, then per layer the LAYER_WORDS words of the shader's `Layer` (LoRA words zero). */
 function uniformOffsets(c: ModelConfig, layout: ParamLayout, params: GpuParams): number[] {
   const at = (t: ParamTensor | null) => t ? params.chunks(t)[0].ref.offset / 16 : 0;
   const out = [at(layout.embed), at(layout.finalNorm), at(layout.lmHead)];
@@ -163,6 +219,7 @@ function uniformOffsets(c: ModelConfig, layout: ParamLayout, params: GpuParams):
     out.push(
       at(v.inputNorm), at(v.q), at(v.k), at(v.v), at(v.o), at(v.postNorm), at(v.gate), at(v.up),
       at(v.down), at(v.qBias), at(v.kBias), at(v.vBias), at(v.oBias), at(v.qNorm), at(v.kNorm), flags,
+      ...Array(LAYER_WORDS - 16).fill(0),
     );
   }
   return out;

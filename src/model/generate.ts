@@ -99,7 +99,7 @@ export class Generator {
     const prefill: ModelRow[] = reqs.flatMap((r, slot) =>
       r.prompt.slice(0, -1).map((token, pos) => ({ token, slot, pos, adapter: r.adapter }))
     );
-    if (!m.lora) await m.prepareDecode(); // once per model: the fused decode step, where it applies
+    await m.prepareDecode(); // once per model and adapter rank: the fused decode step, where it applies
     const t0 = performance.now();
     if (prefill.length) await m.forward(prefill, []);
     if (opts.timing) await gpu.sync();

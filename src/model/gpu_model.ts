@@ -18,7 +18,7 @@ import { ropeTable } from "./rope_table.ts";
 import { SplitKernels } from "./split_kernels.ts";
 import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
-import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit } from "./decode_forward.ts";
+import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit, decodeLoraUnfit } from "./decode_forward.ts";
 import type { BufferRange } from "./gpu_params.ts";
 
 export interface ModelRow {
@@ -46,7 +46,7 @@ export interface GpuModelOptions {
   attentionVariant?: AttentionVariant;
   /**
    * Decode steps' forward: "fused" (the whole forward in one dispatch, decode_forward.wgsl; the
-   * default on CPU adapters where the model fits it, used while no LoRA is attached) or "ops"
+   * default on CPU adapters where the model fits it, with rows' LoRA adapters of rank 4k) or "ops"
    * (the per-op path every other forward takes). Tests pin either; `decodeForward` tunes it.
    */
   decodeVariant?: "fused" | "ops";
@@ -190,7 +190,11 @@ export class GpuModel {
     try {
       const fused = !opts.training && (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
       const unfit = fused
-        ? decodeForwardUnfit(c, opts.maxLen, params, { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes }, opts.decodeForward)
+        ? decodeForwardUnfit(c, opts.maxLen, params, {
+          maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize,
+          maxBindingBytes: gpu.maxBindingBytes,
+          maxStorageBuffers: gpu.device.limits.maxStorageBuffersPerShaderStage,
+        }, opts.decodeForward)
         : null;
       if (unfit && opts.decodeVariant === "fused") throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
       const [ops, kernels, split] = await Promise.all([
@@ -209,18 +213,19 @@ export class GpuModel {
   }
 
   private decodeKernel: DecodeForwardKernel | null = null;
-  private decodeCompile: Promise<void> | null = null;
+  private decodeCompile: Promise<DecodeForwardKernel> | null = null;
 
   /**
-   * Compiles the fused decode forward where this model uses it (a no-op otherwise, and after the
-   * first call). Until then decode steps take the per-op path: the kernel is large (seconds to
-   * compile on llvmpipe the first time), so models that never decode never pay for it.
+   * Compiles the fused decode forward where this model uses it, for the LoRA adapters attached
+   * now (a no-op otherwise, and once per variant). Until then decode steps take the per-op path:
+   * the kernel is large (seconds to compile on llvmpipe the first time), so models that never
+   * decode never pay for it.
    */
-  prepareDecode(): Promise<void> {
-    if (!this.fusedDecode) return Promise.resolve();
-    this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.slots, this.fusedDecode)
-      .then((k) => void (this.decodeKernel = k));
-    return this.decodeCompile;
+  async prepareDecode(): Promise<void> {
+    if (!this.fusedDecode) return;
+    this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.slots, this.fusedDecode);
+    const k = this.decodeKernel = await this.decodeCompile;
+    if (this.lora && !decodeLoraUnfit(this.lora.layout)) await k.prepare(this.lora.layout);
   }
 
   p(t: ParamTensor | null): BufferRef {
@@ -343,9 +348,9 @@ export class GpuModel {
       );
     }
     if (decode && nSel !== N) throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
-    if (decode && this.decodeKernel && !this.lora && !this.training) {
+    if (decode && this.decodeKernel?.readyFor(this.lora) && !this.training) {
       const kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, this.cos, this.sin, kc, vc, this.cacheStride, this.logitRange(N));
+      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, this.cos, this.sin, kc, vc, this.cacheStride, this.logitRange(N), this.lora);
       return;
     }
     const embed = this.params.chunks(lay.embed);

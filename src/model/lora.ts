@@ -164,6 +164,11 @@ export class LoraAdapters {
    * Per-row adapter ids (≥ adapter count = base only). The backward also needs each adapter's
    * rows contiguous; otherwise only the forward may run.
    */
+  /** [maxRows] u32: each row's adapter as setRows wrote it (≥ the adapter count: none). */
+  get rowAdapters(): GPUBuffer {
+    return this.adapterOf;
+  }
+
   setRows(adapterIds: readonly number[]) {
     if (adapterIds.length > this.maxRows) throw new KernelArgumentError(`${adapterIds.length} rows exceed the LoRA buffers' ${this.maxRows}`);
     const n = this.layout.cfg.adapters.length;

@@ -2,7 +2,8 @@
 // Each step's logits equal the float64 reference's full recomputation and the per-op path's,
 // for Llama, Qwen2 (biases, untied head) and Qwen3 (q/k norms), with rows in scrambled slots at
 // ragged positions, a row count that is not a multiple of the rows per workgroup, and awkward
-// shapes; the per-op path takes over wherever the fused kernel must not run.
+// shapes, with rows' LoRA adapters; the per-op path takes over wherever the fused kernel must
+// not run.
 
 import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
@@ -11,7 +12,7 @@ import { parseModelConfig } from "../../src/model/config.ts";
 import { decodeForwardLoopBound, decodeForwardUnfit } from "../../src/model/decode_forward.ts";
 import { GpuModel, type GpuModelOptions, type ModelRow } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
-import { LoraAdapters, LoraLayout } from "../../src/model/lora.ts";
+import { LORA_MODULES, LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { toleranceRatio } from "../../src/ops/reference.ts";
@@ -41,6 +42,7 @@ const SEQS = [
   [257, 61, 62, 63, 64],
 ];
 const SLOTS = [4, 0, 2, 5, 1];
+const ADAPTERS = [0, 1, -1, 1, 0]; // each sequence's LoRA adapter in the LoRA steps (-1: none)
 const PREFILL = 2; // tokens of each sequence prefilled by the per-op path; the rest are decode steps
 
 /**
@@ -48,17 +50,18 @@ const PREFILL = 2; // tokens of each sequence prefilled by the per-op path; the 
  * next token of each sequence) through encodeForward(decode) and returns every step's logits
  * [N, V] with the step's dispatch count. Sequences that have ended drop out of later steps.
  */
-async function decodeSteps(gpu: Gpu, w: ModelWeights, opts: Partial<GpuModelOptions>, lora?: (m: GpuModel) => Promise<void>) {
+async function decodeSteps(gpu: Gpu, w: ModelWeights, opts: Partial<GpuModelOptions>, lora?: LoraAdapters) {
   const model = await GpuModel.create(gpu, w, { slots: 6, maxLen: 16, ...opts });
+  const adapter = (i: number) => lora ? ADAPTERS[i] : undefined;
   try {
+    if (lora) model.attachLora(lora);
     await model.prepareDecode();
-    if (lora) await lora(model);
-    await model.forward(SEQS.flatMap((s, i) => s.slice(0, PREFILL).map((token, pos) => ({ token, slot: SLOTS[i], pos }))), []);
+    await model.forward(SEQS.flatMap((s, i) => s.slice(0, PREFILL).map((token, pos) => ({ token, slot: SLOTS[i], pos, adapter: adapter(i) }))), []);
     const steps: { rows: { seq: number; pos: number }[]; logits: Float32Array; dispatches: number }[] = [];
     for (let pos = PREFILL; ; pos++) {
       const live = SEQS.map((s, i) => ({ s, i })).filter(({ s }) => pos < s.length);
       if (!live.length) break;
-      const rows: ModelRow[] = live.map(({ s, i }) => ({ token: s[pos], slot: SLOTS[i], pos }));
+      const rows: ModelRow[] = live.map(({ s, i }) => ({ token: s[pos], slot: SLOTS[i], pos, adapter: adapter(i) }));
       model.writeRows(rows, rows.map((_, i) => i));
       const rec = gpu.recorder("decode step");
       model.encodeForward(rec, rows.length, rows.length, true);
@@ -118,17 +121,29 @@ Deno.test("fused decode forward", async (t) => {
       }
     });
 
-    await t.step("with a LoRA adapter attached decode steps take the per-op path", async () => {
+    await t.step("rows' LoRA adapters apply inside the fused step (rank 4k); other ranks take the per-op path", async () => {
       const w = weights(await preset("tiny-llama"));
-      const layout = new LoraLayout(w.config, { rank: 2, alpha: 4, targets: ["q", "v", "down"], adapters: ["a"] });
-      const data = new Float32Array(layout.totalFloats).map((_, i) => Math.sin(i) * 0.05);
-      const steps = await decodeSteps(gpu, w, { decodeVariant: cpu ? undefined : "fused" }, async (m) => {
-        m.attachLora(await LoraAdapters.create(gpu, layout, m.chunkRows, data));
-      });
-      steps.forEach((s) => assert(s.dispatches > 1, "LoRA is applied by the per-op path"));
-      if (cpu) {
-        const plain = await decodeSteps(gpu, w, {});
-        plain.forEach((s) => assertEquals(s.dispatches, 1, "CPU adapters fuse decode steps by default"));
+      const V = w.config.vocabSize;
+      for (const rank of [4, 2]) {
+        const layout = new LoraLayout(w.config, { rank, alpha: 2 * rank, targets: [...LORA_MODULES], adapters: ["a", "b"] });
+        const data = new Float32Array(layout.totalFloats).map((_, i) => Math.sin(i * 0.37) * 0.2);
+        const adapters = async () => await LoraAdapters.create(gpu, layout, 256, data);
+        const fused = await decodeSteps(gpu, w, { decodeVariant: "fused" }, await adapters());
+        const ops = await decodeSteps(gpu, w, { decodeVariant: "ops" }, await adapters());
+        const refs = SEQS.map((s, i) => referenceForward(ADAPTERS[i] >= 0 ? mergeLora(w, layout, data, ADAPTERS[i]) : w, s).logits);
+        const base = SEQS.map((s) => referenceForward(w, s).logits);
+        fused.forEach((step, k) => {
+          assertEquals(step.dispatches, rank === 4 ? 1 : ops[k].dispatches, `rank ${rank}`);
+          step.rows.forEach(({ seq, pos }, r) => {
+            const got = step.logits.subarray(r * V, (r + 1) * V);
+            const ratio = toleranceRatio(got, refs[seq].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3);
+            assert(ratio <= 1, `rank ${rank} step ${k} sequence ${seq}: ${ratio.toFixed(2)}× the reference tolerance`);
+            const opsRatio = toleranceRatio(got, ops[k].logits.subarray(r * V, (r + 1) * V), 1e-4, 1e-4);
+            assert(opsRatio <= 1, `rank ${rank} step ${k} sequence ${seq}: ${opsRatio.toFixed(2)}× the per-op tolerance`);
+            // The adapters must matter, or the checks above prove nothing.
+            if (ADAPTERS[seq] >= 0) assert(toleranceRatio(got, base[seq].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3) > 1);
+          });
+        });
       }
     });
 
