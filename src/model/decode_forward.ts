@@ -1,8 +1,8 @@
 // The fused decode forward (shaders/decode_forward.wgsl): a small model's whole forward pass for
 // one decode step (every row its own sequence) in one dispatch. GpuModel uses it on CPU adapters,
 // where a tiny model's step is bound by dispatch count rather than arithmetic. Rows' LoRA
-// adapters apply inside it (a kernel variant per rank). Training, prefill, scoring and models
-// that do not fit take the per-op path.
+// adapters apply inside it (a kernel variant per rank). Prefill, scoring, training forwards and
+// models that do not fit take the per-op path.
 
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";

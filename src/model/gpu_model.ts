@@ -188,7 +188,9 @@ export class GpuModel {
     }
     const params = uploadParams(gpu, weights);
     try {
-      const fused = !opts.training && (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
+      // Training models decode too (RL rollouts sample from the model they update): a decode
+      // step saves nothing for the backward, so it may take the fused path as well.
+      const fused = (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
       const unfit = fused
         ? decodeForwardUnfit(c, opts.maxLen, params, {
           maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize,
@@ -348,7 +350,7 @@ export class GpuModel {
       );
     }
     if (decode && nSel !== N) throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
-    if (decode && this.decodeKernel?.readyFor(this.lora) && !this.training) {
+    if (decode && this.decodeKernel?.readyFor(this.lora)) {
       const kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
       this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, this.cos, this.sin, kc, vc, this.cacheStride, this.logitRange(N), this.lora);
       return;

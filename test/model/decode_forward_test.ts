@@ -115,10 +115,21 @@ Deno.test("fused decode forward", async (t) => {
       for (const decodeForward of [{ rows: 1 }, { rows: 3, workgroup: 24, cores: 1 }, { rows: 8, cores: 1 }]) {
         const got = await decodeSteps(gpu, w, { decodeVariant: "fused", decodeForward });
         got.forEach((s, k) => {
+          assertEquals(s.dispatches, 1);
           const ratio = toleranceRatio(s.logits, base[k].logits, 1e-4, 1e-4);
           assert(ratio <= 1, `${JSON.stringify(decodeForward)} step ${k}: ${ratio.toFixed(2)}×`);
         });
       }
+    });
+
+    await t.step("a training model's decode steps (RL rollouts) take the fused path too", async () => {
+      const w = weights(await preset("tiny-qwen3"));
+      const base = await decodeSteps(gpu, w, { decodeVariant: "fused" });
+      const training = await decodeSteps(gpu, w, { decodeVariant: "fused", training: true });
+      training.forEach((s, k) => {
+        assertEquals(s.dispatches, 1);
+        assertEquals(Array.from(s.logits), Array.from(base[k].logits), `step ${k}`);
+      });
     });
 
     await t.step("rows' LoRA adapters apply inside the fused step (rank 4k); other ranks take the per-op path", async () => {
