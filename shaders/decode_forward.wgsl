@@ -181,6 +181,24 @@ fn loraUp(ly: u32, m: u32, slot: u32, n4: u32, r: u32) -> vec4<f32> {
   return y * p.loraScale;
 }
 
+// The residual stream += x · Wᵀ (+ bias) (+ the rows' LoRA of module m) over sRes's C columns,
+// x the projection input src (as project4): lane n4 computes four columns. o and down.
+fn addToResidual(ly: u32, w: u32, bias: u32, hasBias: bool, m: u32, src: u32, lid: u32) {
+  let lora = loraOn(ly, m);
+  for (var n4 = lid; n4 < p.C4; n4 += WG) {
+    let acc = project4(w, n4, src);
+    var b = vec4<f32>();
+    if (hasBias) { b = W[bias + n4]; }
+    for (var r = 0u; r < R; r++) {
+      if (r < rc) {
+        var y = acc[r] + b;
+        if (lora) { y += loraUp(ly, m, 0u, n4, r); }
+        sRes[r * p.C4 + n4] += y;
+      }
+    }
+  }
+}
+
 fn loraOn(ly: u32, m: u32) -> bool {
   return LORA && ((p.layer[ly].flags >> (8u + m)) & 1u) != 0u;
 }
@@ -376,19 +394,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
       if (loraOn(l, 3u)) { loraDown(l, 3u, 0u, 1u, lid); }
       workgroupBarrier();
     }
-    for (var n4 = lid; n4 < p.C4; n4 += WG) {
-      let acc = project4(ly.wo, n4, 1u);
-      var b = vec4<f32>();
-      if ((ly.flags & 2u) != 0u) { b = W[ly.bo + n4]; }
-      let lora = loraOn(l, 3u);
-      for (var r = 0u; r < R; r++) {
-        if (r < rc) {
-          var y = acc[r] + b;
-          if (lora) { y += loraUp(l, 3u, 0u, n4, r); }
-          sRes[r * p.C4 + n4] += y;
-        }
-      }
-    }
+    addToResidual(l, ly.wo, ly.bo, (ly.flags & 2u) != 0u, 3u, 1u, lid);
     workgroupBarrier();
 
     // 5. RMSNorm, gate and up, SwiGLU into sH: lane n4 computes four columns of I.
@@ -418,17 +424,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
       if (loraOn(l, 6u)) { loraDown(l, 6u, 0u, 2u, lid); }
       workgroupBarrier();
     }
-    for (var n4 = lid; n4 < p.C4; n4 += WG) {
-      let acc = project4(ly.wd, n4, 2u);
-      let lora = loraOn(l, 6u);
-      for (var r = 0u; r < R; r++) {
-        if (r < rc) {
-          var y = acc[r];
-          if (lora) { y += loraUp(l, 6u, 0u, n4, r); }
-          sRes[r * p.C4 + n4] += y;
-        }
-      }
-    }
+    addToResidual(l, ly.wd, 0u, false, 6u, 2u, lid);
     workgroupBarrier();
   }
 

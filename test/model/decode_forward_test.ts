@@ -84,6 +84,7 @@ Deno.test("fused decode forward", async (t) => {
       ["tiny-llama", await preset("tiny-llama")],
       ["tiny-qwen2", await preset("tiny-qwen2")],
       ["tiny-qwen3", await preset("tiny-qwen3")],
+      ["tiny-llama with attention_bias (q/k/v/o biases)", { ...await preset("tiny-llama"), attention_bias: true }],
       ["awkward qwen2 (G 1, head_dim 8, hidden 24, vocab 260, 3 layers)", await awkward()],
     ];
     for (const [name, json] of models) {
