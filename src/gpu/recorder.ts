@@ -103,12 +103,24 @@ export class CommandPlan {
   }
 }
 
+const bufferIds = new WeakMap<GPUBuffer, number>();
+let nextBufferId = 1;
+
+/** A number naming a buffer object (for bind group reuse keys). */
+function bufferId(b: GPUBuffer): number {
+  let id = bufferIds.get(b);
+  if (id === undefined) bufferIds.set(b, id = nextBufferId++);
+  return id;
+}
+
 /** Collects dispatches; `submit()` runs them once, `finish()` keeps them as a CommandPlan. */
 export class Recorder {
   private cmds: Cmd[] = [];
   private uniforms = new Uint8Array(4096);
   private used = 0;
   private align: number;
+  /** Arena offsets and lengths of the uniform blocks recorded so far, by a hash of their bytes. */
+  private uniformSlots = new Map<number, [offset: number, bytes: number][]>();
 
   constructor(private device: GPUDevice, readonly label = "recording") {
     this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, 16);
@@ -131,8 +143,7 @@ export class Recorder {
     let uniformOffset = -1, uniformSize = 0;
     if (uniform) {
       uniformSize = Math.ceil(uniform.byteLength / 16) * 16;
-      uniformOffset = this.reserve(uniformSize);
-      this.uniforms.set(new Uint8Array(uniform), uniformOffset);
+      uniformOffset = this.uniformSlot(uniform, uniformSize);
     }
     bindings.forEach((b, i) => {
       if (!b && (kinds[i] !== "uniform" || !uniform)) {
@@ -170,9 +181,13 @@ export class Recorder {
       })
       : null;
     if (arena) this.device.queue.writeBuffer(arena, 0, this.uniforms, 0, this.used);
-    const encoded: Encoded[] = this.cmds.map((c) => c.kind === "dispatch" ? this.encodeDispatch(c, arena) : c);
+    // Dispatches with the same kernel, bindings and uniform block (a decode step replayed S
+    // times, say) share one bind group.
+    const groups = new Map<string, GPUBindGroup>();
+    const encoded: Encoded[] = this.cmds.map((c) => c.kind === "dispatch" ? this.encodeDispatch(c, arena, groups) : c);
     this.cmds = [];
     this.used = 0;
+    this.uniformSlots.clear();
     return new CommandPlan(this.device, encoded, arena, this.label);
   }
 
@@ -184,13 +199,32 @@ export class Recorder {
     this.device.queue.onSubmittedWorkDone().then(() => plan.destroy());
   }
 
-  private encodeDispatch(c: DispatchCmd, arena: GPUBuffer | null): EncodedDispatch {
-    const entries: GPUBindGroupEntry[] = c.bindings.map((b, i) => {
-      const r = b ? resolveRange(b) : { buffer: arena!, offset: c.uniformOffset, size: c.uniformSize };
-      return { binding: i, resource: { buffer: r.buffer, offset: r.offset, size: r.size } };
-    });
-    const bindGroup = this.device.createBindGroup({ layout: c.kernel.layout, entries, label: c.kernel.key });
+  private encodeDispatch(c: DispatchCmd, arena: GPUBuffer | null, groups: Map<string, GPUBindGroup>): EncodedDispatch {
+    const ranges = c.bindings.map((b) => b ? resolveRange(b) : { buffer: arena!, offset: c.uniformOffset, size: c.uniformSize });
+    const key = `${c.kernel.key}|${ranges.map((r) => `${bufferId(r.buffer)}:${r.offset}:${r.size}`).join(",")}`;
+    let bindGroup = groups.get(key);
+    if (!bindGroup) {
+      const entries: GPUBindGroupEntry[] = ranges.map((r, i) => ({ binding: i, resource: { buffer: r.buffer, offset: r.offset, size: r.size } }));
+      bindGroup = this.device.createBindGroup({ layout: c.kernel.layout, entries, label: c.kernel.key });
+      groups.set(key, bindGroup);
+    }
     return { kind: "dispatch", pipeline: c.kernel.pipeline, bindGroup, workgroups: c.workgroups, label: c.kernel.key };
+  }
+
+  /** The arena offset of a uniform block: an identical block recorded before is reused. */
+  private uniformSlot(uniform: ArrayBuffer, size: number): number {
+    const words = new Uint32Array(uniform, 0, uniform.byteLength >> 2);
+    let h = 0x811c9dc5 ^ words.length;
+    for (let i = 0; i < words.length; i++) h = Math.imul(h ^ words[i], 0x01000193);
+    const bytes = new Uint8Array(uniform);
+    const slots = this.uniformSlots.get(h);
+    const same = slots?.find(([off, n]) => n === bytes.length && bytes.every((v, i) => this.uniforms[off + i] === v));
+    if (same) return same[0];
+    const off = this.reserve(size);
+    this.uniforms.set(bytes, off);
+    if (slots) slots.push([off, bytes.length]);
+    else this.uniformSlots.set(h, [[off, bytes.length]]);
+    return off;
   }
 
   private reserve(size: number): number {

@@ -188,6 +188,15 @@ export class DecodeForwardKernel {
   ) {
     const c = this.config, L = lora?.layout ?? null;
     const { kernel, rows: rpg } = this.pick(N, L ? L.cfg.rank / 4 : 0);
+    const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], ids];
+    const bindings = [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf];
+    const grid: [number] = [Math.ceil(N / rpg)];
+    // The block (~6 KiB) is the same every step of a generation: packed once per (N, adapters).
+    const last = this.lastUniform;
+    if (last && last.N === N && last.lora === L && last.cacheStride === cacheStride) {
+      rec.dispatch(kernel, bindings, grid, last.block);
+      return;
+    }
     const layers = this.offsets.slice(3);
     if (L) {
       for (const e of L.entries) {
@@ -204,9 +213,11 @@ export class DecodeForwardKernel {
       // The block is the shader's full Params: MAXL layers, unused ones zero.
       ...Array.from({ length: LAYER_WORDS * MAXL }, (_, i) => ["u32", layers[i] ?? 0] as const),
     ]);
-    const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], ids];
-    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf], [Math.ceil(N / rpg)], u);
+    this.lastUniform = { N, lora: L, cacheStride, block: u };
+    rec.dispatch(kernel, bindings, grid, u);
   }
+
+  private lastUniform: { N: number; lora: LoraLayout | null; cacheStride: number; block: ArrayBuffer } | null = null;
 }
 
 /** embed, final norm, head, then per layer the LAYER_WORDS words of the shader's `Layer` (LoRA words zero). */
