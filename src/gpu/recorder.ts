@@ -59,6 +59,16 @@ export class CommandPlan {
     return this.cmds.filter((c) => c.kind === "dispatch").length;
   }
 
+  /** Distinct bind groups the dispatches use (identical dispatches share one). */
+  get bindGroupCount(): number {
+    return new Set(this.cmds.flatMap((c) => c.kind === "dispatch" ? [c.bindGroup] : [])).size;
+  }
+
+  /** Bytes of the uniform arena (identical uniform blocks share one slot). */
+  get uniformBytes(): number {
+    return this.arena?.size ?? 0;
+  }
+
   /**
    * Encodes the plan into `encoder` (for composing plans) or into a new one that is submitted.
    * Consecutive dispatches share one compute pass, or, while a profiler is active, each gets its

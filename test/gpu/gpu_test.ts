@@ -102,6 +102,26 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       [x, y, z].forEach((b) => b.destroy());
     });
 
+    await t.step("identical dispatches share a bind group and a uniform slot; others keep their own", async () => {
+      const ops = await createOps(gpu);
+      const x = gpu.upload(new Float32Array([1, 2, 3, 4]));
+      const y = gpu.zeros(4);
+      const rec = gpu.recorder();
+      for (let i = 0; i < 4; i++) ops.elementwise.unary(rec, "affine", 4, x, y, 2, 1); // the same dispatch 4 times
+      ops.elementwise.unary(rec, "affine", 4, x, y, 3, 0); // another uniform
+      ops.elementwise.unary(rec, "affine", 4, y, x, 2, 1); // the first uniform, other buffers
+      const plan = rec.finish();
+      assertEquals(plan.dispatchCount, 6);
+      assertEquals(plan.bindGroupCount, 3);
+      const slot = gpu.device.limits.minUniformBufferOffsetAlignment;
+      assert(plan.uniformBytes <= 2 * slot, `two distinct uniform blocks, ${plan.uniformBytes} arena bytes`);
+      plan.run();
+      // y = 3x, then x = 2y + 1: the reused slots hold the right blocks.
+      assertEquals([...await gpu.readFloat32(x, 4)], [7, 13, 19, 25]);
+      plan.destroy();
+      [x, y].forEach((b) => b.destroy());
+    });
+
     await t.step("binding-count mismatches are KernelArgumentError", async () => {
       const k = await gpu.kernel({ shader: "softmax", entry: "softmax", bindings: ["uniform", "read-only-storage", "storage"], constants: { WG: 64 } });
       const rec = gpu.recorder();
