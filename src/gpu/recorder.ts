@@ -228,13 +228,22 @@ export class Recorder {
     for (let i = 0; i < words.length; i++) h = Math.imul(h ^ words[i], 0x01000193);
     const bytes = new Uint8Array(uniform);
     const slots = this.uniformSlots.get(h);
-    const same = slots?.find(([off, n]) => n === bytes.length && bytes.every((v, i) => this.uniforms[off + i] === v));
+    const same = slots?.find(([off, n]) => n === bytes.length && this.sameBytes(off, bytes));
     if (same) return same[0];
     const off = this.reserve(size);
     this.uniforms.set(bytes, off);
     if (slots) slots.push([off, bytes.length]);
     else this.uniformSlots.set(h, [[off, bytes.length]]);
     return off;
+  }
+
+  /** Whether the arena holds `bytes` at `off` (a slot offset, so word-aligned). */
+  private sameBytes(off: number, bytes: Uint8Array): boolean {
+    const n = bytes.length >> 2;
+    const have = new Uint32Array(this.uniforms.buffer, off, n), want = new Uint32Array(bytes.buffer, bytes.byteOffset, n);
+    for (let i = 0; i < n; i++) if (have[i] !== want[i]) return false;
+    for (let i = 4 * n; i < bytes.length; i++) if (this.uniforms[off + i] !== bytes[i]) return false;
+    return true;
   }
 
   private reserve(size: number): number {

@@ -12,10 +12,17 @@ import type { BufferRange, GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
 import { LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
 
-/** Shader limits (decode_forward.wgsl): layers in the uniform block, rows, attention registers. */
-const MAXL = 32, MAXR = 8, MAXD4 = 32, MAXG = 8, QLEN = 64;
+/**
+ * The shader's limits (its `const`s of the same names; a test checks they agree): layers in the
+ * uniform block, rows per workgroup, head_dim / 4, query heads per kv head, and a lane's
+ * attention registers (G · head_dim / 4 vec4s).
+ */
+export const DECODE_FORWARD_LIMITS = { MAXL: 32, MAXR: 8, MAXD4: 16, MAXG: 8, QLEN: 32 } as const;
+const { MAXL, MAXR, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
 /** Words of the shader's `Layer` struct: 16 offsets and flags, then (offA, strideA, offB, strideB) per LoRA module. */
 const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
+/** Words of the shader's Params before its layer table. */
+const HEADER_WORDS = 16;
 /** Storage bindings of the kernel (the adapter's maxStorageBuffersPerShaderStage must allow them). */
 const STORAGE_BINDINGS = 10;
 
@@ -189,35 +196,36 @@ export class DecodeForwardKernel {
     const c = this.config, L = lora?.layout ?? null;
     const { kernel, rows: rpg } = this.pick(N, L ? L.cfg.rank / 4 : 0);
     const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], ids];
-    const bindings = [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf];
-    const grid: [number] = [Math.ceil(N / rpg)];
-    // The block (~6 KiB) is the same every step of a generation: packed once per (N, adapters).
-    const last = this.lastUniform;
-    if (last && last.N === N && last.lora === L && last.cacheStride === cacheStride) {
-      rec.dispatch(kernel, bindings, grid, last.block);
-      return;
-    }
-    const layers = this.offsets.slice(3);
-    if (L) {
-      for (const e of L.entries) {
-        const m = LORA_MODULES.indexOf(e.module as typeof LORA_MODULES[number]), base = e.layer * LAYER_WORDS;
-        layers[base + 15] |= 1 << (8 + m);
-        layers.splice(base + 16 + 4 * m, 4, e.offsetA / 4, e.strideA / 4, e.offsetB / 4, e.strideB / 4);
-      }
-    }
-    const u = packUniform([
+    // The block is the shader's Params: a per-step header, then the layer table (~6 KiB, the
+    // same for every step with these adapters, so built once).
+    const block = this.layerTable(L).slice(0);
+    const header = packUniform([
       ["u32", N], ["u32", this.cachePositions], ["f32", c.rmsNormEps], ["f32", 1 / Math.sqrt(c.headDim)],
       ["u32", c.numLayers], ["u32", this.offsets[0]], ["u32", this.offsets[1]], ["u32", this.offsets[2]],
       ["u32", cacheStride / 4], ["u32", c.hiddenSize / 4], ["u32", c.intermediateSize / 4], ["u32", c.vocabSize / 4],
       ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", L ? L.cfg.adapters.length : 0], ["f32", L ? L.scale : 0],
-      // The block is the shader's full Params: MAXL layers, unused ones zero.
-      ...Array.from({ length: LAYER_WORDS * MAXL }, (_, i) => ["u32", layers[i] ?? 0] as const),
     ]);
-    this.lastUniform = { N, lora: L, cacheStride, block: u };
-    rec.dispatch(kernel, bindings, grid, u);
+    new Uint8Array(block).set(new Uint8Array(header));
+    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf], [Math.ceil(N / rpg)], block);
   }
 
-  private lastUniform: { N: number; lora: LoraLayout | null; cacheStride: number; block: ArrayBuffer } | null = null;
+  private tables = new Map<LoraLayout | null, ArrayBuffer>();
+
+  /** The uniform block with its header zero and the layer table filled in for these adapters. */
+  private layerTable(L: LoraLayout | null): ArrayBuffer {
+    let t = this.tables.get(L);
+    if (t) return t;
+    const layers = this.offsets.slice(3);
+    for (const e of L?.entries ?? []) {
+      const m = LORA_MODULES.indexOf(e.module as typeof LORA_MODULES[number]), base = e.layer * LAYER_WORDS;
+      layers[base + 15] |= 1 << (8 + m);
+      layers.splice(base + 16 + 4 * m, 4, e.offsetA / 4, e.strideA / 4, e.offsetB / 4, e.strideB / 4);
+    }
+    const words = new Uint32Array(HEADER_WORDS + LAYER_WORDS * MAXL); // unused layers stay zero
+    words.set(layers, HEADER_WORDS);
+    this.tables.set(L, t = words.buffer);
+    return t;
+  }
 }
 
 /** embed, final norm, head, then per layer the LAYER_WORDS words of the shader's `Layer` (LoRA words zero). */

@@ -9,7 +9,7 @@ import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { KernelArgumentError } from "../../src/gpu/errors.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { decodeForwardLoopBound, decodeForwardUnfit } from "../../src/model/decode_forward.ts";
+import { DECODE_FORWARD_LIMITS, decodeForwardLoopBound, decodeForwardUnfit } from "../../src/model/decode_forward.ts";
 import { GpuModel, type GpuModelOptions, type ModelRow } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { LORA_MODULES, LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
@@ -159,12 +159,21 @@ Deno.test("fused decode forward", async (t) => {
       }
     });
 
+    await t.step("the host's limits are the shader's", async () => {
+      const wgsl = await Deno.readTextFile(new URL("../../shaders/decode_forward.wgsl", import.meta.url));
+      for (const [name, value] of Object.entries(DECODE_FORWARD_LIMITS)) {
+        const m = wgsl.match(new RegExp(`^const ${name}: u32 = (\\d+)u;`, "m"));
+        assertEquals(Number(m?.[1]), value, `${name} in decode_forward.wgsl`);
+      }
+    });
+
     await t.step("models it cannot run are named, and the default falls back", async () => {
       const limits = { maxWorkgroupBytes: 32768, maxBindingBytes: 2 ** 27 };
       const one = { buffers: [{ size: 1024 } as GPUBuffer], anySplit: false };
       const cfg = (over: Record<string, unknown>) => parseModelConfig({ ...JSON.parse(JSON.stringify(models[0][1])), ...over });
       assertEquals(decodeForwardUnfit(cfg({}), 64, one, limits), null);
       assert(decodeForwardUnfit(cfg({ head_dim: 12 }), 64, one, limits)?.includes("head_dim 12"));
+      assert(decodeForwardUnfit(cfg({ head_dim: 128 }), 64, one, limits)?.includes("attention registers"));
       assert(decodeForwardUnfit(cfg({ vocab_size: 263 }), 64, one, limits)?.includes("vocabulary 263"));
       assert(decodeForwardUnfit(cfg({ num_hidden_layers: 33 }), 64, one, limits)?.includes("33 layers"));
       assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), 64, one, limits)?.includes("workgroup memory"));

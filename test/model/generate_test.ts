@@ -38,7 +38,10 @@ Deno.test("generation", async (t) => {
           const long = reqs.map((r, i) => ({ ...r, maxNewTokens: 14 - i }));
           let steps = 0;
           const streamed = await gen.generate(long, { onStep: () => steps++ });
-          assertEquals((await gen.generate(long)).map((r) => r.ids), streamed.map((r) => r.ids));
+          const timing = { prefillMs: -1, decodeMs: -1, decodeSteps: -1 };
+          assertEquals((await gen.generate(long, { timing })).map((r) => r.ids), streamed.map((r) => r.ids));
+          assertEquals(timing.decodeSteps, 14, "one chain of the longest request's 14 steps");
+          assert(timing.prefillMs >= 0 && timing.decodeMs > 0, `phase timings ${JSON.stringify(timing)}`);
           assertEquals(steps, 16, "with onStep the default 8-step chunks stay (2 readbacks of 8)");
         } finally {
           model.destroy();
