@@ -20,6 +20,7 @@ export const DEMOS_CLI = defineCli({
     seed: { type: "number", integer: true, min: 0, default: 0, help: "seed of the first episode" },
     agents: { type: "string", metavar: "A,B", help: "keep only these agents' turns (default: all)" },
     "helper-tools": { type: "boolean", help: "tool turns call the env's predefined helpers (e.g. bfs) instead of writing the algorithm" },
+    "copy-drills": { type: "boolean", help: "plan turns copying random tool answers instead of oracle play (plan_path_v1, sokoban_v1, sudoku4_v1): drills for the plan agent's copy" },
     difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
   },
 });
@@ -53,6 +54,7 @@ if (import.meta.main) {
       seed: args.seed,
       agents,
       helperTools: args.helperTools,
+      copyDrills: args.copyDrills,
       difficulty,
     });
     const text = demoJsonl(demos.records);
@@ -66,7 +68,7 @@ if (import.meta.main) {
     }
     console.error(
       `${args.out ?? "stdout"}: ${demos.records.length} records from ${demos.episodes} ${env.id} episodes ` +
-        `(${args.split}, ${args.style}; oracle succeeded in ${demos.successes})`,
+        `(${args.split}, ${args.style}; ${args.copyDrills ? "copy drills: the random answers solved" : "oracle succeeded in"} ${demos.successes})`,
     );
   });
 }

@@ -5,6 +5,7 @@
 // records (system + user + the assistant reply) for an instruct model's chat template.
 
 import { currentAgent } from "./api.ts";
+import { hash32, Rng } from "./rng.ts";
 import type { AgentId, AnyEnvDefinition, ChatMessage, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
 
 /** Where a record came from; `deno task sft` ignores it, people filter on it. */
@@ -39,6 +40,15 @@ export interface DemoOptions {
    * tiny model can learn to write. The printed result, and so the episode, is the same.
    */
   readonly helperTools?: boolean;
+  /**
+   * Copy drills instead of oracle play (envs in COPY_DRILL_ANSWERS): every tool turn prints a
+   * random answer of the form the env's tool prints, and the plan turn's completion copies it
+   * after `####`. Only the plan agents' turns are kept. The plan agent's job in these teams is to
+   * pass on the tool's answer; a tiny model trained on oracle play alone learns to write answers
+   * that look right for the board instead (the tool's answer there is a function of the board),
+   * so drills, where only copying predicts the completion, teach the copy itself.
+   */
+  readonly copyDrills?: boolean;
 }
 
 /** Tool programs that use an environment's predefined helpers, by env id. */
@@ -46,6 +56,15 @@ export const HELPER_TOOL_CODE: Readonly<Record<string, string>> = {
   plan_path_v1: 'console.log(bfs(grid, start, goal).join(" "))',
   sokoban_v1: 'console.log(solveSokoban(grid, player, box, goal).join(" "))',
   sudoku4_v1: 'console.log(solveSudoku(grid).map((r) => r.join("")).join(" "))',
+};
+
+const randomMoves = (rng: Rng): string => Array.from({ length: 1 + rng.int(10) }, () => rng.pick(["U", "D", "L", "R"])).join(" ");
+
+/** Random answers in the form each env's tool prints them (see HELPER_TOOL_CODE), by env id. */
+export const COPY_DRILL_ANSWERS: Readonly<Record<string, (rng: Rng) => string>> = {
+  plan_path_v1: randomMoves,
+  sokoban_v1: randomMoves,
+  sudoku4_v1: (rng) => Array.from({ length: 4 }, () => Array.from({ length: 4 }, () => 1 + rng.int(4)).join("")).join(" "),
 };
 
 export interface Demonstrations {
@@ -71,15 +90,31 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
   const split = o.split ?? "train", style = o.style ?? "compact";
   let state: EnvState = env.reset(env.generate(seed, { split, difficulty: o.difficulty }));
   const turns: { agent: AgentId; turn: number; prompt: ReturnType<AnyEnvDefinition["observe"]>; text: string }[] = [];
+  const drill = o.copyDrills ? COPY_DRILL_ANSWERS[env.id] : undefined;
+  const rng = new Rng(hash32(`${env.id}:copy-drill:${seed}`));
+  let printed = "";
   for (let i = 0; i < MAX_STEPS; i++) {
     const agent = currentAgent(env, state);
     if (agent === null) break;
     // Observe before the oracle moves: the prompt is exactly what a policy would see here.
     const prompt = env.observe(state, agent, style);
-    const move = env.oracle(state, agent);
-    const helper = o.helperTools && env.toolAgents.includes(agent) ? HELPER_TOOL_CODE[env.id] : undefined;
-    if (keep.has(agent)) turns.push({ agent, turn: state.turn, prompt, text: helper ?? move.text });
-    state = env.step(state, agent, move.action).state;
+    let text: string, action: unknown;
+    if (drill && env.toolAgents.includes(agent)) {
+      printed = drill(rng);
+      text = `console.log(${JSON.stringify(printed)})`;
+      action = { kind: "code", code: text, execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 } };
+    } else if (drill) {
+      text = `#### ${printed}`;
+      const parsed = env.parseAction(agent, text);
+      if (!parsed.ok) throw new DemoOptionsError(`${env.id}: the copy drill "${text}" does not parse: ${parsed.invalid.reason}`);
+      action = parsed.action;
+    } else {
+      const move = env.oracle(state, agent);
+      text = o.helperTools && env.toolAgents.includes(agent) ? HELPER_TOOL_CODE[env.id] : move.text;
+      action = move.action;
+    }
+    if (keep.has(agent)) turns.push({ agent, turn: state.turn, prompt, text });
+    state = env.step(state, agent, action).state;
   }
   const success = env.success(state) as boolean;
   const records = turns.map(({ agent, turn, prompt, text }): DemoRecord => {
@@ -105,7 +140,18 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
   if (unknown.length) {
     throw new DemoOptionsError(`${env.id} has no agent ${unknown.map((a) => `"${a}"`).join(", ")}; its agents: ${env.possibleAgents.join(", ")}`);
   }
-  const keep = new Set(o.agents?.length ? o.agents : env.possibleAgents);
+  if (o.copyDrills) {
+    if (!COPY_DRILL_ANSWERS[env.id]) {
+      throw new DemoOptionsError(`${env.id} has no copy drills; they exist for ${Object.keys(COPY_DRILL_ANSWERS).join(", ")}`);
+    }
+    const tools = (o.agents ?? []).filter((a) => env.toolAgents.includes(a));
+    if (tools.length) {
+      throw new DemoOptionsError(`copy drills keep only plan turns (their tool turns print random answers); drop ${tools.join(", ")} from agents`);
+    }
+    if (o.helperTools) throw new DemoOptionsError("copy drills replace the tool turns; pass either copyDrills or helperTools, not both");
+  }
+  const defaultAgents = o.copyDrills ? env.possibleAgents.filter((a) => !env.toolAgents.includes(a)) : env.possibleAgents;
+  const keep = new Set(o.agents?.length ? o.agents : defaultAgents);
   const records: DemoRecord[] = [];
   let successes = 0;
   for (let i = 0; i < o.episodes; i++) {

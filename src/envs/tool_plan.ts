@@ -88,6 +88,12 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
   /** What committing `answer` in this state does; pure. */
   evaluate(task: T, game: G, answer: Ans): Evaluation<G>;
   formatAnswer(answer: Ans): string;
+  /**
+   * The tool's answer as the plan agent's compact prompt shows it (default formatAnswer). A
+   * fixed width puts each part of the answer at a constant distance from where the plan's copy of
+   * it goes, a copy a tiny model can learn (Sudoku's 16 cells have it by nature).
+   */
+  formatToolCompact?(answer: Ans): string;
   toolPrelude: string;
   toolGlobals(task: T, game: G): Record<string, unknown>;
   /** Board and situation as text, for both prompt styles. */
@@ -296,10 +302,11 @@ function observe<T, G, Ans, D extends Difficulty>(
     : s.tool.answer !== null
     ? g.formatAnswer(s.tool.answer)
     : `error (${s.tool.problem})`;
+  const toolCompact = s.tool?.answer != null && g.formatToolCompact ? g.formatToolCompact(s.tool.answer) : tool;
   return buildPrompt(style, {
     system: g.systemPlan,
     user: `${head}\n${d.full}${hist}\nTool output: ${tool}\nGive the final answer.`,
-    compact: `${short} plan t${s.turn + 1}\n${d.compact}\ntool:${tool}\n`,
+    compact: `${short} plan t${s.turn + 1}\n${d.compact}\ntool:${toolCompact}\n`,
   });
 }
 

@@ -121,3 +121,45 @@ Deno.test("every helper-tool program prints what the oracle's program printed (s
     }
   }
 });
+
+Deno.test("copy drills: plan turns copy the random answer the tool printed, for every env that has them", async () => {
+  const { COPY_DRILL_ANSWERS } = await import("../../src/envs/demonstrations.ts");
+  for (const id of Object.keys(COPY_DRILL_ANSWERS)) {
+    const env = getEnv(id);
+    const d = demonstrations(env, { episodes: 6, copyDrills: true });
+    assert(d.records.length >= 6, `${id}: ${d.records.length} records`);
+    const answers = new Set<string>();
+    for (const r of d.records) {
+      if (!("prompt" in r)) throw new Error("compact records expected");
+      assert(!env.toolAgents.includes(r.meta.agent), `${id}: a tool turn was kept`);
+      // The tool line of the prompt holds the printed answer (Sokoban pads it with "_").
+      const line = /\ntool:([^\n]*)\n$/.exec(r.prompt);
+      assert(line !== null, `${id}: no tool line in ${JSON.stringify(r.prompt)}`);
+      const shown = line[1].replace(/_+$/, "");
+      assertEquals(r.completion, `#### ${shown}`, `${id} seed ${r.meta.seed}`);
+      assert(env.parseAction(r.meta.agent, r.completion).ok, `${id}: parser rejects ${r.completion}`);
+      answers.add(shown);
+    }
+    assert(answers.size >= d.records.length - 1, `${id}: drills repeat (${answers.size} distinct of ${d.records.length})`);
+    // Seeded: the same options give the same drills.
+    assertEquals(demonstrations(env, { episodes: 6, copyDrills: true }).records, d.records);
+  }
+  assertThrows(() => demonstrations(getEnv("tic_tac_toe_v1"), { episodes: 1, copyDrills: true }), "DemoOptionsError", "has no copy drills");
+  assertThrows(() => demonstrations(getEnv("sokoban_v1"), { episodes: 1, copyDrills: true, agents: ["tool"] }), "DemoOptionsError", "keep only plan turns");
+  assertThrows(() => demonstrations(getEnv("sokoban_v1"), { episodes: 1, copyDrills: true, helperTools: true }), "DemoOptionsError", "not both");
+});
+
+Deno.test("sokoban: the plan's compact prompt pads the tool's moves to a fixed width, the full prompt does not", async () => {
+  const { TOOL_COMPACT_WIDTH } = await import("../../src/envs/sokoban/env.ts");
+  const env = getEnv("sokoban_v1");
+  const s0 = env.reset(env.generate(3, { split: "train", difficulty: { size: 5, innerWalls: 0, minPushes: 1, maxTurns: 2 } }));
+  const s1 = env.step(s0, "tool", env.oracle(s0, "tool").action).state;
+  const compact = env.observe(s1, "plan", "compact");
+  const chat = env.observe(s1, "plan", "chat");
+  if (compact.style !== "compact" || chat.style !== "chat") throw new Error("styles");
+  const line = /\ntool:([^\n]*)\n$/.exec(compact.text)![1];
+  assertEquals(line.length, TOOL_COMPACT_WIDTH);
+  const moves = line.replace(/_+$/, "");
+  assert(/^[UDLR]( [UDLR])*$/.test(moves), line);
+  assert(chat.messages.some((m) => m.content.includes(`Tool output: ${moves}\n`)), "the chat prompt shows the moves unpadded");
+});

@@ -84,6 +84,10 @@ const RULES =
 L (col-1), R (col+1). Moving into the box pushes it one cell if the cell beyond is free; boxes cannot be
 pulled, so a box in a corner is stuck. Get the box onto G.`;
 
+/** Compact prompts pad the tool's moves to this many bytes (10 moves): each move then sits a
+ * constant distance before the plan's copy of it. */
+export const TOOL_COMPACT_WIDTH = 19;
+
 const GAME: ToolPlanGame<SokobanTask, SokobanGame, Move[], SokobanDifficulty> = {
   id: ENV_ID,
   description:
@@ -98,6 +102,7 @@ const GAME: ToolPlanGame<SokobanTask, SokobanGame, Move[], SokobanDifficulty> = 
   parseAnswer: parseMoves,
   evaluate,
   formatAnswer: (m) => m.join(" "),
+  formatToolCompact: (m) => m.join(" ").padEnd(TOOL_COMPACT_WIDTH, "_"),
   toolPrelude: TOOL_PRELUDE,
   toolGlobals: (t, g) => ({ grid: t.grid, player: g.player, box: g.box, goal: t.goal }),
   describe: (t, g) => ({
