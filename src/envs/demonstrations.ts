@@ -5,8 +5,9 @@
 // records (system + user + the assistant reply) for an instruct model's chat template.
 
 import { currentAgent } from "./api.ts";
+import { MOVES } from "./grid.ts";
 import { hash32, Rng } from "./rng.ts";
-import type { AgentId, AnyEnvDefinition, ChatMessage, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
+import type { AgentId, AnyEnvDefinition, ChatMessage, CodeAction, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
 
 /** Where a record came from; `deno task sft` ignores it, people filter on it. */
 export interface DemoMeta {
@@ -58,7 +59,7 @@ export const HELPER_TOOL_CODE: Readonly<Record<string, string>> = {
   sudoku4_v1: 'console.log(solveSudoku(grid).map((r) => r.join("")).join(" "))',
 };
 
-const randomMoves = (rng: Rng): string => Array.from({ length: 1 + rng.int(10) }, () => rng.pick(["U", "D", "L", "R"])).join(" ");
+const randomMoves = (rng: Rng): string => Array.from({ length: 1 + rng.int(10) }, () => rng.pick(MOVES)).join(" ");
 
 /** Random answers in the form each env's tool prints them (see HELPER_TOOL_CODE), by env id. */
 export const COPY_DRILL_ANSWERS: Readonly<Record<string, (rng: Rng) => string>> = {
@@ -102,7 +103,7 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
     if (drill && env.toolAgents.includes(agent)) {
       printed = drill(rng);
       text = `console.log(${JSON.stringify(printed)})`;
-      action = { kind: "code", code: text, execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 } };
+      action = { kind: "code", code: text, execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 } } satisfies CodeAction;
     } else if (drill) {
       text = `#### ${printed}`;
       const parsed = env.parseAction(agent, text);
