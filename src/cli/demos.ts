@@ -21,6 +21,7 @@ export const DEMOS_CLI = defineCli({
     agents: { type: "string", metavar: "A,B", help: "keep only these agents' turns (default: all)" },
     "helper-tools": { type: "boolean", help: "tool turns call the env's predefined helpers (e.g. bfs) instead of writing the algorithm" },
     "copy-drills": { type: "boolean", help: "plan turns copying random tool answers instead of oracle play (plan_path_v1, sokoban_v1, sudoku4_v1): drills for the plan agent's copy" },
+    explore: { type: "number", min: 0, default: 0, metavar: "P", help: "fraction of turns (in [0, 1)) where a random move replaces the oracle's, unrecorded, so the data shows states after mistakes" },
     difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
   },
 });
@@ -55,6 +56,7 @@ if (import.meta.main) {
       agents,
       helperTools: args.helperTools,
       copyDrills: args.copyDrills,
+      explore: args.explore,
       difficulty,
     });
     const text = demoJsonl(demos.records);
@@ -68,7 +70,8 @@ if (import.meta.main) {
     }
     console.error(
       `${args.out ?? "stdout"}: ${demos.records.length} records from ${demos.episodes} ${env.id} episodes ` +
-        `(${args.split}, ${args.style}; ${args.copyDrills ? "copy drills: the random answers solved" : "oracle succeeded in"} ${demos.successes})`,
+        `(${args.split}, ${args.style}; ${args.copyDrills ? "copy drills: the random answers solved" : "oracle succeeded in"} ${demos.successes}` +
+        `${demos.explored ? `; ${demos.explored} turns explored at random, not recorded` : ""})`,
     );
   });
 }

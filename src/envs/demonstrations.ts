@@ -50,6 +50,15 @@ export interface DemoOptions {
    * so drills, where only copying predicts the completion, teach the copy itself.
    */
   readonly copyDrills?: boolean;
+  /**
+   * Exploration (noise injection, as DART): the fraction of non-tool turns, in [0, 1), on which
+   * a random move replaces the oracle's: the env's `randomMove` (a random action of the right
+   * form, legal or not) or, for a quarter of them and for envs without one, the oracle's
+   * message cut short at a random length (usually malformed). Those turns are not recorded; the
+   * oracle labels every state after them, so a policy also learns to recover from the misplays,
+   * wasted turns and garbled messages it will make itself. Default 0.
+   */
+  readonly explore?: number;
 }
 
 /** Tool programs that use an environment's predefined helpers, by env id. */
@@ -71,6 +80,8 @@ export const COPY_DRILL_ANSWERS: Readonly<Record<string, (rng: Rng) => string>> 
 export interface Demonstrations {
   readonly records: DemoRecord[];
   readonly episodes: number;
+  /** Turns on which exploration replaced the oracle's move (not recorded). */
+  readonly explored: number;
   /** Episodes the oracle won or solved. */
   readonly successes: number;
 }
@@ -87,16 +98,30 @@ export class DemoOptionsError extends Error {
 const MAX_STEPS = 10_000;
 
 /** Plays one oracle episode from the task of `seed`, collecting (observation, oracle text) pairs. */
-function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: ReadonlySet<AgentId>): { records: DemoRecord[]; success: boolean } {
+/** A random move for exploration: see DemoOptions.explore. */
+function exploreMove(env: AnyEnvDefinition, state: EnvState, agent: AgentId, rng: Rng): unknown {
+  if (env.randomMove && rng.float() >= 0.25) return env.randomMove(state, agent, rng).action;
+  const text = env.oracle(state, agent).text;
+  const parsed = env.parseAction(agent, text.slice(0, rng.int(text.length)));
+  return parsed.ok ? parsed.action : parsed.invalid;
+}
+
+function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: ReadonlySet<AgentId>): { records: DemoRecord[]; success: boolean; explored: number } {
   const split = o.split ?? "train", style = o.style ?? "compact";
   let state: EnvState = env.reset(env.generate(seed, { split, difficulty: o.difficulty }));
   const turns: { agent: AgentId; turn: number; prompt: ReturnType<AnyEnvDefinition["observe"]>; text: string }[] = [];
   const drill = o.copyDrills ? COPY_DRILL_ANSWERS[env.id] : undefined;
   const rng = new Rng(hash32(`${env.id}:copy-drill:${seed}`));
-  let printed = "";
+  const explorer = new Rng(hash32(`${env.id}:explore:${seed}`));
+  let printed = "", explored = 0;
   for (let i = 0; i < MAX_STEPS; i++) {
     const agent = currentAgent(env, state);
     if (agent === null) break;
+    if (o.explore && !env.toolAgents.includes(agent) && explorer.float() < o.explore) {
+      state = env.step(state, agent, exploreMove(env, state, agent, explorer)).state;
+      explored++;
+      continue;
+    }
     // Observe before the oracle moves: the prompt is exactly what a policy would see here.
     const prompt = env.observe(state, agent, style);
     let text: string, action: unknown;
@@ -124,7 +149,7 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
       ? { prompt: prompt.text, completion: text, meta }
       : { messages: [...prompt.messages, { role: "assistant", content: text }], meta };
   });
-  return { records, success };
+  return { records, success, explored };
 }
 
 /** Demonstrations of `episodes` consecutive seeds; every agent turn is one record. */
@@ -150,17 +175,23 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
       throw new DemoOptionsError(`copy drills keep only plan turns (their tool turns print random answers); drop ${tools.join(", ")} from agents`);
     }
     if (o.helperTools) throw new DemoOptionsError("copy drills replace the tool turns; pass either copyDrills or helperTools, not both");
+    if (o.explore) throw new DemoOptionsError("copy drills are not oracle play; pass either copyDrills or explore, not both");
+  }
+  const explore = o.explore ?? 0;
+  if (!(explore >= 0 && explore < 1)) {
+    throw new DemoOptionsError(`explore is the fraction of turns played at random, in [0, 1); got ${o.explore}`);
   }
   const defaultAgents = o.copyDrills ? env.possibleAgents.filter((a) => !env.toolAgents.includes(a)) : env.possibleAgents;
   const keep = new Set(o.agents?.length ? o.agents : defaultAgents);
   const records: DemoRecord[] = [];
-  let successes = 0;
+  let successes = 0, explored = 0;
   for (let i = 0; i < o.episodes; i++) {
     const ep = episode(env, seed0 + i, o, keep);
     records.push(...ep.records);
     if (ep.success) successes++;
+    explored += ep.explored;
   }
-  return { records, episodes: o.episodes, successes };
+  return { records, episodes: o.episodes, successes, explored };
 }
 
 /** JSONL text: one record per line. */

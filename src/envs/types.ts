@@ -10,6 +10,8 @@
 // Splitting async execution from `step` keeps `step` a pure function that can score K
 // candidates on K clones of one state, and lets execution of all candidates run concurrently.
 
+import type { Rng } from "./rng.ts";
+
 /** An agent's name, e.g. "tool", "plan", "player_0". */
 export type AgentId = string;
 
@@ -235,6 +237,13 @@ export interface EnvDefinition<
   success(state: S): boolean;
   /** The move a strong scripted player would make here (SFT demonstrations, upper bound). */
   oracle(state: S, agent: AgentId): OracleMove<A>;
+  /**
+   * A uniformly random move of the right form, legal or not (a hint that touches no card, a
+   * play that bombs): exploration for demonstrations (`DemoOptions.explore`), so a policy also
+   * sees the states that follow mistakes. Optional; envs without it explore with malformed
+   * messages only.
+   */
+  randomMove?(state: S, agent: AgentId, rng: Rng): OracleMove<A>;
   /** Rolls the oracle out from reset(task) for every agent; needs no executor. */
   solve(task: T): Solution<S>;
   render(state: S): Rendered;

@@ -8,6 +8,7 @@ import { demoJsonl, type DemoRecord, demonstrations } from "../../src/envs/demon
 import { ENVS, getEnv } from "../../src/envs/registry.ts";
 import type { AnyEnvDefinition, EnvState } from "../../src/envs/types.ts";
 import { parseSftJsonl } from "../../src/train/sft_data.ts";
+import { Rng } from "../../src/envs/rng.ts";
 
 const completionOf = (r: DemoRecord) => ("completion" in r ? r.completion : r.messages[r.messages.length - 1].content);
 
@@ -162,4 +163,70 @@ Deno.test("sokoban: the plan's compact prompt pads the tool's moves to a fixed w
   const moves = line.replace(/_+$/, "");
   assert(/^[UDLR]( [UDLR])*$/.test(moves), line);
   assert(chat.messages.some((m) => m.content.includes(`Tool output: ${moves}\n`)), "the chat prompt shows the moves unpadded");
+});
+
+Deno.test("explore: random moves replace a fraction of the oracle's, unrecorded, so the data shows states after mistakes", () => {
+  const env = getEnv("hanabi_v1");
+  const difficulty = { colors: 2, ranks: 2, handSize: 2 };
+  const plain = demonstrations(env, { episodes: 40, difficulty });
+  assertEquals(plain.explored, 0);
+  assertEquals(demoJsonl(demonstrations(env, { episodes: 40, difficulty, explore: 0 }).records), demoJsonl(plain.records));
+  const d = demonstrations(env, { episodes: 40, difficulty, explore: 0.3 });
+  assertEquals(demoJsonl(demonstrations(env, { episodes: 40, difficulty, explore: 0.3 }).records), demoJsonl(d.records), "seeded");
+  const turns = d.records.length + d.explored;
+  assert(d.explored > 0.2 * turns && d.explored < 0.4 * turns, `explored ${d.explored} of ${turns} turns`);
+  // Every recorded completion is still the oracle's (well-formed, parseable); only states differ.
+  for (const r of d.records) {
+    const text = completionOf(r);
+    assert(/^#### (play|discard|hint) \w+$/.test(text) && env.parseAction(r.meta.agent, text).ok, text);
+  }
+  // States no oracle game reaches: wasted turns (malformed or illegal moves) and lost lives.
+  const prompts = (x: typeof d) => x.records.map((r) => (r as { prompt: string }).prompt);
+  assertEquals(prompts(plain).filter((p) => p.includes("wasted the turn")).length, 0);
+  assert(prompts(d).some((p) => p.includes("wasted the turn")), "no prompt after a wasted turn");
+  assert(prompts(d).some((p) => /lives[0-2]/.test(p)), "no prompt after a lost life");
+  // Envs without randomMove explore with cut-short oracle messages (tic-tac-toe's "#### 5" cut
+  // short never parses). Replayed independently: each record is the oracle's move at the state
+  // reached by the oracle's moves and one invalid move per explored turn, none of which is kept.
+  const t3 = getEnv("tic_tac_toe_v1");
+  const ttt = demonstrations(t3, { episodes: 30, explore: 0.2 });
+  let i = 0, invalidTurns = 0;
+  for (let seed = 0; seed < 30; seed++) {
+    let s: EnvState = t3.reset(t3.generate(seed, { split: "train" }));
+    for (let agent = currentAgent(t3, s); agent !== null; agent = currentAgent(t3, s)) {
+      const r = ttt.records[i] as { prompt: string; completion: string; meta: { seed: number; agent: string } } | undefined;
+      const prompt = (t3.observe(s, agent, "compact") as { text: string }).text;
+      if (r && r.meta.seed === seed && r.meta.agent === agent && r.prompt === prompt) {
+        assertEquals(r.completion, t3.oracle(s, agent).text);
+        s = t3.step(s, agent, t3.oracle(s, agent).action).state;
+        i++;
+      } else {
+        const bad = t3.parseAction(agent, "");
+        assert(!bad.ok);
+        s = t3.step(s, agent, bad.invalid).state;
+        invalidTurns++;
+      }
+    }
+  }
+  assertEquals(i, ttt.records.length, "every record replayed");
+  assertEquals(invalidTurns, ttt.explored);
+  assert(ttt.explored > 0);
+  for (const bad of [1, -0.1, Number.NaN]) assertThrows(() => demonstrations(env, { episodes: 1, explore: bad }), "DemoOptionsError", "[0, 1)");
+  assertThrows(() => demonstrations(getEnv("sokoban_v1"), { episodes: 1, copyDrills: true, explore: 0.1 }), "DemoOptionsError", "not both");
+});
+
+Deno.test("hanabi randomMove: every kind of action, texts that parse to the move itself", () => {
+  const env = getEnv("hanabi_v1");
+  const s = env.reset(env.generate(0, { split: "train", difficulty: { colors: 3, ranks: 3, handSize: 3 } }));
+  const rng = new Rng(7);
+  const seen = new Set<string>();
+  for (let i = 0; i < 400; i++) {
+    const m = env.randomMove!(s, "player_0", rng);
+    const p = env.parseAction("player_0", m.text);
+    assert(p.ok, m.text);
+    assertEquals(p.action, m.action);
+    seen.add(m.text);
+  }
+  // 3 plays, 3 discards, 3 colour hints, 3 rank hints.
+  assertEquals([...seen].sort(), ["play 1", "play 2", "play 3", "discard 1", "discard 2", "discard 3", "hint red", "hint green", "hint blue", "hint 1", "hint 2", "hint 3"].map((t) => `#### ${t}`).sort());
 });

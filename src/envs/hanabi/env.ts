@@ -22,6 +22,7 @@ import type {
   Rendered,
   StepResult,
 } from "../types.ts";
+import type { Rng } from "../rng.ts";
 import { scriptedMove } from "./oracle.ts";
 import {
   apply,
@@ -192,6 +193,25 @@ function oracle(s: HanabiState, agent: string): { text: string; action: HanabiAc
   return { text: `#### ${formatAction(a)}`, action: a };
 }
 
+/**
+ * Exploration for demonstrations: a uniformly random action of any kind (play or discard a card
+ * of the hand, hint any colour or rank), legal or not, so the states after misplays, wasted
+ * hints and lost lives appear in the data too.
+ */
+function randomMove(s: HanabiState, agent: string, rng: Rng): { text: string; action: HanabiAction } {
+  const { task: t, table: tb } = s;
+  const n = tb.hands[AGENTS.indexOf(agent as typeof AGENTS[number])].length;
+  const k = rng.int(2 * n + t.colors + t.ranks);
+  const a: HanabiAction = k < n
+    ? { type: "play", index: k }
+    : k < 2 * n
+    ? { type: "discard", index: k - n }
+    : k < 2 * n + t.colors
+    ? { type: "hint", attribute: "color", value: k - 2 * n }
+    : { type: "hint", attribute: "rank", value: k - 2 * n - t.colors + 1 };
+  return { text: `#### ${formatAction(a)}`, action: a };
+}
+
 function render(s: HanabiState): Rendered {
   const { task: t, table: tb } = s;
   const status = tb.bombed
@@ -245,6 +265,7 @@ export const hanabi: EnvDefinition<HanabiTask, HanabiState, HanabiAction, Hanabi
   step,
   success: (s) => s.table.score === maxScore(s.task),
   oracle,
+  randomMove,
   solve: (task) => oracleRollout(hanabi, task),
   render,
 };
