@@ -20,7 +20,7 @@ export const DEMOS_CLI = defineCli({
     seed: { type: "number", integer: true, min: 0, default: 0, help: "seed of the first episode" },
     agents: { type: "string", metavar: "A,B", help: "keep only these agents' turns (default: all)" },
     "helper-tools": { type: "boolean", help: "tool turns call the env's predefined helpers (e.g. bfs) instead of writing the algorithm" },
-    "copy-drills": { type: "boolean", help: "plan turns copying random tool answers instead of oracle play (plan_path_v1, sokoban_v1, sudoku4_v1): drills for the plan agent's copy" },
+    "copy-drills": { type: "boolean", help: "plan turns copying random tool answers instead of oracle play (plan_path_v1, sokoban_v1, sudoku4_v1): drills for the plan agent's copy; for search_v1, N short records copying random letters or names (search/drills.ts)" },
     explore: { type: "number", min: 0, default: 0, metavar: "P", help: "fraction of turns (in [0, 1)) where a random move replaces the oracle's, unrecorded, so the data shows states after mistakes" },
     difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
   },
@@ -68,10 +68,11 @@ if (import.meta.main) {
       if (slash > 0) await Deno.mkdir(args.out.slice(0, slash), { recursive: true });
       await writeFileAtomic(args.out, text);
     }
-    console.error(
-      `${args.out ?? "stdout"}: ${demos.records.length} records from ${demos.episodes} ${env.id} episodes ` +
-        `(${args.split}, ${args.style}; ${args.copyDrills ? "copy drills: the random answers solved" : "oracle succeeded in"} ${demos.successes}` +
-        `${demos.explored ? `; ${demos.explored} turns explored at random, not recorded` : ""})`,
-    );
+    const what = args.copyDrills && env.id === "search_v1"
+      ? `copy drills of ${env.id} (${args.split}, ${args.style}; seeds ${args.seed}..${args.seed + demos.episodes - 1})`
+      : `records from ${demos.episodes} ${env.id} episodes (${args.split}, ${args.style}; ` +
+        `${args.copyDrills ? "copy drills: the random answers solved" : "oracle succeeded in"} ${demos.successes}` +
+        `${demos.explored ? `; ${demos.explored} turns explored at random, not recorded` : ""})`;
+    console.error(`${args.out ?? "stdout"}: ${demos.records.length} ${what}`);
   });
 }

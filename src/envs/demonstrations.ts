@@ -6,6 +6,7 @@
 
 import { currentAgent } from "./api.ts";
 import { MOVES } from "./grid.ts";
+import { searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { AgentId, AnyEnvDefinition, ChatMessage, CodeAction, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
 
@@ -19,6 +20,8 @@ export interface DemoMeta {
   readonly agent: AgentId;
   /** Whether the oracle's episode ended in success (games and Hanabi are not always won). */
   readonly success: boolean;
+  /** Search's copy drills only: the drill's kind (agent is "drill"; see search/drills.ts). */
+  readonly drill?: SearchDrillKind;
 }
 
 export type DemoRecord =
@@ -48,6 +51,8 @@ export interface DemoOptions {
    * pass on the tool's answer; a tiny model trained on oracle play alone learns to write answers
    * that look right for the board instead (the tool's answer there is a function of the board),
    * so drills, where only copying predicts the completion, teach the copy itself.
+   * For search_v1 (no tool) the drills are short copy records of their own (search/drills.ts):
+   * `episodes` of them, copying random letters or names, or finding a name by its [id].
    */
   readonly copyDrills?: boolean;
   /**
@@ -152,6 +157,26 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
   return { records, success, explored };
 }
 
+const SEARCH_ENV = "search_v1";
+
+/**
+ * Search's copy drills (search/drills.ts): `episodes` records, record i drawn from seed + i, not
+ * episodes of the env (there is no tool whose answer to copy: names come from the question and
+ * the documents).
+ */
+function searchDrills(o: DemoOptions, seed0: number): Demonstrations {
+  if (o.agents?.length) throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are not agent turns (they drill the copy both agents use); drop agents`);
+  if (o.helperTools || o.explore) throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are not oracle play; drop helperTools and explore`);
+  if ((o.style ?? "compact") !== "compact") throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are compact prompt/completion records; drop style "chat"`);
+  const records = Array.from({ length: o.episodes }, (_, i): DemoRecord => {
+    const seed = seed0 + i;
+    const d = searchCopyDrill(new Rng(hash32(`${SEARCH_ENV}:copy-drill:${seed}`)));
+    const meta: DemoMeta = { env: SEARCH_ENV, split: o.split ?? "train", seed, turn: 0, agent: "drill", success: true, drill: d.kind };
+    return { prompt: d.prompt, completion: d.completion, meta };
+  });
+  return { records, episodes: o.episodes, successes: o.episodes, explored: 0 };
+}
+
 /** Demonstrations of `episodes` consecutive seeds; every agent turn is one record. */
 export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstrations {
   if (!Number.isInteger(o.episodes) || o.episodes < 1) {
@@ -166,9 +191,10 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
   if (unknown.length) {
     throw new DemoOptionsError(`${env.id} has no agent ${unknown.map((a) => `"${a}"`).join(", ")}; its agents: ${env.possibleAgents.join(", ")}`);
   }
+  if (o.copyDrills && env.id === SEARCH_ENV) return searchDrills(o, seed0);
   if (o.copyDrills) {
     if (!COPY_DRILL_ANSWERS[env.id]) {
-      throw new DemoOptionsError(`${env.id} has no copy drills; they exist for ${Object.keys(COPY_DRILL_ANSWERS).join(", ")}`);
+      throw new DemoOptionsError(`${env.id} has no copy drills; they exist for ${[...Object.keys(COPY_DRILL_ANSWERS), SEARCH_ENV].join(", ")}`);
     }
     const tools = (o.agents ?? []).filter((a) => env.toolAgents.includes(a));
     if (tools.length) {

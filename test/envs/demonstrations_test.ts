@@ -230,3 +230,41 @@ Deno.test("hanabi randomMove: every kind of action, texts that parse to the move
   // 3 plays, 3 discards, 3 colour hints, 3 rank hints.
   assertEquals([...seen].sort(), ["play 1", "play 2", "play 3", "discard 1", "discard 2", "discard 3", "hint red", "hint green", "hint blue", "hint 1", "hint 2", "hint 3"].map((t) => `#### ${t}`).sort());
 });
+
+Deno.test("search copy drills: copies of random letters or names, or the name a [id] points to; seeded, mixed, named errors", () => {
+  const env = getEnv("search_v1");
+  const d = demonstrations(env, { episodes: 600, copyDrills: true, seed: 5 });
+  assertEquals(d.records.length, 600);
+  assertEquals(demoJsonl(demonstrations(env, { episodes: 600, copyDrills: true, seed: 5 }).records), demoJsonl(d.records), "seeded");
+  const kinds = new Map<string, number>();
+  const texts = new Set<string>();
+  for (const r of d.records) {
+    const { prompt, completion, meta } = r as { prompt: string; completion: string; meta: { drill: string; agent: string } };
+    assertEquals(meta.agent, "drill");
+    kinds.set(meta.drill, (kinds.get(meta.drill) ?? 0) + 1);
+    assert(completion.startsWith("#### "), completion);
+    const answer = completion.slice(5);
+    texts.add(answer);
+    const lines = prompt.split("\n");
+    if (meta.drill === "find") {
+      const id = /^find (\[\d+\])$/.exec(lines[0])![1];
+      const hits = lines.filter((l) => l.startsWith(`${id} `));
+      assertEquals(hits, [`${id} ${answer}`], prompt);
+    } else {
+      assertEquals(lines, ["copy", answer, ""]);
+    }
+    // Names are built like the corpus's (syllables, endings); letters are letters and spaces.
+    if (meta.drill === "letters") assert(/^[A-Z][a-z ]*[a-z]$/.test(answer), answer);
+    else assert(/^[A-Z][a-z]+( (Labs|Works|Guild|Foundry|River|Province|[A-Z][a-z]+))?(, |$)/.test(answer), answer);
+    // Both agents' messages in search_v1 have this form: the parser takes a drill's completion.
+    assert(env.parseAction("reasoner", completion).ok);
+  }
+  assertEquals(texts.size, 600, "every drill copies a different text");
+  for (const [kind, share] of [["letters", 0.6], ["names", 0.2], ["find", 0.2]] as const) {
+    const got = (kinds.get(kind) ?? 0) / 600;
+    assert(Math.abs(got - share) < 0.07, `${kind}: ${got}`);
+  }
+  assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, agents: ["search"] }), "DemoOptionsError", "drop agents");
+  assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, explore: 0.1 }), "DemoOptionsError", "not oracle play");
+  assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, style: "chat" }), "DemoOptionsError", "compact");
+});

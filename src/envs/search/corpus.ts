@@ -45,7 +45,8 @@ export function taskKey(t: SearchTask): string {
   }|${t.topK}|${t.maxTurns}`;
 }
 
-const SYL = [
+/** Syllables of every generated name. */
+export const SYL = [
   "ka",
   "lo",
   "mir",
@@ -87,7 +88,8 @@ const PROFESSIONS = [
   "poet",
   "surveyor",
 ];
-const SUFFIX = {
+/** Name endings of companies (a word) and cities (glued on). */
+export const SUFFIX = {
   company: ["Labs", "Works", "Guild", "Foundry"],
   city: ["mar", "holm", "ford", "vale"],
 };
