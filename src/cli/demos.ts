@@ -5,6 +5,7 @@
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { writeFileAtomic } from "../io/deno_files.ts";
 import { demoJsonl, demonstrations } from "../envs/demonstrations.ts";
+import type { SearchDrillKind } from "../envs/search/drills.ts";
 import { envIds, getEnv } from "../envs/registry.ts";
 import type { Difficulty, PromptStyle, Split } from "../envs/types.ts";
 
@@ -21,6 +22,7 @@ export const DEMOS_CLI = defineCli({
     agents: { type: "string", metavar: "A,B", help: "keep only these agents' turns (default: all)" },
     "helper-tools": { type: "boolean", help: "tool turns call the env's predefined helpers (e.g. bfs) instead of writing the algorithm" },
     "copy-drills": { type: "boolean", help: "plan turns copying random tool answers instead of oracle play (plan_path_v1, sokoban_v1, sudoku4_v1): drills for the plan agent's copy; for search_v1, N short records copying random letters or names (search/drills.ts)" },
+    "drill-kinds": { type: "string", metavar: "K,K", help: "with --copy-drills for search_v1: the drill kinds to draw (letters, names, find; default all)" },
     explore: { type: "number", min: 0, default: 0, metavar: "P", help: "fraction of turns (in [0, 1)) where a random move replaces the oracle's, unrecorded, so the data shows states after mistakes" },
     difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
   },
@@ -57,6 +59,7 @@ if (import.meta.main) {
       helperTools: args.helperTools,
       copyDrills: args.copyDrills,
       explore: args.explore,
+      drillKinds: args.drillKinds?.split(",").map((k) => k.trim()).filter(Boolean) as SearchDrillKind[] | undefined,
       difficulty,
     });
     const text = demoJsonl(demos.records);

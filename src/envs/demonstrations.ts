@@ -6,7 +6,7 @@
 
 import { currentAgent } from "./api.ts";
 import { MOVES } from "./grid.ts";
-import { searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
+import { SEARCH_DRILL_KINDS, searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { AgentId, AnyEnvDefinition, ChatMessage, CodeAction, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
 
@@ -64,6 +64,8 @@ export interface DemoOptions {
    * wasted turns and garbled messages it will make itself. Default 0.
    */
   readonly explore?: number;
+  /** search_v1's copy drills only: the kinds to draw (default all three, see SEARCH_DRILL_MIX). */
+  readonly drillKinds?: readonly SearchDrillKind[];
 }
 
 /** Tool programs that use an environment's predefined helpers, by env id. */
@@ -168,9 +170,12 @@ function searchDrills(o: DemoOptions, seed0: number): Demonstrations {
   if (o.agents?.length) throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are not agent turns (they drill the copy both agents use); drop agents`);
   if (o.helperTools || o.explore) throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are not oracle play; drop helperTools and explore`);
   if ((o.style ?? "compact") !== "compact") throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are compact prompt/completion records; drop style "chat"`);
+  const kinds = o.drillKinds ?? SEARCH_DRILL_KINDS;
+  const bad = kinds.filter((k) => !SEARCH_DRILL_KINDS.includes(k));
+  if (bad.length || kinds.length === 0) throw new DemoOptionsError(`drill kinds must be some of ${SEARCH_DRILL_KINDS.join(", ")}; got ${kinds.join(", ") || "none"}`);
   const records = Array.from({ length: o.episodes }, (_, i): DemoRecord => {
     const seed = seed0 + i;
-    const d = searchCopyDrill(new Rng(hash32(`${SEARCH_ENV}:copy-drill:${seed}`)));
+    const d = searchCopyDrill(new Rng(hash32(`${SEARCH_ENV}:copy-drill:${seed}`)), kinds);
     const meta: DemoMeta = { env: SEARCH_ENV, split: o.split ?? "train", seed, turn: 0, agent: "drill", success: true, drill: d.kind };
     return { prompt: d.prompt, completion: d.completion, meta };
   });
@@ -192,6 +197,7 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
     throw new DemoOptionsError(`${env.id} has no agent ${unknown.map((a) => `"${a}"`).join(", ")}; its agents: ${env.possibleAgents.join(", ")}`);
   }
   if (o.copyDrills && env.id === SEARCH_ENV) return searchDrills(o, seed0);
+  if (o.drillKinds) throw new DemoOptionsError(`drill kinds choose among search_v1's copy drills; pass them with copyDrills for search_v1 only`);
   if (o.copyDrills) {
     if (!COPY_DRILL_ANSWERS[env.id]) {
       throw new DemoOptionsError(`${env.id} has no copy drills; they exist for ${[...Object.keys(COPY_DRILL_ANSWERS), SEARCH_ENV].join(", ")}`);

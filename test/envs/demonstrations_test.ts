@@ -264,6 +264,14 @@ Deno.test("search copy drills: copies of random letters or names, or the name a 
     const got = (kinds.get(kind) ?? 0) / 600;
     assert(Math.abs(got - share) < 0.07, `${kind}: ${got}`);
   }
+  // Restricted kinds: only those, in the mix's proportions among them.
+  const named = demonstrations(env, { episodes: 300, copyDrills: true, seed: 5, drillKinds: ["names", "find"] });
+  const namedKinds = named.records.map((r) => (r.meta as { drill?: string }).drill);
+  assert(namedKinds.every((k) => k === "names" || k === "find"));
+  assert(Math.abs(namedKinds.filter((k) => k === "names").length / 300 - 0.5) < 0.1);
+  assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, drillKinds: [] }), "DemoOptionsError", "drill kinds");
+  assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, drillKinds: ["words" as "names"] }), "DemoOptionsError", "drill kinds");
+  assertThrows(() => demonstrations(getEnv("sokoban_v1"), { episodes: 1, copyDrills: true, drillKinds: ["names"] }), "DemoOptionsError", "search_v1");
   assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, agents: ["search"] }), "DemoOptionsError", "drop agents");
   assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, explore: 0.1 }), "DemoOptionsError", "not oracle play");
   assertThrows(() => demonstrations(env, { episodes: 1, copyDrills: true, style: "chat" }), "DemoOptionsError", "compact");

@@ -55,9 +55,18 @@ export function searchDrill(kind: SearchDrillKind, rng: Rng): { prompt: string; 
   return { prompt: `find [${ids[pick]}]\n${body}\n`, completion: `#### ${names[pick]}` };
 }
 
-/** A drill whose kind is drawn from SEARCH_DRILL_MIX. */
-export function searchCopyDrill(rng: Rng): { kind: SearchDrillKind; prompt: string; completion: string } {
-  const u = rng.float();
-  const kind: SearchDrillKind = u < SEARCH_DRILL_MIX.letters ? "letters" : u < SEARCH_DRILL_MIX.letters + SEARCH_DRILL_MIX.names ? "names" : "find";
+export const SEARCH_DRILL_KINDS: readonly SearchDrillKind[] = ["letters", "names", "find"];
+
+/** A drill whose kind is drawn from SEARCH_DRILL_MIX, restricted to `kinds` (shares renormalised). */
+export function searchCopyDrill(rng: Rng, kinds: readonly SearchDrillKind[] = SEARCH_DRILL_KINDS): { kind: SearchDrillKind; prompt: string; completion: string } {
+  const total = kinds.reduce((a, k) => a + SEARCH_DRILL_MIX[k], 0);
+  let u = rng.float() * total, kind = kinds[kinds.length - 1];
+  for (const k of kinds) {
+    if (u < SEARCH_DRILL_MIX[k]) {
+      kind = k;
+      break;
+    }
+    u -= SEARCH_DRILL_MIX[k];
+  }
   return { kind, ...searchDrill(kind, rng) };
 }
