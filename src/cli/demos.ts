@@ -5,7 +5,7 @@
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { writeFileAtomic } from "../io/deno_files.ts";
 import { demoJsonl, demonstrations } from "../envs/demonstrations.ts";
-import type { SearchDrillKind } from "../envs/search/drills.ts";
+import { SEARCH_DRILL_ENV, type SearchDrillKind } from "../envs/search/drills.ts";
 import { envIds, getEnv } from "../envs/registry.ts";
 import type { Difficulty, PromptStyle, Split } from "../envs/types.ts";
 
@@ -71,7 +71,7 @@ if (import.meta.main) {
       if (slash > 0) await Deno.mkdir(args.out.slice(0, slash), { recursive: true });
       await writeFileAtomic(args.out, text);
     }
-    const what = args.copyDrills && env.id === "search_v1"
+    const what = args.copyDrills && env.id === SEARCH_DRILL_ENV
       ? `copy drills of ${env.id} (${args.split}, ${args.style}; seeds ${args.seed}..${args.seed + demos.episodes - 1})`
       : `records from ${demos.episodes} ${env.id} episodes (${args.split}, ${args.style}; ` +
         `${args.copyDrills ? "copy drills: the random answers solved" : "oracle succeeded in"} ${demos.successes}` +

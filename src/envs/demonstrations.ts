@@ -6,7 +6,7 @@
 
 import { currentAgent } from "./api.ts";
 import { MOVES } from "./grid.ts";
-import { SEARCH_DRILL_KINDS, searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
+import { SEARCH_DRILL_ENV as SEARCH_ENV, SEARCH_DRILL_KINDS, searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { AgentId, AnyEnvDefinition, ChatMessage, CodeAction, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
 
@@ -104,7 +104,6 @@ export class DemoOptionsError extends Error {
 /** Upper bound on turns of one episode, so a buggy env cannot hang the export. */
 const MAX_STEPS = 10_000;
 
-/** Plays one oracle episode from the task of `seed`, collecting (observation, oracle text) pairs. */
 /** A random move for exploration: see DemoOptions.explore. */
 function exploreMove(env: AnyEnvDefinition, state: EnvState, agent: AgentId, rng: Rng): unknown {
   if (env.randomMove && rng.float() >= 0.25) return env.randomMove(state, agent, rng).action;
@@ -113,6 +112,7 @@ function exploreMove(env: AnyEnvDefinition, state: EnvState, agent: AgentId, rng
   return parsed.ok ? parsed.action : parsed.invalid;
 }
 
+/** Plays one oracle episode from the task of `seed`, collecting (observation, oracle text) pairs. */
 function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: ReadonlySet<AgentId>): { records: DemoRecord[]; success: boolean; explored: number } {
   const split = o.split ?? "train", style = o.style ?? "compact";
   let state: EnvState = env.reset(env.generate(seed, { split, difficulty: o.difficulty }));
@@ -159,8 +159,6 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
   return { records, success, explored };
 }
 
-const SEARCH_ENV = "search_v1";
-
 /**
  * Search's copy drills (search/drills.ts): `episodes` records, record i drawn from seed + i, not
  * episodes of the env (there is no tool whose answer to copy: names come from the question and
@@ -197,7 +195,7 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
     throw new DemoOptionsError(`${env.id} has no agent ${unknown.map((a) => `"${a}"`).join(", ")}; its agents: ${env.possibleAgents.join(", ")}`);
   }
   if (o.copyDrills && env.id === SEARCH_ENV) return searchDrills(o, seed0);
-  if (o.drillKinds) throw new DemoOptionsError(`drill kinds choose among search_v1's copy drills; pass them with copyDrills for search_v1 only`);
+  if (o.drillKinds) throw new DemoOptionsError(`drill kinds choose among ${SEARCH_ENV}'s copy drills; pass them with copyDrills for ${SEARCH_ENV} only`);
   if (o.copyDrills) {
     if (!COPY_DRILL_ANSWERS[env.id]) {
       throw new DemoOptionsError(`${env.id} has no copy drills; they exist for ${[...Object.keys(COPY_DRILL_ANSWERS), SEARCH_ENV].join(", ")}`);

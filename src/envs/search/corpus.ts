@@ -94,7 +94,8 @@ export const SUFFIX = {
   city: ["mar", "holm", "ford", "vale"],
 };
 
-function cap(s: string): string {
+/** The name with its first letter upper-cased. */
+export function cap(s: string): string {
   return s[0].toUpperCase() + s.slice(1);
 }
 

@@ -12,15 +12,17 @@
 // syllables and endings, and a find asks for one name among several, as a query does.
 
 import type { Rng } from "../rng.ts";
-import { SUFFIX, SYL } from "./corpus.ts";
+import { cap, ENV_ID, SUFFIX, SYL } from "./corpus.ts";
 
 export type SearchDrillKind = "letters" | "names" | "find";
 
 /** Share of each drill kind in `searchCopyDrill`'s draws. */
 export const SEARCH_DRILL_MIX: Readonly<Record<SearchDrillKind, number>> = { letters: 0.6, names: 0.2, find: 0.2 };
 
-const LETTERS = "abcdefghijklmnopqrstuvwxyz";
-const cap = (s: string) => s[0].toUpperCase() + s.slice(1);
+/** The env whose copy drills these are. */
+export const SEARCH_DRILL_ENV = ENV_ID;
+
+const LETTERS = [..."abcdefghijklmnopqrstuvwxyz"];
 const word = (rng: Rng, n: number) => cap(Array.from({ length: n }, () => rng.pick(SYL)).join(""));
 
 /** A name of one of the corpus's kinds: person, company, city, river, region. */
@@ -37,7 +39,7 @@ export function randomEntity(rng: Rng): string {
 function randomLetters(rng: Rng): string {
   const n = 6 + rng.int(43);
   let s = "";
-  for (let i = 0; i < n; i++) s += i > 0 && s.at(-1) !== " " && rng.float() < 0.15 ? " " : rng.pick([...LETTERS]);
+  for (let i = 0; i < n; i++) s += i > 0 && s.at(-1) !== " " && rng.float() < 0.15 ? " " : rng.pick(LETTERS);
   return cap(s.trim());
 }
 
