@@ -22,19 +22,23 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
     "tn:small": "r8c16_wg8x1",
     "tn:square": "r8c16_wg8x1",
   },
+  // GPU picks: the kernel lab on an NVIDIA H100 80GB HBM3 (Deno 2.9.6 WebGPU over Vulkan, driver
+  // 580.159.04), 2026-11-22; best GFLOPS per lab shape in the "GPU lab" table of
+  // test/bench/results/README.md. The tn picks are read off the per-shape bests (the run was cut
+  // off before the comparison that shows the bucket picks); the others are the lab's own picks.
   gpu: {
-    "nn:vector": "tiled64",
-    "nn:skinny": "tiled64",
-    "nn:small": "tiled64",
-    "nn:square": "tiled64",
-    "nt:vector": "tiled64",
-    "nt:skinny": "tiled64",
-    "nt:small": "tiled64",
-    "nt:square": "tiled64",
-    "tn:vector": "tiled64",
-    "tn:skinny": "tiled64",
-    "tn:small": "tiled64",
-    "tn:square": "tiled64",
+    "nn:vector": "r1c4_wg64x1",
+    "nn:skinny": "r1c4_wg64x1",
+    "nn:small": "r1c4_wg64x1",
+    "nn:square": "r8c8_wg8x4",
+    "nt:vector": "r4c4_wg16x1",
+    "nt:skinny": "r4c4_wg16x1",
+    "nt:small": "r4c4_wg16x1",
+    "nt:square": "r8c4_wg16x1",
+    "tn:vector": "generic",
+    "tn:skinny": "generic",
+    "tn:small": "generic",
+    "tn:square": "r8c8_wg8x4",
   },
 };
 

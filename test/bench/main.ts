@@ -33,7 +33,8 @@ function parseArgs(args: string[]) {
   return o;
 }
 
-const log = (s: string) => console.error(`[bench] ${s}`);
+const started = performance.now();
+const log = (s: string) => console.error(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${s}`);
 
 async function matmulSection(gpu: Gpu, lab: boolean, quick: boolean) {
   const o = {
@@ -45,7 +46,11 @@ async function matmulSection(gpu: Gpu, lab: boolean, quick: boolean) {
   };
   const peak = gpu.adapterClass === "cpu" ? await cpuPeak() : null;
   let labResult;
-  if (lab) labResult = await runLab(gpu, { ...o, squares: o.squares.filter((n) => n <= 1024) }, log);
+  if (lab) {
+    labResult = await runLab(gpu, { ...o, squares: o.squares.filter((n) => n <= 1024) }, log);
+    // On stderr too, so a run stopped during the comparison below still leaves the lab's result.
+    log(`lab result ${JSON.stringify(labResult)}`);
+  }
   const comparison = await compareWithTfjs(gpu, o, labResult?.picks, log);
   const at1024 = comparison.rows.filter((r) => r.shape.endsWith("1024x1024x1024"));
   return {
