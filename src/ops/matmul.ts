@@ -33,8 +33,11 @@ export interface MatmulShape {
 
 export interface MatmulVariant {
   name: string;
-  kind: "reg" | "tiled" | "generic";
-  /** reg: an R×C tile of C per invocation; workgroup WGX × WGY. */
+  kind: "reg" | "tiled" | "generic" | "splitk";
+  /**
+   * reg: an R×C tile of C per invocation; workgroup WGX × WGY. splitk (A·Bᵀ only): R rows × 4
+   * columns per workgroup of WGX lanes splitting K (shaders/matmul_splitk.wgsl).
+   */
   r?: number;
   c?: number;
   wgx?: number;
@@ -72,6 +75,10 @@ function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
   return { name: `r${r}c${c}_wg${wgx}x${wgy}`, kind: "reg", r, c, wgx, wgy };
 }
 
+function splitk(r: number, wg: number): MatmulVariant {
+  return { name: `sk_r${r}_wg${wg}`, kind: "splitk", r, c: 4, wgx: wg, wgy: 1 };
+}
+
 /** Every variant the lab knows; the lab validates each before timing it. */
 export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   { name: "generic", kind: "generic", wgx: 8, wgy: 8 },
@@ -80,6 +87,7 @@ export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   reg(4, 8, 32), reg(8, 4, 16), reg(8, 8, 8), reg(8, 8, 16), reg(8, 8, 32), reg(8, 8, 8, 4),
   reg(8, 16, 8), reg(8, 16, 16), reg(16, 8, 8), reg(16, 8, 16),
   reg(16, 16, 8), reg(32, 16, 8),
+  splitk(1, 64), splitk(4, 64), splitk(8, 64), splitk(1, 32),
 ];
 
 export function findVariant(name: string): MatmulVariant {
@@ -103,9 +111,10 @@ function dense(s: MatmulShape) {
 
 /** Whether a variant can compute this shape (vec4 kernels need aligned dims and strides). */
 export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
-  if (v.kind !== "reg") return true;
+  if (v.kind !== "reg" && v.kind !== "splitk") return true;
   const s = dense(shape);
   const a4 = (n: number) => n % 4 === 0;
+  if (v.kind === "splitk") return s.form === "nt" && a4(s.K) && a4(s.strideA) && a4(s.strideB);
   if (!a4(s.strideA) || !a4(s.strideB)) return false;
   const r = v.r!, c = v.c!;
   if (s.form === "nn") return a4(s.K) && a4(s.N) && c % 4 === 0;
@@ -119,6 +128,10 @@ export function kernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
     const shader = isBigRegTile(v.r!, v.c!) ? "matmul_reg_big" : "matmul_reg";
     return { shader, entry: `${form}_r${v.r}c${v.c}`, bindings, constants: { WGX: v.wgx!, WGY: v.wgy! } };
   }
+  if (v.kind === "splitk") {
+    if (form !== "nt") throw new KernelArgumentError(`matmul variant ${v.name} computes A·Bᵀ (nt) only, not ${form}`);
+    return { shader: "matmul_splitk", entry: "nt_splitk", bindings, constants: { WG: v.wgx!, R: v.r! } };
+  }
   const FORM = MATMUL_FORMS.indexOf(form);
   if (v.kind === "tiled") return { shader: "matmul_tiled", entry: "tiled", bindings, constants: { FORM } };
   return { shader: "matmul_tiled", entry: "generic", bindings, constants: { FORM, WGX: v.wgx!, WGY: v.wgy! } };
@@ -127,6 +140,7 @@ export function kernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
 function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, number, number] {
   const c = Math.ceil;
   if (v.kind === "reg") return [c(s.N / (v.c! * v.wgx!)), c(s.M / (v.r! * v.wgy!)), s.batch];
+  if (v.kind === "splitk") return [c(s.N / 4), c(s.M / v.r!), s.batch];
   if (v.kind === "tiled") return [c(s.N / 64), c(s.M / 64), s.batch];
   return [c(s.N / v.wgx!), c(s.M / v.wgy!), s.batch];
 }

@@ -90,6 +90,8 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
       if (!variantSupports(v, s)) continue;
       // The generic kernel is the fallback: time it where it could run (it is slow at 1024³+).
       if (v.kind === "generic" && s.M * s.N * s.K > 2 ** 27 && s.M > 32) continue;
+      // Split-K kernels are for few rows (decode); on many rows they only cost lab time.
+      if (v.kind === "splitk" && s.M > 32) continue;
       const g = gflops(2 * s.M * s.N * s.K, await timeVariant(gpu, v, s, o.minMs));
       row[v.name] = round(g);
     }

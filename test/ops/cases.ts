@@ -57,6 +57,7 @@ const MATMUL_SHAPES: ReadonlyArray<Omit<MatmulShape, "form">> = [
   { M: 5, N: 12, K: 16, batch: 3 },
   { M: 6, N: 8, K: 12, batch: 4, strideB: 0 },
   { M: 9, N: 20, K: 24, alpha: 0.5, beta: 1 },
+  { M: 3, N: 10, K: 1032 }, // K/4 = 258 vec4s: several per lane of a split-K workgroup
 ];
 
 function shapeName(s: MatmulShape): string {

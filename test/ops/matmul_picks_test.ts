@@ -3,8 +3,8 @@
 
 import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
-import { bucketsForShapes, Matmul, type MatmulShape, shapeBucket } from "../../src/ops/matmul.ts";
-import { MATMUL_TUNING, matmulPicks } from "../../src/ops/tuning.ts";
+import { bucketsForShapes, findVariant, Matmul, type MatmulForm, type MatmulShape, shapeBucket, variantSupports } from "../../src/ops/matmul.ts";
+import { MATMUL_DRIVER_TUNING, MATMUL_TUNING, matmulPicks } from "../../src/ops/tuning.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu" = "cpu") => ({
@@ -22,6 +22,18 @@ Deno.test("matmulPicks: llvmpipe's driver picks override the CPU class's, nothin
   assertEquals(matmulPicks(info("", "swiftshader")), MATMUL_TUNING.cpu);
   // A CPU adapter forced to the GPU class (the lab's seam) gets the GPU picks, untouched.
   assertEquals(matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)", "", "gpu")), MATMUL_TUNING.gpu);
+});
+
+Deno.test("every pick names a known variant that computes its form", () => {
+  const tables = [...Object.values(MATMUL_TUNING), ...MATMUL_DRIVER_TUNING.map((d) => d.picks)];
+  for (const picks of tables) {
+    for (const [key, name] of Object.entries(picks)) {
+      const form = key.split(":")[0] as MatmulForm;
+      // An aligned shape every kind supports in the forms it computes.
+      assert(variantSupports(findVariant(name), { form, M: 8, N: 8, K: 8 }), `pick ${key} = ${name} cannot compute ${form}`);
+    }
+  }
+  assertEquals(variantSupports(findVariant("sk_r1_wg64"), { form: "nn", M: 1, N: 8, K: 8 }), false);
 });
 
 Deno.test("bucketsForShapes: a tiny model never reaches the square bucket, a 30M one does", () => {
