@@ -28,7 +28,7 @@ override R: u32 = 1u;
 const MAXWG: u32 = 64u;
 const MAXR: u32 = 8u;
 
-var<workgroup> partial: array<vec4<f32>, 512>; // MAXR × MAXWG
+var<workgroup> partial: array<vec4<f32>, MAXR * MAXWG>;
 
 fn put(base: u32, row: u32, col: u32, v: f32) {
   if (row >= p.M || col >= p.N) { return; }

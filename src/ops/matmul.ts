@@ -75,7 +75,9 @@ function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
   return { name: `r${r}c${c}_wg${wgx}x${wgy}`, kind: "reg", r, c, wgx, wgy };
 }
 
+/** Split-K variants; shaders/matmul_splitk.wgsl holds up to 8 rows and 64 lanes (a power of 2). */
 function splitk(r: number, wg: number): MatmulVariant {
+  if (r < 1 || r > 8 || wg > 64 || (wg & (wg - 1)) !== 0) throw new Error(`split-K variant r${r} wg${wg} outside the shader's limits`);
   return { name: `sk_r${r}_wg${wg}`, kind: "splitk", r, c: 4, wgx: wg, wgy: 1 };
 }
 

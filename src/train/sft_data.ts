@@ -110,12 +110,19 @@ export async function loadSftFiles(paths: readonly string[]): Promise<SftRecord[
   return out;
 }
 
-function encodeCompletion(tok: Tokenizer, prompt: string, completion: string): { tokens: number[]; weights: number[] } {
-  // Encoded exactly as RL rollouts and `deno task generate` encode a prompt (no special tokens
-  // added), so the policy trains on the layout it will be sampled with. An empty prompt gets the
-  // bos, else nothing would precede (and predict) the completion's first token.
+/**
+ * A prompt/completion record's prompt ids: encoded exactly as RL rollouts and `deno task generate`
+ * encode a prompt (no special tokens added), so the policy trains on the layout it will be sampled
+ * with. An empty prompt gets the bos, else nothing would precede (and predict) the completion's
+ * first token.
+ */
+export function encodePrompt(tok: Tokenizer, prompt: string): number[] {
   const encoded = tok.encode(prompt);
-  const p = encoded.length || tok.bosId === null ? encoded : [tok.bosId];
+  return encoded.length || tok.bosId === null ? encoded : [tok.bosId];
+}
+
+function encodeCompletion(tok: Tokenizer, prompt: string, completion: string): { tokens: number[]; weights: number[] } {
+  const p = encodePrompt(tok, prompt);
   // The eos teaches the model to stop; generation ends at it (tokenizer.stopIds).
   const c = [...tok.encode(completion), ...(tok.eosId === null ? [] : [tok.eosId])];
   const tokens = [...p, ...c];

@@ -5,7 +5,7 @@
 
 import type { Generator } from "../model/generate.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
-import { type RecordSource, SftDataError, type SftRecord } from "./sft_data.ts";
+import { encodePrompt, type RecordSource, SftDataError, type SftRecord } from "./sft_data.ts";
 
 /** One record as a generation target: the prompt's ids and the text the model should write. */
 export interface MatchTarget {
@@ -37,8 +37,7 @@ export function matchTargets(tok: Tokenizer, records: readonly SftRecord[]): Mat
   return records.map((r) => {
     let prompt: number[], expected: string;
     if (r.kind === "completion") {
-      const p = tok.encode(r.prompt);
-      prompt = p.length || tok.bosId === null ? p : [tok.bosId];
+      prompt = encodePrompt(tok, r.prompt);
       expected = r.completion;
     } else {
       const last = r.messages.findLastIndex((m) => m.role === "assistant");
