@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite — Deno's tests, then the browser tests in Chromium — and one
+// `npm test`: the whole suite — Deno's tests and the browser tests in Chromium, side by side — and one
 // closing line "N passed, N failed" over both (Deno's steps count as tests).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -8,14 +8,22 @@ import { fileURLToPath } from "node:url";
 const repo = fileURLToPath(new URL("..", import.meta.url));
 const deno = existsSync(`${repo}/node_modules/.bin/deno`) ? `${repo}/node_modules/.bin/deno` : "deno";
 
-function run(cmd, args) {
+// Both suites run at once, their lines streamed with a "[suite] " prefix: much of the browser
+// suite waits on single-threaded shader compilation in Chromium, which leaves a core to Deno's.
+function run(name, cmd, args) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: repo, env: { ...process.env, NO_COLOR: "1" } });
     let out = "";
-    const pipe = (src, dst) => src.on("data", (d) => {
-      out += d;
-      dst.write(d);
-    });
+    const pipe = (src, dst) => {
+      let partial = "";
+      src.on("data", (d) => {
+        out += d;
+        const lines = (partial + d).split("\n");
+        partial = lines.pop();
+        for (const l of lines) dst.write(`[${name}] ${l}\n`);
+      });
+      src.on("end", () => partial && dst.write(`[${name}] ${partial}\n`));
+    };
     pipe(child.stdout, process.stdout);
     pipe(child.stderr, process.stderr);
     child.on("close", (code) => resolve({ code: code ?? 1, out }));
@@ -41,10 +49,16 @@ const suites = [
   { name: "browser", cmd: process.execPath, args: ["--test", "--test-reporter=tap", "test/e2e/"], counts: nodeCounts },
 ];
 
+const t0 = Date.now();
+const results = await Promise.all(suites.map(async (s) => {
+  const r = await run(s.name, s.cmd, s.args);
+  console.log(`=== ${s.name} tests ended after ${((Date.now() - t0) / 1000).toFixed(0)} s (exit ${r.code}) ===`);
+  return r;
+}));
+
 let passed = 0, failed = 0, exit = 0;
-for (const s of suites) {
-  console.log(`\n=== ${s.name} tests ===`);
-  const r = await run(s.cmd, s.args);
+for (const [i, s] of suites.entries()) {
+  const r = results[i];
   const c = s.counts(r.out);
   if (!c) {
     console.log(`[${s.name}] no test summary found (exit ${r.code}): counted as 1 failure`);

@@ -26,9 +26,9 @@ Deno.test("SandboxPool: never more than `concurrency` at once, and it reaches th
     const stats = await pool.stats();
     assertEquals(stats, { concurrency: 2, running: 0, queued: 0, completed: 6, peakRunning: 2 });
     assert(peakSeen === 2, `observed ${peakSeen} running at once`);
-    // Three waves of two: at least 3 × 250 ms, and well under six sequential runs.
+    // Three waves of two: at least 3 × 250 ms. That they overlapped is shown by peakSeen, not
+    // by an upper bound on wall time, which a loaded CI box would make flaky.
     assert(wall >= 750, `6 jobs × 250 ms on 2 slots finished in ${wall.toFixed(0)} ms`);
-    assert(wall < 6 * 250 + 1500, `the pool ran serially? ${wall.toFixed(0)} ms`);
   } finally {
     clearInterval(watch);
     await pool.close();
