@@ -3,7 +3,7 @@
 // users bring, with the same fields as the shipped ones.
 
 import { generateInSplit, intKnob, resolveDifficulty, splitOfKey } from "../api.ts";
-import { EnvError, SplitExhaustedError } from "../errors.ts";
+import { DifficultyError, EnvError, SplitExhaustedError } from "../errors.ts";
 import type { CodeExecutor, GenerateOptions, Split } from "../types.ts";
 import {
   casesAsAsserts,
@@ -14,6 +14,7 @@ import {
   refProgram,
   suiteTag,
 } from "./harness.ts";
+import { foldProblem } from "./folds.ts";
 import type { CodeProblem } from "./problem.ts";
 import { PROBLEMS } from "./problems.ts";
 
@@ -23,11 +24,13 @@ export interface CodeDifficulty {
   [key: string]: number;
   /** 1 easy, 2 medium, 3 hard; 0 draws from all shipped problems. */
   level: number;
+  /** 1: generated array-fold problems (folds.ts, for tiny models) instead of the shipped set. */
+  folds: number;
   /** PAPER.md: 5 turns. */
   maxTurns: number;
 }
 
-export const DEFAULT_DIFFICULTY: CodeDifficulty = { level: 0, maxTurns: 5 };
+export const DEFAULT_DIFFICULTY: CodeDifficulty = { level: 0, folds: 0, maxTurns: 5 };
 
 /** A quarter of the shipped problems (about 15 of 59) are test problems. */
 export const TEST_FRACTION = 0.25;
@@ -45,10 +48,17 @@ export function generate(seed: number, opts: GenerateOptions<CodeDifficulty>): C
   const d = resolveDifficulty(ENV_ID, DEFAULT_DIFFICULTY, opts.difficulty);
   const level = intKnob(ENV_ID, d, "level", 0, 3);
   const maxTurns = intKnob(ENV_ID, d, "maxTurns", 1, 20);
+  const folds = intKnob(ENV_ID, d, "folds", 0, 1);
+  if (folds === 1 && level !== 0) {
+    throw new DifficultyError(
+      ENV_ID,
+      `"folds": 1 draws generated problems, which have no level: leave "level" at 0`,
+    );
+  }
   const pool = PROBLEMS.filter((p) => level === 0 || p.difficulty === level);
   const env = { id: ENV_ID, testFraction: TEST_FRACTION, taskKey };
   return generateInSplit(env, seed, opts.split, (rng) => ({
-    ...structuredClone(rng.pick(pool)),
+    ...(folds === 1 ? foldProblem(rng) : structuredClone(rng.pick(pool))),
     maxTurns,
   }));
 }
