@@ -78,10 +78,14 @@ export class Generator {
     return new Generator(model, sampler, advance);
   }
 
+  /** Sequences one decode batch holds: a KV slot and an activation row each. */
+  get maxBatch(): number {
+    return Math.min(this.model.slots, this.model.chunkRows);
+  }
+
   private checkRequests(reqs: readonly GenerateRequest[]) {
     const m = this.model;
     if (reqs.length === 0) throw new KernelArgumentError("generate: no requests");
-    if (reqs.length > m.slots) throw new KernelArgumentError(`generate: ${reqs.length} requests but the model has ${m.slots} slots`);
     reqs.forEach((r, i) => {
       if (r.prompt.length === 0) throw new KernelArgumentError(`request ${i}: empty prompt (add a BOS token)`);
       if (r.prompt.length + r.maxNewTokens > m.maxLen) {
@@ -92,8 +96,36 @@ export class Generator {
     });
   }
 
+  /**
+   * Generates every request. More requests than one batch holds (maxBatch) run as consecutive
+   * batches; each keeps its RNG stream (`sequence`, default its index in `reqs`), so the tokens
+   * are the same as in one batch. onStep sees every request's results (later batches' still empty).
+   */
   async generate(reqs: readonly GenerateRequest[], opts: GenerateOptions = {}): Promise<GenerateResult[]> {
     this.checkRequests(reqs);
+    const cap = this.maxBatch;
+    if (reqs.length <= cap) return await this.generateBatch(reqs, opts);
+    const all: GenerateResult[] = reqs.map(() => ({ ids: [], logprobs: [], finish: "length" }));
+    const total: GenerateTiming = { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
+    for (let start = 0; start < reqs.length; start += cap) {
+      const part = reqs.slice(start, start + cap).map((r, j) => ({ ...r, sequence: r.sequence ?? start + j }));
+      const timing = opts.timing ? { ...total } : undefined;
+      const onStep = opts.onStep && ((step: number, res: readonly GenerateResult[]) => {
+        opts.onStep!(step, [...all.slice(0, start), ...res, ...all.slice(start + res.length)]);
+      });
+      const out = await this.generateBatch(part, { ...opts, timing, onStep });
+      all.splice(start, out.length, ...out);
+      if (timing) {
+        total.prefillMs += timing.prefillMs;
+        total.decodeMs += timing.decodeMs;
+        total.decodeSteps += timing.decodeSteps;
+      }
+    }
+    if (opts.timing) Object.assign(opts.timing, total);
+    return all;
+  }
+
+  private async generateBatch(reqs: readonly GenerateRequest[], opts: GenerateOptions): Promise<GenerateResult[]> {
     const m = this.model, gpu = m.gpu, B = reqs.length, V = m.config.vocabSize;
     // Prefill all but each prompt's last token; that token starts the first decode step.
     const prefill: ModelRow[] = reqs.flatMap((r, slot) =>

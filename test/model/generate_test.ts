@@ -65,6 +65,33 @@ Deno.test("generation", async (t) => {
       }
     });
 
+    await t.step("more requests than one batch holds run as consecutive batches with the same samples", async () => {
+      const w = await tiny("tiny-llama");
+      const small = await GpuModel.create(gpu, w, { slots: 2, maxLen: 32 });
+      const big = await GpuModel.create(gpu, w, { slots: 5, maxLen: 32 });
+      try {
+        const [g2, g5] = await Promise.all([Generator.create(small), Generator.create(big)]);
+        assertEquals(g2.maxBatch, 2);
+        const reqs = [P1, P2, P3, P2, P1].map((prompt, i) => ({
+          prompt,
+          maxNewTokens: 6 + i,
+          stopIds: i === 3 ? [104] : undefined,
+          sampling: { temperature: 1, seed: 5 },
+        }));
+        let streamed = 0;
+        const timing = { prefillMs: -1, decodeMs: -1, decodeSteps: -1 };
+        const split = await g2.generate(reqs, { timing, onStep: (_s, res) => (streamed = Math.max(streamed, res.length)) });
+        const whole = await g5.generate(reqs);
+        assertEquals(split.map((r) => [r.ids, r.finish]), whole.map((r) => [r.ids, r.finish]));
+        split.forEach((r, i) => assertEquals(r.logprobs.length, r.ids.length, `request ${i}`));
+        assertEquals(streamed, 5, "onStep sees every request's results");
+        assert(timing.decodeSteps >= 7 + 9 + 10, `three batches' decode steps summed: ${timing.decodeSteps}`);
+      } finally {
+        small.destroy();
+        big.destroy();
+      }
+    });
+
     await t.step("stop ids end a sequence; maxNewTokens bounds it", async () => {
       const w = await tiny("tiny-qwen2");
       const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 32 });
