@@ -1,6 +1,7 @@
-// `deno task eval --config FILE [--checkpoint DIR] [--episodes N] [--temperature T] [--json]`:
+// `deno task eval --config FILE [--checkpoint DIR] [--episodes N] [--temperature T] [--split S] [--json]`:
 // held-out success rate, average turns and reward per agent of a run's policies (or of the
-// untrained base). With --json the last stdout line is the result object.
+// untrained base). With --json the last stdout line is the result object, with each task's
+// success (`successes`, in task order: two evaluations of the same tasks pair up).
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { splitSets } from "./train.ts";
@@ -23,7 +24,8 @@ export const EVAL_CLI = defineCli({
     checkpoint: { type: "string", metavar: "DIR", help: "checkpoint directory (checkpoints/step-N or best); default: the untrained base" },
     episodes: { type: "number", integer: true, min: 1, help: "held-out tasks (default eval.episodes)" },
     temperature: { type: "number", min: 0, help: "sampling temperature (default: greedy, or 0.6 for code/math)" },
-    json: { type: "boolean", help: "last stdout line: the result as JSON" },
+    split: { type: "string", metavar: "S", help: "test (held-out, the default) or train: the tasks training draws from" },
+    json: { type: "boolean", help: "last stdout line: the result as JSON (successes: 1/0 per task, in order)" },
   },
 });
 
@@ -37,6 +39,8 @@ if (import.meta.main) {
       if (e instanceof ConfigError) throw new UsageError(e.message);
       throw e;
     }
+    const split = args.split ?? "test";
+    if (split !== "test" && split !== "train") throw new UsageError(`--split must be test or train, not ${JSON.stringify(split)}`);
     const env = envForConfig(cfg);
     const { weights, tokenizer } = await loadBase(cfg);
     const map = policyMapFor(cfg);
@@ -45,11 +49,14 @@ if (import.meta.main) {
     const policies = await createPolicies(gpu, { ...cfg, eval: { ...cfg.eval, episodes: args.episodes ?? cfg.eval.episodes } }, map, ck?.init ?? { weights });
     const executor = env.toolAgents.length ? new SandboxPool() : undefined;
     try {
-      const r = await evaluate({ env, tokenizer, policies, executor }, cfg, { episodes: args.episodes, temperature: args.temperature });
-      const result = { env: cfg.env.id, level: cfg.level, checkpoint: args.checkpoint ?? null, episodes: r.episodes, successRate: r.successRate, avgTurns: r.avgTurns, rewardByAgent: r.rewardByAgent, temperature: r.temperature };
+      const r = await evaluate({ env, tokenizer, policies, executor }, cfg, { episodes: args.episodes, temperature: args.temperature, split });
+      const result = {
+        env: cfg.env.id, level: cfg.level, checkpoint: args.checkpoint ?? null, split, episodes: r.episodes, successRate: r.successRate,
+        avgTurns: r.avgTurns, rewardByAgent: r.rewardByAgent, temperature: r.temperature, successes: r.successes,
+      };
       if (args.json) console.log(JSON.stringify(result));
       else {
-        console.log(`${cfg.env.id} ${cfg.level}: success ${(r.successRate * 100).toFixed(1)}% over ${r.episodes} held-out tasks, ${r.avgTurns.toFixed(2)} turns on average`);
+        console.log(`${cfg.env.id} ${cfg.level}: success ${(r.successRate * 100).toFixed(1)}% over ${r.episodes} ${split === "test" ? "held-out" : "training-split"} tasks, ${r.avgTurns.toFixed(2)} turns on average`);
         for (const [a, v] of Object.entries(r.rewardByAgent)) console.log(`  ${a}: mean reward ${v.toFixed(3)}`);
       }
     } finally {

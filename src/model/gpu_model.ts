@@ -407,9 +407,11 @@ export class GpuModel {
     const V = this.config.vocabSize;
     const out = new Float32Array(want.length * V);
     const wantSet = new Map<number, number>(want.map((r, i) => [r, i]));
+    // A training model's forward gives every row logits; the wanted ones are picked here.
+    const all = this.training;
     for (let start = 0, end = 0; start < rows.length; start = end) {
       for (let n = 0; end < rows.length && end - start < this.chunkRows; end++) {
-        if (wantSet.has(end) && n++ === this.maxLogitRows) break;
+        if ((all || wantSet.has(end)) && n++ === this.maxLogitRows) break;
       }
       const chunk = rows.slice(start, end);
       const sel: number[] = [], dest: number[] = [];
@@ -419,11 +421,14 @@ export class GpuModel {
       });
       this.writeRows(chunk, sel);
       const rec = this.gpu.recorder("forward");
-      this.encodeForward(rec, chunk.length, sel.length);
+      this.encodeForward(rec, chunk.length, all ? chunk.length : sel.length);
       rec.submit();
       if (sel.length) {
-        const logits = await this.gpu.readFloat32(this.scratch.logits, sel.length * V);
-        dest.forEach((d, i) => out.set(logits.subarray(i * V, (i + 1) * V), d * V));
+        const logits = await this.gpu.readFloat32(this.scratch.logits, (all ? chunk.length : sel.length) * V);
+        dest.forEach((d, i) => {
+          const r = all ? sel[i] : i;
+          out.set(logits.subarray(r * V, (r + 1) * V), d * V);
+        });
       }
     }
     return out;

@@ -14,6 +14,10 @@ export interface EvalResult {
   avgTurns: number;
   rewardByAgent: Record<string, number>;
   temperature: number;
+  /** Which split the tasks came from (held-out: test). */
+  split: "train" | "test";
+  /** 1 where episode i succeeded, in task order: the same tasks at every evaluation, so two results pair up. */
+  successes: number[];
   /** Prompts cut to rollout.maxPromptTokens (their middle dropped). */
   clippedPrompts: number;
   /** The first few episodes' transcripts, for logs. */
@@ -27,15 +31,27 @@ export interface EvalDeps {
   executor?: CodeExecutor;
 }
 
-/** Test-split tasks numbered from cfg.env.testSeed; the same tasks at every evaluation. */
-export function evalTasks(cfg: RunConfig, env: AnyEnvDefinition, episodes: number): unknown[] {
-  return Array.from({ length: episodes }, (_, i) => env.generate(cfg.env.testSeed + i, { split: "test", difficulty: cfg.env.difficulty }));
+/**
+ * Tasks numbered from cfg.env.testSeed; the same tasks at every evaluation. The test split is the
+ * held-out one; the train split shows whether training improved the tasks it draws from.
+ */
+export function evalTasks(cfg: RunConfig, env: AnyEnvDefinition, episodes: number, split: "train" | "test" = "test"): unknown[] {
+  return Array.from({ length: episodes }, (_, i) => env.generate(cfg.env.testSeed + i, { split, difficulty: cfg.env.difficulty }));
 }
 
-export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: { episodes?: number; temperature?: number; style?: PromptStyle } = {}): Promise<EvalResult> {
+export interface EvalOptions {
+  episodes?: number;
+  temperature?: number;
+  style?: PromptStyle;
+  /** Default "test" (held-out). */
+  split?: "train" | "test";
+}
+
+export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: EvalOptions = {}): Promise<EvalResult> {
   const episodes = opts.episodes ?? cfg.eval.episodes;
   const temperature = opts.temperature ?? evalTemperature(cfg);
-  const tasks = evalTasks(cfg, deps.env, episodes);
+  const split = opts.split ?? "test";
+  const tasks = evalTasks(cfg, deps.env, episodes, split);
   const r = await rolloutTree(
     { env: deps.env, tokenizer: deps.tokenizer, policyOf: (a) => deps.policies.agentPolicy(a), executor: deps.executor },
     tasks,
@@ -56,6 +72,8 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: { episodes?
     avgTurns: r.episodes.reduce((s, e) => s + e.turns, 0) / Math.max(1, r.episodes.length),
     rewardByAgent,
     temperature,
+    split,
+    successes: r.episodes.map((e) => (e.success ? 1 : 0)),
     clippedPrompts: r.clippedPrompts,
     samples: r.episodes.slice(0, 3),
   };

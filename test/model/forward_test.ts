@@ -103,6 +103,23 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
       }
     });
 
+    await t.step("a training-mode model returns the wanted rows' logits too (a trainer's model scores log-probs)", async () => {
+      const w = await preset("tiny-llama", "F32");
+      const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 32, chunkRows: 8, training: true });
+      try {
+        const rows: ModelRow[] = PROMPT.map((token, pos) => ({ token, slot: 0, pos }));
+        const want = [16, 2, 9, 3]; // out of order, across the 8-row chunks
+        const got = await model.forward(rows, want);
+        const V = w.config.vocabSize, ref = referenceForward(w, PROMPT).logits;
+        want.forEach((r, i) => {
+          const ratio = toleranceRatio(got.subarray(i * V, (i + 1) * V), ref.subarray(r * V, (r + 1) * V), 2e-4, 1e-3);
+          assert(ratio <= 1, `row ${r}: logits differ by ${ratio.toFixed(2)}× the tolerance`);
+        });
+      } finally {
+        model.destroy();
+      }
+    });
+
     await t.step("lane attention over a long context with head_dim 128 equals the workgroup kernel", async () => {
       // 128 = the widest head the lane kernel takes (its head-dim loops unroll); 600 positions.
       const w = await preset("tiny-qwen3:hd128", "F32");
