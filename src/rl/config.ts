@@ -141,7 +141,7 @@ export const SCHEMA = {
       }), 3),
       aggregation: oneOf(LOSS_AGG_MODES, "token-mean", "How token losses combine (src/train/loss_rows.ts).", { paper: "token-mean" }),
     },
-    klCoef: num(0, "β of the k3 KL to the initial policy; > 0 costs a reference forward per sample.", { paper: "0 (no KL term)", min: 0 }),
+    klCoef: num(0, "β of the k3 KL to the policy the run started from (the base or the warm start; src/rl/reference_policy.ts); > 0 keeps a frozen copy of each policy on the GPU and costs a reference forward per sample.", { paper: "0 (no KL term)", min: 0 }),
     optimizer: {
       lr: num(5e-6,
         "Peak learning rate. 5e-6 is the paper's for Qwen3-1.7B; tiny presets need far more (shipped configs: 1e-3 LoRA, " +

@@ -29,6 +29,7 @@ import { ConfigError, type RunConfig } from "./config.ts";
 import { envForConfig } from "./env_for.ts";
 import { evaluate, type EvalResult } from "./evaluate.ts";
 import { createPolicies, type PolicyInit, type PolicySet } from "./policies.ts";
+import { ReferencePolicies } from "./reference_policy.ts";
 import { loraConfigFor, type PolicyMap, policyMapFor, policyOf } from "./policy_map.ts";
 import { type Group, rolloutIndependent, rolloutTree, type Sample } from "./rollout.ts";
 
@@ -149,6 +150,8 @@ export class RlSession {
     readonly env: AnyEnvDefinition,
     readonly map: PolicyMap,
     readonly policies: PolicySet,
+    /** The frozen start of each policy, for the KL term (update.klCoef > 0); null without it. */
+    readonly reference: ReferencePolicies | null,
     readonly tokenizer: Tokenizer,
     readonly executor: CodeExecutor | undefined,
     step: number,
@@ -164,20 +167,29 @@ export class RlSession {
       throw new TypeError(`${env.id} has tool agents (${env.toolAgents.join(", ")}): pass an executor (SandboxPool) to run their code`);
     }
     const map = policyMapFor(cfg);
-    let policyInit: PolicyInit = { weights: init.weights };
-    if (init.resume) policyInit = policyInitFromCheckpoint(init.resume, cfg, map, init.weights);
-    else if (init.warmStart?.kind === "checkpoint") policyInit = policyInitFromCheckpoint(init.warmStart.checkpoint, cfg, map, init.weights);
+    // The run's start: the base, or the warm start. A resume continues from its checkpoint, but
+    // the KL reference stays the start.
+    let startInit: PolicyInit = { weights: init.weights };
+    if (init.warmStart?.kind === "checkpoint") startInit = policyInitFromCheckpoint(init.warmStart.checkpoint, cfg, map, init.weights);
     else if (init.warmStart?.kind === "peft-adapter") {
       if (cfg.update.mode !== "lora") throw ConfigError.at("warmStart.kind", `a PEFT adapter initialises LoRA adapters, but update.mode is "${cfg.update.mode}"`);
-      policyInit = policyInitFromPeft(init.warmStart.adapter, cfg, map, init.weights);
+      startInit = policyInitFromPeft(init.warmStart.adapter, cfg, map, init.weights);
     }
+    const policyInit = init.resume ? policyInitFromCheckpoint(init.resume, cfg, map, init.weights) : startInit;
     const policies = await createPolicies(init.gpu, cfg, map, policyInit);
     if (init.resume) {
       const ck = init.resume;
       map.trainers.forEach((plan, i) => policies.trainers[i].restoreOptimizer(ck.optimizers[plan.name]));
     }
+    let reference: ReferencePolicies | null = null;
+    try {
+      if (cfg.update.klCoef > 0) reference = await ReferencePolicies.create(init.gpu, cfg, policies, startInit);
+    } catch (e) {
+      policies.destroy();
+      throw e;
+    }
     const extra = init.resume?.state.extra as { best?: BestCheckpoint | null } | undefined;
-    return new RlSession(cfg, env, map, policies, init.tokenizer, init.executor, init.resume?.state.step ?? 0, extra?.best ?? null);
+    return new RlSession(cfg, env, map, policies, reference, init.tokenizer, init.executor, init.resume?.state.step ?? 0, extra?.best ?? null);
   }
 
   /** Held-out evaluation with the current policies (greedy, or the config's temperature). */
@@ -217,8 +229,9 @@ export class RlSession {
     }
     const updates: Record<string, unknown>[] = [];
     let skipped = 0;
-    for (const [ti, seqs] of perTrainer.entries()) {
-      if (!seqs.length) continue;
+    for (const [ti, rolled] of perTrainer.entries()) {
+      if (!rolled.length) continue;
+      const seqs = this.reference ? await this.reference.score(ti, rolled) : rolled;
       for (let epoch = 0; epoch < cfg.update.ppoEpochs; epoch++) {
         const order = shuffled(seqs, cfg.run.seed * 1000003 + step * 31 + epoch);
         for (let i = 0; i < order.length; i += cfg.update.miniBatchSize) {
@@ -274,6 +287,7 @@ export class RlSession {
 
   destroy() {
     this.policies.destroy();
+    this.reference?.destroy();
   }
 }
 

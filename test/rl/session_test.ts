@@ -14,13 +14,13 @@ import { checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
 
 const modelCfg = parseModelConfig(JSON.parse(await Deno.readTextFile("configs/models/tiny-llama.json")));
 
-const cfgFor = (level: "L0" | "L2", seed: number) =>
+const cfgFor = (level: "L0" | "L2", seed: number, update: Record<string, unknown> = {}) =>
   parseConfig({
     model: { preset: "tiny-llama" },
     env: { id: "plan_path_v1", difficulty: { size: 4, wallDensity: 0.1, maxTurns: 1 } },
     level,
     rollout: { mode: level === "L0" ? "single-agent" : "tree", k: 2, envsPerStep: 2, maxTurns: 1, maxPromptTokens: 128, maxNewTokens: 8 },
-    update: { mode: "lora", miniBatchSize: 8, chunkRows: 160, lora: { rank: 4, alpha: 8 }, schedule: { kind: "constant", warmupSteps: 0 } },
+    update: { mode: "lora", miniBatchSize: 8, chunkRows: 160, lora: { rank: 4, alpha: 8 }, schedule: { kind: "constant", warmupSteps: 0 }, ...update },
     eval: { everySteps: 100, episodes: 2, beforeTraining: false },
     run: { steps: 1, seed },
   });
@@ -76,6 +76,38 @@ Deno.test("RlSession", async (t) => {
       const gotPeft = await c.checkpointContents();
       c.destroy();
       for (const name of ["base.tool", "base.plan"]) assert(sameModules(gotPeft.adapters![name].adapter, ck.adapters["base.plan"]), `${name} is not the PEFT adapter`);
+    });
+
+    await t.step("klCoef > 0: the k3 KL to the frozen start is in the loss", async () => {
+      const s = await RlSession.create(cfgFor("L2", 3, { klCoef: 0.5, optimizer: { lr: 0.02 } }), { gpu, weights, tokenizer, executor: tool });
+      try {
+        assert(s.reference !== null, "no reference policy");
+        const kl: number[] = [];
+        let sample = null;
+        for (let i = 0; i < 3; i++) {
+          const o = await s.trainStep();
+          kl.push(...(o.metrics.updates as { klLoss: number }[]).map((u) => u.klLoss));
+          sample = o.groups.flatMap((g) => g.samples).find((m) => m.completionIds.length > 2) ?? sample;
+        }
+        // Step 1 updates from the start itself (LoRA B = 0): no divergence yet; later steps have some.
+        assert(Math.abs(kl[0]) < 1e-5, `first update's KL ${kl[0]}`);
+        assert(kl.slice(1).some((k) => k > 1e-7) && kl.every((k) => k >= -1e-6), `KL terms ${kl}`);
+        // The reference is the start (the base: LoRA B = 0) and stays frozen while the adapters move.
+        const tokens = [...sample!.promptIds, ...sample!.completionIds];
+        const weightsMask = tokens.slice(1).map((_, t) => (t >= sample!.promptIds.length - 1 ? 1 : 0));
+        const [scored] = await s.reference!.score(0, [{ tokens, adapter: 0, weights: weightsMask, advantage: 0 }]);
+        const gen = s.policies.generators[0];
+        const [base, policy] = [await gen.logprobs(tokens), await gen.logprobs(tokens, 0)];
+        let moved = 0;
+        weightsMask.forEach((w, t) => {
+          if (!w) return assertEquals(scored.refLogp![t], 0);
+          assert(Math.abs(scored.refLogp![t] - base[t]) < 1e-4, `position ${t}: reference ${scored.refLogp![t]} vs base ${base[t]}`);
+          moved = Math.max(moved, Math.abs(policy[t] - base[t]));
+        });
+        assert(moved > 1e-3, `the adapters did not move (${moved}): the frozen check is vacuous`);
+      } finally {
+        s.destroy();
+      }
     });
 
     await t.step("a team env with tool agents needs an executor", async () => {
