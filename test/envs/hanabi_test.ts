@@ -6,6 +6,8 @@ import { FORMAT_PENALTY } from "../../src/envs/api.ts";
 import { hanabi, type HanabiState, ILLEGAL_PENALTY } from "../../src/envs/hanabi/env.ts";
 import type { Card, HanabiAction, HanabiTask } from "../../src/envs/hanabi/rules.ts";
 import type { Invalid } from "../../src/envs/types.ts";
+import { oracleValue } from "../../src/envs/hanabi/oracle.ts";
+import { Rng } from "../../src/envs/rng.ts";
 
 /** Cards as "R1"-style names; deal alternates: p0 gets deck[0], deck[2]; p1 deck[1], deck[3]. */
 function task(names: string[], over: Partial<HanabiTask> = {}): HanabiTask {
@@ -132,4 +134,41 @@ Deno.test("hanabi: a player sees the partner's cards, not its own", () => {
   const p1 = hanabi.observe(s, "player_1", "chat");
   assert(p1.style === "chat" && p1.messages[1].content.includes("R1(knows ??)"));
   assert(!p1.messages[1].content.includes("G2"), "player_1 must not see its own G2");
+});
+
+Deno.test("hanabi: the shaped team reward is the scripted team's value change (default difficulty)", () => {
+  assertEquals(hanabi.defaultDifficulty.shaping, 1);
+  const gen = (seed: number) => hanabi.generate(seed, { split: "train", difficulty: { colors: 2, ranks: 2, handSize: 2 } });
+  assertEquals(gen(1).shaped, true);
+  assertEquals(hanabi.generate(1, { split: "train", difficulty: { colors: 2, ranks: 2, handSize: 2, shaping: 0 } }).shaped, undefined);
+  const rng = new Rng(9);
+  for (let seed = 0; seed < 40; seed++) {
+    const t = gen(seed);
+    // The scripted team's own moves never change its value: every reward is 0.
+    let s = hanabi.reset(t);
+    while (!s.terminated && !s.truncated) {
+      const agent = hanabi.turnOrder[s.cursor];
+      const r = hanabi.step(s, agent, hanabi.oracle(s, agent).action);
+      assertEquals(r.teamReward, 0, `seed ${seed}: an oracle move changed the oracle's value`);
+      s = r.state;
+    }
+    // Any play: the rewards telescope to the final score (0 after a bomb) less the start's value.
+    s = hanabi.reset(t);
+    const v0 = oracleValue(t, s.table, 0);
+    let total = 0;
+    while (!s.terminated && !s.truncated) {
+      const agent = hanabi.turnOrder[s.cursor];
+      const r = hanabi.step(s, agent, hanabi.randomMove!(s, agent, rng).action);
+      total += r.teamReward;
+      s = r.state;
+    }
+    const final = s.terminated ? (s.table.bombed ? 0 : s.table.score) : oracleValue(t, s.table, s.cursor);
+    assertEquals(total, final - v0, `seed ${seed}`);
+  }
+  // p0 holds R1 R2, p1 G1 G2, 2 lives: the blind play of R2 costs a life; hinting p1's G1 does not.
+  const s = hanabi.reset(task(["R1", "G1", "R2", "G2", "R1", "G1", "R1", "G1"], { shaped: true }));
+  const misplay = play(s, "#### play 2"), hint = play(s, "#### hint 1");
+  assert(misplay.teamReward < hint.teamReward, `misplay ${misplay.teamReward} vs hint ${hint.teamReward}`);
+  const lucky = play(s, "#### play 1"); // R1, unhinted: it scores now and the scripted team would not have risked it
+  assert(lucky.teamReward > 0 && lucky.teamReward > misplay.teamReward, `blind R1 ${lucky.teamReward}`);
 });

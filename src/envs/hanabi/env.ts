@@ -1,7 +1,10 @@
 // Hanabi, small (hanabi_v1): two cooperating players, one shared policy. Each sees the partner's
 // cards but not its own, and acts with `#### play N`, `#### discard N` or `#### hint <colour|rank>`.
-// Team reward +1 per card played (−score on bombing out); a broken rule wastes the turn and costs
-// the actor −1 locally, unparseable text −2 (PAPER.md).
+// Team reward (difficulty `shaping` 1, the default): the change in the scripted team's final score
+// from the state (oracle.ts oracleValue), so the K candidates of a turn differ by what they do to the
+// game — a blind play that scores now but costs a life, or a discard of the last copy, scores below
+// the hint that sets up a sure play. `shaping` 0: +1 per card played, −score on bombing out. A
+// broken rule wastes the turn and costs the actor −1 locally, unparseable text −2 (PAPER.md).
 
 import {
   advanceClock,
@@ -23,7 +26,7 @@ import type {
   StepResult,
 } from "../types.ts";
 import type { Rng } from "../rng.ts";
-import { scriptedMove } from "./oracle.ts";
+import { oracleValue, scriptedMove } from "./oracle.ts";
 import {
   apply,
   cardName,
@@ -121,9 +124,16 @@ function step(s: HanabiState, agent: string, a: HanabiAction | Invalid): StepRes
     const frac = out.table.score / maxScore(s.task);
     info.finalRewards = { player_0: frac, player_1: frac };
   }
+  let team = out.reward;
+  if (s.task.shaped) {
+    // What the action did to the game: the scripted team's final score from here, less from before.
+    const before = oracleValue(s.task, s.table, p);
+    const after = oracleValue(s.task, out.table, 1 - p);
+    [team, info.oracleValue] = [after - before, after];
+  }
   return {
     state,
-    teamReward: out.reward,
+    teamReward: team,
     localReward: local,
     terminated: state.terminated,
     truncated: state.truncated,

@@ -7,7 +7,7 @@
 // Measured by test/envs/oracle_test.ts over 1000 deals of the default 3 colours × 3 ranks: mean
 // score 7.80 of 9, 19.5% perfect games, no bomb-outs.
 
-import type { HanabiAction, HanabiTask, HandCard, Table } from "./rules.ts";
+import { apply, type HanabiAction, type HanabiTask, type HandCard, maxScore, type Table } from "./rules.ts";
 
 /** Every (colour, rank) the holder of `c` cannot rule out from hints. */
 function possibilities(t: HanabiTask, c: HandCard): [number, number][] {
@@ -101,4 +101,27 @@ export function scriptedMove(t: HanabiTask, tb: Table, p: number): HanabiAction 
   if (dead >= 0) return { type: "discard", index: dead };
   const mine = chop(t, tb, p);
   return { type: "discard", index: mine ? hand.indexOf(mine) : 0 };
+}
+
+/** Enough actions for any game the scripted team plays: every card played or discarded, every hint. */
+function actionBound(t: HanabiTask): number {
+  return 2 * (t.deck.length + t.maxHints * (t.deck.length + 1)) + 2;
+}
+
+/**
+ * The scripted team's final score when it plays on from this table with player p to act (0 after
+ * a bomb-out): the value the shaped team reward compares states by. Deterministic: the deck order
+ * is the task's.
+ */
+export function oracleValue(t: HanabiTask, tb: Table, p: number): number {
+  if (tb.bombed) return 0;
+  if (tb.score === maxScore(t) || tb.actionsLeft === 0) return tb.score;
+  let table = tb, q = p;
+  for (let i = 0; i < actionBound(t); i++) {
+    const out = apply(t, table, q, scriptedMove(t, table, q), null);
+    table = out.table;
+    if (out.over) return table.bombed ? 0 : table.score;
+    q = 1 - q;
+  }
+  throw new Error(`oracleValue: the scripted team did not finish within ${actionBound(t)} actions`);
 }

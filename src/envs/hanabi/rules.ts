@@ -1,6 +1,8 @@
 // Small Hanabi rules (2 players, 2–5 colours × 2–5 ranks): the deck, the generator, and what
 // play / discard / hint do to the state. Cooperative: the team scores +1 per card played; losing
-// the last life zeroes the score (the Hanabi Learning Environment default).
+// the last life zeroes the score (the Hanabi Learning Environment default). The env's team reward
+// is this score's change, or (difficulty `shaping` 1, the default) the change in the scripted
+// team's final score from the state (oracle.ts `oracleValue`).
 // Variant: discarding at full hint tokens is allowed (the token is wasted), so a player is never
 // forced into a hint it does not mean.
 
@@ -20,6 +22,13 @@ export interface HanabiDifficulty {
   /** Hint tokens at the start and at most. */
   hints: number;
   lives: number;
+  /**
+   * Team reward. 1 (default): each action's change in the scripted team's final score when it
+   * plays on from the state (src/envs/hanabi/oracle.ts `oracleValue`), so a turn's candidates are
+   * compared by what they do to the game, not by the card they score now. 0: +1 per card played,
+   * −score on bombing out.
+   */
+  shaping: number;
 }
 
 export const DEFAULT_DIFFICULTY: HanabiDifficulty = {
@@ -28,6 +37,7 @@ export const DEFAULT_DIFFICULTY: HanabiDifficulty = {
   handSize: 3,
   hints: 5,
   lives: 3,
+  shaping: 1,
 };
 
 export interface Card {
@@ -55,6 +65,8 @@ export interface HanabiTask {
   lives: number;
   /** Deck order; the first 2·handSize cards are dealt alternately. */
   deck: Card[];
+  /** Team reward by the scripted team's value (difficulty `shaping` 1); absent or false: per card played. */
+  shaped?: boolean;
 }
 
 export type HanabiAction =
@@ -116,6 +128,7 @@ export function generate(seed: number, opts: GenerateOptions<HanabiDifficulty>):
   const handSize = intKnob(ENV_ID, d, "handSize", 2, 5);
   const maxHints = intKnob(ENV_ID, d, "hints", 1, 8);
   const lives = intKnob(ENV_ID, d, "lives", 1, 5);
+  const shaped = intKnob(ENV_ID, d, "shaping", 0, 1) === 1;
   const cards: Omit<Card, "id">[] = [];
   for (let c = 0; c < colors; c++) {
     for (let r = 1; r <= ranks; r++) {
@@ -126,7 +139,7 @@ export function generate(seed: number, opts: GenerateOptions<HanabiDifficulty>):
   return generateInSplit(env, seed, opts.split, (rng) => {
     const deck = rng.shuffle(cards).map((c, id) => ({ id, ...c }));
     if (deck.length < 2 * handSize + 1) return null;
-    return { colors, ranks, handSize, maxHints, lives, deck };
+    return { colors, ranks, handSize, maxHints, lives, deck, ...(shaped ? { shaped } : {}) };
   });
 }
 
