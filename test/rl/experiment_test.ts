@@ -54,7 +54,7 @@ Deno.test("method configs differ only in what the method is", () => {
 Deno.test("aggregate: mean and sample std over seeds; the table has a cell per (method, task)", () => {
   const r = (method: RunResult["method"], seed: number, successRate: number): RunResult => ({
     task: "plan_path", method, seed, successRate, samples: method === "mas" ? 0 : 32, steps: 1, runDir: null,
-    eval: { episodes: 4, successRate, avgTurns: 1, rewardByAgent: {}, temperature: 0, clippedPrompts: 0 },
+    eval: { episodes: 4, successRate, avgTurns: 1, rewardByAgent: {}, temperature: 0, split: "test", successes: [], clippedPrompts: 0 },
   });
   const aggs = aggregate([r("mas", 0, 0.25), r("mas", 1, 0.75), r("mas_l2", 0, 0.5)]);
   const mas = aggs.find((a) => a.method === "mas")!;
