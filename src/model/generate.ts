@@ -109,7 +109,7 @@ export class Generator {
     const total: GenerateTiming = { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
     for (let start = 0; start < reqs.length; start += cap) {
       const part = reqs.slice(start, start + cap).map((r, j) => ({ ...r, sequence: r.sequence ?? start + j }));
-      const timing = opts.timing ? { ...total } : undefined;
+      const timing: GenerateTiming | undefined = opts.timing && { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
       const onStep = opts.onStep && ((step: number, res: readonly GenerateResult[]) => {
         opts.onStep!(step, [...all.slice(0, start), ...res, ...all.slice(start + res.length)]);
       });

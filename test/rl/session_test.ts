@@ -10,17 +10,19 @@ import { initModel } from "../../src/model/init.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
 import { parseConfig } from "../../src/rl/config.ts";
 import { RlSession } from "../../src/rl/session.ts";
+import { loadBase } from "../../src/rl/train.ts";
 import { checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
 
 const modelCfg = parseModelConfig(JSON.parse(await Deno.readTextFile("configs/models/tiny-llama.json")));
 
-const cfgFor = (level: "L0" | "L2", seed: number, update: Record<string, unknown> = {}) =>
+type Over = Record<string, unknown>;
+const cfgFor = (level: "L0" | "L2", seed: number, over: { model?: Over; rollout?: Over; update?: Over } = {}) =>
   parseConfig({
-    model: { preset: "tiny-llama" },
+    model: over.model ?? { preset: "tiny-llama" },
     env: { id: "plan_path_v1", difficulty: { size: 4, wallDensity: 0.1, maxTurns: 1 } },
     level,
-    rollout: { mode: level === "L0" ? "single-agent" : "tree", k: 2, envsPerStep: 2, maxTurns: 1, maxPromptTokens: 128, maxNewTokens: 8 },
-    update: { mode: "lora", miniBatchSize: 8, chunkRows: 160, lora: { rank: 4, alpha: 8 }, schedule: { kind: "constant", warmupSteps: 0 }, ...update },
+    rollout: { mode: level === "L0" ? "single-agent" : "tree", k: 2, envsPerStep: 2, maxTurns: 1, maxPromptTokens: 128, maxNewTokens: 8, ...over.rollout },
+    update: { mode: "lora", miniBatchSize: 8, chunkRows: 160, lora: { rank: 4, alpha: 8 }, schedule: { kind: "constant", warmupSteps: 0 }, ...over.update },
     eval: { everySteps: 100, episodes: 2, beforeTraining: false },
     run: { steps: 1, seed },
   });
@@ -79,12 +81,20 @@ Deno.test("RlSession", async (t) => {
     });
 
     await t.step("klCoef > 0: the k3 KL to the frozen start is in the loss", async () => {
-      const s = await RlSession.create(cfgFor("L2", 3, { klCoef: 0.5, optimizer: { lr: 0.02 } }), { gpu, weights, tokenizer, executor: tool });
+      // The warm start, so candidates get different rewards and the policy gradient moves the
+      // adapters (from a random init every group is zero-variance and nothing moves).
+      const cfg = cfgFor("L2", 3, {
+        model: { preset: null, folder: "models/plan_path_tiny" },
+        rollout: { k: 4, maxNewTokens: 12 },
+        update: { klCoef: 0.5, optimizer: { lr: 0.02 } },
+      });
+      const warm = await loadBase(cfg);
+      const s = await RlSession.create(cfg, { gpu, weights: warm.weights, tokenizer: warm.tokenizer, executor: tool });
       try {
         assert(s.reference !== null, "no reference policy");
         const kl: number[] = [];
         let sample = null;
-        for (let i = 0; i < 3; i++) {
+        for (let i = 0; i < 4; i++) {
           const o = await s.trainStep();
           kl.push(...(o.metrics.updates as { klLoss: number }[]).map((u) => u.klLoss));
           sample = o.groups.flatMap((g) => g.samples).find((m) => m.completionIds.length > 2) ?? sample;
