@@ -277,8 +277,13 @@ async function main() {
     else download(`${r.id}-metrics.csv`, metricsToCsv(lines), "text/csv");
   }
 
+  // Calls overlap (run start, pause, delete...) and the worker may answer an older listing last:
+  // only the newest call draws, so a stale listing never replaces a fresher one.
+  let runsListing = 0;
   async function refreshRuns() {
+    const call = ++runsListing;
     const runs = await api.listRuns();
+    if (call !== runsListing) return;
     const box = $("#runs");
     box.replaceChildren();
     if (!runs.length) {
