@@ -148,20 +148,27 @@ function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, num
 }
 
 /**
- * Shape buckets the tuning table distinguishes: decode rows (M < 8), small batches (M ≤ 32),
- * small outputs (M·N < 2^17: a tiny model's training chunks and weight gradients, where the
- * big-tile picks leave cores idle) and the rest.
+ * Shape buckets the tuning table distinguishes: decode rows (M < 8), small batches in three row
+ * tiers (8–15, 16–24, 25–32: a register tile's cost barely depends on how many of its rows are
+ * used, so each tier wants the row tile that fits it), small outputs (M·N < 2^17: a tiny model's
+ * training chunks and weight gradients, where the big-tile picks leave cores idle) and the rest.
  */
-export type ShapeBucket = "vector" | "skinny" | "small" | "square";
-export const SHAPE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "small", "square"];
+export type ShapeBucket = "vector" | "skinny" | "skinny16" | "skinny32" | "small" | "square";
+export const SHAPE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "skinny16", "skinny32", "small", "square"];
 export function shapeBucket(s: MatmulShape): ShapeBucket {
-  return s.M < 8 ? "vector" : s.M <= 32 ? "skinny" : s.M * s.N < 2 ** 17 ? "small" : "square";
+  if (s.M < 8) return "vector";
+  if (s.M < 16) return "skinny";
+  if (s.M <= 24) return "skinny16";
+  if (s.M <= 32) return "skinny32";
+  return s.M * s.N < 2 ** 17 ? "small" : "square";
 }
 
 /** Which prepared bucket's pick a shape runs when its own bucket was not prepared (Matmul.create). */
 const BUCKET_STANDIN: Record<ShapeBucket, ShapeBucket[]> = {
   vector: ["skinny", "small"],
   skinny: ["small", "vector"],
+  skinny16: ["skinny", "small", "vector"],
+  skinny32: ["skinny16", "skinny", "small", "vector"],
   small: ["square", "skinny"],
   square: ["small", "skinny"],
 };
@@ -169,19 +176,28 @@ const BUCKET_STANDIN: Record<ShapeBucket, ShapeBucket[]> = {
 /**
  * The buckets a model's matmuls can fall in: its row counts (1..maxRows) against every weight
  * dimension in the forward and the input gradients, and the weight shapes in the weight gradients.
+ * The 16- and 32-row tiers are prepared only for models with a weight dimension of 512 or more: on
+ * a tiny model's 8–32-row products (N ≤ 264) every tile takes tens of microseconds, and their
+ * big-tile picks would cost CPU adapters seconds of shader compilation; there the skinny pick
+ * stands in.
  */
 export function bucketsForShapes(maxRows: number, weightShapes: ReadonlyArray<readonly number[]>): ShapeBucket[] {
   const dims = weightShapes.flat();
   const maxDim = Math.max(1, ...dims);
   const out = new Set<ShapeBucket>(["vector"]);
   if (maxRows >= 8) out.add("skinny");
+  if (maxDim >= 512 && maxRows >= 16) out.add("skinny16");
+  if (maxDim >= 512 && maxRows > 24) out.add("skinny32");
   if (maxRows > 32) {
     out.add("small");
     if (maxRows * maxDim >= 2 ** 17) out.add("square");
   }
   for (const s of weightShapes) {
     if (s.length !== 2) continue;
-    for (const [m, n] of [[s[0], s[1]], [s[1], s[0]]]) out.add(shapeBucket({ form: "tn", M: m, N: n, K: maxRows }));
+    for (const [m, n] of [[s[0], s[1]], [s[1], s[0]]]) {
+      const b = shapeBucket({ form: "tn", M: m, N: n, K: maxRows });
+      out.add(b === "skinny16" || b === "skinny32" ? (maxDim >= 512 ? b : "skinny") : b);
+    }
   }
   return SHAPE_BUCKETS.filter((b) => out.has(b));
 }

@@ -1,5 +1,7 @@
 // The kernel lab's picks per adapter class: which matmul variant runs for each form and shape
-// bucket (vector: M < 8, skinny: 8 ≤ M ≤ 32, small: M·N < 2^17, square: larger). Regenerate with
+// bucket (vector: M < 8, skinny: 8 ≤ M < 16, skinny16: 16 ≤ M ≤ 24, skinny32: 24 < M ≤ 32,
+// small: M·N < 2^17, square: larger; the two row tiers were split from skinny on 2026-11-25 and
+// take its picks where no lab has measured them). Regenerate with
 // `deno task bench --lab` and copy its "picks" here. CPU picks: llvmpipe, 2-core Xeon, a
 // quiet-machine lab run on 2026-11-22, except the small bucket, which takes the square picks here
 // and its own picks per measured driver. Drivers measured on their own override these in
@@ -11,14 +13,20 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
     "nn:vector": "r1c8_wg32x1",
     "nn:skinny": "r8c16_wg8x1",
+    "nn:skinny16": "r8c16_wg8x1",
+    "nn:skinny32": "r8c16_wg8x1",
     "nn:small": "r8c16_wg16x1",
     "nn:square": "r8c16_wg16x1",
     "nt:vector": "r1c8_wg64x1",
     "nt:skinny": "r8c8_wg16x1",
+    "nt:skinny16": "r8c8_wg16x1",
+    "nt:skinny32": "r8c8_wg16x1",
     "nt:small": "r8c8_wg8x1",
     "nt:square": "r8c8_wg8x1",
     "tn:vector": "generic",
     "tn:skinny": "r8c16_wg8x1",
+    "tn:skinny16": "r8c16_wg8x1",
+    "tn:skinny32": "r8c16_wg8x1",
     "tn:small": "r8c16_wg8x1",
     "tn:square": "r8c16_wg8x1",
   },
@@ -29,14 +37,20 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   gpu: {
     "nn:vector": "r1c4_wg64x1",
     "nn:skinny": "r1c4_wg64x1",
+    "nn:skinny16": "r1c4_wg64x1",
+    "nn:skinny32": "r1c4_wg64x1",
     "nn:small": "r1c4_wg64x1",
     "nn:square": "r8c8_wg8x4",
     "nt:vector": "r4c4_wg16x1",
     "nt:skinny": "r4c4_wg16x1",
+    "nt:skinny16": "r4c4_wg16x1",
+    "nt:skinny32": "r4c4_wg16x1",
     "nt:small": "r4c4_wg16x1",
     "nt:square": "r8c4_wg16x1",
     "tn:vector": "generic",
     "tn:skinny": "generic",
+    "tn:skinny16": "generic",
+    "tn:skinny32": "generic",
     "tn:small": "generic",
     "tn:square": "r8c8_wg8x4",
   },
@@ -52,7 +66,10 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  *   A·Bᵀ keeps r8c8_wg8x1 (8.6 vs 8.2 ms, a tie);
  * - decode A·Bᵀ: narrower workgroups, a tie on 1024-wide shapes and faster on a tiny model's
  *   (8 rows against 32–264 outputs: r8c8_wg8x1 542 µs vs r8c8_wg16x1 868 over five shapes;
- *   1 row: r1c8_wg32x1 549 vs r1c8_wg64x1 837).
+ *   1 row: r1c8_wg32x1 549 vs r1c8_wg64x1 837);
+ * - decode A·Bᵀ at 16–32 rows (the ~30M preset's projections, 2-core EPYC, idle, 2026-11-25):
+ *   row tiles that fit the rows, 16×16 at 16 rows (21–23 GFLOPS against 14–15 for r8c8/r8c16 on
+ *   512–2816 outputs) and 32×16 at 32 (27–28 against 15; 24 rows: 19–21 against 14–17 for 16×16).
  */
 export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }> = [
   {
@@ -65,6 +82,8 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
       "nn:small": "r16c8_wg8x1",
       "tn:small": "r16c8_wg8x1",
       "nt:skinny": "r8c8_wg8x1",
+      "nt:skinny16": "r16c16_wg8x1",
+      "nt:skinny32": "r32c16_wg8x1",
       "nt:vector": "r1c8_wg32x1",
     },
   },

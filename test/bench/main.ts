@@ -40,7 +40,7 @@ async function matmulSection(gpu: Gpu, lab: boolean, quick: boolean) {
   const o = {
     lab,
     squares: quick ? [256, 512] : [256, 512, 1024, 2048],
-    skinnyM: quick ? [1, 8] : [1, 8, 32],
+    skinnyM: quick ? [1, 8] : [1, 8, 16, 32],
     skinnyKN: quick ? 512 : 1024,
     minMs: quick ? 150 : 400,
   };

@@ -18,6 +18,8 @@ Deno.test("matmulPicks: llvmpipe's driver picks override the CPU class's, nothin
   }
   assertEquals(llvmpipe["nn:small"], "r16c8_wg8x1");
   assertEquals(llvmpipe["nt:skinny"], "r8c8_wg8x1");
+  assertEquals(llvmpipe["nt:skinny16"], "r16c16_wg8x1");
+  assertEquals(llvmpipe["nt:skinny32"], "r32c16_wg8x1");
   assertEquals(llvmpipe["nn:skinny"], MATMUL_TUNING.cpu["nn:skinny"]);
   assertEquals(matmulPicks(info("", "swiftshader")), MATMUL_TUNING.cpu);
   // A CPU adapter forced to the GPU class (the lab's seam) gets the GPU picks, untouched.
@@ -36,21 +38,34 @@ Deno.test("every pick names a known variant that computes its form", () => {
   assertEquals(variantSupports(findVariant("sk_r1_wg64"), { form: "nn", M: 1, N: 8, K: 8 }), false);
 });
 
-Deno.test("bucketsForShapes: a tiny model never reaches the square bucket, a 30M one does", () => {
+Deno.test("shapeBucket: row tiers 1–7, 8–15, 16–24, 25–32, then small or square by M·N", () => {
+  const b = (M: number, N = 1024) => shapeBucket({ form: "nt", M, N, K: 512 });
+  assertEquals([1, 7, 8, 15, 16, 24, 25, 32].map((m) => b(m)), ["vector", "vector", "skinny", "skinny", "skinny16", "skinny16", "skinny32", "skinny32"]);
+  assertEquals([b(33, 64), b(33, 4096)], ["small", "square"]);
+});
+
+Deno.test("bucketsForShapes: a tiny model never reaches the square bucket or the row tiers, a 30M one does", () => {
   const tiny = [[264, 64], [64, 64], [32, 64], [64, 64], [192, 64], [64, 192]];
   assertEquals(bucketsForShapes(256, tiny), ["vector", "skinny", "small"]);
   // Few rows: the weight gradients (Aᵀ·B over the rows) still fall in buckets by the weight shapes.
   assertEquals(bucketsForShapes(4, tiny), ["vector", "skinny", "small"]);
   const small30m = [[264, 512], [512, 512], [256, 512], [1408, 512], [512, 1408]];
-  assertEquals(bucketsForShapes(256, small30m), ["vector", "skinny", "small", "square"]);
+  assertEquals(bucketsForShapes(256, small30m), ["vector", "skinny", "skinny16", "skinny32", "small", "square"]);
+  assertEquals(bucketsForShapes(16, small30m).includes("skinny32"), false);
   // Decode-only (8 rows): the weight gradients are never run, but their shapes still count.
   assert(bucketsForShapes(8, small30m).includes("square"));
-  // Every shape the model can run falls in a returned bucket.
-  for (const rows of [1, 7, 8, 32, 33, 256]) {
-    for (const [o, i] of tiny) {
-      const b = bucketsForShapes(256, tiny);
-      for (const s of [{ form: "nt", M: rows, N: o, K: i }, { form: "nn", M: rows, N: i, K: o }, { form: "tn", M: o, N: i, K: rows }] as MatmulShape[]) {
-        assert(b.includes(shapeBucket(s)), `${JSON.stringify(s)} → ${shapeBucket(s)} not in ${b}`);
+  // Every shape a model can run falls in a returned bucket, or (a tiny model's 16–32 rows) in the
+  // skinny bucket that stands in for the row tiers it does not prepare.
+  for (const [weights, standin] of [[tiny, true], [small30m, false]] as const) {
+    const b = bucketsForShapes(256, weights);
+    for (const rows of [1, 7, 8, 16, 24, 32, 33, 256]) {
+      for (const [o, i] of weights) {
+        for (const s of [{ form: "nt", M: rows, N: o, K: i }, { form: "nn", M: rows, N: i, K: o }, { form: "tn", M: o, N: i, K: rows }] as MatmulShape[]) {
+          const want = shapeBucket(s);
+          const tier = want === "skinny16" || want === "skinny32";
+          assert(b.includes(standin && tier ? "skinny" : want), `${JSON.stringify(s)} → ${want} not in ${b}`);
+          if (standin && tier) assertEquals(b.includes(want), false);
+        }
       }
     }
   }
