@@ -71,12 +71,55 @@ export function groupId(k: GroupKey): string {
   return JSON.stringify([k.env, k.agent, k.turn]);
 }
 
-/** How each rollout mode groups: tree and single-agent by (env, agent, turn); independent by (env, agent). */
+/**
+ * How each rollout mode groups: tree and single-agent by (env, agent, turn); independent (plain
+ * GRPO) by env alone, its members whole trajectories (`trajectoryMembers`, agent TEAM).
+ */
 const KEY_OF: { readonly [M in RolloutMode]: (s: GroupKey) => GroupKey } = {
   "tree": (s) => ({ env: s.env, agent: s.agent, turn: s.turn }),
   "single-agent": (s) => ({ env: s.env, agent: s.agent, turn: s.turn }),
-  "independent": (s) => ({ env: s.env, agent: s.agent, turn: null }),
+  "independent": (s) => ({ env: s.env, agent: TEAM, turn: null }),
 };
+
+/** The agent name of a whole-trajectory member: every agent of the team acted in it. */
+export const TEAM = "*";
+
+/** One whole trajectory as a group member (independent mode): its return and its actions. */
+export interface Trajectory<T> extends Scored {
+  readonly actions: readonly T[];
+}
+
+/**
+ * Independent mode's members (DESIGN.md: K full trajectories, group = env): the actions of each
+ * trajectory (same env and `candidate`, each carrying the trajectory's return as its reward)
+ * become one member, so a task's baseline is the mean over its K returns whatever the
+ * trajectories' lengths or which agent acted; `trajectoryActions` gives each action its
+ * trajectory's advantage.
+ */
+export function trajectoryMembers<T extends Scored & { readonly candidate: number }>(actions: readonly T[]): Trajectory<T>[] {
+  const byId = new Map<string, { env: EnvKey; reward: number; actions: T[] }>();
+  for (const a of actions) {
+    const id = JSON.stringify([a.env, a.candidate]);
+    const t = byId.get(id) ?? byId.set(id, { env: a.env, reward: a.reward, actions: [] }).get(id)!;
+    if (a.reward !== t.reward) {
+      throw new AdvantageInputError(`trajectory ${id}: its actions carry rewards ${t.reward} and ${a.reward}; independent mode credits each action with the trajectory's return`);
+    }
+    t.actions.push(a);
+  }
+  return [...byId.values()].map((t) => ({ env: t.env, agent: TEAM, turn: null, reward: t.reward, actions: t.actions }));
+}
+
+/**
+ * Trajectory groups seen per action: each group's members become its trajectories' actions, each
+ * with its trajectory's advantage (and the group's mean, std and zero-variance flag).
+ */
+export function expandTrajectories<T extends Scored>(groups: readonly GroupResult<Trajectory<T>>[]): GroupResult<T>[] {
+  return groups.map((g) => ({
+    ...g,
+    members: g.members.flatMap((t) => t.actions),
+    advantages: g.members.flatMap((t, i) => t.actions.map(() => g.advantages[i])),
+  }));
+}
 
 export function groupKeyFor(mode: RolloutMode, sample: GroupKey): GroupKey {
   return KEY_OF[mode](sample);

@@ -60,6 +60,7 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: EvalOptions
       sampling: { temperature, topP: cfg.rollout.sampling.topP, topK: cfg.rollout.sampling.topK },
       style: opts.style ?? cfg.rollout.promptStyle, seed: cfg.run.seed + 7777, step: 0,
       maxPromptTokens: cfg.rollout.maxPromptTokens,
+      maxTurns: cfg.rollout.maxTurns,
     },
   );
   const rewardByAgent: Record<string, number> = {};

@@ -50,6 +50,17 @@ export interface RolloutOptions {
    * tail are kept. Counted in RolloutResult.clippedPrompts. Unset: prompts are not clipped.
    */
   maxPromptTokens?: number;
+  /**
+   * Rounds (every agent's turn once) the engine drives per episode: an episode whose state has
+   * reached it ends there, unfinished, as the env's own turn limit also ends it. Unset: only the
+   * env's limit.
+   */
+  maxTurns?: number;
+}
+
+/** Whether a branch still has a move to make: the env names an agent and the round cap is not reached. */
+function moving(env: AnyEnvDefinition, state: EnvState, o: RolloutOptions): boolean {
+  return currentAgent(env, state) !== null && (o.maxTurns === undefined || state.turn < o.maxTurns);
 }
 
 /** A prompt within `max` tokens: the first quarter (≤ 32 tokens) and the most recent rest. */
@@ -163,7 +174,7 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
   const secs = { generate: 0, env: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
   for (let guard = 0; guard < 10_000; guard++) {
-    const active = branches.filter((b) => currentAgent(env, b.state) !== null);
+    const active = branches.filter((b) => moving(env, b.state, o));
     if (!active.length) break;
     const byAgent = new Map<string, Branch[]>();
     for (const b of active) byAgent.set(currentAgent(env, b.state)!, [...(byAgent.get(currentAgent(env, b.state)!) ?? []), b]);
@@ -216,7 +227,7 @@ export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unkn
   const secs = { generate: 0, env: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
   for (let guard = 0; guard < 10_000; guard++) {
-    const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => currentAgent(env, b.state) !== null);
+    const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => moving(env, b.state, o));
     if (!active.length) break;
     const byAgent = new Map<string, { b: Branch; i: number }[]>();
     for (const x of active) byAgent.set(currentAgent(env, x.b.state)!, [...(byAgent.get(currentAgent(env, x.b.state)!) ?? []), x]);

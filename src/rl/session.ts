@@ -24,6 +24,9 @@ import {
   type GroupResult,
   groupAdvantages,
   rewardStats,
+  type RewardStats,
+  expandTrajectories,
+  trajectoryMembers,
 } from "./advantages.ts";
 import { ConfigError, type RunConfig } from "./config.ts";
 import { envForConfig } from "./env_for.ts";
@@ -210,13 +213,22 @@ export class RlSession {
       K: cfg.rollout.k, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
       sampling: cfg.rollout.sampling, style: cfg.rollout.promptStyle, seed: cfg.run.seed, step,
       maxPromptTokens: cfg.rollout.maxPromptTokens,
+      maxTurns: cfg.rollout.maxTurns,
     };
     const r = ro.mode === "independent" ? await rolloutIndependent(deps, tasks, ro) : await rolloutTree(deps, tasks, ro);
     const tRoll = performance.now();
     const members = r.groups.flatMap((g) => g.samples);
-    const groups = groupAdvantages(buildGroups(members, cfg.rollout.mode), { normalize: cfg.rewards.normalize, eps: cfg.rewards.eps });
-    const { kept } = filterGroups(groups, { kind: cfg.rewards.filter, fraction: cfg.rewards.filterFraction });
-    const stats = rewardStats(groups);
+    const adv = { normalize: cfg.rewards.normalize, eps: cfg.rewards.eps };
+    const filter = { kind: cfg.rewards.filter, fraction: cfg.rewards.filterFraction };
+    let groups: GroupResult<Sample>[], kept: GroupResult<Sample>[], stats: RewardStats;
+    if (cfg.rollout.mode === "independent") {
+      // Plain GRPO: a task's K trajectories are its group's members, scored by their returns.
+      const g = groupAdvantages(buildGroups(trajectoryMembers(members), "independent"), adv);
+      [groups, kept, stats] = [expandTrajectories(g), expandTrajectories(filterGroups(g, filter).kept), rewardStats(g)];
+    } else {
+      groups = groupAdvantages(buildGroups(members, cfg.rollout.mode), adv);
+      [kept, stats] = [filterGroups(groups, filter).kept, rewardStats(groups)];
+    }
     // Each policy trains on the union of its agents' samples.
     const perTrainer: TrainSequence[][] = policies.trainers.map(() => []);
     let tooLong = 0;

@@ -15,6 +15,9 @@ import {
   mixReward,
   rewardStats,
   type Scored,
+  TEAM,
+  expandTrajectories,
+  trajectoryMembers,
 } from "../../src/rl/advantages.ts";
 
 const STD: AdvantageOptions = { normalize: "std", eps: 1e-6 };
@@ -108,14 +111,31 @@ Deno.test("group keys per rollout mode", () => {
   const s = { env: 3, agent: "coder", turn: 2 };
   assertEquals(groupKeyFor("tree", s), s);
   assertEquals(groupKeyFor("single-agent", s), s);
-  assertEquals(groupKeyFor("independent", s), { env: 3, agent: "coder", turn: null });
-  // Independent GRPO: K trajectories of one env compete as one group whatever the turn.
-  const traj = [...cands(0, "coder", 0, [1, 0]), ...cands(0, "coder", 1, [1, 0]), ...cands(1, "coder", 0, [2, 2])];
-  const groups = buildGroups(traj, "independent");
-  assertEquals(groups.map((g) => [g.key.env, g.key.turn, g.members.length]), [[0, null, 4], [1, null, 2]]);
-  assertEquals(groupAdvantages(groups, MEAN_ONLY)[0].advantages, [0.5, -0.5, 0.5, -0.5]);
+  assertEquals(groupKeyFor("independent", s), { env: 3, agent: TEAM, turn: null });
   // Agent names with separators do not collide.
   assert(groupId({ env: "a|b", agent: "c", turn: 0 }) !== groupId({ env: "a", agent: "b|c", turn: 0 }), "ids collide");
+});
+
+Deno.test("independent mode: one group per task over its trajectories' returns, whatever their lengths", () => {
+  // Task 0: trajectory 0 takes three actions by two agents and returns 1; trajectories 1 and 2
+  // take one action each and return 0. Task 1: two trajectories returning 2.
+  const act = (env: number, candidate: number, agent: string, turn: number, reward: number) => ({ env, candidate, agent, turn, reward });
+  const actions = [
+    act(0, 0, "tool", 0, 1), act(0, 0, "plan", 0, 1), act(0, 1, "tool", 0, 0), act(0, 0, "tool", 1, 1), act(0, 2, "tool", 0, 0),
+    act(1, 0, "tool", 0, 2), act(1, 1, "plan", 0, 2),
+  ];
+  const trajs = trajectoryMembers(actions);
+  assertEquals(trajs.map((t) => [t.env, t.agent, t.reward, t.actions.length]), [[0, TEAM, 1, 3], [0, TEAM, 0, 1], [0, TEAM, 0, 1], [1, TEAM, 2, 1], [1, TEAM, 2, 1]]);
+  const groups = groupAdvantages(buildGroups(trajs, "independent"), MEAN_ONLY);
+  assertEquals(groups.map((g) => [g.key.env, g.key.agent, g.key.turn, g.members.length]), [[0, TEAM, null, 3], [1, TEAM, null, 2]]);
+  // The baseline is the mean of the three returns (1/3), not of the five actions' rewards (3/5).
+  near(groups[0].mean, 1 / 3, "task 0 mean");
+  const perAction = expandTrajectories(groups);
+  assertEquals(perAction[0].members, [actions[0], actions[1], actions[3], actions[2], actions[4]]);
+  perAction[0].advantages.forEach((a, i) => near(a, [2 / 3, 2 / 3, 2 / 3, -1 / 3, -1 / 3][i], `action ${i}`));
+  assertEquals(perAction[1].zeroVariance, true);
+  // Actions of one trajectory must carry its return.
+  assertThrows(() => trajectoryMembers([act(0, 0, "tool", 0, 1), act(0, 0, "plan", 0, 0)]), "AdvantageInputError", "trajectory's return");
 });
 
 Deno.test("filters: none, drop zero-variance, drop the lowest-mean fraction", () => {

@@ -100,3 +100,20 @@ Deno.test("prompts over maxPromptTokens lose their middle, are counted, and reac
   assert(seen.every((n) => n <= max), `a prompt of ${Math.max(...seen)} tokens reached the sampler (max ${max})`);
   assert(r.groups.every((g) => g.samples.every((s) => s.promptIds.length <= max)), "training samples keep the clipped prompt");
 });
+
+Deno.test("rollout.maxTurns ends episodes after that many rounds, in both modes", async () => {
+  // Hanabi: a garbled message wastes the turn, so only a turn limit ends these games.
+  const hanabi = getEnv("hanabi_v1");
+  const deals = [0, 1].map((s) => hanabi.generate(s, { split: "train", difficulty: {} }));
+  const deps = { env: hanabi, tokenizer: tok, policyOf: () => ({ generator: scripted(["no idea"]) }) };
+  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
+  const uncapped = await rolloutTree(deps, deals, opts);
+  assert(uncapped.episodes.every((e) => e.turns > 3), `uncapped turns ${uncapped.episodes.map((e) => e.turns)}`);
+  for (const mode of ["tree", "independent"] as const) {
+    const run = mode === "tree" ? rolloutTree : rolloutIndependent;
+    const r = await run(deps, deals, { ...opts, mode, maxTurns: 3 });
+    assertEquals(r.episodes.map((e) => e.turns), deals.map(() => 3), mode);
+    assert(r.groups.every((g) => g.samples.every((s) => s.turn < 3)), `${mode}: a sample from round 4 or later`);
+    assertEquals(r.groups.flatMap((g) => g.samples).length, deals.length * 3 * 2 * 2, `${mode}: 3 rounds × 2 players × K 2 per deal`);
+  }
+});

@@ -51,6 +51,31 @@ Deno.test("RlSession", async (t) => {
       }
     });
 
+    await t.step("independent mode: one group per task, its members the K trajectories, each action with its trajectory's advantage", async () => {
+      const s = await RlSession.create(cfgFor("L2", 3, { rollout: { mode: "independent", k: 3 } }), { gpu, weights, tokenizer, executor: tool });
+      try {
+        const { metrics, groups, stats } = await s.trainStep();
+        assertEquals(stats.length, 2, "one group per task (2 envs a step)");
+        assertEquals(Object.keys(metrics.rewardByAgent as object), ["*"]);
+        for (const [e, g] of stats.entries()) {
+          const actions = groups[e].samples;
+          assertEquals(g.members.length, actions.length, `task ${e}: every action of the task's trajectories`);
+          assertEquals(new Set(actions.map((a) => a.candidate)).size, 3, "K = 3 trajectories");
+          assertEquals(new Set(actions.map((a) => a.agent)).size, 2, "both agents acted");
+          // Actions of one trajectory share its advantage; the advantages of the three trajectories sum to 0.
+          const byTraj = new Map<number, number>();
+          g.members.forEach((a, i) => {
+            const prev = byTraj.get(a.candidate);
+            assert(prev === undefined || prev === g.advantages[i], "a trajectory's actions differ in advantage");
+            byTraj.set(a.candidate, g.advantages[i]);
+          });
+          assert(Math.abs([...byTraj.values()].reduce((x, y) => x + y, 0)) < 1e-9, `task ${e}: trajectory advantages ${[...byTraj.values()]} do not sum to 0`);
+        }
+      } finally {
+        s.destroy();
+      }
+    });
+
     await t.step("warm starts: a checkpoint's adapters, or one PEFT adapter in every role", async () => {
       const a = await RlSession.create(cfgFor("L2", 3), { gpu, weights, tokenizer, executor: tool });
       const contents = await a.checkpointContents();
