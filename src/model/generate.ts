@@ -47,6 +47,12 @@ export interface GenerateOptions {
   /** Called after each decode step with the tokens so far (for streaming). */
   onStep?: (step: number, results: readonly GenerateResult[]) => void;
   /**
+   * Called once per request (its index in `reqs`) as soon as a readback shows its sequence has
+   * ended, while the GPU goes on decoding the others: callers start work on a finished sequence
+   * (an env step, a sandboxed tool run) without waiting for the batch.
+   */
+  onFinish?: (index: number, result: GenerateResult) => void;
+  /**
    * Filled in with the wall time of each phase when given (for throughput reports): prefill
    * then waits for the GPU before decoding starts, which costs one sync.
    */
@@ -113,7 +119,8 @@ export class Generator {
       const onStep = opts.onStep && ((step: number, res: readonly GenerateResult[]) => {
         opts.onStep!(step, [...all.slice(0, start), ...res, ...all.slice(start + res.length)]);
       });
-      const out = await this.generateBatch(part, { ...opts, timing, onStep });
+      const onFinish = opts.onFinish && ((i: number, res: GenerateResult) => opts.onFinish!(start + i, res));
+      const out = await this.generateBatch(part, { ...opts, timing, onStep, onFinish });
       all.splice(start, out.length, ...out);
       if (timing) {
         total.prefillMs += timing.prefillMs;
@@ -138,6 +145,7 @@ export class Generator {
     const t1 = performance.now();
     const results: GenerateResult[] = reqs.map(() => ({ ids: [], logprobs: [], finish: "length" }));
     const done = reqs.map((r) => r.maxNewTokens <= 0);
+    done.forEach((d, i) => d && opts.onFinish?.(i, results[i]));
     // Requests that can only end by length, with no streaming, are read back once at the end.
     const lengthBound = !opts.onStep && reqs.every((r) => !r.stopIds?.length && !(r.stopStrings?.length && opts.decode));
     const longest = Math.max(...reqs.map((r) => r.maxNewTokens));
@@ -172,6 +180,7 @@ export class Generator {
             res.logprobs.push(lpv[s * B + i]);
             if (r.stopIds?.includes(id) || this.hitStopString(r, res, opts)) [res.finish, done[i]] = ["stop", true];
             else if (res.ids.length >= r.maxNewTokens) done[i] = true;
+            if (done[i]) opts.onFinish?.(i, res);
           });
           opts.onStep?.(step + s, results);
         }

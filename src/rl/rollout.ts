@@ -10,14 +10,15 @@
 // earlier agent's chosen action (its candidates are scored on that state, so their rewards
 // differ), and the prompt and the step read the same state object.
 
-import type { AnyEnvDefinition, CodeExecutor, EnvState, PromptStyle } from "../envs/types.ts";
+import type { AnyEnvDefinition, CodeExecutor, EnvState, PromptStyle, StepResult } from "../envs/types.ts";
 import { act, currentAgent } from "../envs/api.ts";
-import type { GenerateRequest, GenerateResult } from "../model/generate.ts";
+import type { GenerateOptions, GenerateRequest, GenerateResult } from "../model/generate.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 
 /** Anything that completes a batch of requests: the Generator of a policy's model. */
 export interface CompletionSampler {
-  generate(reqs: readonly GenerateRequest[]): Promise<GenerateResult[]>;
+  /** `opts.onFinish`, where the sampler supports it, reports each request as its sequence ends. */
+  generate(reqs: readonly GenerateRequest[], opts?: Pick<GenerateOptions, "onFinish">): Promise<GenerateResult[]>;
 }
 
 /** How an agent samples: its policy's sampler and its LoRA adapter, if any. */
@@ -51,16 +52,16 @@ export interface RolloutOptions {
    */
   maxPromptTokens?: number;
   /**
-   * Rounds (every agent's turn once) the engine drives per episode: an episode whose state has
-   * reached it ends there, unfinished, as the env's own turn limit also ends it. Unset: only the
-   * env's limit.
+   * Rounds (every agent's turn once) the engine drives per episode, counted from the reset state
+   * (a tic-tac-toe task's opening moves are a round the engine did not drive): an episode ends
+   * there, unfinished, as the env's own turn limit also ends it. Unset: only the env's limit.
    */
   maxTurns?: number;
 }
 
 /** Whether a branch still has a move to make: the env names an agent and the round cap is not reached. */
-function moving(env: AnyEnvDefinition, state: EnvState, o: RolloutOptions): boolean {
-  return currentAgent(env, state) !== null && (o.maxTurns === undefined || state.turn < o.maxTurns);
+function moving(env: AnyEnvDefinition, b: Branch, o: RolloutOptions): boolean {
+  return currentAgent(env, b.state) !== null && (o.maxTurns === undefined || b.state.turn - b.startTurn < o.maxTurns);
 }
 
 /** A prompt within `max` tokens: the first quarter (≤ 32 tokens) and the most recent rest. */
@@ -141,10 +142,23 @@ interface Branch {
   state: EnvState;
   /** Trajectory index within its task (independent mode) or 0. */
   traj: number;
+  /** The reset state's turn: rollout.maxTurns counts rounds from it. */
+  startTurn: number;
 }
 
-/** Generates one completion per (branch, candidate) for the agent to move, batched per policy. */
-async function sampleCandidates(deps: RolloutDeps, o: RolloutOptions, branches: Branch[], agent: string, K: number) {
+function branch(env: AnyEnvDefinition, task: unknown, e: number, traj: number): Branch {
+  const state = env.reset(task);
+  return { env: e, state, traj, startTurn: state.turn };
+}
+
+/**
+ * Generates one completion per (branch, candidate) for the agent to move, batched per policy, and
+ * steps the env on each candidate as soon as its sequence ends: env steps and sandboxed tool runs
+ * proceed (in the executor's worker pool) while the GPU decodes the longer candidates. Each
+ * candidate's step runs on its branch's state. Seconds: `generate` until the last sequence ends,
+ * `env` the wait for the steps still running after that.
+ */
+async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Branch[], agent: string, K: number, secs: { generate: number; env: number }) {
   const pol = deps.policyOf(agent);
   const agentIdx = deps.env.possibleAgents.indexOf(agent);
   const full = branches.map((b) => encodePrompt(deps, b.state, agent, o.style));
@@ -161,34 +175,38 @@ async function sampleCandidates(deps: RolloutDeps, o: RolloutOptions, branches: 
       sampling: { ...o.sampling, seed: o.seed },
     }))
   );
-  const results = await pol.generator.generate(reqs);
-  return { prompts, results, clipped };
+  const texts: string[] = new Array(reqs.length);
+  const stepping: Promise<StepResult<EnvState>>[] = new Array(reqs.length);
+  const start = (j: number, r: GenerateResult) => {
+    texts[j] = deps.tokenizer.decode(r.ids, { skipSpecialTokens: true });
+    stepping[j] = act(deps.env, branches[Math.floor(j / K)].state, agent, texts[j], deps.executor);
+  };
+  const t0 = performance.now();
+  const results = await pol.generator.generate(reqs, { onFinish: start });
+  const t1 = performance.now();
+  results.forEach((r, j) => stepping[j] === undefined && start(j, r));
+  const steps = await Promise.all(stepping);
+  secs.generate += (t1 - t0) / 1000;
+  secs.env += (performance.now() - t1) / 1000;
+  return { prompts, results, texts, steps, clipped };
 }
 
 /** Tree-structured AT-GRPO rollouts over `tasks` (one environment each). */
 export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
   const { env } = deps;
-  const branches: Branch[] = tasks.map((t, e) => ({ env: e, state: env.reset(t), traj: 0 }));
+  const branches: Branch[] = tasks.map((t, e) => branch(env, t, e, 0));
   const groups: Group[] = [];
   const episodes: Episode[] = tasks.map((_, e) => ({ env: e, success: false, turns: 0, rewardByAgent: {}, transcript: [] }));
   const secs = { generate: 0, env: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
   for (let guard = 0; guard < 10_000; guard++) {
-    const active = branches.filter((b) => moving(env, b.state, o));
+    const active = branches.filter((b) => moving(env, b, o));
     if (!active.length) break;
     const byAgent = new Map<string, Branch[]>();
     for (const b of active) byAgent.set(currentAgent(env, b.state)!, [...(byAgent.get(currentAgent(env, b.state)!) ?? []), b]);
     for (const [agent, bs] of byAgent) {
-      const t0 = performance.now();
-      const { prompts, results, clipped } = await sampleCandidates(deps, o, bs, agent, o.K);
+      const { prompts, results, texts, steps, clipped } = await sampleAndAct(deps, o, bs, agent, o.K, secs);
       clippedPrompts += clipped;
-      secs.generate += (performance.now() - t0) / 1000;
-      const t1 = performance.now();
-      const texts = results.map((r) => deps.tokenizer.decode(r.ids, { skipSpecialTokens: true }));
-      const steps = await Promise.all(
-        results.map((_, j) => act(env, bs[Math.floor(j / o.K)].state, agent, texts[j], deps.executor)),
-      );
-      secs.env += (performance.now() - t1) / 1000;
       bs.forEach((b, i) => {
         const turn = b.state.turn;
         const samples: Sample[] = Array.from({ length: o.K }, (_, c) => {
@@ -222,24 +240,18 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
 /** Plain GRPO: K independent trajectories per task, one group per task, return-credited. */
 export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
   const { env } = deps;
-  const branches: Branch[] = tasks.flatMap((t, e) => Array.from({ length: o.K }, (_, traj) => ({ env: e, state: env.reset(t), traj })));
+  const branches: Branch[] = tasks.flatMap((t, e) => Array.from({ length: o.K }, (_, traj) => branch(env, t, e, traj)));
   const perTraj: Sample[][] = branches.map(() => []);
   const secs = { generate: 0, env: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
   for (let guard = 0; guard < 10_000; guard++) {
-    const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => moving(env, b.state, o));
+    const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => moving(env, b, o));
     if (!active.length) break;
     const byAgent = new Map<string, { b: Branch; i: number }[]>();
     for (const x of active) byAgent.set(currentAgent(env, x.b.state)!, [...(byAgent.get(currentAgent(env, x.b.state)!) ?? []), x]);
     for (const [agent, xs] of byAgent) {
-      const t0 = performance.now();
-      const { prompts, results, clipped } = await sampleCandidates(deps, o, xs.map((x) => x.b), agent, 1);
+      const { prompts, results, texts, steps, clipped } = await sampleAndAct(deps, o, xs.map((x) => x.b), agent, 1, secs);
       clippedPrompts += clipped;
-      secs.generate += (performance.now() - t0) / 1000;
-      const t1 = performance.now();
-      const texts = results.map((r) => deps.tokenizer.decode(r.ids, { skipSpecialTokens: true }));
-      const steps = await Promise.all(results.map((_, j) => act(env, xs[j].b.state, agent, texts[j], deps.executor)));
-      secs.env += (performance.now() - t1) / 1000;
       xs.forEach(({ b, i }, j) => {
         const r = results[j], s = steps[j];
         generatedTokens += r.ids.length;

@@ -92,6 +92,30 @@ Deno.test("generation", async (t) => {
       }
     });
 
+    await t.step("onFinish reports each request once, as soon as its sequence ends, across batches", async () => {
+      const w = await tiny("tiny-llama");
+      const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 40 });
+      const gen = await Generator.create(model);
+      try {
+        // Batches of 2: [3 tokens, 20 tokens], then [5 tokens]; 4 steps per readback.
+        const reqs = [3, 20, 5].map((n, i) => ({ prompt: [P1, P2, P3][i], maxNewTokens: n, sampling: { temperature: 1, seed: 9 } }));
+        let step = 0;
+        const seen: { index: number; step: number; ids: number[] }[] = [];
+        const got = await gen.generate(reqs, {
+          stepsPerSync: 4,
+          onStep: (s) => (step = s),
+          onFinish: (index, r) => seen.push({ index, step, ids: [...r.ids] }),
+        });
+        assertEquals(seen.map((x) => x.index), [0, 1, 2]);
+        seen.forEach((x) => assertEquals(x.ids, got[x.index].ids, `request ${x.index} was reported with its final tokens`));
+        // The 3-token request was reported at the first readback (steps 0–3), before the 20-token one ended.
+        assert(seen[0].step < 4, `the short request was reported at step ${seen[0].step}`);
+        assert(seen[1].step >= 16, `the 20-token request was reported at step ${seen[1].step}, before its last readback`);
+      } finally {
+        model.destroy();
+      }
+    });
+
     await t.step("stop ids end a sequence; maxNewTokens bounds it", async () => {
       const w = await tiny("tiny-qwen2");
       const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 32 });

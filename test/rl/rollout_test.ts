@@ -116,4 +116,36 @@ Deno.test("rollout.maxTurns ends episodes after that many rounds, in both modes"
     assert(r.groups.every((g) => g.samples.every((s) => s.turn < 3)), `${mode}: a sample from round 4 or later`);
     assertEquals(r.groups.flatMap((g) => g.samples).length, deals.length * 3 * 2 * 2, `${mode}: 3 rounds × 2 players × K 2 per deal`);
   }
+  // Rounds count from the reset state: a tic-tac-toe task's two opening moves are its round 1,
+  // which the engine did not drive, so one round here is the players' next moves.
+  assertEquals(tasks.map((t) => env.reset(t).turn), [1, 1, 1]);
+  const ttt = await rolloutTree({ env, tokenizer: tok, policyOf: () => ({ generator: scripted(moves.map((m) => `#### ${m}`)) }) }, tasks, { ...opts, K: 3, maxTurns: 1 });
+  assert(ttt.groups.length > 0 && ttt.groups.every((g) => g.turn === 1), `turns ${ttt.groups.map((g) => g.turn)}`);
+});
+
+Deno.test("env steps start as each candidate's sequence ends, before the batch's generation returns", async () => {
+  const log: string[] = [];
+  const spyEnv = { ...env, step: (...a: Parameters<typeof env.step>) => (log.push("step"), env.step(...a)) } as typeof env;
+  const base = scripted(["#### 1", "#### 5"]);
+  const sampler: CompletionSampler = {
+    async generate(reqs, opts) {
+      const results = await base.generate(reqs);
+      // The first request ends early; the rest at the end of the batch.
+      opts?.onFinish?.(0, results[0]);
+      await new Promise((r) => setTimeout(r, 5));
+      log.push("generated");
+      results.slice(1).forEach((r, i) => opts?.onFinish?.(i + 1, r));
+      return results;
+    },
+  };
+  const deps = { env: spyEnv, tokenizer: tok, policyOf: () => ({ generator: sampler }) };
+  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0, maxTurns: 1 };
+  const r = await rolloutTree(deps, tasks.slice(0, 2), opts);
+  // Per agent turn: one step before the generation returned, then the other three.
+  const firstTurn = log.slice(0, log.indexOf("generated") + 1);
+  assertEquals(firstTurn, ["step", "generated"]);
+  assertEquals(log.filter((x) => x === "step").length, 2 * 2 * 2, "2 envs × 2 players × K 2 steps, each once");
+  // Same groups as with a sampler that reports nothing early.
+  const plain = await rolloutTree({ env, tokenizer: tok, policyOf: () => ({ generator: base }) }, tasks.slice(0, 2), opts);
+  assertEquals(r.groups.map((g) => g.samples.map((s) => [s.text, s.reward])), plain.groups.map((g) => g.samples.map((s) => [s.text, s.reward])));
 });
