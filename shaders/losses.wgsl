@@ -11,6 +11,8 @@
 //
 // Stats row (8 f32): 0 coef·ℓ_pg | 1 coef·k3 | 2 mask·clipped | 3 mask·dual-clipped
 //                    4 mask·(old_logp − logp) | 5 mask·entropy | 6 mask | 7 logp(tgt)
+// With a temperature T (Params.inv_temp = 1/T) every softmax, log-prob and entropy is of z/T, as
+// the sampler's log-probs are; the gradient is still w.r.t. z.
 // Dims: V vocabulary (cols), rows = tokens whose logits are in Z.
 
 struct Row {
@@ -36,6 +38,11 @@ struct Params {
   /** Dual-clip c (verl clip_ratio_c); a huge value turns it off. */
   clip_c: f32,
   kl_coef: f32,
+  /** 1/T: the loss reads logits z as z/T (the sampling temperature of the log-probs it compares with). */
+  inv_temp: f32,
+  _q0: f32,
+  _q1: f32,
+  _q2: f32,
 }
 
 override WG: u32 = 64u;
@@ -63,10 +70,10 @@ struct RowStats { lse: f32, entropy: f32, logp: f32 }
 
 fn rowStats(base: u32, tgt: u32, lid: u32) -> RowStats {
   // Read before the barriers below: in place, another lane overwrites it right after them.
-  let zt = Z[base + tgt];
+  let zt = Z[base + tgt] * p.inv_temp;
   var acc = vec4<f32>(NEG_BIG, 0.0, 0.0, 0.0);
   for (var c = lid; c < p.cols; c += WG) {
-    let z = Z[base + c];
+    let z = Z[base + c] * p.inv_temp;
     let m = max(acc.x, z);
     let scale = exp(acc.x - m);
     let e = exp(z - m);
@@ -89,11 +96,12 @@ fn storeGrad(i: u32, v: f32) {
   if (p.in_place != 0u) { Z[i] = v; } else { G[i] = v; }
 }
 
-/** dL/dz_j = scale · (δ_j,tgt − softmax_j), scale = coef · dℓ/dlogp. */
+/** dL/dz_j = scale/T · (δ_j,tgt − softmax(z/T)_j), scale = coef · dℓ/dlogp (lse is of z/T). */
 fn writeGrad(base: u32, tgt: u32, lse: f32, scale: f32, lid: u32) {
+  let s = scale * p.inv_temp;
   for (var c = lid; c < p.cols; c += WG) {
-    let pj = exp(Z[base + c] - lse);
-    storeGrad(base + c, scale * (select(0.0, 1.0, c == tgt) - pj));
+    let pj = exp(Z[base + c] * p.inv_temp - lse);
+    storeGrad(base + c, s * (select(0.0, 1.0, c == tgt) - pj));
   }
 }
 

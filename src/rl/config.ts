@@ -104,7 +104,7 @@ export const SCHEMA = {
         paper: "0.9", min: 0, max: 1, exclusive: "min", why: "0 keeps only the top token, which is greedy",
       }),
       topK: int(20, "Keep the k most likely tokens (0 = off).", { paper: "20", min: 0 }),
-      repetitionPenalty: num(1.0, "HF repetition penalty over the sequence so far (1 = off).", { min: 0, exclusive: "min" }),
+      repetitionPenalty: num(1.0, "HF repetition penalty over the sequence so far (1 = off); RL updates need 1 (see the rule below).", { min: 0, exclusive: "min" }),
     },
     promptStyle: oneOf(["compact", "chat"], "compact",
       "compact: terse plain text for the tiny byte-level presets. chat: system prompt per role through the tokenizer's chat template (instruct models)."),
@@ -358,6 +358,8 @@ const RULES: readonly Rule[] = [
     ? issue("rollout.k", `${c.rollout.mode} rollouts with k = ${c.rollout.k}: a group of one candidate has no spread, so every advantage is 0 and nothing trains; use k ≥ 2 (paper: 4)`) : null,
   (c) => c.update.chunkRows < c.rollout.maxPromptTokens + c.rollout.maxNewTokens
     ? issue("update.chunkRows", `${c.update.chunkRows} < rollout.maxPromptTokens + rollout.maxNewTokens = ${c.rollout.maxPromptTokens + c.rollout.maxNewTokens}; the trainer refuses a sample longer than one chunk`) : null,
+  (c) => c.rollout.sampling.repetitionPenalty !== 1
+    ? issue("rollout.sampling.repetitionPenalty", `${c.rollout.sampling.repetitionPenalty}: the sampler's log-probs would be of penalised logits, which the update cannot recompute, so every PPO ratio would be off; use 1 (the temperature is fine: the loss reads logits/T as the sampler does)`) : null,
   (c) => c.update.schedule.kind !== "constant" && c.run.steps > 0 && c.update.schedule.warmupSteps > c.run.steps
     ? issue("update.schedule.warmupSteps", `${c.update.schedule.warmupSteps} > run.steps (${c.run.steps}): the run would end before the lr reaches its peak and the ${c.update.schedule.kind} decay has no room; lower warmupSteps`) : null,
   (c) => c.rewards.filter === "drop-lowest-mean" && c.rewards.filterFraction === 0
@@ -558,14 +560,14 @@ export function presetPath(c: RunConfig): string | null {
 }
 
 /**
- * The trainer's LR schedule. Warmup and decay are set in RL steps (verl); the trainer counts
- * optimizer updates, so pass how many updates one RL step makes (epochs × mini-batches).
+ * The trainer's LR schedule, in RL steps (verl steps its scheduler once per training step): the
+ * session evaluates it at the RL step for every update of that step, however many epochs and
+ * mini-batches the step's samples make.
  */
-export function lrSchedule(c: RunConfig, updatesPerStep = 1): LrSchedule {
+export function lrSchedule(c: RunConfig): LrSchedule {
   const { kind, warmupSteps, minRatio } = c.update.schedule, lr = c.update.optimizer.lr;
-  const warm = warmupSteps * updatesPerStep;
-  if (kind === "constant") return { kind, lr, warmupSteps: warm };
-  return { kind, lr, warmupSteps: warm, totalSteps: Math.max(warm, c.run.steps * updatesPerStep), minRatio };
+  if (kind === "constant") return { kind, lr, warmupSteps };
+  return { kind, lr, warmupSteps, totalSteps: Math.max(warmupSteps, c.run.steps), minRatio };
 }
 
 /** The GRPO loss head's settings. */

@@ -34,7 +34,6 @@ export interface PolicyInit {
 export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, init: PolicyInit): Promise<PolicySet> {
   // Generation batches every environment's candidates into one call: E·K KV slots.
   const slots = Math.max(cfg.rollout.envsPerStep * cfg.rollout.k, cfg.eval.episodes, 1);
-  const updatesPerStep = cfg.update.ppoEpochs; // mini-batches per epoch depend on the step's samples
   const trainers: ModelTrainer[] = [];
   for (const [i, plan] of map.trainers.entries()) {
     const weights = Array.isArray(init.weights) ? init.weights[i] : init.weights;
@@ -47,8 +46,9 @@ export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, i
         beta1: cfg.update.optimizer.beta1, beta2: cfg.update.optimizer.beta2, eps: cfg.update.optimizer.eps,
         weightDecay: cfg.update.optimizer.weightDecay, maxGradNorm: cfg.update.optimizer.maxGradNorm,
       },
-      schedule: lrSchedule(cfg, updatesPerStep),
-      loss: { kind: "policy", ...policyLossConfig(cfg) },
+      schedule: lrSchedule(cfg),
+      // Old log-probs come from the sampler at the rollout temperature: the loss reads logits/T too.
+      loss: { kind: "policy", ...policyLossConfig(cfg), temperature: cfg.rollout.sampling.temperature },
       chunkRows: cfg.update.chunkRows,
       slots,
       maxLen: sampleRows(cfg),

@@ -41,7 +41,8 @@ export class ReferencePolicies {
         const ref: Reference = {
           model,
           lora: null,
-          head: await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: model.config.vocabSize }),
+          // Log-probs at the rollout temperature, as the policy loss reads its logits.
+          head: await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: model.config.vocabSize, temperature: cfg.rollout.sampling.temperature }),
           rowData: gpu.zeros(maxRows * ROW_FLOATS, "reference.rows"),
         };
         refs.push(ref);

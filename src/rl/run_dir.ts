@@ -71,9 +71,12 @@ export class RunDir implements RunSink {
     this.summaryLines.push(`${new Date().toISOString()} ${text}`);
   }
 
-  async writeRollouts(step: number, groups: readonly Group[]) {
+  /** One line per sample: what the agent saw (its prompt, as clipped, decoded), what it wrote and how it scored. */
+  async writeRollouts(step: number, groups: readonly Group[], decode: (ids: number[]) => string) {
+    const prompts = new Map<number[], string>();
+    const promptOf = (ids: number[]) => prompts.get(ids) ?? prompts.set(ids, decode(ids)).get(ids)!;
     const lines = groups.flatMap((g) =>
-      g.samples.map((s) => JSON.stringify({ group: g.key, agent: s.agent, turn: s.turn, candidate: s.candidate, reward: s.reward, team: s.team, local: s.local, chosen: s.chosen, invalid: s.invalid ?? null, text: s.text }))
+      g.samples.map((s) => JSON.stringify({ group: g.key, agent: s.agent, turn: s.turn, candidate: s.candidate, reward: s.reward, team: s.team, local: s.local, chosen: s.chosen, invalid: s.invalid ?? null, prompt: promptOf(s.promptIds), text: s.text }))
     );
     await Deno.mkdir(joinPath(this.dir, "rollouts"), { recursive: true });
     await writeFileAtomic(joinPath(joinPath(this.dir, "rollouts"), `step-${step}.jsonl`), lines.join("\n") + "\n");

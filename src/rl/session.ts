@@ -42,7 +42,8 @@ export interface RunSink {
   /** One object per step (and step 0: the validation before training). */
   metric(m: StepMetrics): Promise<void>;
   progress(step: number, total: number, m: StepMetrics): void;
-  writeRollouts(step: number, groups: readonly Group[]): Promise<void>;
+  /** `decode` turns a sample's prompt ids back into the text the agent saw. */
+  writeRollouts(step: number, groups: readonly Group[], decode: (ids: number[]) => string): Promise<void>;
   /** Stores a checkpoint as `name` ("best" or "step-N"); step checkpoints beyond keepLast are dropped. */
   saveCheckpoint(name: string, contents: CheckpointContents, keepLast: number): Promise<void>;
 }
@@ -247,7 +248,8 @@ export class RlSession {
       for (let epoch = 0; epoch < cfg.update.ppoEpochs; epoch++) {
         const order = shuffled(seqs, cfg.run.seed * 1000003 + step * 31 + epoch);
         for (let i = 0; i < order.length; i += cfg.update.miniBatchSize) {
-          const m = await policies.trainers[ti].step(order.slice(i, i + cfg.update.miniBatchSize));
+          // Every update of RL step `step` takes the schedule's lr after step − 1 completed RL steps.
+          const m = await policies.trainers[ti].step(order.slice(i, i + cfg.update.miniBatchSize), { scheduleStep: step - 1 });
           if (!m.optimizer.finite) skipped++;
           updates.push({ trainer: policies.map.trainers[ti].name, ...m.loss, gradNorm: m.optimizer.gradNorm, lr: m.lr, finite: m.optimizer.finite });
         }
@@ -346,7 +348,7 @@ export async function runSession(s: RlSession, sink: RunSink, control: LoopContr
         await save("best");
       }
     }
-    if (cfg.run.saveRollouts) await sink.writeRollouts(step, groups);
+    if (cfg.run.saveRollouts) await sink.writeRollouts(step, groups, (ids) => s.tokenizer.decode(ids));
     await sink.metric(m);
     sink.progress(step, cfg.run.steps, m);
     await control.onStep?.(outcome);

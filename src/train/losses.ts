@@ -48,6 +48,11 @@ export interface LossHeadOptions {
   /** Most rows one encode covers (sizes the per-row stats buffer). */
   readonly maxRows: number;
   readonly vocabSize: number;
+  /**
+   * Softmax temperature T > 0 (default 1): log-probs, entropy and the loss are of logits/T, the
+   * distribution an RL rollout sampled from at that temperature (its old log-probs are of it too).
+   */
+  readonly temperature?: number;
 }
 
 /** What both heads are made of: kernels, per-row stats and totals. */
@@ -57,6 +62,7 @@ interface HeadParts {
   readonly totalsKernel: Kernel;
   readonly maxRows: number;
   readonly vocabSize: number;
+  readonly temperature: number;
   /** Per-row stats [maxRows, 8]; see shaders/losses.wgsl for the columns. */
   readonly rowStats: GPUBuffer;
   /** [8] column sums. */
@@ -74,6 +80,10 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
   }
   if (!Number.isInteger(o.vocabSize) || o.vocabSize <= 0) {
     throw new TrainConfigError("vocabSize", `${o.vocabSize} must be the positive logits width`);
+  }
+  const temperature = o.temperature ?? 1;
+  if (!(temperature > 0) || !Number.isFinite(temperature)) {
+    throw new TrainConfigError("temperature", `${temperature} must be a finite number > 0 (the sampling temperature; greedy rollouts have no log-probs to compare)`);
   }
   const constants = { WG };
   const [kernel, totalsKernel] = await Promise.all([
@@ -96,6 +106,7 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
     totalsKernel,
     maxRows: o.maxRows,
     vocabSize: o.vocabSize,
+    temperature,
     rowStats: gpu.zeros(o.maxRows * ROW_FLOATS, "loss:row-stats"),
     totals: gpu.zeros(8, "loss:totals"),
     dummy: gpu.zeros(4, "loss:no-dlogits"),
@@ -138,6 +149,10 @@ abstract class LossHead {
       ["f32", epsHigh],
       ["f32", clipC],
       ["f32", kl],
+      ["f32", 1 / this.parts.temperature],
+      ["f32", 0],
+      ["f32", 0],
+      ["f32", 0],
     ]);
     const p = this.parts;
     const maxPerDim = p.gpu.device.limits.maxComputeWorkgroupsPerDimension;

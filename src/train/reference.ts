@@ -119,6 +119,8 @@ export interface PolicyRefConfig {
   klCoef: number;
   aggregation: string;
   normLength?: number;
+  /** Softmax temperature T (default 1): the loss is of logits/T; the gradient is w.r.t. the logits. */
+  temperature?: number;
 }
 
 export interface PolicyRefBatch {
@@ -182,6 +184,12 @@ export function policyLossRef(
   c: PolicyRefConfig,
   withGrad = true,
 ): PolicyRefResult {
+  const T = c.temperature ?? 1;
+  if (T !== 1) {
+    // L(z) = L₁(z/T), so dL/dz = (dL₁/dz')/T at z' = z/T.
+    const r = policyLossRef(Float64Array.from(logits, (x) => x / T), V, b, { ...c, temperature: 1 }, withGrad);
+    return { ...r, grad: r.grad.map((g) => g / T) };
+  }
   const n = b.targets.length;
   const sm = Array.from({ length: n }, (_, i) => rowSoftmaxRef(logits, i, V));
   const logp = Float64Array.from(sm, (s, i) => logits[i * V + b.targets[i]] - s.lse);

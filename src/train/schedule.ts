@@ -151,9 +151,13 @@ export class StepCounter {
     return this.micro >= this.accumSteps;
   }
 
-  /** The plan of the optimizer step about to be recorded; call `stepDone` after recording it. */
-  next(): StepPlan {
-    return { t: this.done + 1, lr: lrAt(this.schedule, this.done) };
+  /**
+   * The plan of the optimizer step about to be recorded; call `stepDone` after recording it. The
+   * lr is the schedule's at `scheduleStep` when given (a caller that schedules by its own steps,
+   * as RL does by RL step whatever the updates in one), else at the completed optimizer steps.
+   */
+  next(scheduleStep?: number): StepPlan {
+    return { t: this.done + 1, lr: lrAt(this.schedule, scheduleStep ?? this.done) };
   }
 
   /** Marks the planned step as taken and starts a new accumulation window. */

@@ -29,7 +29,8 @@ export interface TrainerOptions {
   seed?: number;
   optimizer?: Omit<AdamWOptions, "numel">;
   schedule: LrSchedule;
-  loss: { kind: "cross-entropy" } | ({ kind: "policy" } & PolicyLossConfig);
+  /** The policy loss reads logits at `temperature` (default 1): the rollout's sampling temperature. */
+  loss: { kind: "cross-entropy" } | ({ kind: "policy"; temperature?: number } & PolicyLossConfig);
   /** Rows per micro-batch (and activation memory); sequences longer than this are refused. */
   chunkRows: number;
   /** Sequences per micro-batch at most (KV slots). */
@@ -176,8 +177,11 @@ export class ModelTrainer {
     return out;
   }
 
-  /** One optimizer update on these sequences. */
-  async step(sequences: readonly TrainSequence[]): Promise<StepMetrics> {
+  /**
+   * One optimizer update on these sequences, at the schedule's lr for `opts.scheduleStep` (default:
+   * the optimizer updates completed so far).
+   */
+  async step(sequences: readonly TrainSequence[], opts: { scheduleStep?: number } = {}): Promise<StepMetrics> {
     const t0 = performance.now();
     if (!sequences.length) throw new KernelArgumentError("step: no sequences");
     // Adapter-contiguous order (the LoRA weight-gradient kernels need it); stable otherwise.
@@ -199,7 +203,7 @@ export class ModelTrainer {
       this.backward.encode(rec, mb.rows, logits);
       rec.submit();
     });
-    const plan = this.counter.next();
+    const plan = this.counter.next(opts.scheduleStep);
     const rec = this.gpu.recorder("optimizer");
     this.optimizer.encodeStep(rec, { ranges: this.ranges, lr: plan.lr, step: plan.t });
     rec.submit();

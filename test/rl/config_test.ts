@@ -240,10 +240,11 @@ Deno.test("warnings flag legal but doubtful settings", () => {
 
 Deno.test("trainer settings derived from the config", () => {
   const c = parseConfig({ run: { steps: 20 }, update: { schedule: { warmupSteps: 2 }, optimizer: { lr: 1e-3 } } });
-  const s = lrSchedule(c, 2);
-  assertEquals(s, { kind: "cosine", lr: 1e-3, warmupSteps: 4, totalSteps: 40, minRatio: 0.3 });
-  const got = [lrAt(s, 0), lrAt(s, 3), lrAt(s, 4), lrAt(s, 40)], want = [0, 0.75e-3, 1e-3, 0.3e-3];
-  got.forEach((g, i) => assert(Math.abs(g - want[i]) < 1e-15, `lr after ${[0, 3, 4, 40][i]} updates: ${g}, expected ${want[i]}`));
+  // In RL steps: the session evaluates it at the RL step, whatever the updates per step.
+  const s = lrSchedule(c);
+  assertEquals(s, { kind: "cosine", lr: 1e-3, warmupSteps: 2, totalSteps: 20, minRatio: 0.3 });
+  const got = [lrAt(s, 0), lrAt(s, 1), lrAt(s, 2), lrAt(s, 20)], want = [0, 0.5e-3, 1e-3, 0.3e-3];
+  got.forEach((g, i) => assert(Math.abs(g - want[i]) < 1e-15, `lr after ${[0, 1, 2, 20][i]} RL steps: ${g}, expected ${want[i]}`));
   assertEquals(lrSchedule(parseConfig({ update: { schedule: { kind: "constant" } } })).kind, "constant");
   assertEquals(policyLossConfig(parseConfig({ update: { klCoef: 0.01 } })), {
     clipLow: 0.2, clipHigh: 0.2, dualClip: 3, aggregation: "token-mean", klCoef: 0.01,

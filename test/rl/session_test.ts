@@ -76,6 +76,21 @@ Deno.test("RlSession", async (t) => {
       }
     });
 
+    await t.step("the lr schedule runs in RL steps: every mini-batch update of a step takes that step's lr", async () => {
+      const cfg = cfgFor("L2", 3, { update: { miniBatchSize: 2, optimizer: { lr: 0.01 }, schedule: { kind: "linear", warmupSteps: 1 } } });
+      const s = await RlSession.create(cfg, { gpu, weights, tokenizer, executor: tool });
+      try {
+        for (const want of [0, 0.01]) { // RL step 1: warmup's lr·0; step 2: the full lr
+          const { metrics } = await s.trainStep();
+          const lrs = (metrics.updates as { lr: number }[]).map((u) => u.lr);
+          assert(lrs.length >= 4, `only ${lrs.length} updates: the check needs several per step`);
+          assert(lrs.every((lr) => Math.abs(lr - want) < 1e-12), `step ${metrics.step}: lrs ${lrs}, expected all ${want}`);
+        }
+      } finally {
+        s.destroy();
+      }
+    });
+
     await t.step("warm starts: a checkpoint's adapters, or one PEFT adapter in every role", async () => {
       const a = await RlSession.create(cfgFor("L2", 3), { gpu, weights, tokenizer, executor: tool });
       const contents = await a.checkpointContents();
@@ -103,6 +118,25 @@ Deno.test("RlSession", async (t) => {
       const gotPeft = await c.checkpointContents();
       c.destroy();
       for (const name of ["base.tool", "base.plan"]) assert(sameModules(gotPeft.adapters![name].adapter, ck.adapters["base.plan"]), `${name} is not the PEFT adapter`);
+    });
+
+    await t.step("a rollout temperature ≠ 1: the first update is on-policy (the loss reads logits/T as the sampler did)", async () => {
+      const cfg = cfgFor("L2", 3, {
+        model: { preset: null, folder: "models/plan_path_tiny" },
+        rollout: { k: 4, maxNewTokens: 12, sampling: { temperature: 0.5, topP: 1, topK: 0 } },
+        update: { miniBatchSize: 64, ppoEpochs: 1 },
+      });
+      const warm = await loadBase(cfg);
+      const s = await RlSession.create(cfg, { gpu, weights: warm.weights, tokenizer: warm.tokenizer, executor: tool });
+      try {
+        const { metrics } = await s.trainStep();
+        const first = (metrics.updates as { approxKl: number; clipFrac: number; tokens: number }[])[0];
+        assert(first.tokens > 0, "no tokens in the update");
+        // old log-prob − new log-prob per token: float rounding only (0.12 here when the loss read the logits at T = 1).
+        assert(Math.abs(first.approxKl) < 1e-3 && first.clipFrac === 0, `approxKl ${first.approxKl}, clip fraction ${first.clipFrac}`);
+      } finally {
+        s.destroy();
+      }
     });
 
     await t.step("klCoef > 0: the k3 KL to the frozen start is in the loss", async () => {

@@ -144,12 +144,15 @@ function expectFlat(c: Case, i: number, cfg: PolicyLossConfig): boolean {
 }
 
 /** One configuration on the GPU vs the reference: gradient, metrics, and per-branch zero rows. */
-async function checkPolicyCase(gpu: Gpu, c: Case, cfg: PolicyLossConfig): Promise<void> {
-  const loss = await PolicyLoss.create(gpu, { ...HEAD, ...cfg });
+async function checkPolicyCase(gpu: Gpu, c: Case, cfg: PolicyLossConfig, temperature = 1): Promise<void> {
+  const loss = await PolicyLoss.create(gpu, { ...HEAD, ...cfg, temperature });
   const batch = cfg.klCoef ? c.batch : { ...c.batch, refLogp: undefined };
-  const ref = policyLossRef(c.logits, V, batch, refConfig(cfg));
+  // At temperature T the head reads logits/T: scaling the case's logits by T keeps its designed
+  // log-probs (and so every clip branch) while the gradient shrinks by 1/T.
+  const logits = temperature === 1 ? c.logits : c.logits.map((x) => x * temperature);
+  const ref = policyLossRef(logits, V, batch, { ...refConfig(cfg), temperature });
   const rows = c.batch.targets.length;
-  const grad = await encodeRows(gpu, loss, c.logits, loss.pack(batch), [0, rows], {
+  const grad = await encodeRows(gpu, loss, logits, loss.pack(batch), [0, rows], {
     inPlace: false,
   });
   const m = await loss.readMetrics();
@@ -193,6 +196,9 @@ Deno.test("GRPO policy loss matches the float64 reference", async (t) => {
         };
         await t.step(`${mode}, ${label}`, () => checkPolicyCase(gpu, c, cfg));
       }
+    }
+    for (const T of [0.7, 1.3]) {
+      await t.step(`temperature ${T}: log-probs, entropy and gradient of logits/T`, () => checkPolicyCase(gpu, c, { ...CONFIGS[0][1] }, T));
     }
     await t.step("in place equals a separate dlogits buffer, bit for bit", async () => {
       const loss = await PolicyLoss.create(gpu, { ...HEAD, klCoef: 0.05 });
@@ -287,6 +293,13 @@ Deno.test("reference gradients match finite differences of the float64 losses", 
       });
     }
   }
+  await t.step("policy loss at temperature 0.7", () => {
+    const cfg = { ...refConfig(CONFIGS[0][1]), temperature: 0.7 };
+    const grad = policyLossRef(z, V, c.batch, cfg).grad;
+    assert(maxAbs(grad) > 1e-3, "gradient vanished: the check would be empty");
+    const ratio = fdRatio((x) => policyLossRef(x, V, c.batch, cfg, false).loss, z, grad, probeIndices(rows, c.batch.targets));
+    assert(ratio <= 1, `finite-difference error ${ratio.toFixed(2)}× tolerance`);
+  });
   await t.step("masked cross-entropy", () => {
     const weights = Array.from({ length: rows }, (_, i) => [1, 0, 0.5, 1, 2][i % 5]);
     const b = { targets: c.batch.targets, weights };
@@ -399,6 +412,7 @@ Deno.test("loss inputs and settings are checked with named errors", async () => 
         [{ clipLow: 1.2 }, "clipLow"],
         [{ aggregation: "seq-sum" as LossAggMode }, "aggregation"],
         [{ klCoef: -1 }, "klCoef"],
+        [{ temperature: 0 }, "temperature"],
       ] as const
     ) {
       const err = await PolicyLoss.create(gpu, { ...HEAD, ...cfg }).then(
