@@ -17,6 +17,8 @@ export interface StringFlag {
   readonly choices?: readonly string[];
   /** Placeholder in the usage text, e.g. "DIR" (default VALUE). */
   readonly metavar?: string;
+  /** May be given more than once; the values are joined with `joinWith` in order. */
+  readonly repeatable?: { readonly joinWith: string };
 }
 
 export interface NumberFlag {
@@ -89,6 +91,7 @@ export function usage(spec: CliSpec<Record<string, FlagSpec>>): string {
     if (f.type === "string" && f.choices) extra += ` (one of ${f.choices.join(", ")})`;
     if (f.type !== "boolean" && f.default !== undefined) extra += ` (default ${f.default})`;
     if (f.type !== "boolean" && f.required) extra += " (required)";
+    if (f.type === "string" && f.repeatable) extra += " (repeatable)";
     return `  ${form(n, f).padEnd(width)}  ${f.help}${extra}`;
   });
   return [
@@ -141,7 +144,8 @@ export function parseArgs<F extends Record<string, FlagSpec>>(
     const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
     const f = Object.hasOwn(spec.flags, name) ? spec.flags[name] : undefined;
     if (f === undefined) throw new UsageError(`unknown flag --${name}`);
-    if (seen.has(name)) throw new UsageError(`--${name} given twice`);
+    const again = seen.has(name);
+    if (again && !(f.type === "string" && f.repeatable)) throw new UsageError(`--${name} given twice`);
     seen.add(name);
     if (f.type === "boolean") {
       if (eq >= 0) throw new UsageError(`--${name} is a switch and takes no value`);
@@ -153,7 +157,8 @@ export function parseArgs<F extends Record<string, FlagSpec>>(
     if (raw === undefined || (eq < 0 && raw.startsWith("--"))) {
       throw new UsageError(`--${name} needs a value`);
     }
-    out[camel(name)] = parseValue(name, f, raw);
+    const value = parseValue(name, f, raw);
+    out[camel(name)] = again && f.type === "string" && f.repeatable ? `${out[camel(name)]}${f.repeatable.joinWith}${value}` : value;
   }
   if (out.help) return out as ParsedArgs<F>;
   for (const [name, f] of Object.entries(spec.flags)) {

@@ -20,7 +20,7 @@ export const EVAL_CLI = defineCli({
   summary: "Evaluate a run's agents on held-out tasks.",
   flags: {
     config: { type: "string", required: true, metavar: "FILE", help: "the run's config (its run directory's config.json works)" },
-    set: { type: "string", metavar: "a.b=c[,x.y=z]", help: "config overrides" },
+    set: { type: "string", metavar: "a.b=c[,x.y=z]", repeatable: { joinWith: "," }, help: "config overrides" },
     checkpoint: { type: "string", metavar: "DIR", help: "checkpoint directory (checkpoints/step-N or best); default: the untrained base" },
     episodes: { type: "number", integer: true, min: 1, help: "held-out tasks (default eval.episodes)" },
     temperature: { type: "number", min: 0, help: "sampling temperature (default: greedy, or 0.6 for code/math)" },

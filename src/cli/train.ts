@@ -11,7 +11,7 @@ export const TRAIN_CLI = defineCli({
   summary: "Train a team of agents with AT-GRPO on an environment (see configs/*.json).",
   flags: {
     config: { type: "string", required: true, metavar: "FILE", help: "run config JSON (configs/quickstart.json, configs/plan_path_L2_lora.json, ...)" },
-    set: { type: "string", metavar: "a.b=c[,x.y=z]", help: "override config fields, e.g. run.steps=5,rollout.k=2" },
+    set: { type: "string", metavar: "a.b=c[,x.y=z]", repeatable: { joinWith: "," }, help: "override config fields, e.g. run.steps=5,rollout.k=2" },
     resume: { type: "string", metavar: "RUN_DIR", help: "continue this run from its latest checkpoint" },
   },
 });

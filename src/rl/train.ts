@@ -12,6 +12,7 @@ import { ByteTokenizer, loadTokenizer, type Tokenizer } from "../model/tokenizer
 import { loadModel, type ModelWeights } from "../model/weights.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import { loadCheckpoint } from "../train/checkpoint_dir.ts";
+import { CheckpointMismatchError } from "../train/errors.ts";
 import { loadPeftAdapter } from "../train/peft.ts";
 import { configWarnings, formatConfig, presetPath, type RunConfig } from "./config.ts";
 import { envForConfig } from "./env_for.ts";
@@ -53,10 +54,38 @@ export async function loadWarmStart(cfg: RunConfig, base: ModelWeights): Promise
   return { kind: "checkpoint", checkpoint: await loadCheckpoint(path, { base: base.config }) };
 }
 
+/** Fields a resumed run may change: where it is written, how long it runs and how often it saves or evaluates. */
+const RESUME_MAY_CHANGE = new Set(["run.name", "run.outDir", "run.steps", "run.checkpointEvery", "run.keepLast", "run.saveRollouts", "eval.everySteps"]);
+
+/** Leaf paths whose values differ between two resolved configs, with both values. */
+export function configDifferences(a: unknown, b: unknown, path = ""): { path: string; was: unknown; now: unknown }[] {
+  const isObj = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+  if (isObj(a) && isObj(b)) {
+    return [...new Set([...Object.keys(a), ...Object.keys(b)])].flatMap((k) => configDifferences(a[k], b[k], path ? `${path}.${k}` : k));
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? [] : [{ path, was: a, now: b }];
+}
+
+/**
+ * A resume continues bit-identically only with the run's own settings: any difference outside
+ * RESUME_MAY_CHANGE between the given config and the run's config.json is a CheckpointMismatchError.
+ */
+export async function checkResumeConfig(runDir: string, cfg: RunConfig): Promise<void> {
+  const saved = JSON.parse(await Deno.readTextFile(joinPath(runDir, "config.json")));
+  const diffs = configDifferences(saved, cfg).filter((d) => !RESUME_MAY_CHANGE.has(d.path));
+  if (!diffs.length) return;
+  const list = diffs.map((d) => `${d.path} (${JSON.stringify(d.was)} → ${JSON.stringify(d.now)})`).join(", ");
+  throw new CheckpointMismatchError(
+    runDir,
+    `was trained with another config: ${list}. Resume with the run's own config (--config ${joinPath(runDir, "config.json")}, adding --set run.steps=N to extend it) or start a new run`,
+  );
+}
+
 export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<TrainSummary> {
   const log = opts.log ?? ((s: string) => console.log(s));
   const env = envForConfig(cfg);
   const run = opts.resume ? await RunDir.open(opts.resume, log) : await RunDir.create(cfg, log);
+  if (opts.resume) await checkResumeConfig(run.dir, cfg);
   for (const w of configWarnings(cfg)) run.log(`warning: ${w}`);
   if (!opts.resume) {
     // config.json: the resolved config as JSON (eval --config and scripts read it back);

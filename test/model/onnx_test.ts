@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { camel, defineCli, parseArgs, usage } from "../../src/cli/cli_args.ts";
+import { splitSets } from "../../src/cli/train.ts";
 import { denoFolder } from "../../src/io/deno_files.ts";
 import { type ModelConfig, parseModelConfig } from "../../src/model/config.ts";
 import { initModel } from "../../src/model/init.ts";
@@ -130,6 +131,13 @@ Deno.test("cli_args: typed values, defaults, and usage errors that name the flag
   const text = usage(TEST_CLI);
   assert.ok(text.startsWith("usage: test --model DIR [--kv-cache] [--batch N] [--dtype VALUE]"));
   assert.ok(text.includes("(default 4)") && text.includes("(one of F32, BF16)"), text);
+});
+
+Deno.test("cli_args: a repeatable flag joins its values in order (train and eval's --set)", () => {
+  const spec = { command: "test", summary: "", flags: { set: { type: "string" as const, help: "", repeatable: { joinWith: "," } } } };
+  assert.equal(parseArgs(spec, ["--set", "a.b=1", "--set=c={\"x\":1,\"y\":2}"]).set, 'a.b=1,c={"x":1,"y":2}');
+  assert.deepEqual(splitSets(parseArgs(spec, ["--set", "a.b=1", "--set", "c={\"x\":1,\"y\":2}"]).set), ["a.b=1", 'c={"x":1,"y":2}']);
+  assert.ok(usage(spec).includes("(repeatable)"));
 });
 
 const CASES: [string, ModelConfig][] = [

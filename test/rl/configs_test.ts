@@ -26,6 +26,9 @@ Deno.test("the promised task × level configs are shipped", () => {
     "plan_path_L0_single", "sokoban_L0_single", "sudoku4_L0_single", "math_L0_single", "code_L0_single", "tic_tac_toe_L0_single",
     "sokoban_L1_shared", "sudoku4_L1_shared", "math_L1_shared", "code_L1_shared", "tic_tac_toe_L1_shared",
     "hanabi_L1_shared", "search_L2_lora",
+    // The rest of the grid (every task at every level it has: Hanabi and Search have no single agent).
+    "sokoban_L2_lora", "sudoku4_L2_lora", "math_L2_lora", "code_L2_lora", "tic_tac_toe_L2_lora", "hanabi_L2_lora", "search_L1_shared",
+    "sokoban_L3_full", "sudoku4_L3_full", "math_L3_full", "code_L3_full", "tic_tac_toe_L3_full", "hanabi_L3_full", "search_L3_full",
   ];
   for (const w of want) assert(names.includes(`${w}.json`), `configs/${w}.json is missing`);
 });

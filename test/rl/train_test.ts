@@ -1,7 +1,7 @@
 // The AT-GRPO train loop end to end on a tiny model: the run directory and its files, and an
 // exact resume (1 step + resume 1 step = 2 steps straight: same metrics, same adapters).
 
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertRejects } from "../assert.ts";
 import { loadConfigFile, parseConfig } from "../../src/rl/config.ts";
 import { train } from "../../src/rl/train.ts";
 import { latestCheckpoint, loadCheckpoint } from "../../src/train/checkpoint_dir.ts";
@@ -32,6 +32,10 @@ Deno.test("train loop: run directory and bit-identical resume", async () => {
     for (const f of ["config.json", "metrics.jsonl", "summary.log", "rollouts/step-1.jsonl", "rollouts/step-2.jsonl"]) {
       await Deno.stat(`${straight.runDir}/${f}`);
     }
+    // Rollout files hold the conversation: each sample's prompt as the agent saw it, and its reply.
+    const lines = (await Deno.readTextFile(`${straight.runDir}/rollouts/step-1.jsonl`)).trim().split("\n").map((l) => JSON.parse(l));
+    assert(lines.length > 0 && lines.every((l) => typeof l.prompt === "string" && l.prompt.length > 0 && typeof l.text === "string"), "rollout lines lack prompts");
+    assert(lines.some((l) => l.prompt.includes("plan_path")), `prompts do not name the task: ${lines[0].prompt}`);
     // The run's config.json is the resolved config, readable as a config file (eval --config).
     const again = await loadConfigFile(`${straight.runDir}/config.json`);
     assertEquals(JSON.stringify(again), JSON.stringify(tiny(`${root}/a`, 2)));
@@ -42,6 +46,10 @@ Deno.test("train loop: run directory and bit-identical resume", async () => {
     assert(ma.some((m) => m.zeroVarianceGroups < 1 && m.updates.some((u: { gradNorm: number }) => u.gradNorm > 0)), "no step had a gradient: the resume check below would be vacuous");
 
     const first = await train(tiny(`${root}/b`, 1), { log: quiet });
+    // A resume with other training settings is refused before anything is written; run.steps may grow.
+    const other = parseConfig({ ...JSON.parse(JSON.stringify(tiny(`${root}/b`, 2))), rollout: { ...tiny("", 2).rollout, k: 3 } });
+    await assertRejects(() => train(other, { log: quiet, resume: first.runDir }), "CheckpointMismatchError", "rollout.k (2 → 3)");
+    assertEquals((await metrics(first.runDir)).length, 1);
     await train(tiny(`${root}/b`, 2), { log: quiet, resume: first.runDir });
     const mb = await metrics(first.runDir);
     assertEquals(mb.map((m) => m.step), [1, 2]);
