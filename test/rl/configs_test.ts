@@ -56,6 +56,8 @@ Deno.test("every shipped config validates and matches its name", async () => {
     const task = c.env.id.replace(/_v1$/, "");
     assert(m[1] === task || m[1].startsWith(`${task}_`), `${name}: plays ${c.env.id}, so name it ${task}[_<variant>]_${m[2]}.json`);
     assertEquals([c.level, c.rollout.mode], [want.level, want.rollout], name);
+    // Every task × level run starts from its task's warm start (a fresh preset writes random bytes).
+    assertEquals(c.model.folder, `models/${task}_warm`, `${name}: start from models/${task}_warm`);
     if (want.update) assertEquals(c.update.mode, want.update, name);
   }
 });
