@@ -93,7 +93,7 @@ export interface Trajectory<T> extends Scored {
  * Independent mode's members (DESIGN.md: K full trajectories, group = env): the actions of each
  * trajectory (same env and `candidate`, each carrying the trajectory's return as its reward)
  * become one member, so a task's baseline is the mean over its K returns whatever the
- * trajectories' lengths or which agent acted; `trajectoryActions` gives each action its
+ * trajectories' lengths or which agent acted; `expandTrajectories` gives each action its
  * trajectory's advantage.
  */
 export function trajectoryMembers<T extends Scored & { readonly candidate: number }>(actions: readonly T[]): Trajectory<T>[] {

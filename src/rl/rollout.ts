@@ -180,6 +180,9 @@ async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Bran
   const start = (j: number, r: GenerateResult) => {
     texts[j] = deps.tokenizer.decode(r.ids, { skipSpecialTokens: true });
     stepping[j] = act(deps.env, branches[Math.floor(j / K)].state, agent, texts[j], deps.executor);
+    // A step that fails while the GPU still decodes is reported by the Promise.all below, not as
+    // an unhandled rejection in between.
+    stepping[j].catch(() => {});
   };
   const t0 = performance.now();
   const results = await pol.generator.generate(reqs, { onFinish: start });

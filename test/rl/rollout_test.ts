@@ -4,7 +4,7 @@
 // candidates are scored on the state after the earlier agent's chosen action and get distinct
 // rewards; the chosen candidate is the best; independent mode credits whole trajectories.
 
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertRejects } from "../assert.ts";
 import { getEnv } from "../../src/envs/registry.ts";
 import type { GenerateRequest, GenerateResult } from "../../src/model/generate.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
@@ -148,4 +148,19 @@ Deno.test("env steps start as each candidate's sequence ends, before the batch's
   // Same groups as with a sampler that reports nothing early.
   const plain = await rolloutTree({ env, tokenizer: tok, policyOf: () => ({ generator: base }) }, tasks.slice(0, 2), opts);
   assertEquals(r.groups.map((g) => g.samples.map((s) => [s.text, s.reward])), plain.groups.map((g) => g.samples.map((s) => [s.text, s.reward])));
+});
+
+Deno.test("an env step that fails while the GPU still decodes fails the rollout, not the process", async () => {
+  const failing = { ...env, step: () => { throw new Error("env step failed"); } } as typeof env;
+  const base = scripted(["#### 1"]);
+  const sampler: CompletionSampler = {
+    async generate(reqs, opts) {
+      const results = await base.generate(reqs);
+      opts?.onFinish?.(0, results[0]);
+      await new Promise((r) => setTimeout(r, 10)); // an unhandled rejection would surface here
+      return results;
+    },
+  };
+  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
+  await assertRejects(() => rolloutTree({ env: failing, tokenizer: tok, policyOf: () => ({ generator: sampler }) }, tasks.slice(0, 1), opts), "Error", "env step failed");
 });
