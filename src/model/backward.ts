@@ -81,6 +81,7 @@ export class ModelBackward {
       model.config.headDim,
       model.kernels.attentionVariant,
       model.config.numHeads / model.config.numKvHeads,
+      model.kernels.normVariant,
     ), opts);
   }
 

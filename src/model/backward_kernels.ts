@@ -29,6 +29,7 @@ export class BackwardKernels {
     headDim: number,
     variant: "lane" | "workgroup" = "workgroup",
     kvGroups = 1,
+    normVariant: "rows" | "workgroup" = "workgroup",
   ): Promise<BackwardKernels> {
     // attn_dkv gives each head dim a lane: its workgroup is at least head_dim wide.
     const kvWg = Math.max(ATT, 2 ** Math.ceil(Math.log2(headDim)));
@@ -42,9 +43,10 @@ export class BackwardKernels {
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const norm = [u, ro, ro, ro, ro, rw];
+    const normX = normVariant === "rows" ? "rmsnorm_bwd_x_rows" : "rmsnorm_bwd_x";
     const entries = await Promise.all([
-      s("rmsnorm_bwd", "rmsnorm_bwd_x", norm, { WG: RED, ACCUM: 0 }),
-      s("rmsnorm_bwd", "rmsnorm_bwd_x", norm, { WG: RED, ACCUM: 1 }),
+      s("rmsnorm_bwd", normX, norm, { WG: RED, ACCUM: 0 }),
+      s("rmsnorm_bwd", normX, norm, { WG: RED, ACCUM: 1 }),
       s("rmsnorm_bwd", "rmsnorm_bwd_w", norm, { WG: RED }),
       s("swiglu_bwd", "swiglu_bwd", [u, ro, ro, ro, rw, rw], { WG: EW }),
       s("colsum", "colsum", [u, ro, rw], { WG: RED }),
@@ -64,10 +66,12 @@ export class BackwardKernels {
     const k = Object.fromEntries(names.map((n, i) => [n, entries[i]])) as Record<Names, Kernel>;
     const bk = new BackwardKernels(k, gpu.device.limits.maxComputeWorkgroupsPerDimension, cachePositions, slots);
     bk.lane = lane;
+    bk.normRows = normVariant === "rows";
     return bk;
   }
 
   private lane = false;
+  private normRows = false;
 
   private grid(n: number, wg = EW): [number, number] {
     return grid1d(Math.ceil(n / wg), this.maxPerDim);
@@ -76,7 +80,8 @@ export class BackwardKernels {
   /** dx (= or += when accumulate) and dw += for y = rmsnorm(x)·w over [rows, cols]. */
   rmsnorm(rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: BufferRef, rstd: BufferRef, dx: BufferRef, dw: BufferRef | null, accumulate: boolean) {
     const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
-    rec.dispatch(accumulate ? this.k.normXAcc : this.k.normX, [null, dy, x, w, rstd, dx], grid1d(rows, this.maxPerDim), u);
+    const grid = this.normRows ? this.grid(rows, RED) : grid1d(rows, this.maxPerDim);
+    rec.dispatch(accumulate ? this.k.normXAcc : this.k.normX, [null, dy, x, w, rstd, dx], grid, u);
     if (dw) rec.dispatch(this.k.normW, [null, dy, x, w, rstd, dw], [Math.ceil(cols / RED)], u);
   }
 

@@ -40,6 +40,8 @@ export class ModelKernels {
   private serialNorm = false;
   /** The forward attention kernel in use; the backward's dQ kernel follows it. */
   attentionVariant: AttentionVariant = "workgroup";
+  /** RMSNorm with one invocation per row ("rows", CPU adapters) or a workgroup per row; the backward follows. */
+  normVariant: "rows" | "workgroup" = "workgroup";
 
   static async create(
     gpu: Gpu,
@@ -76,6 +78,7 @@ export class ModelKernels {
     );
     k.serialNorm = serial;
     k.attentionVariant = lane ? "lane" : "workgroup";
+    k.normVariant = serial ? "rows" : "workgroup";
     return k;
   }
 

@@ -4,7 +4,7 @@
 // reference on a batch of two sequences of different lengths.
 // Tolerance: |gpu − fd| ≤ 2e-3 · max|grad of that tensor| + 1e-5.
 
-import { assert } from "../assert.ts";
+import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { ModelBackward } from "../../src/model/backward.ts";
@@ -66,7 +66,11 @@ Deno.test("backward matches finite differences of the float64 reference", async 
         // Both attention variants (the backward's dQ kernel follows the forward's): one
         // invocation per (row, head) (CPU default) and one workgroup per (row, head) (GPUs).
         const attentionVariant = name === "tiny-qwen2" ? "workgroup" : "lane";
-        const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 16, chunkRows: N, training: true, attentionVariant });
+        // Both RMSNorm variants too (the backward's dx kernel follows the forward's): one
+        // invocation per row (CPU default) and a workgroup per row (GPUs); tiny-qwen3 has q/k norms.
+        const normVariant = name === "tiny-qwen3" ? "workgroup" : "rows";
+        const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 16, chunkRows: N, training: true, attentionVariant, normVariant });
+        assertEquals(model.kernels.normVariant, normVariant);
         const bwd = await ModelBackward.create(model);
         try {
           const G = seededValues(N * V, 11);
