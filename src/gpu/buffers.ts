@@ -2,6 +2,7 @@
 // and readback helpers (the only places the CPU waits on the GPU).
 
 import { GpuLimitError } from "./errors.ts";
+import { readbackFor } from "./readback.ts";
 
 export const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
@@ -89,19 +90,13 @@ export function createBufferFrom(
   return buf;
 }
 
-/** Copies a buffer range back to the CPU. Waits for all submitted work on the queue. */
-export async function readBuffer(device: GPUDevice, ref: BufferRef, bytes?: number): Promise<ArrayBuffer> {
+/**
+ * Copies a buffer range back to the CPU once the work submitted before it has finished
+ * (through the device's staging buffers: src/gpu/readback.ts).
+ */
+export function readBuffer(device: GPUDevice, ref: BufferRef, bytes?: number): Promise<ArrayBuffer> {
   const r = resolveRange(ref);
-  const size = Math.ceil((bytes ?? r.size) / 4) * 4;
-  const staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder({ label: "readback" });
-  enc.copyBufferToBuffer(r.buffer, r.offset, staging, 0, size);
-  device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
-  const out = staging.getMappedRange().slice(0);
-  staging.unmap();
-  staging.destroy();
-  return out;
+  return readbackFor(device).read(r.buffer, r.offset, Math.ceil((bytes ?? r.size) / 4) * 4);
 }
 
 export async function readFloat32(device: GPUDevice, ref: BufferRef, count?: number): Promise<Float32Array> {

@@ -4,12 +4,14 @@
 import { BufferPool, type BufferRef, createBufferFrom, readBuffer, readFloat32, STORAGE } from "./buffers.ts";
 import { bindingCap, createGpu, type CreateGpuOptions, describeGpu, type GpuContext } from "./device.ts";
 import { type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
+import { readbackFor } from "./readback.ts";
 import { Recorder } from "./recorder.ts";
 
 export * from "./buffers.ts";
 export * from "./device.ts";
 export * from "./errors.ts";
 export * from "./pipelines.ts";
+export * from "./readback.ts";
 export * from "./recorder.ts";
 export { registerShaders, shaderSource } from "./shaders.ts";
 
@@ -87,11 +89,12 @@ export class Gpu {
 
   /** Resolves when all work submitted so far has finished. */
   sync(): Promise<void> {
-    return this.device.queue.onSubmittedWorkDone();
+    return readbackFor(this.device).sync();
   }
 
   destroy(): void {
     this.pool.destroy();
+    readbackFor(this.device).destroy();
     this.device.destroy();
   }
 }
