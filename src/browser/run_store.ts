@@ -142,7 +142,9 @@ export class RunStore {
     const out: RunInfo[] = [];
     for (const e of await this.store.list(RUNS)) {
       if (e.kind !== "dir") continue;
-      const meta = await this.readMeta(e.name).catch(() => null);
+      // A read can fail while the file is being replaced (Chromium: NotReadableError once the
+      // snapshot is stale), so one failure is retried before the run is taken as unreadable.
+      const meta = await this.readMeta(e.name).catch(() => this.readMeta(e.name)).catch(() => null);
       if (!meta) continue;
       const checkpoints = await this.checkpoints(e.name);
       const steps = checkpoints.filter((c) => c.name !== "best");

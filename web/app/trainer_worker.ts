@@ -167,16 +167,18 @@ async function onStep(gen: number, { metrics: m, groups, stats, tasks }: StepOut
   if (pauseRequested && !stopRequested && gen === generation) {
     // Pausing checkpoints first, so a reload while paused resumes exactly here.
     await saveNow(gen);
-    setState("paused");
+    // The stored status first: the page lists runs when it hears the state, and a listing that
+    // reads run.json while it is rewritten can miss the run.
     await runs.updateMeta(runId!, { status: "paused" });
+    setState("paused");
     while (pauseRequested && !stopRequested && gen === generation) {
       await new Promise<void>((r) => (wake = r));
       wake = null;
       await drain();
     }
     if (gen === generation && !stopRequested) {
-      setState("running");
       await runs.updateMeta(runId!, { status: "running" });
+      setState("running");
     }
   }
 }
