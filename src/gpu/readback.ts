@@ -56,7 +56,7 @@ export class Readback {
 
   /**
    * Resolves when every submission so far has finished: a 4-byte readback submitted after them
-   * (queue order), which takes the early read in Deno where onSubmittedWorkDone sleeps 10 ms.
+   * (queue order), which takes the early read in Deno, where onSubmittedWorkDone measured ~12 ms.
    */
   async sync(): Promise<void> {
     if (!this.earlyReads) return await this.device.queue.onSubmittedWorkDone();
