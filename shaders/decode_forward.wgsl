@@ -10,7 +10,7 @@
 // a loaded machine, where waking the driver's worker threads waits on the scheduler). A decode
 // step's rows are distinct sequences, so a row depends only on itself and its own slot's cache
 // through all layers: a workgroup takes R rows through the whole model with its residual stream
-// in workgroup memory, and no workgroup waits on another. Every weight vec4 a lane loads serves
+// in its own scratch, and no workgroup waits on another. Every weight vec4 a lane loads serves
 // its R rows.
 //
 // Dims: C = 4·C4 hidden, I = 4·I4 intermediate, D = 4·D4 head_dim (D/2 a multiple of 4), NH
@@ -43,6 +43,7 @@ struct Params {
 
 override WG: u32 = 16u;
 override R: u32 = 8u;    // the most rows a workgroup takes (p.rpg ≤ R of them in a dispatch)
+override CG: u32 = 1u;   // groups of four output columns a lane computes in a projection
 override D4: u32 = 4u;
 override NH: u32 = 4u;
 override KV: u32 = 2u;
@@ -59,9 +60,13 @@ override SPACC: u32 = 64u;
 override LORA: bool = false;
 override RANK4: u32 = 1u;
 override SU: u32 = 24u;
+override WS: u32 = 1u;
 
 const MAXL: u32 = 32u;    // layers (the uniform block holds their offsets)
-const MAXR: u32 = 8u;
+const MAXR: u32 = 16u;
+const MAXCG: u32 = 4u;
+const MAXT: u32 = 64u;    // a lane's projection accumulators: R·CG vec4s
+const MAXW: u32 = 16u;    // its weight rows per step of k: 4·CG
 const MAXD4: u32 = 16u;
 const MAXG: u32 = 8u;
 const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_forward.ts)
@@ -77,66 +82,55 @@ const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_f
 @group(0) @binding(8) var<storage, read_write> Logits: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, read> LW: array<vec4<f32>>;       // LoRA parameters (lora.ts)
 @group(0) @binding(10) var<storage, read> AdapterOf: array<u32>;    // [N]; ≥ p.adapters: none
+@group(0) @binding(11) var<storage, read_write> Scr: array<vec4<f32>>;  // per-workgroup scratch, WS vec4s each
 
+// The workgroup's arrays live in its WS vec4s of Scr, at these offsets (set first thing):
+//   sRes [R, C4] the residual stream of the rows     sX [R, C4] normalized rows (projection input)
+//   sQ [R, NH·D4] q, then the attention output       sK, sV [R, KV·D4]
+//   sH [R, I4] silu(gate)·up                          pAcc [SPART, D4] attention chunks' sums
+//   sU [R, 3, RANK4] LoRA x·Aᵀ of up to 3 modules
+// Not workgroup memory: WGSL zero-fills workgroup memory at every workgroup's start, and on
+// llvmpipe that fill cost ~0.13 ms a step for tiny-llama's 8-row workgroups, more than the
+// loads it saves (measured: 9% of the step). pM and pL (a few floats) stay in workgroup memory.
+// Writes reach the workgroup's other lanes through storageBarrier + workgroupBarrier.
+var<private> o_sRes: u32;
+var<private> o_sX: u32;
+var<private> o_sQ: u32;
+var<private> o_sK: u32;
+var<private> o_sV: u32;
+var<private> o_sH: u32;
+var<private> o_pAcc: u32;
+var<private> o_sU: u32;
 // Rows this workgroup takes: min(p.rpg, rows left). Loops over R are unrolled (the accumulators
 // stay in registers) and skip rows ≥ rc.
 var<private> rc: u32;
 var<private> wgId: u32;
 
-var<workgroup> sRes: array<vec4<f32>, SC>;  // the residual stream of the R rows
-var<workgroup> sX: array<vec4<f32>, SC>;    // normalized rows (the projections' input)
-var<workgroup> sQ: array<vec4<f32>, SQ>;    // q, then the attention output
-var<workgroup> sK: array<vec4<f32>, SKV>;
-var<workgroup> sV: array<vec4<f32>, SKV>;
-var<workgroup> sH: array<vec4<f32>, SI>;    // silu(gate)·up
 var<workgroup> pM: array<f32, SPART>;
 var<workgroup> pL: array<f32, SPART>;
-var<workgroup> pAcc: array<vec4<f32>, SPACC>;
-var<workgroup> sU: array<vec4<f32>, SU>;    // LoRA x·Aᵀ of up to 3 modules: [R, 3, RANK4]
 
-// Four output columns (weight rows 4·n4 .. 4·n4+3 of a [rows, 4·k4] weight at vec4 offset w)
-// for the R rows of the input: sX (k4 = C4), sQ (k4 = NH·D4) or sH (k4 = I4). Each weight
-// vec4 loaded is dotted with every row before the next is loaded.
-fn project4(w: u32, n4: u32, src: u32) -> array<vec4<f32>, MAXR> {
-  var acc: array<vec4<f32>, MAXR>;
+// CG groups of four output columns, c0 .. c0 + CG − 1 (weight rows 4·c0 .. 4·(c0 + CG) − 1 of a
+// [rows, 4·k4] weight at vec4 offset w; groups past `last` load group `last` again), for the R
+// rows of the input: sX (k4 = C4), sQ (k4 = NH·D4) or sH (k4 = I4). Each weight vec4 loaded
+// is dotted with every row, and each input vec4 with 4·CG weight rows, before the next is
+// loaded: on llvmpipe a load costs a scalar access per lane and component, so the lane's tile
+// (R rows × 4·CG columns) sets the loads per multiply-add. Accumulator (r, j) is at r·CG + j.
+fn project(w: u32, c0: u32, last: u32, src: u32) -> array<vec4<f32>, MAXT> {
+  var acc: array<vec4<f32>, MAXT>;
   var k4 = p.C4;
   if (src == 1u) { k4 = p.Q4; } else if (src == 2u) { k4 = p.I4; }
-  let b = w + n4 * 4u * k4;
+  var rowAt: array<u32, MAXW>; // the vec4 offset of each weight row's start
+  for (var i = 0u; i < 4u * CG; i++) { rowAt[i] = w + (min(c0 + i / 4u, last) * 4u + i % 4u) * k4; }
   for (var k = 0u; k < k4; k++) {
-    let w0 = W[b + k];
-    let w1 = W[b + k4 + k];
-    let w2 = W[b + 2u * k4 + k];
-    let w3 = W[b + 3u * k4 + k];
+    var wv: array<vec4<f32>, MAXW>;
+    for (var i = 0u; i < 4u * CG; i++) { wv[i] = W[rowAt[i] + k]; }
     for (var r = 0u; r < R; r++) {
       if (r < rc) {
         var xv: vec4<f32>;
-        if (src == 0u) { xv = sX[r * k4 + k]; } else if (src == 1u) { xv = sQ[r * k4 + k]; } else { xv = sH[r * k4 + k]; }
-        acc[r] += vec4<f32>(dot(w0, xv), dot(w1, xv), dot(w2, xv), dot(w3, xv));
-      }
-    }
-  }
-  return acc;
-}
-
-// gate and up together: project4 of two [I, C] weights over sX, each x vec4 loaded once for both.
-fn project4x2(w1: u32, w2: u32, n4: u32) -> array<vec4<f32>, 16> { // [R] gate, then [R] up at +MAXR
-  var acc: array<vec4<f32>, 16>;
-  let b1 = w1 + n4 * 4u * p.C4;
-  let b2 = w2 + n4 * 4u * p.C4;
-  for (var k = 0u; k < p.C4; k++) {
-    let g0 = W[b1 + k];
-    let g1 = W[b1 + p.C4 + k];
-    let g2 = W[b1 + 2u * p.C4 + k];
-    let g3 = W[b1 + 3u * p.C4 + k];
-    let u0 = W[b2 + k];
-    let u1 = W[b2 + p.C4 + k];
-    let u2 = W[b2 + 2u * p.C4 + k];
-    let u3 = W[b2 + 3u * p.C4 + k];
-    for (var r = 0u; r < R; r++) {
-      if (r < rc) {
-        let xv = sX[r * p.C4 + k];
-        acc[r] += vec4<f32>(dot(g0, xv), dot(g1, xv), dot(g2, xv), dot(g3, xv));
-        acc[MAXR + r] += vec4<f32>(dot(u0, xv), dot(u1, xv), dot(u2, xv), dot(u3, xv));
+        if (src == 0u) { xv = Scr[o_sX + r * k4 + k]; } else if (src == 1u) { xv = Scr[o_sQ + r * k4 + k]; } else { xv = Scr[o_sH + r * k4 + k]; }
+        for (var j = 0u; j < CG; j++) {
+          acc[r * CG + j] += vec4<f32>(dot(wv[4u * j], xv), dot(wv[4u * j + 1u], xv), dot(wv[4u * j + 2u], xv), dot(wv[4u * j + 3u], xv));
+        }
       }
     }
   }
@@ -144,7 +138,7 @@ fn project4x2(w1: u32, w2: u32, n4: u32) -> array<vec4<f32>, 16> { // [R] gate, 
 }
 
 // LoRA, phase 1: sU[r, slot, ·] = x_r · A_aᵀ (rank values) for module m of layer ly, where x is
-// the projection's input (src as in project4) and a row r's adapter; lane i covers (row, slot,
+// the projection's input (src as in project) and a row r's adapter; lane i covers (row, slot,
 // four of the rank). Rows without an adapter get zeros.
 fn loraDown(ly: u32, m: u32, slot: u32, src: u32, lid: u32) {
   var k4 = p.C4;
@@ -159,11 +153,11 @@ fn loraDown(ly: u32, m: u32, slot: u32, src: u32, lid: u32) {
       let b = e.x + a * e.y + j4 * 4u * k4; // A rows 4·j4 .. 4·j4+3
       for (var k = 0u; k < k4; k++) {
         var xv: vec4<f32>;
-        if (src == 0u) { xv = sX[r * k4 + k]; } else if (src == 1u) { xv = sQ[r * k4 + k]; } else { xv = sH[r * k4 + k]; }
+        if (src == 0u) { xv = Scr[o_sX + r * k4 + k]; } else if (src == 1u) { xv = Scr[o_sQ + r * k4 + k]; } else { xv = Scr[o_sH + r * k4 + k]; }
         u += vec4<f32>(dot(LW[b + k], xv), dot(LW[b + k4 + k], xv), dot(LW[b + 2u * k4 + k], xv), dot(LW[b + 3u * k4 + k], xv));
       }
     }
-    sU[(r * 3u + slot) * RANK4 + j4] = u;
+    Scr[o_sU + (r * 3u + slot) * RANK4 + j4] = u;
   }
 }
 
@@ -175,25 +169,28 @@ fn loraUp(ly: u32, m: u32, slot: u32, n4: u32, r: u32) -> vec4<f32> {
   let b = e.z + a * e.w + n4 * 4u * RANK4; // B rows 4·n4 .. 4·n4+3, RANK4 vec4s each
   var y = vec4<f32>();
   for (var j = 0u; j < RANK4; j++) {
-    let u = sU[(r * 3u + slot) * RANK4 + j];
+    let u = Scr[o_sU + (r * 3u + slot) * RANK4 + j];
     y += vec4<f32>(dot(LW[b + j], u), dot(LW[b + RANK4 + j], u), dot(LW[b + 2u * RANK4 + j], u), dot(LW[b + 3u * RANK4 + j], u));
   }
   return y * p.loraScale;
 }
 
 // The residual stream += x · Wᵀ (+ bias) (+ the rows' LoRA of module m) over sRes's C columns,
-// x the projection input src (as project4): lane n4 computes four columns. o and down.
+// x the projection input src (as project): lane n computes CG groups of four columns. o and down.
 fn addToResidual(ly: u32, w: u32, bias: u32, hasBias: bool, m: u32, src: u32, lid: u32) {
   let lora = loraOn(ly, m);
-  for (var n4 = lid; n4 < p.C4; n4 += WG) {
-    let acc = project4(w, n4, src);
-    var b = vec4<f32>();
-    if (hasBias) { b = W[bias + n4]; }
-    for (var r = 0u; r < R; r++) {
-      if (r < rc) {
-        var y = acc[r] + b;
-        if (lora) { y += loraUp(ly, m, 0u, n4, r); }
-        sRes[r * p.C4 + n4] += y;
+  for (var n = lid; n < p.C4 / CG; n += WG) {
+    let c0 = n * CG;
+    let acc = project(w, c0, p.C4 - 1u, src);
+    for (var j = 0u; j < CG; j++) {
+      var b = vec4<f32>();
+      if (hasBias) { b = W[bias + c0 + j]; }
+      for (var r = 0u; r < R; r++) {
+        if (r < rc) {
+          var y = acc[r * CG + j] + b;
+          if (lora) { y += loraUp(ly, m, 0u, c0 + j, r); }
+          Scr[o_sRes + r * p.C4 + c0 + j] += y;
+        }
       }
     }
   }
@@ -216,9 +213,9 @@ fn valid(wg: u32, r: u32) -> bool {
 // sX row r = RMSNorm of sRes row r: x · rsqrt(mean(x²) + eps) · W[w..].
 fn normRow(r: u32, w: u32) {
   var ss = 0.0;
-  for (var k = 0u; k < p.C4; k++) { let v = sRes[r * p.C4 + k]; ss += dot(v, v); }
+  for (var k = 0u; k < p.C4; k++) { let v = Scr[o_sRes + r * p.C4 + k]; ss += dot(v, v); }
   let rstd = inverseSqrt(ss / f32(4u * p.C4) + p.eps);
-  for (var k = 0u; k < p.C4; k++) { sX[r * p.C4 + k] = sRes[r * p.C4 + k] * rstd * W[w + k]; }
+  for (var k = 0u; k < p.C4; k++) { Scr[o_sX + r * p.C4 + k] = Scr[o_sRes + r * p.C4 + k] * rstd * W[w + k]; }
 }
 
 @compute @workgroup_size(WG)
@@ -229,46 +226,61 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   let K4 = KV * D4;
   let half4 = D4 / 2u;
 
+  var at = g * WS;
+  o_sRes = at; at += SC;
+  o_sX = at; at += SC;
+  o_sQ = at; at += SQ;
+  o_sK = at; at += SKV;
+  o_sV = at; at += SKV;
+  o_sH = at; at += SI;
+  o_pAcc = at; at += SPACC;
+  o_sU = at; at += SU;
   rc = min(p.rpg, p.rows - g * p.rpg);
   wgId = g;
   // The embedding rows of the input tokens.
   for (var i = lid; i < rc * p.C4; i += WG) {
     let r = i / p.C4;
-    sRes[i] = W[p.embed + Ids[rowOf(g, r)] * p.C4 + i % p.C4];
+    Scr[o_sRes + i] = W[p.embed + Ids[rowOf(g, r)] * p.C4 + i % p.C4];
   }
-  workgroupBarrier();
+  storageBarrier(); workgroupBarrier();
 
   for (var l = 0u; l < p.layers; l++) {
     let ly = p.layer[l];
     // 1. RMSNorm, then q/k/v: lane n4 computes four columns of [q | k | v] for the R rows.
     for (var r = lid; r < rc; r += WG) { normRow(r, ly.inNorm); }
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
     if (LORA) {
       for (var m = 0u; m < 3u; m++) { if (loraOn(l, m)) { loraDown(l, m, m, 0u, lid); } }
-      workgroupBarrier();
+      storageBarrier(); workgroupBarrier();
     }
-    for (var n4 = lid; n4 < Q4 + 2u * K4; n4 += WG) {
-      // Which of q, k, v the four columns belong to: its weight, bias and destination.
+    for (var n = lid; n < (Q4 + 2u * K4) / CG; n += WG) {
+      // Which of q, k, v the columns belong to (CG divides K4 and Q4): its weight, bias and
+      // destination; j0 is the first column group within it.
       var w = ly.wq;
       var bias = ly.bq;
-      var j = n4;
+      var j0 = n * CG;
       var dst = 0u;
-      if (n4 >= Q4 + K4) {
-        w = ly.wv; bias = ly.bv; j = n4 - Q4 - K4; dst = 2u;
-      } else if (n4 >= Q4) {
-        w = ly.wk; bias = ly.bk; j = n4 - Q4; dst = 1u;
+      var last = Q4 - 1u;
+      if (n * CG >= Q4 + K4) {
+        w = ly.wv; bias = ly.bv; j0 = n * CG - Q4 - K4; dst = 2u; last = K4 - 1u;
+      } else if (n * CG >= Q4) {
+        w = ly.wk; bias = ly.bk; j0 = n * CG - Q4; dst = 1u; last = K4 - 1u;
       }
-      var acc = project4(w, j, 0u);
-      var b = vec4<f32>();
-      if ((ly.flags & 1u) != 0u) { b = W[bias + j]; }
+      let acc = project(w, j0, last, 0u);
       let lora = loraOn(l, dst);
-      for (var r = 0u; r < R; r++) {
-        if (r >= rc) { continue; }
-        if (lora) { acc[r] += loraUp(l, dst, dst, j, r); }
-        if (dst == 0u) { sQ[r * Q4 + j] = acc[r] + b; } else if (dst == 1u) { sK[r * K4 + j] = acc[r] + b; } else { sV[r * K4 + j] = acc[r] + b; }
+      for (var jj = 0u; jj < CG; jj++) {
+        let j = j0 + jj;
+        var b = vec4<f32>();
+        if ((ly.flags & 1u) != 0u) { b = W[bias + j]; }
+        for (var r = 0u; r < R; r++) {
+          if (r >= rc) { continue; }
+          var y = acc[r * CG + jj] + b;
+          if (lora) { y += loraUp(l, dst, dst, j, r); }
+          if (dst == 0u) { Scr[o_sQ + r * Q4 + j] = y; } else if (dst == 1u) { Scr[o_sK + r * K4 + j] = y; } else { Scr[o_sV + r * K4 + j] = y; }
+        }
       }
     }
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
 
     // 2. Per head: the Qwen3 q/k RMSNorm, RoPE, and for kv heads the K/V cache write.
     let cache = l * p.cacheStride;
@@ -281,10 +293,10 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
       var base = r * Q4 + h * D4;
       var hv: array<vec4<f32>, MAXD4>;
       if (isQ) {
-        for (var d = 0u; d < D4; d++) { hv[d] = sQ[base + d]; }
+        for (var d = 0u; d < D4; d++) { hv[d] = Scr[o_sQ + base + d]; }
       } else {
         base = r * K4 + (h - NH) * D4;
-        for (var d = 0u; d < D4; d++) { hv[d] = sK[base + d]; }
+        for (var d = 0u; d < D4; d++) { hv[d] = Scr[o_sK + base + d]; }
       }
       if ((ly.flags & 4u) != 0u) {
         var ss = 0.0;
@@ -302,17 +314,16 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         hv[d + half4] = x2 * c + x1 * s;
       }
       if (isQ) {
-        for (var d = 0u; d < D4; d++) { sQ[base + d] = hv[d]; }
+        for (var d = 0u; d < D4; d++) { Scr[o_sQ + base + d] = hv[d]; }
       } else if (valid(g, r)) {
         let dst = cache + ((m.x * KV + (h - NH)) * p.P + pos) * D4;
         for (var d = 0u; d < D4; d++) {
           Kc[dst + d] = hv[d];
-          Vc[dst + d] = sV[base + d];
+          Vc[dst + d] = Scr[o_sV + base + d];
         }
       }
     }
-    storageBarrier();
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
 
     // 3. Attention: lane (row, kv head, chunk) runs an online softmax over positions chunk,
     // chunk + NCH, ... for the G query heads of the kv head (K and V loaded once for all G).
@@ -330,7 +341,7 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
       var sum: array<f32, MAXG>;
       for (var h = 0u; h < G; h++) {
         for (var d = 0u; d < D4; d++) {
-          q[h * D4 + d] = sQ[r * Q4 + (kvh * G + h) * D4 + d] * p.scale;
+          q[h * D4 + d] = Scr[o_sQ + r * Q4 + (kvh * G + h) * D4 + d] * p.scale;
           acc[h * D4 + d] = vec4<f32>();
         }
         mx[h] = -3.402823e38;
@@ -363,10 +374,10 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         let j = i * G + h;
         pM[j] = mx[h];
         pL[j] = sum[h];
-        for (var d = 0u; d < D4; d++) { pAcc[j * D4 + d] = acc[h * D4 + d]; }
+        for (var d = 0u; d < D4; d++) { Scr[o_pAcc + j * D4 + d] = acc[h * D4 + d]; }
       }
     }
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
     // Merge the chunks: lane (row, head, d4) writes the attention output over q in sQ.
     for (var i = lid; i < rc * Q4; i += WG) {
       let d = i % D4;
@@ -383,58 +394,73 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         let j = (first + c) * G + hg;
         let e = exp(pM[j] - M);
         L += pL[j] * e;
-        a += pAcc[j * D4 + d] * e;
+        a += Scr[o_pAcc + j * D4 + d] * e;
       }
-      sQ[i] = a / L;
+      Scr[o_sQ + i] = a / L;
     }
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
 
     // 4. o (+ bias) into the residual: lane n4 computes four columns of C.
     if (LORA) {
       if (loraOn(l, 3u)) { loraDown(l, 3u, 0u, 1u, lid); }
-      workgroupBarrier();
+      storageBarrier(); workgroupBarrier();
     }
     addToResidual(l, ly.wo, ly.bo, (ly.flags & 2u) != 0u, 3u, 1u, lid);
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
 
     // 5. RMSNorm, gate and up, SwiGLU into sH: lane n4 computes four columns of I.
     for (var r = lid; r < rc; r += WG) { normRow(r, ly.postNorm); }
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
     if (LORA) {
       for (var m = 4u; m < 6u; m++) { if (loraOn(l, m)) { loraDown(l, m, m - 4u, 0u, lid); } }
-      workgroupBarrier();
+      storageBarrier(); workgroupBarrier();
     }
-    for (var n4 = lid; n4 < p.I4; n4 += WG) {
-      let gu = project4x2(ly.wg, ly.wu, n4);
+    // Gate, then up by the same lane over the same columns (no barrier between): sH holds
+    // silu(gate) until up multiplies it in.
+    for (var n = lid; n < p.I4 / CG; n += WG) {
+      let c0 = n * CG;
+      let gAcc = project(ly.wg, c0, p.I4 - 1u, 0u);
       let lg = loraOn(l, 4u);
+      for (var j = 0u; j < CG; j++) {
+        for (var r = 0u; r < R; r++) {
+          if (r >= rc) { continue; }
+          var gv = gAcc[r * CG + j];
+          if (lg) { gv += loraUp(l, 4u, 0u, c0 + j, r); }
+          Scr[o_sH + r * p.I4 + c0 + j] = gv / (1.0 + exp(-gv));
+        }
+      }
+      let uAcc = project(ly.wu, c0, p.I4 - 1u, 0u);
       let lu = loraOn(l, 5u);
-      for (var r = 0u; r < R; r++) {
-        if (r >= rc) { continue; }
-        var gv = gu[r];
-        var uv = gu[MAXR + r];
-        if (lg) { gv += loraUp(l, 4u, 0u, n4, r); }
-        if (lu) { uv += loraUp(l, 5u, 1u, n4, r); }
-        sH[r * p.I4 + n4] = gv / (1.0 + exp(-gv)) * uv;
+      for (var j = 0u; j < CG; j++) {
+        for (var r = 0u; r < R; r++) {
+          if (r >= rc) { continue; }
+          var uv = uAcc[r * CG + j];
+          if (lu) { uv += loraUp(l, 5u, 1u, c0 + j, r); }
+          Scr[o_sH + r * p.I4 + c0 + j] *= uv;
+        }
       }
     }
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
 
     // 6. down into the residual: lane n4 computes four columns of C.
     if (LORA) {
       if (loraOn(l, 6u)) { loraDown(l, 6u, 0u, 2u, lid); }
-      workgroupBarrier();
+      storageBarrier(); workgroupBarrier();
     }
     addToResidual(l, ly.wd, 0u, false, 6u, 2u, lid);
-    workgroupBarrier();
+    storageBarrier(); workgroupBarrier();
   }
 
   // The final RMSNorm and the LM head: lane n4 computes four logits of each row.
   for (var r = lid; r < rc; r += WG) { normRow(r, p.finalNorm); }
-  workgroupBarrier();
-  for (var n4 = lid; n4 < p.V4; n4 += WG) {
-    let acc = project4(p.head, n4, 0u);
-    for (var r = 0u; r < R; r++) {
-      if (valid(g, r)) { Logits[rowOf(g, r) * p.V4 + n4] = acc[r]; }
+  storageBarrier(); workgroupBarrier();
+  for (var n = lid; n < (p.V4 + CG - 1u) / CG; n += WG) {
+    let c0 = n * CG;
+    let acc = project(p.head, c0, p.V4 - 1u, 0u);
+    for (var j = 0u; j < CG; j++) {
+      for (var r = 0u; r < R; r++) {
+        if (valid(g, r) && c0 + j < p.V4) { Logits[rowOf(g, r) * p.V4 + c0 + j] = acc[r * CG + j]; }
+      }
     }
   }
 }

@@ -14,27 +14,39 @@ import { LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./l
 
 /**
  * The shader's limits (its `const`s of the same names; a test checks they agree): layers in the
- * uniform block, rows per workgroup, head_dim / 4, query heads per kv head, and a lane's
- * attention registers (G · head_dim / 4 vec4s).
+ * uniform block, rows per workgroup, column groups per lane, a lane's projection accumulators
+ * (rows · column groups) and weight rows (4 · column groups), head_dim / 4, query heads per kv
+ * head, and a lane's attention registers (G · head_dim / 4 vec4s).
  */
-export const DECODE_FORWARD_LIMITS = { MAXL: 32, MAXR: 8, MAXD4: 16, MAXG: 8, QLEN: 32 } as const;
-const { MAXL, MAXR, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
+export const DECODE_FORWARD_LIMITS = { MAXL: 32, MAXR: 16, MAXCG: 4, MAXT: 64, MAXW: 16, MAXD4: 16, MAXG: 8, QLEN: 32 } as const;
+const { MAXL, MAXR, MAXCG, MAXT, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
 /** Words of the shader's `Layer` struct: 16 offsets and flags, then (offA, strideA, offB, strideB) per LoRA module. */
 const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
 /** Words of the shader's Params before its layer table. */
 const HEADER_WORDS = 16;
 /** Storage bindings of the kernel (the adapter's maxStorageBuffersPerShaderStage must allow them). */
-const STORAGE_BINDINGS = 10;
+const STORAGE_BINDINGS = 11;
 
 export interface DecodeForwardOptions {
   /**
-   * The most rows (sequences) a workgroup takes, 1..8: each weight vec4 loaded serves its rows.
+   * The most rows (sequences) a workgroup takes, 1..16: each weight vec4 loaded serves its rows.
    * A step of N rows gives each workgroup ⌈N / cores⌉ of them (every core gets a workgroup), at
    * most this. Default: a kernel for up to 4 rows and, where the model has more slots than
    * 4 · cores and it fits, one for up to 8 (a kernel compiled for 8 rows is ~20% slower on 4
    * than one compiled for 4, and ~20% faster on 8; measured on llvmpipe, tiny-llama).
    */
   rows?: number;
+  /**
+   * Output columns a lane computes in each projection: 4, 8 or 16 (default 8 where it divides
+   * the hidden, intermediate and kv widths, else 4). On llvmpipe every load costs a scalar access
+   * per lane and component, so a wider tile loads each input vec4 for more columns; past ~16
+   * accumulator vec4s (rows × columns / 4) a lane spills. Measured on llvmpipe (2-core EPYC),
+   * tiny-llama, forward only: 8 columns 10-12% faster than 4 at 8 and 32 rows; 16 columns 1.8×
+   * slower at 8 rows per workgroup, and 16 rows per workgroup slower than 8 at any width.
+   */
+  cols?: number;
+  /** The shader's name (default "decode_forward"; the kernel lab registers variants of it). */
+  shader?: string;
   /** Workgroups a step should spread over at least (default: the host's logical cores). */
   cores?: number;
   /**
@@ -55,12 +67,22 @@ export function decodeLoraUnfit(l: LoraLayout): string | null {
   return null;
 }
 
+/** Column groups (of four) per lane: `cols` / 4, or the default. */
+function columnGroups(c: ModelConfig, opts: DecodeForwardOptions): number {
+  if (opts.cols !== undefined) return opts.cols / 4;
+  const widths = [c.hiddenSize, c.intermediateSize, c.numKvHeads * c.headDim].map((x) => x / 4);
+  return [2, 1].find((cg) => widths.every((x) => x % cg === 0))!;
+}
+
 function sizes(c: ModelConfig, R: number, wg: number) {
   const C4 = c.hiddenSize / 4, I4 = c.intermediateSize / 4, D4 = c.headDim / 4;
   const NH = c.numHeads, KV = c.numKvHeads, G = NH / KV;
   const NCH = Math.max(1, Math.floor(wg / (R * KV)));
   const SPART = R * KV * NCH * G;
-  return { D4, NH, KV, NCH, SC: R * C4, SQ: R * NH * D4, SKV: R * KV * D4, SI: R * I4, SPART, SPACC: SPART * D4 };
+  const SU = R * 3 * MAX_RANK4;
+  const SQ = R * NH * D4, SKV = R * KV * D4, SI = R * I4, SPACC = SPART * D4;
+  // WS: the workgroup's scratch (vec4s) in the Scr binding.
+  return { D4, NH, KV, NCH, SC: R * C4, SQ, SKV, SI, SPART, SPACC, WS: 2 * R * C4 + SQ + 2 * SKV + SI + SPACC + SU };
 }
 
 /**
@@ -68,23 +90,23 @@ function sizes(c: ModelConfig, R: number, wg: number) {
  * invocation's loops after 65535 iterations in all (see model_kernels.ts); loops over the
  * override dims (D4, G, R, NCH) are unrolled and do not count.
  */
-export function decodeForwardLoopBound(c: ModelConfig, cachePositions: number, R: number, wg: number): number {
+export function decodeForwardLoopBound(c: ModelConfig, cachePositions: number, R: number, wg: number, cg = 1): number {
   const s = sizes(c, R, wg), C4 = c.hiddenSize / 4, I4 = c.intermediateSize / 4, V4 = c.vocabSize / 4;
   const Q4 = c.numHeads * s.D4, K4 = c.numKvHeads * s.D4;
   const per = (n: number) => Math.ceil(n / wg); // iterations of a loop spread over the lanes
+  const groups = (n: number) => per(Math.ceil(n / cg)); // a projection's column-group loop
   const norm = per(R) * 3 * C4;
-  const layer = norm * 2 + per(Q4 + 2 * K4) * (C4 + 1) + per(R * (c.numHeads + s.KV)) +
-    per(R * s.KV * s.NCH) * (Math.ceil(cachePositions / s.NCH) + 1) + per(R * Q4) + per(C4) * (Q4 + 1) +
-    per(I4) * (2 * C4 + 1) + per(C4) * (I4 + 1) + 1;
-  return per(R * C4) + c.numLayers * layer + norm + per(V4) * (C4 + 1);
+  const layer = norm * 2 + groups(Q4 + 2 * K4) * (C4 + 1) + per(R * (c.numHeads + s.KV)) +
+    per(R * s.KV * s.NCH) * (Math.ceil(cachePositions / s.NCH) + 1) + per(R * Q4) + groups(C4) * (Q4 + 1) +
+    groups(I4) * 2 * (C4 + 1) + groups(C4) * (I4 + 1) + 1;
+  return per(R * C4) + c.numLayers * layer + norm + groups(V4) * (C4 + 1);
 }
 
 /** Stay this far under llvmpipe's 65535-iteration cap. */
 const LOOP_LIMIT = 60000;
 
 function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
-  const s = sizes(c, R, wg);
-  return 16 * (2 * s.SC + s.SQ + 2 * s.SKV + s.SI + s.SPACC + R * 3 * MAX_RANK4) + 8 * s.SPART;
+  return 8 * sizes(c, R, wg).SPART; // the attention chunks' maxima and sums; the rest is in Scr
 }
 
 /**
@@ -96,11 +118,16 @@ export function decodeForwardUnfit(
   limits: { maxWorkgroupBytes: number; maxBindingBytes: number; maxStorageBuffers?: number }, opts: DecodeForwardOptions = {},
 ): string | null {
   const R = opts.rows ?? 4, wg = opts.workgroup ?? 16, C = c.hiddenSize, I = c.intermediateSize, D = c.headDim;
-  const G = c.numHeads / c.numKvHeads;
+  const G = c.numHeads / c.numKvHeads, cg = columnGroups(c, opts);
   if (!Number.isInteger(R) || R < 1 || R > MAXR) return `rows per workgroup ${R} outside 1..${MAXR}`;
+  if (![1, 2, 4].includes(cg) || cg > MAXCG) return `columns per lane ${4 * cg} must be 4, 8 or 16`;
+  if (R * cg > MAXT) return `rows per workgroup ${R} × columns per lane ${4 * cg} exceed the lane's ${4 * MAXT} accumulators`;
   if (!Number.isInteger(wg) || wg < 16 || wg % 8) return `workgroup ${wg} must be a multiple of 8, at least 16`;
   if (C % 4 || I % 4 || D % 8 || c.vocabSize % 4) {
     return `hidden ${C}, intermediate ${I} and vocabulary ${c.vocabSize} must be multiples of 4 and head_dim ${D} of 8`;
+  }
+  if ([C, I, c.numKvHeads * D].some((x) => (x / 4) % cg)) {
+    return `columns per lane ${4 * cg} must divide hidden ${C}, intermediate ${I} and the kv width ${c.numKvHeads * D}`;
   }
   if (c.numLayers > MAXL) return `${c.numLayers} layers exceed the ${MAXL} the kernel's uniform block holds`;
   if (G > MAXG || G * D / 4 > QLEN || D / 4 > MAXD4) return `${G} query heads per kv head of head_dim ${D} exceed the attention registers`;
@@ -109,7 +136,7 @@ export function decodeForwardUnfit(
   }
   const bytes = workgroupBytes(c, R, wg);
   if (bytes > limits.maxWorkgroupBytes) return `needs ${bytes} bytes of workgroup memory, the adapter has ${limits.maxWorkgroupBytes}`;
-  const loops = decodeForwardLoopBound(c, cachePositions, R, wg);
+  const loops = decodeForwardLoopBound(c, cachePositions, R, wg, cg);
   if (loops > LOOP_LIMIT) return `a lane would run up to ${loops} loop iterations a step, over llvmpipe's limit (${LOOP_LIMIT})`;
   if (params.anySplit || params.buffers.length !== 1 || params.buffers[0].size > limits.maxBindingBytes) {
     return "the parameters do not fit one storage binding";
@@ -129,7 +156,16 @@ export class DecodeForwardKernel {
     private rows: number[],
     private cores: number,
     private wg: number,
+    private cg: number,
+    private shader: string,
+    /** Every workgroup's scratch: at most `slots` workgroups of the largest kernel's WS vec4s. */
+    private scratch: GPUBuffer,
   ) {}
+
+  /** Frees the scratch buffer (the model's destroy calls it). */
+  destroy() {
+    this.scratch.destroy();
+  }
 
   /**
    * Compiles the kernels for this model and `slots` concurrent sequences, without LoRA;
@@ -144,7 +180,8 @@ export class DecodeForwardKernel {
     const limits = { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes };
     const rows = opts.rows !== undefined ? [opts.rows] : [4];
     if (opts.rows === undefined && slots > 4 * cores && !decodeForwardUnfit(c, cachePositions, params, limits, { ...opts, rows: 8 })) rows.push(8);
-    const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg);
+    const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), opts.shader ?? "decode_forward",
+      gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"));
     await k.prepare(null);
     return k;
   }
@@ -156,10 +193,10 @@ export class DecodeForwardKernel {
     if (!k) {
       k = Promise.all(this.rows.map(async (R) =>
         [R, await this.gpu.kernel({
-          shader: "decode_forward",
+          shader: this.shader,
           entry: "decode_forward",
-          bindings: ["uniform", ...Array(5).fill("read-only-storage"), "storage", "storage", "storage", "read-only-storage", "read-only-storage"],
-          constants: { WG: this.wg, R, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4), SU: R * 3 * Math.max(1, rank4) },
+          bindings: ["uniform", ...Array(5).fill("read-only-storage"), "storage", "storage", "storage", "read-only-storage", "read-only-storage", "storage"],
+          constants: { WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4), SU: R * 3 * Math.max(1, rank4) },
         })] as [number, Kernel]
       ));
       this.kernels.set(rank4, k);
@@ -206,7 +243,7 @@ export class DecodeForwardKernel {
       ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", L ? L.cfg.adapters.length : 0], ["f32", L ? L.scale : 0],
     ]);
     new Uint8Array(block).set(new Uint8Array(header));
-    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf], [Math.ceil(N / rpg)], block);
+    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf, this.scratch], [Math.ceil(N / rpg)], block);
   }
 
   private tables = new Map<LoraLayout | null, ArrayBuffer>();

@@ -458,6 +458,7 @@ export class GpuModel {
 
   destroy() {
     this.params.destroy();
+    this.decodeKernel?.destroy();
     const all = new Set<GPUBuffer>([
       ...Object.values(this.scratch), ...this.acts.flatMap((a) => Object.values(a)), ...this.res,
       ...this.kCache.map((r) => r.buffer), ...this.vCache.map((r) => r.buffer), this.cos, this.sin, ...(this.splitTmp ? [this.splitTmp] : []),

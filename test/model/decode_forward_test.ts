@@ -110,10 +110,10 @@ Deno.test("fused decode forward", async (t) => {
       });
     }
 
-    await t.step("rows per workgroup and workgroup size do not change the result", async () => {
+    await t.step("rows per workgroup, columns per lane and workgroup size do not change the result", async () => {
       const w = weights(await preset("tiny-llama"));
       const base = await decodeSteps(gpu, w, { decodeVariant: "fused" });
-      for (const decodeForward of [{ rows: 1 }, { rows: 3, workgroup: 24, cores: 1 }, { rows: 8, cores: 1 }]) {
+      for (const decodeForward of [{ rows: 1 }, { rows: 3, workgroup: 24, cores: 1 }, { rows: 8, cores: 1 }, { cols: 4 }, { cols: 16, rows: 2 }, { rows: 16, cores: 1, cols: 4 }]) {
         const got = await decodeSteps(gpu, w, { decodeVariant: "fused", decodeForward });
         got.forEach((s, k) => {
           assertEquals(s.dispatches, 1);
@@ -176,14 +176,22 @@ Deno.test("fused decode forward", async (t) => {
       assert(decodeForwardUnfit(cfg({ head_dim: 128 }), 64, one, limits)?.includes("attention registers"));
       assert(decodeForwardUnfit(cfg({ vocab_size: 263 }), 64, one, limits)?.includes("vocabulary 263"));
       assert(decodeForwardUnfit(cfg({ num_hidden_layers: 33 }), 64, one, limits)?.includes("33 layers"));
-      assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), 64, one, limits)?.includes("workgroup memory"));
+      // Only the attention chunks' maxima and sums are workgroup memory (the rest is scratch).
+      assert(decodeForwardUnfit(cfg({}), 64, one, { ...limits, maxWorkgroupBytes: 128 })?.includes("workgroup memory"));
+      assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), 64, one, limits)?.includes("loop iterations"));
+      assert(decodeForwardUnfit(cfg({}), 64, one, limits, { cols: 12 })?.includes("columns per lane 12"));
+      assert(decodeForwardUnfit(cfg({ hidden_size: 68, intermediate_size: 200 }), 64, one, limits, { cols: 8 })?.includes("must divide"));
+      assertEquals(decodeForwardUnfit(cfg({ hidden_size: 68, intermediate_size: 200 }), 64, one, limits), null, "the default width divides");
       assert(decodeForwardUnfit(cfg({}), 64, { ...one, anySplit: true }, limits)?.includes("one storage binding"));
       assert(decodeForwardUnfit(cfg({}), 64, one, limits, { workgroup: 8 })?.includes("at least 16"));
-      assert(decodeForwardUnfit(cfg({}), 64, one, limits, { rows: 9 })?.includes("rows per workgroup 9"));
-      // llvmpipe's loop cap: 32 layers of hidden 128 over a 2048-position cache is too many.
+      assert(decodeForwardUnfit(cfg({}), 64, one, limits, { rows: 17 })?.includes("rows per workgroup 17"));
+      // llvmpipe's loop cap: 32 layers of hidden 128 over a 4096-position cache is too many
+      // (over 2048 positions too, with 4 columns per lane).
       const deep = cfg({ hidden_size: 128, intermediate_size: 384, num_hidden_layers: 32 });
       assertEquals(decodeForwardUnfit(deep, 64, one, limits), null);
-      assert(decodeForwardUnfit(deep, 2048, one, limits)?.includes("loop iterations"));
+      assertEquals(decodeForwardUnfit(deep, 2048, one, limits), null);
+      assert(decodeForwardUnfit(deep, 2048, one, limits, { cols: 4 })?.includes("loop iterations"));
+      assert(decodeForwardUnfit(deep, 4096, one, limits)?.includes("loop iterations"));
       assert(decodeForwardLoopBound(cfg({}), 64, 4, 16) < decodeForwardLoopBound(cfg({}), 128, 4, 16));
       // Pinned "fused" on a model that does not fit is an error; the default takes the per-op path.
       const big = weights({ ...models[0][1], head_dim: 12, num_attention_heads: 4, num_key_value_heads: 2 });
