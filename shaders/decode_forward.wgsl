@@ -18,7 +18,7 @@
 // W binds every parameter, found at the vec4 offsets in p. Caches Kc, Vc hold layer l's
 // [S, KV, P, D] cache at vec4 offset l·p.cacheStride (layout of rope.wgsl's rope_store).
 // Meta [N] (slot, pos); Ids [N] input tokens; Cos/Sin [maxPos, D/2] (rope_table.ts);
-// Logits [N, V].
+// X4 the logits [N, V].
 
 struct Layer {
   inNorm: u32, wq: u32, wk: u32, wv: u32,
@@ -38,6 +38,7 @@ struct Params {
   layers: u32, embed: u32, finalNorm: u32, head: u32,
   cacheStride: u32, C4: u32, I4: u32, V4: u32,
   Q4: u32, rpg: u32, adapters: u32, loraScale: f32, // Q4 = NH·D4; rpg rows per workgroup (≤ R)
+  step: u32, steps: u32, _p0: u32, _p1: u32,        // with SAMPLE: this step of `steps` chained
   layer: array<Layer, MAXL>,
 }
 
@@ -73,16 +74,44 @@ const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_f
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> W: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> Meta: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> Ids: array<u32>;
+@group(0) @binding(2) var<storage, read_write> Meta: array<vec2<u32>>; // written with SAMPLE
+@group(0) @binding(3) var<storage, read_write> Ids: array<u32>;
 @group(0) @binding(4) var<storage, read> Cos: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> Sin: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> Kc: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> Vc: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read_write> Logits: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> X4: array<vec4<f32>>;       // the logits [N, V]
 @group(0) @binding(9) var<storage, read> LW: array<vec4<f32>>;       // LoRA parameters (lora.ts)
 @group(0) @binding(10) var<storage, read> AdapterOf: array<u32>;    // [N]; ≥ p.adapters: none
 @group(0) @binding(11) var<storage, read_write> Scr: array<vec4<f32>>;  // per-workgroup scratch, WS vec4s each
+// With SAMPLE (a generation step): each row's sampling parameters (sampling.ts; its step counter
+// advances) and the output [steps, N] ids then [steps, N] log-prob bits (generate.ts).
+@group(0) @binding(12) var<storage, read_write> params: array<RowParams>;
+@group(0) @binding(13) var<storage, read_write> Out: array<u32>;
+
+// ---------------------------------------------------------------------------------------------
+// SAMPLE: after the LM head, lane r samples row r as sampling_lane.wgsl does (the same code, so
+// the same ids and log-probs bit for bit), stores the id and log-prob at this step's place in
+// Out, and advances the row as decode.wgsl's advance does: its next input is the sampled id, its
+// position moves by one (clamped to the cache) and so does its sampling step. A generation step
+// is then one dispatch, not three. No repetition-penalty history (generate passes none).
+
+override SAMPLE: bool = false;
+
+var<private> shape: Shape;                    // rows, vocab; no history, no flags
+var<private> hist_ids: array<u32, 1>;         // (no history: never read)
+var<private> hist_counts: array<u32, 1>;
+var<workgroup> seen: array<atomic<u32>, 1>;   // (no penalty without history: never touched)
+
+//! include sampling_lane_core
+
+fn finish(row: u32, id: u32, z: f32, m: f32, log_z: f32, log_zt: f32) {
+  Out[p.step * p.rows + row] = id;
+  Out[(p.steps + p.step) * p.rows + row] = bitcast<u32>(z - m - log_z);
+  Ids[row] = id;
+  Meta[row].y = min(Meta[row].y + 1u, p.P - 1u);
+  params[row].step += 1u;
+}
 
 // The workgroup's arrays live in its WS vec4s of Scr, at these offsets (set first thing):
 //   sRes [R, C4] the residual stream of the rows     sX [R, C4] normalized rows (projection input)
@@ -459,8 +488,17 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     let acc = project(p.head, c0, p.V4 - 1u, 0u);
     for (var j = 0u; j < CG; j++) {
       for (var r = 0u; r < R; r++) {
-        if (valid(g, r) && c0 + j < p.V4) { Logits[rowOf(g, r) * p.V4 + c0 + j] = acc[r * CG + j]; }
+        if (valid(g, r) && c0 + j < p.V4) { X4[rowOf(g, r) * p.V4 + c0 + j] = acc[r * CG + j]; }
       }
+    }
+  }
+
+  if (SAMPLE) {
+    storageBarrier(); workgroupBarrier(); // the rows' logits
+    shape = Shape(p.rows, 4u * p.V4, 0u, 0u);
+    for (var r = lid; r < rc; r += WG) {
+      let row = rowOf(g, r);
+      sampleRow(row, params[row]);
     }
   }
 }

@@ -14,8 +14,33 @@ export function registerShaders(sources: Record<string, string>): void {
   }
 }
 
-/** The WGSL text of shaders/<name>.wgsl. */
-export function shaderSource(name: string): Promise<string> {
+/**
+ * A line `//! include NAME` in a shader stands for the text of shaders/NAME.wgsl (once per
+ * shader, resolved recursively): kernels share WGSL functions without copies.
+ */
+const INCLUDE = /^\/\/! include ([A-Za-z0-9_]+)[ \t]*$/gm;
+
+/** The WGSL text of shaders/<name>.wgsl, its includes resolved. */
+export async function shaderSource(name: string): Promise<string> {
+  return await expand(name, new Set([name]));
+}
+
+async function expand(name: string, seen: Set<string>): Promise<string> {
+  const text = await rawSource(name);
+  const names = [...text.matchAll(INCLUDE)].map((m) => m[1]);
+  if (!names.length) return text;
+  const parts = new Map<string, string>();
+  for (const n of names) {
+    if (parts.has(n)) continue;
+    if (seen.has(n)) { parts.set(n, `// (${n} included above)`); continue; }
+    seen.add(n);
+    parts.set(n, await expand(n, seen));
+  }
+  const done = new Set<string>();
+  return text.replace(INCLUDE, (_, n: string) => done.has(n) ? `// (${n} included above)` : (done.add(n), parts.get(n)!));
+}
+
+function rawSource(name: string): Promise<string> {
   const text = registered.get(name);
   if (text !== undefined) return Promise.resolve(text);
   let p = loading.get(name);

@@ -1,8 +1,10 @@
 // The fused decode forward (shaders/decode_forward.wgsl): a small model's whole forward pass for
 // one decode step (every row its own sequence) in one dispatch. GpuModel uses it on CPU adapters,
 // where a tiny model's step is bound by dispatch count rather than arithmetic. Rows' LoRA
-// adapters apply inside it (a kernel variant per rank). Prefill, scoring, training forwards and
-// models that do not fit take the per-op path.
+// adapters apply inside it (a kernel variant per rank). A variant with SAMPLE also samples each
+// row (shaders/sampling_lane_core.wgsl, the lane sampler's own code) and advances it, so that a
+// generation step is one dispatch (Generator). Prefill, scoring, training forwards and models
+// that do not fit take the per-op path.
 
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
@@ -11,6 +13,7 @@ import type { ModelConfig } from "./config.ts";
 import type { BufferRange, GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
 import { LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
+import { laneLoopBound } from "./sampling.ts";
 
 /**
  * The shader's limits (its `const`s of the same names; a test checks they agree): layers in the
@@ -23,9 +26,22 @@ const { MAXL, MAXR, MAXCG, MAXT, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
 /** Words of the shader's `Layer` struct: 16 offsets and flags, then (offA, strideA, offB, strideB) per LoRA module. */
 const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
 /** Words of the shader's Params before its layer table. */
-const HEADER_WORDS = 16;
+const HEADER_WORDS = 20;
 /** Storage bindings of the kernel (the adapter's maxStorageBuffersPerShaderStage must allow them). */
-const STORAGE_BINDINGS = 11;
+const STORAGE_BINDINGS = 13;
+
+/** What a generation step that samples inside the kernel needs (DecodeForwardKernel.encode). */
+export interface DecodeSampleStep {
+  /** Each row's sampling parameters, [N, PARAM_WORDS] (sampling.ts); their step counters advance. */
+  params: GPUBuffer;
+  /** [steps, N] sampled ids, then [steps, N] log-prob bits (generate.ts). */
+  out: GPUBuffer;
+  /** This step's place in out, and how many out holds. */
+  step: number;
+  steps: number;
+}
+
+const variantKey = (rank4: number, sample: boolean) => `${rank4}${sample ? ":sample" : ""}`;
 
 export interface DecodeForwardOptions {
   /**
@@ -145,8 +161,11 @@ export function decodeForwardUnfit(
 }
 
 export class DecodeForwardKernel {
-  /** Kernels by (LoRA rank/4, 0 without), each ascending by the most rows it takes. */
-  private kernels = new Map<number, Promise<[number, Kernel][]>>();
+  /**
+   * Kernels by variant key (LoRA rank/4, 0 without; and whether it samples), each ascending by
+   * the most rows it takes.
+   */
+  private kernels = new Map<string, Promise<[number, Kernel][]>>();
 
   private constructor(
     private gpu: Gpu,
@@ -160,11 +179,21 @@ export class DecodeForwardKernel {
     private shader: string,
     /** Every workgroup's scratch: at most `slots` workgroups of the largest kernel's WS vec4s. */
     private scratch: GPUBuffer,
-  ) {}
+    private sampleFits: boolean,
+  ) {
+    this.unusedSampleBuffers = [gpu.zeros(8, "decode_forward.unused0"), gpu.zeros(8, "decode_forward.unused1")];
+    this.noAdapters = gpu.zeros(4, "decode_forward.noAdapters");
+  }
 
-  /** Frees the scratch buffer (the model's destroy calls it). */
+  /** Bound as AdapterOf when no adapters are attached. */
+  private noAdapters: GPUBuffer;
+
+  /** Bound in place of the sampling buffers by plain forward steps. */
+  private unusedSampleBuffers: [GPUBuffer, GPUBuffer];
+
+  /** Frees the kernel's buffers (the model's destroy calls it). */
   destroy() {
-    this.scratch.destroy();
+    for (const b of [this.scratch, this.noAdapters, ...this.unusedSampleBuffers]) b.destroy();
   }
 
   /**
@@ -181,40 +210,55 @@ export class DecodeForwardKernel {
     const rows = opts.rows !== undefined ? [opts.rows] : [4];
     if (opts.rows === undefined && slots > 4 * cores && !decodeForwardUnfit(c, cachePositions, params, limits, { ...opts, rows: 8 })) rows.push(8);
     const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), opts.shader ?? "decode_forward",
-      gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"));
+      gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"),
+      rows.every((R) => decodeForwardLoopBound(c, cachePositions, R, wg, columnGroups(c, opts)) + laneLoopBound(c.vocabSize, 0) <= LOOP_LIMIT));
     await k.prepare(null);
     return k;
   }
 
-  /** Compiles the variant for these adapters (null: none), once. */
-  prepare(lora: LoraLayout | null): Promise<unknown> {
-    const rank4 = lora ? lora.cfg.rank / 4 : 0;
-    let k = this.kernels.get(rank4);
+  /**
+   * Compiles the variant for these adapters (null: none), once; `sample`: the one that also
+   * samples and advances each row (a generation step, see encode).
+   */
+  prepare(lora: LoraLayout | null, sample = false): Promise<unknown> {
+    const rank4 = lora ? lora.cfg.rank / 4 : 0, key = variantKey(rank4, sample);
+    let k = this.kernels.get(key);
     if (!k) {
       k = Promise.all(this.rows.map(async (R) =>
         [R, await this.gpu.kernel({
           shader: this.shader,
           entry: "decode_forward",
-          bindings: ["uniform", ...Array(5).fill("read-only-storage"), "storage", "storage", "storage", "read-only-storage", "read-only-storage", "storage"],
-          constants: { WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4), SU: R * 3 * Math.max(1, rank4) },
+          bindings: ["uniform", "read-only-storage", "storage", "storage", "read-only-storage", "read-only-storage", "storage", "storage", "storage", "read-only-storage", "read-only-storage", "storage", "storage", "storage"],
+          constants: {
+            WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4),
+            SU: R * 3 * Math.max(1, rank4), SAMPLE: sample ? 1 : 0,
+          },
         })] as [number, Kernel]
       ));
-      this.kernels.set(rank4, k);
-      k.then((ks) => this.ready.set(rank4, ks), () => this.kernels.delete(rank4));
+      this.kernels.set(key, k);
+      k.then((ks) => this.ready.set(key, ks), () => this.kernels.delete(key));
     }
     return k;
   }
 
-  private ready = new Map<number, [number, Kernel][]>();
+  private ready = new Map<string, [number, Kernel][]>();
 
-  /** Whether `prepare` has finished for these adapters. */
-  readyFor(lora: LoraAdapters | null): boolean {
-    return this.ready.has(lora ? lora.layout.cfg.rank / 4 : 0);
+  /** Whether `prepare` has finished for these adapters (and for sampling steps, `sample`). */
+  readyFor(lora: LoraAdapters | null, sample = false): boolean {
+    return this.ready.has(variantKey(lora ? lora.layout.cfg.rank / 4 : 0, sample));
+  }
+
+  /**
+   * Whether generation steps over this vocabulary may sample inside the kernel: the lane
+   * sampler's loops and the forward's together must stay under llvmpipe's loop cap.
+   */
+  canSample(): boolean {
+    return this.sampleFits;
   }
 
   /** The kernel and rows per workgroup for a step of N rows: a workgroup per core where rows allow. */
-  private pick(N: number, rank4: number): { kernel: Kernel; rows: number } {
-    const ks = this.ready.get(rank4)!;
+  private pick(N: number, key: string): { kernel: Kernel; rows: number } {
+    const ks = this.ready.get(key)!;
     const want = Math.max(1, Math.ceil(N / this.cores));
     const [R, kernel] = ks.find(([r]) => r >= want) ?? ks[ks.length - 1];
     return { kernel, rows: Math.min(R, want) };
@@ -229,10 +273,13 @@ export class DecodeForwardKernel {
   encode(
     rec: Recorder, N: number, params: GpuParams, ids: GPUBuffer, meta: GPUBuffer, cos: GPUBuffer, sin: GPUBuffer,
     kc: GPUBuffer, vc: GPUBuffer, cacheStride: number, logits: BufferRange, lora: LoraAdapters | null,
+    sample: DecodeSampleStep | null = null,
   ) {
     const c = this.config, L = lora?.layout ?? null;
-    const { kernel, rows: rpg } = this.pick(N, L ? L.cfg.rank / 4 : 0);
-    const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], ids];
+    const { kernel, rows: rpg } = this.pick(N, variantKey(L ? L.cfg.rank / 4 : 0, sample !== null));
+    // Without adapters LW and AdapterOf are never read; AdapterOf must not alias Ids (written
+    // with SAMPLE: a buffer bound writable may not be bound again in the dispatch).
+    const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], this.noAdapters];
     // The block is the shader's Params: a per-step header, then the layer table (~6 KiB, the
     // same for every step with these adapters, so built once).
     const block = this.layerTable(L).slice(0);
@@ -241,9 +288,11 @@ export class DecodeForwardKernel {
       ["u32", c.numLayers], ["u32", this.offsets[0]], ["u32", this.offsets[1]], ["u32", this.offsets[2]],
       ["u32", cacheStride / 4], ["u32", c.hiddenSize / 4], ["u32", c.intermediateSize / 4], ["u32", c.vocabSize / 4],
       ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", L ? L.cfg.adapters.length : 0], ["f32", L ? L.scale : 0],
+      ["u32", sample?.step ?? 0], ["u32", sample?.steps ?? 0], ["u32", 0], ["u32", 0],
     ]);
     new Uint8Array(block).set(new Uint8Array(header));
-    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf, this.scratch], [Math.ceil(N / rpg)], block);
+    const [rowParams, out] = sample ? [sample.params, sample.out] : this.unusedSampleBuffers;
+    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf, this.scratch, rowParams, out], [Math.ceil(N / rpg)], block);
   }
 
   private tables = new Map<LoraLayout | null, ArrayBuffer>();

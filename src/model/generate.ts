@@ -68,10 +68,19 @@ export interface GenerateTiming {
   decodeSteps: number;
 }
 
-export class Generator {
-  private constructor(readonly model: GpuModel, readonly sampler: Sampler, private advance: Kernel) {}
+export interface GeneratorOptions {
+  /**
+   * Sample inside the fused decode step where the model has one and the sampler would take its
+   * lane kernel (the same code, so the same tokens): one dispatch a step instead of three
+   * (forward, sample, advance). Default true; tests turn it off to compare.
+   */
+  fuseSampling?: boolean;
+}
 
-  static async create(model: GpuModel): Promise<Generator> {
+export class Generator {
+  private constructor(readonly model: GpuModel, readonly sampler: Sampler, private advance: Kernel, private fuseSampling: boolean) {}
+
+  static async create(model: GpuModel, opts: GeneratorOptions = {}): Promise<Generator> {
     const [sampler, advance] = await Promise.all([
       Sampler.create(model.gpu),
       model.gpu.kernel({
@@ -81,7 +90,7 @@ export class Generator {
         constants: { WG: 64 },
       }),
     ]);
-    return new Generator(model, sampler, advance);
+    return new Generator(model, sampler, advance, opts.fuseSampling ?? true);
   }
 
   /** Sequences one decode batch holds: a KV slot and an activation row each. */
@@ -138,7 +147,8 @@ export class Generator {
     const prefill: ModelRow[] = reqs.flatMap((r, slot) =>
       r.prompt.slice(0, -1).map((token, pos) => ({ token, slot, pos, adapter: r.adapter }))
     );
-    await m.prepareDecode(); // once per model and adapter rank: the fused decode step, where it applies
+    // Once per model and adapter rank: the fused decode step, where it applies.
+    await m.prepareDecode({ sample: this.fuseSampling });
     const t0 = performance.now();
     if (prefill.length) await m.forward(prefill, []);
     if (opts.timing) await gpu.sync();
@@ -156,9 +166,15 @@ export class Generator {
     // The first decode step feeds each prompt's last token at its position.
     m.writeRows(reqs.map((r, slot) => ({ token: r.prompt[r.prompt.length - 1], slot, pos: r.prompt.length - 1, adapter: r.adapter })), reqs.map((_, i) => i));
     gpu.write(params, packSamplingParams(reqs.map((r, i) => ({ ...r.sampling, seed: r.sampling?.seed ?? 0, sequence: r.sequence ?? i, step: 0 }))));
-    // S chained steps, recorded once and replayed: forward, sample, then save and advance.
+    // S chained steps, recorded once and replayed: forward, sample, then save and advance; or
+    // all three in the fused step's one dispatch.
+    const fused = this.fuseSampling && m.canSampleInStep && this.sampler.variantFor(V) === "lane";
     const rec = gpu.recorder("decode steps");
     for (let s = 0; s < S; s++) {
+      if (fused) {
+        m.encodeSampleStep(rec, B, { params, out, step: s, steps: S });
+        continue;
+      }
       m.encodeForward(rec, B, B, true); // a decode step: one row per slot, all logits
       this.sampler.encode(rec, { rows: B, vocab: V, logits: m.logitsBuffer, params, ids, logprobs });
       const adv = packUniform([["u32", B], ["u32", m.maxLen], ["u32", PARAM_WORDS], ["u32", s], ["u32", S]]);

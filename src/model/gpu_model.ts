@@ -18,7 +18,7 @@ import { ropeTable } from "./rope_table.ts";
 import { SplitKernels } from "./split_kernels.ts";
 import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
-import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit, decodeLoraUnfit } from "./decode_forward.ts";
+import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit, decodeLoraUnfit, type DecodeSampleStep } from "./decode_forward.ts";
 import type { BufferRange } from "./gpu_params.ts";
 
 export interface ModelRow {
@@ -221,13 +221,37 @@ export class GpuModel {
    * Compiles the fused decode forward where this model uses it, for the LoRA adapters attached
    * now (a no-op otherwise, and once per variant). Until then decode steps take the per-op path:
    * the kernel is large (seconds to compile on llvmpipe the first time), so models that never
-   * decode never pay for it.
+   * decode never pay for it. `sample`: also the variant that samples inside the step
+   * (encodeSampleStep), where the lane sampler's loops fit beside the forward's.
    */
-  async prepareDecode(): Promise<void> {
+  async prepareDecode(opts: { sample?: boolean } = {}): Promise<void> {
     if (!this.fusedDecode) return;
     this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.slots, this.fusedDecode);
     const k = this.decodeKernel = await this.decodeCompile;
-    if (this.lora && !decodeLoraUnfit(this.lora.layout)) await k.prepare(this.lora.layout);
+    const lora = this.lora && !decodeLoraUnfit(this.lora.layout) ? this.lora.layout : null;
+    if (lora) await k.prepare(lora);
+    if (opts.sample && k.canSample() && (lora || !this.lora)) await k.prepare(lora, true);
+  }
+
+  /**
+   * Whether encodeSampleStep can record a generation step as one dispatch now (prepareDecode
+   * with `sample` has compiled it for the attached adapters).
+   */
+  get canSampleInStep(): boolean {
+    return this.decodeKernel?.readyFor(this.lora, true) ?? false;
+  }
+
+  /**
+   * A generation step in one dispatch (canSampleInStep must hold): the fused decode forward of
+   * the N rows in ids/meta (one per slot, as encodeForward's decode), then each row sampled as
+   * the lane sampler does with its parameters in `sample.params` (no history), its id and
+   * log-prob stored at step `sample.step` of `sample.out`, and the row advanced: its next input
+   * id, position and sampling step (generate.ts's chained steps).
+   */
+  encodeSampleStep(rec: Recorder, N: number, sample: DecodeSampleStep) {
+    if (!this.canSampleInStep) throw new KernelArgumentError("encodeSampleStep: call prepareDecode({ sample: true }) first, and check canSampleInStep");
+    const s = this.scratch, kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
+    this.decodeKernel!.encode(rec, N, this.params, s.ids, s.meta, this.cos, this.sin, kc, vc, this.cacheStride, this.logitRange(N), this.lora, sample);
   }
 
   p(t: ParamTensor | null): BufferRef {

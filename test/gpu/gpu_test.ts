@@ -7,6 +7,7 @@ import {
   Gpu,
   packUniform,
   registerShaders,
+  shaderSource,
   sizeClass,
 } from "../../src/gpu/mod.ts";
 import { noAdapterAdvice } from "../../src/gpu/errors.ts";
@@ -46,6 +47,21 @@ Deno.test("GPU layer on the real adapter", async (t) => {
         "ShaderCompileError",
       );
       assert(/f32|u32|float|abstract|type/i.test(err.message), `diagnostics should come from the compiler: ${err.message}`);
+    });
+
+    await t.step("`//! include NAME` lines take the named shader's text, once per shader", async () => {
+      registerShaders({
+        "inc_leaf.wgsl": "fn leaf() -> u32 { return 7u; }",
+        "inc_mid.wgsl": "//! include inc_leaf\nfn mid() -> u32 { return leaf() + 1u; }",
+        "inc_top.wgsl": "//! include inc_mid\n//! include inc_leaf\n//! include inc_mid\nfn top() -> u32 { return mid() + leaf(); }",
+      });
+      const src = await shaderSource("inc_top");
+      assertEquals(src.match(/fn leaf\(/g)?.length, 1, src);
+      assertEquals(src.match(/fn mid\(/g)?.length, 1, src);
+      assert(!src.includes("//! include"), src);
+      // The lane sampler is built this way: its shared core ends up in the module once.
+      const lane = await shaderSource("sampling_lane");
+      assertEquals(lane.match(/\nfn sampleRow\(/g)?.length, 1);
     });
 
     await t.step("a missing entry point raises PipelineCreationError", async () => {

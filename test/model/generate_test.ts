@@ -10,6 +10,7 @@ import { GpuModel } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { referenceGreedy, referenceLogprobs } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
+import { LORA_MODULES, LoraAdapters, LoraLayout } from "../../src/model/lora.ts";
 
 async function tiny(name: string): Promise<ModelWeights> {
   const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${name}.json`, import.meta.url)));
@@ -148,6 +149,42 @@ Deno.test("generation", async (t) => {
         g[0].logprobs.forEach((v, i) => assert(Math.abs(v - scored[i]) < 1e-3, `sampled logprob ${i}: ${v} vs ${scored[i]}`));
       } finally {
         model.destroy();
+      }
+    });
+
+    await t.step("sampling inside the fused decode step gives the tokens and log-probs of the three-dispatch step", async () => {
+      const w = await tiny("tiny-llama");
+      const layout = new LoraLayout(w.config, { rank: 4, alpha: 8, targets: [...LORA_MODULES], adapters: ["a", "b"] });
+      const data = new Float32Array(layout.totalFloats).map((_, i) => Math.sin(i * 0.37) * 0.2);
+      const sampling = [
+        { temperature: 0 }, { temperature: 0.8, seed: 4 }, { temperature: 1.2, topK: 5, seed: 5 },
+        { temperature: 0.9, topP: 0.7, seed: 6 }, { temperature: 1, topK: 40, topP: 0.95, seed: 7 },
+      ];
+      const prompts = [P1, P2, P3, [257, 5, 6], [257, 200, 201, 202, 203]];
+      for (const withLora of [false, true]) {
+        const runs = [];
+        for (const fuseSampling of [false, true]) {
+          const model = await GpuModel.create(gpu, w, { slots: 5, maxLen: 40 });
+          try {
+            if (withLora) model.attachLora(await LoraAdapters.create(gpu, layout, 256, data));
+            const gen = await Generator.create(model, { fuseSampling });
+            const reqs = prompts.map((prompt, i) => ({
+              prompt, maxNewTokens: 9 + i, sampling: sampling[i], stopIds: i === 2 ? [258] : undefined,
+              adapter: withLora ? [0, 1, -1, 1, 0][i] : undefined,
+            }));
+            const all = await gen.generate(reqs);
+            const chunked = await gen.generate(reqs, { stepsPerSync: 3 });
+            assertEquals(chunked, all, "chained steps per readback do not change the samples");
+            // On CPU adapters (where the fused decode runs) the fused variant must really be used.
+            if (fuseSampling && gpu.adapterClass === "cpu") assert(model.canSampleInStep, "the sampling step was compiled");
+            if (!fuseSampling) assert(!model.canSampleInStep);
+            runs.push(all);
+          } finally {
+            model.destroy();
+          }
+        }
+        assertEquals(runs[1], runs[0], withLora ? "with LoRA adapters" : "base model");
+        assert(runs[0].some((r) => new Set(r.ids).size > 2), "the samples vary (or the check proves little)");
       }
     });
   } finally {
