@@ -38,7 +38,7 @@ struct Params {
   layers: u32, embed: u32, finalNorm: u32, head: u32,
   cacheStride: u32, C4: u32, I4: u32, V4: u32,
   Q4: u32, rpg: u32, adapters: u32, loraScale: f32, // Q4 = NH·D4; rpg rows per workgroup (≤ R)
-  step: u32, steps: u32, _p0: u32, _p1: u32,        // with SAMPLE: this step of `steps` chained
+  step: u32, steps: u32, inner: u32, _p1: u32,      // with SAMPLE: steps step.. step + inner − 1 of `steps`
   layer: array<Layer, MAXL>,
 }
 
@@ -105,9 +105,11 @@ var<workgroup> seen: array<atomic<u32>, 1>;   // (no penalty without history: ne
 
 //! include sampling_lane_core
 
+var<private> curStep: u32; // the generation step being run (p.step + the dispatch's iteration)
+
 fn finish(row: u32, id: u32, z: f32, m: f32, log_z: f32, log_zt: f32) {
-  Out[p.step * p.rows + row] = id;
-  Out[(p.steps + p.step) * p.rows + row] = bitcast<u32>(z - m - log_z);
+  Out[curStep * p.rows + row] = id;
+  Out[(p.steps + curStep) * p.rows + row] = bitcast<u32>(z - m - log_z);
   Ids[row] = id;
   Meta[row].y = min(Meta[row].y + 1u, p.P - 1u);
   params[row].step += 1u;
@@ -247,25 +249,13 @@ fn normRow(r: u32, w: u32) {
   for (var k = 0u; k < p.C4; k++) { Scr[o_sX + r * p.C4 + k] = Scr[o_sRes + r * p.C4 + k] * rstd * W[w + k]; }
 }
 
-@compute @workgroup_size(WG)
-fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let g = wid.x;
+// One step of the workgroup g's rows: the forward (and with SAMPLE, sampling and advancing).
+fn forwardStep(g: u32, lid: u32) {
   let G = NH / KV;
   let Q4 = NH * D4;
   let K4 = KV * D4;
   let half4 = D4 / 2u;
 
-  var at = g * WS;
-  o_sRes = at; at += SC;
-  o_sX = at; at += SC;
-  o_sQ = at; at += SQ;
-  o_sK = at; at += SKV;
-  o_sV = at; at += SKV;
-  o_sH = at; at += SI;
-  o_pAcc = at; at += SPACC;
-  o_sU = at; at += SU;
-  rc = min(p.rpg, p.rows - g * p.rpg);
-  wgId = g;
   // The embedding rows of the input tokens.
   for (var i = lid; i < rc * p.C4; i += WG) {
     let r = i / p.C4;
@@ -498,7 +488,32 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     shape = Shape(p.rows, 4u * p.V4, 0u, 0u);
     for (var r = lid; r < rc; r += WG) {
       let row = rowOf(g, r);
+      pen_at = 0xffffffffu;
       sampleRow(row, params[row]);
     }
+  }
+}
+
+// With SAMPLE, p.inner chained generation steps (steps p.step .. p.step + p.inner − 1): a
+// workgroup's rows depend only on themselves, so it takes them from step to step without
+// waiting for other workgroups, and the per-dispatch cost is paid once for all of them.
+@compute @workgroup_size(WG)
+fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x;
+  var at = g * WS;
+  o_sRes = at; at += SC;
+  o_sX = at; at += SC;
+  o_sQ = at; at += SQ;
+  o_sK = at; at += SKV;
+  o_sV = at; at += SKV;
+  o_sH = at; at += SI;
+  o_pAcc = at; at += SPACC;
+  o_sU = at; at += SU;
+  rc = min(p.rpg, p.rows - g * p.rpg);
+  wgId = g;
+  for (var it = 0u; it < max(p.inner, 1u); it++) {
+    curStep = p.step + it;
+    forwardStep(g, lid);
+    storageBarrier(); workgroupBarrier(); // the next step reads the rows' ids, positions and caches
   }
 }

@@ -6,6 +6,7 @@
 // generation step is one dispatch (Generator). Prefill, scoring, training forwards and models
 // that do not fit take the per-op path.
 
+import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
@@ -39,6 +40,8 @@ export interface DecodeSampleStep {
   /** This step's place in out, and how many out holds. */
   step: number;
   steps: number;
+  /** Steps this dispatch runs, step .. step + count − 1 (default 1; at most stepsPerDispatch). */
+  count?: number;
 }
 
 const variantKey = (rank4: number, sample: boolean) => `${rank4}${sample ? ":sample" : ""}`;
@@ -179,7 +182,12 @@ export class DecodeForwardKernel {
     private shader: string,
     /** Every workgroup's scratch: at most `slots` workgroups of the largest kernel's WS vec4s. */
     private scratch: GPUBuffer,
-    private sampleFits: boolean,
+    /**
+     * Generation steps one dispatch may chain (encode's sample.count): llvmpipe's loop cap
+     * counts every loop iteration of an invocation over the whole dispatch, so the worst case
+     * of a step (forward and lane sampler) divides it. 0: sampling steps do not fit.
+     */
+    readonly stepsPerDispatch: number,
   ) {
     this.unusedSampleBuffers = [gpu.zeros(8, "decode_forward.unused0"), gpu.zeros(8, "decode_forward.unused1")];
     this.noAdapters = gpu.zeros(4, "decode_forward.noAdapters");
@@ -211,7 +219,7 @@ export class DecodeForwardKernel {
     if (opts.rows === undefined && slots > 4 * cores && !decodeForwardUnfit(c, cachePositions, params, limits, { ...opts, rows: 8 })) rows.push(8);
     const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), opts.shader ?? "decode_forward",
       gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"),
-      rows.every((R) => decodeForwardLoopBound(c, cachePositions, R, wg, columnGroups(c, opts)) + laneLoopBound(c.vocabSize, 0) <= LOOP_LIMIT));
+      Math.floor(LOOP_LIMIT / Math.max(...rows.map((R) => decodeForwardLoopBound(c, cachePositions, R, wg, columnGroups(c, opts)) + laneLoopBound(c.vocabSize, 0) + 1))));
     await k.prepare(null);
     return k;
   }
@@ -249,11 +257,11 @@ export class DecodeForwardKernel {
   }
 
   /**
-   * Whether generation steps over this vocabulary may sample inside the kernel: the lane
-   * sampler's loops and the forward's together must stay under llvmpipe's loop cap.
+   * Whether generation steps may sample inside the kernel: the lane sampler's loops and the
+   * forward's together must stay under llvmpipe's loop cap.
    */
   canSample(): boolean {
-    return this.sampleFits;
+    return this.stepsPerDispatch > 0;
   }
 
   /** The kernel and rows per workgroup for a step of N rows: a workgroup per core where rows allow. */
@@ -276,6 +284,10 @@ export class DecodeForwardKernel {
     sample: DecodeSampleStep | null = null,
   ) {
     const c = this.config, L = lora?.layout ?? null;
+    const count = sample?.count ?? 1;
+    if (sample && !(Number.isInteger(count) && count >= 1 && count <= this.stepsPerDispatch && sample.step + count <= sample.steps)) {
+      throw new KernelArgumentError(`decode step: ${count} chained steps from step ${sample.step} of ${sample.steps} (at most ${this.stepsPerDispatch} a dispatch)`);
+    }
     const { kernel, rows: rpg } = this.pick(N, variantKey(L ? L.cfg.rank / 4 : 0, sample !== null));
     // Without adapters LW and AdapterOf are never read; AdapterOf must not alias Ids (written
     // with SAMPLE: a buffer bound writable may not be bound again in the dispatch).
@@ -288,7 +300,7 @@ export class DecodeForwardKernel {
       ["u32", c.numLayers], ["u32", this.offsets[0]], ["u32", this.offsets[1]], ["u32", this.offsets[2]],
       ["u32", cacheStride / 4], ["u32", c.hiddenSize / 4], ["u32", c.intermediateSize / 4], ["u32", c.vocabSize / 4],
       ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", L ? L.cfg.adapters.length : 0], ["f32", L ? L.scale : 0],
-      ["u32", sample?.step ?? 0], ["u32", sample?.steps ?? 0], ["u32", 0], ["u32", 0],
+      ["u32", sample?.step ?? 0], ["u32", sample?.steps ?? 0], ["u32", sample?.count ?? 1], ["u32", 0],
     ]);
     new Uint8Array(block).set(new Uint8Array(header));
     const [rowParams, out] = sample ? [sample.params, sample.out] : this.unusedSampleBuffers;

@@ -167,12 +167,14 @@ export class Generator {
     m.writeRows(reqs.map((r, slot) => ({ token: r.prompt[r.prompt.length - 1], slot, pos: r.prompt.length - 1, adapter: r.adapter })), reqs.map((_, i) => i));
     gpu.write(params, packSamplingParams(reqs.map((r, i) => ({ ...r.sampling, seed: r.sampling?.seed ?? 0, sequence: r.sequence ?? i, step: 0 }))));
     // S chained steps, recorded once and replayed: forward, sample, then save and advance; or
-    // all three in the fused step's one dispatch.
+    // all three in the fused step's dispatch, which chains up to sampleStepsPerDispatch steps.
     const fused = this.fuseSampling && m.canSampleInStep && this.sampler.variantFor(V) === "lane";
     const rec = gpu.recorder("decode steps");
     for (let s = 0; s < S; s++) {
       if (fused) {
-        m.encodeSampleStep(rec, B, { params, out, step: s, steps: S });
+        const count = Math.min(S - s, m.sampleStepsPerDispatch);
+        m.encodeSampleStep(rec, B, { params, out, step: s, steps: S, count });
+        s += count - 1;
         continue;
       }
       m.encodeForward(rec, B, B, true); // a decode step: one row per slot, all logits

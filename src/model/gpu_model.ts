@@ -241,12 +241,18 @@ export class GpuModel {
     return this.decodeKernel?.readyFor(this.lora, true) ?? false;
   }
 
+  /** Generation steps one encodeSampleStep may chain in its dispatch (its `count`). */
+  get sampleStepsPerDispatch(): number {
+    return this.canSampleInStep ? this.decodeKernel!.stepsPerDispatch : 0;
+  }
+
   /**
    * A generation step in one dispatch (canSampleInStep must hold): the fused decode forward of
    * the N rows in ids/meta (one per slot, as encodeForward's decode), then each row sampled as
    * the lane sampler does with its parameters in `sample.params` (no history), its id and
    * log-prob stored at step `sample.step` of `sample.out`, and the row advanced: its next input
-   * id, position and sampling step (generate.ts's chained steps).
+   * id, position and sampling step (generate.ts's chained steps); `sample.count` such steps
+   * (at most sampleStepsPerDispatch), each workgroup taking its rows through all of them.
    */
   encodeSampleStep(rec: Recorder, N: number, sample: DecodeSampleStep) {
     if (!this.canSampleInStep) throw new KernelArgumentError("encodeSampleStep: call prepareDecode({ sample: true }) first, and check canSampleInStep");

@@ -176,7 +176,11 @@ Deno.test("generation", async (t) => {
             const chunked = await gen.generate(reqs, { stepsPerSync: 3 });
             assertEquals(chunked, all, "chained steps per readback do not change the samples");
             // On CPU adapters (where the fused decode runs) the fused variant must really be used.
-            if (fuseSampling && gpu.adapterClass === "cpu") assert(model.canSampleInStep, "the sampling step was compiled");
+            if (fuseSampling && gpu.adapterClass === "cpu") {
+              assert(model.canSampleInStep, "the sampling step was compiled");
+              // 9-13 steps in one dispatch, or 3 per dispatch when chained 3 per readback.
+              assert(model.sampleStepsPerDispatch >= 13, `${model.sampleStepsPerDispatch} steps per dispatch`);
+            }
             if (!fuseSampling) assert(!model.canSampleInStep);
             runs.push(all);
           } finally {
