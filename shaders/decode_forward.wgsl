@@ -17,7 +17,7 @@
 // heads, KV kv heads (G = NH/KV per kv head), V = 4·V4 vocabulary, P cache positions per slot.
 // W binds every parameter, found at the vec4 offsets in p. Caches Kc, Vc hold layer l's
 // [S, KV, P, D] cache at vec4 offset l·p.cacheStride (layout of rope.wgsl's rope_store).
-// Meta [N] (slot, pos); Ids [N] input tokens; Cos/Sin [maxPos, D/2] (rope_table.ts);
+// Meta [N] (slot, pos); Ids [N] input tokens; Rope the cos and sin tables [maxPos, D/2] (rope_table.ts);
 // X4 the logits [N, V].
 
 struct Layer {
@@ -38,7 +38,8 @@ struct Params {
   layers: u32, embed: u32, finalNorm: u32, head: u32,
   cacheStride: u32, C4: u32, I4: u32, V4: u32,
   Q4: u32, rpg: u32, adapters: u32, loraScale: f32, // Q4 = NH·D4; rpg rows per workgroup (≤ R)
-  step: u32, steps: u32, inner: u32, _p1: u32,      // with SAMPLE: steps step.. step + inner − 1 of `steps`
+  step: u32, steps: u32, inner: u32, sinAt: u32,    // decode_sample: steps step.. step + inner − 1 of `steps`;
+                                                    // sinAt: where Rope's sines start (vec4s)
   layer: array<Layer, MAXL>,
 }
 
@@ -74,29 +75,27 @@ const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_f
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> W: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> Meta: array<vec2<u32>>; // written with SAMPLE
+@group(0) @binding(2) var<storage, read_write> Meta: array<vec2<u32>>; // written by decode_sample
 @group(0) @binding(3) var<storage, read_write> Ids: array<u32>;
-@group(0) @binding(4) var<storage, read> Cos: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read> Sin: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> Kc: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read_write> Vc: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read_write> X4: array<vec4<f32>>;       // the logits [N, V]
-@group(0) @binding(9) var<storage, read> LW: array<vec4<f32>>;       // LoRA parameters (lora.ts)
-@group(0) @binding(10) var<storage, read> AdapterOf: array<u32>;    // [N]; ≥ p.adapters: none
-@group(0) @binding(11) var<storage, read_write> Scr: array<vec4<f32>>;  // per-workgroup scratch, WS vec4s each
-// With SAMPLE (a generation step): each row's sampling parameters (sampling.ts; its step counter
-// advances) and the output [steps, N] ids then [steps, N] log-prob bits (generate.ts).
-@group(0) @binding(12) var<storage, read_write> params: array<RowParams>;
-@group(0) @binding(13) var<storage, read_write> Out: array<u32>;
+@group(0) @binding(4) var<storage, read> Rope: array<vec4<f32>>;     // cos [maxPos, D/2], then sin at p.sinAt
+@group(0) @binding(5) var<storage, read_write> Kc: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> Vc: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> X4: array<vec4<f32>>;       // the logits [N, V]
+@group(0) @binding(8) var<storage, read> LW: array<vec4<f32>>;       // LoRA parameters (lora.ts)
+@group(0) @binding(9) var<storage, read> AdapterOf: array<u32>;     // [N]; ≥ p.adapters: none
+@group(0) @binding(10) var<storage, read_write> Scr: array<vec4<f32>>;  // per-workgroup scratch, WS vec4s each
+// decode_sample only (a generation step): each row's sampling parameters (sampling.ts; its step
+// counter advances) and the output [steps, N] ids then [steps, N] log-prob bits (generate.ts).
+// The plain forward binds 10 storage buffers, SwiftShader's limit in Chromium; these make 12.
+@group(0) @binding(11) var<storage, read_write> params: array<RowParams>;
+@group(0) @binding(12) var<storage, read_write> Out: array<u32>;
 
 // ---------------------------------------------------------------------------------------------
-// SAMPLE: after the LM head, lane r samples row r as sampling_lane.wgsl does (the same code, so
-// the same ids and log-probs bit for bit), stores the id and log-prob at this step's place in
-// Out, and advances the row as decode.wgsl's advance does: its next input is the sampled id, its
-// position moves by one (clamped to the cache) and so does its sampling step. A generation step
-// is then one dispatch, not three. No repetition-penalty history (generate passes none).
-
-override SAMPLE: bool = false;
+// decode_sample: after the LM head, lane r samples row r as sampling_lane.wgsl does (the same
+// code, so the same ids and log-probs bit for bit), stores the id and log-prob at this step's
+// place in Out, and advances the row as decode.wgsl's advance does: its next input is the sampled
+// id, its position moves by one (clamped to the cache) and so does its sampling step. A generation
+// step is then one dispatch, not three. No repetition-penalty history (generate passes none).
 
 var<private> shape: Shape;                    // rows, vocab; no history, no flags
 var<private> hist_ids: array<u32, 1>;         // (no history: never read)
@@ -249,7 +248,7 @@ fn normRow(r: u32, w: u32) {
   for (var k = 0u; k < p.C4; k++) { Scr[o_sX + r * p.C4 + k] = Scr[o_sRes + r * p.C4 + k] * rstd * W[w + k]; }
 }
 
-// One step of the workgroup g's rows: the forward (and with SAMPLE, sampling and advancing).
+// One forward of the workgroup g's rows (setup first): logits into X4.
 fn forwardStep(g: u32, lid: u32) {
   let G = NH / KV;
   let Q4 = NH * D4;
@@ -325,8 +324,8 @@ fn forwardStep(g: u32, lid: u32) {
         for (var d = 0u; d < D4; d++) { hv[d] = hv[d] * rstd * W[nw + d]; }
       }
       for (var d = 0u; d < half4; d++) {
-        let c = Cos[pos * half4 + d];
-        let s = Sin[pos * half4 + d];
+        let c = Rope[pos * half4 + d];
+        let s = Rope[p.sinAt + pos * half4 + d];
         let x1 = hv[d];
         let x2 = hv[d + half4];
         hv[d] = x1 * c - x2 * s;
@@ -482,24 +481,10 @@ fn forwardStep(g: u32, lid: u32) {
       }
     }
   }
-
-  if (SAMPLE) {
-    storageBarrier(); workgroupBarrier(); // the rows' logits
-    shape = Shape(p.rows, 4u * p.V4, 0u, 0u);
-    for (var r = lid; r < rc; r += WG) {
-      let row = rowOf(g, r);
-      pen_at = 0xffffffffu;
-      sampleRow(row, params[row]);
-    }
-  }
 }
 
-// With SAMPLE, p.inner chained generation steps (steps p.step .. p.step + p.inner − 1): a
-// workgroup's rows depend only on themselves, so it takes them from step to step without
-// waiting for other workgroups, and the per-dispatch cost is paid once for all of them.
-@compute @workgroup_size(WG)
-fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let g = wid.x;
+// The workgroup's scratch offsets and rows (first thing in both entry points).
+fn setup(g: u32) {
   var at = g * WS;
   o_sRes = at; at += SC;
   o_sX = at; at += SC;
@@ -511,9 +496,33 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   o_sU = at; at += SU;
   rc = min(p.rpg, p.rows - g * p.rpg);
   wgId = g;
+}
+
+// A decode step's forward: logits [N, V] into X4.
+@compute @workgroup_size(WG)
+fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  setup(wid.x);
+  forwardStep(wid.x, lid);
+}
+
+// p.inner chained generation steps (steps p.step .. p.step + p.inner − 1), each the forward,
+// then sampling and advancing every row: a workgroup's rows depend only on themselves, so it
+// takes them from step to step without waiting for other workgroups, and the per-dispatch cost
+// is paid once for all of them.
+@compute @workgroup_size(WG)
+fn decode_sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x;
+  setup(g);
+  shape = Shape(p.rows, 4u * p.V4, 0u, 0u);
   for (var it = 0u; it < max(p.inner, 1u); it++) {
     curStep = p.step + it;
     forwardStep(g, lid);
+    storageBarrier(); workgroupBarrier(); // the rows' logits
+    for (var r = lid; r < rc; r += WG) {
+      let row = rowOf(g, r);
+      pen_at = 0xffffffffu;
+      sampleRow(row, params[row]);
+    }
     storageBarrier(); workgroupBarrier(); // the next step reads the rows' ids, positions and caches
   }
 }

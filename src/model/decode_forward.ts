@@ -1,19 +1,20 @@
 // The fused decode forward (shaders/decode_forward.wgsl): a small model's whole forward pass for
 // one decode step (every row its own sequence) in one dispatch. GpuModel uses it on CPU adapters,
 // where a tiny model's step is bound by dispatch count rather than arithmetic. Rows' LoRA
-// adapters apply inside it (a kernel variant per rank). A variant with SAMPLE also samples each
-// row (shaders/sampling_lane_core.wgsl, the lane sampler's own code) and advances it, so that a
-// generation step is one dispatch (Generator). Prefill, scoring, training forwards and models
+// adapters apply inside it (a kernel variant per rank). Its entry point decode_sample also
+// samples each row (shaders/sampling_lane_core.wgsl, the lane sampler's own code) and advances
+// it, for several generation steps in one dispatch (Generator). Prefill, scoring, training forwards and models
 // that do not fit take the per-op path.
 
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import type { ModelConfig } from "./config.ts";
 import type { BufferRange, GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
 import { LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
+import { ropeTable } from "./rope_table.ts";
 import { laneLoopBound } from "./sampling.ts";
 
 /**
@@ -28,8 +29,16 @@ const { MAXL, MAXR, MAXCG, MAXT, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
 const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
 /** Words of the shader's Params before its layer table. */
 const HEADER_WORDS = 20;
-/** Storage bindings of the kernel (the adapter's maxStorageBuffersPerShaderStage must allow them). */
-const STORAGE_BINDINGS = 13;
+/**
+ * Storage bindings of the forward (the adapter's maxStorageBuffersPerShaderStage must allow
+ * them; SwiftShader in Chromium allows 10), and of decode_sample.
+ */
+const STORAGE_BINDINGS = 10;
+const SAMPLE_STORAGE_BINDINGS = 12;
+const FORWARD_BINDINGS: readonly BindingKind[] = [
+  "uniform", "read-only-storage", "storage", "storage", "read-only-storage", "storage", "storage", "storage",
+  "read-only-storage", "read-only-storage", "storage",
+];
 
 /** What a generation step that samples inside the kernel needs (DecodeForwardKernel.encode). */
 export interface DecodeSampleStep {
@@ -188,20 +197,19 @@ export class DecodeForwardKernel {
      * of a step (forward and lane sampler) divides it. 0: sampling steps do not fit.
      */
     readonly stepsPerDispatch: number,
+    /** The cos and sin tables one binding: cos [maxPos, D/2], then sin at sinAt floats. */
+    private rope: GPUBuffer,
+    private sinAt: number,
   ) {
-    this.unusedSampleBuffers = [gpu.zeros(8, "decode_forward.unused0"), gpu.zeros(8, "decode_forward.unused1")];
     this.noAdapters = gpu.zeros(4, "decode_forward.noAdapters");
   }
 
   /** Bound as AdapterOf when no adapters are attached. */
   private noAdapters: GPUBuffer;
 
-  /** Bound in place of the sampling buffers by plain forward steps. */
-  private unusedSampleBuffers: [GPUBuffer, GPUBuffer];
-
   /** Frees the kernel's buffers (the model's destroy calls it). */
   destroy() {
-    for (const b of [this.scratch, this.noAdapters, ...this.unusedSampleBuffers]) b.destroy();
+    for (const b of [this.scratch, this.noAdapters, this.rope]) b.destroy();
   }
 
   /**
@@ -217,9 +225,17 @@ export class DecodeForwardKernel {
     const limits = { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes };
     const rows = opts.rows !== undefined ? [opts.rows] : [4];
     if (opts.rows === undefined && slots > 4 * cores && !decodeForwardUnfit(c, cachePositions, params, limits, { ...opts, rows: 8 })) rows.push(8);
+    // The RoPE tables as rope_table.ts makes them for the model (the same floats), in one binding.
+    const rt = ropeTable(c.headDim, c.ropeTheta, cachePositions);
+    const sinAt = Math.ceil(rt.cos.length / 4) * 4;
     const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), opts.shader ?? "decode_forward",
       gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"),
-      Math.floor(LOOP_LIMIT / Math.max(...rows.map((R) => decodeForwardLoopBound(c, cachePositions, R, wg, columnGroups(c, opts)) + laneLoopBound(c.vocabSize, 0) + 1))));
+      gpu.device.limits.maxStorageBuffersPerShaderStage < SAMPLE_STORAGE_BINDINGS ? 0 : Math.floor(
+        LOOP_LIMIT / Math.max(...rows.map((R) => decodeForwardLoopBound(c, cachePositions, R, wg, columnGroups(c, opts)) + laneLoopBound(c.vocabSize, 0) + 1)),
+      ),
+      gpu.upload(new Float32Array([...rt.cos, ...new Float32Array(sinAt - rt.cos.length), ...rt.sin]), "decode_forward.rope"),
+      sinAt,
+    );
     await k.prepare(null);
     return k;
   }
@@ -235,11 +251,11 @@ export class DecodeForwardKernel {
       k = Promise.all(this.rows.map(async (R) =>
         [R, await this.gpu.kernel({
           shader: this.shader,
-          entry: "decode_forward",
-          bindings: ["uniform", "read-only-storage", "storage", "storage", "read-only-storage", "read-only-storage", "storage", "storage", "storage", "read-only-storage", "read-only-storage", "storage", "storage", "storage"],
+          entry: sample ? "decode_sample" : "decode_forward",
+          bindings: sample ? [...FORWARD_BINDINGS, "storage", "storage"] : FORWARD_BINDINGS,
           constants: {
             WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4),
-            SU: R * 3 * Math.max(1, rank4), SAMPLE: sample ? 1 : 0,
+            SU: R * 3 * Math.max(1, rank4),
           },
         })] as [number, Kernel]
       ));
@@ -279,7 +295,7 @@ export class DecodeForwardKernel {
    * between layers' caches in kc and vc.
    */
   encode(
-    rec: Recorder, N: number, params: GpuParams, ids: GPUBuffer, meta: GPUBuffer, cos: GPUBuffer, sin: GPUBuffer,
+    rec: Recorder, N: number, params: GpuParams, ids: GPUBuffer, meta: GPUBuffer,
     kc: GPUBuffer, vc: GPUBuffer, cacheStride: number, logits: BufferRange, lora: LoraAdapters | null,
     sample: DecodeSampleStep | null = null,
   ) {
@@ -289,8 +305,8 @@ export class DecodeForwardKernel {
       throw new KernelArgumentError(`decode step: ${count} chained steps from step ${sample.step} of ${sample.steps} (at most ${this.stepsPerDispatch} a dispatch)`);
     }
     const { kernel, rows: rpg } = this.pick(N, variantKey(L ? L.cfg.rank / 4 : 0, sample !== null));
-    // Without adapters LW and AdapterOf are never read; AdapterOf must not alias Ids (written
-    // with SAMPLE: a buffer bound writable may not be bound again in the dispatch).
+    // Without adapters LW and AdapterOf are never read; AdapterOf must not alias Ids (writable
+    // storage: a buffer bound writable may not be bound read-only in the same dispatch).
     const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], this.noAdapters];
     // The block is the shader's Params: a per-step header, then the layer table (~6 KiB, the
     // same for every step with these adapters, so built once).
@@ -300,11 +316,11 @@ export class DecodeForwardKernel {
       ["u32", c.numLayers], ["u32", this.offsets[0]], ["u32", this.offsets[1]], ["u32", this.offsets[2]],
       ["u32", cacheStride / 4], ["u32", c.hiddenSize / 4], ["u32", c.intermediateSize / 4], ["u32", c.vocabSize / 4],
       ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", L ? L.cfg.adapters.length : 0], ["f32", L ? L.scale : 0],
-      ["u32", sample?.step ?? 0], ["u32", sample?.steps ?? 0], ["u32", sample?.count ?? 1], ["u32", 0],
+      ["u32", sample?.step ?? 0], ["u32", sample?.steps ?? 0], ["u32", count], ["u32", this.sinAt / 4],
     ]);
     new Uint8Array(block).set(new Uint8Array(header));
-    const [rowParams, out] = sample ? [sample.params, sample.out] : this.unusedSampleBuffers;
-    rec.dispatch(kernel, [null, params.buffers[0], meta, ids, cos, sin, kc, vc, logits, lw, adapterOf, this.scratch, rowParams, out], [Math.ceil(N / rpg)], block);
+    const bindings = [null, params.buffers[0], meta, ids, this.rope, kc, vc, logits, lw, adapterOf, this.scratch];
+    rec.dispatch(kernel, sample ? [...bindings, sample.params, sample.out] : bindings, [Math.ceil(N / rpg)], block);
   }
 
   private tables = new Map<LoraLayout | null, ArrayBuffer>();

@@ -257,7 +257,7 @@ export class GpuModel {
   encodeSampleStep(rec: Recorder, N: number, sample: DecodeSampleStep) {
     if (!this.canSampleInStep) throw new KernelArgumentError("encodeSampleStep: call prepareDecode({ sample: true }) first, and check canSampleInStep");
     const s = this.scratch, kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-    this.decodeKernel!.encode(rec, N, this.params, s.ids, s.meta, this.cos, this.sin, kc, vc, this.cacheStride, this.logitRange(N), this.lora, sample);
+    this.decodeKernel!.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora, sample);
   }
 
   p(t: ParamTensor | null): BufferRef {
@@ -382,7 +382,7 @@ export class GpuModel {
     if (decode && nSel !== N) throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
     if (decode && this.decodeKernel?.readyFor(this.lora)) {
       const kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, this.cos, this.sin, kc, vc, this.cacheStride, this.logitRange(N), this.lora);
+      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora);
       return;
     }
     const embed = this.params.chunks(lay.embed);

@@ -176,6 +176,9 @@ Deno.test("fused decode forward", async (t) => {
       assert(decodeForwardUnfit(cfg({ head_dim: 128 }), 64, one, limits)?.includes("attention registers"));
       assert(decodeForwardUnfit(cfg({ vocab_size: 263 }), 64, one, limits)?.includes("vocabulary 263"));
       assert(decodeForwardUnfit(cfg({ num_hidden_layers: 33 }), 64, one, limits)?.includes("33 layers"));
+      // Ten storage buffers, SwiftShader's limit in Chromium, hold the forward.
+      assertEquals(decodeForwardUnfit(cfg({}), 64, one, { ...limits, maxStorageBuffers: 10 }), null);
+      assert(decodeForwardUnfit(cfg({}), 64, one, { ...limits, maxStorageBuffers: 9 })?.includes("10 storage buffers"));
       // Only the attention chunks' maxima and sums are workgroup memory (the rest is scratch).
       assert(decodeForwardUnfit(cfg({}), 64, one, { ...limits, maxWorkgroupBytes: 128 })?.includes("workgroup memory"));
       assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), 64, one, limits)?.includes("loop iterations"));

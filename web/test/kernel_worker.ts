@@ -6,6 +6,7 @@ import { Gpu } from "../../src/gpu/mod.ts";
 import { createOps } from "../../src/ops/mod.ts";
 import { type CaseResult, runKernelCases } from "../../test/ops/cases.ts";
 import { samplingCases } from "../../test/model/sampling_cases.ts";
+import { decodeCases } from "../../test/model/decode_cases.ts";
 import { runtimeKind } from "../../src/runtime.ts";
 
 const api = {
@@ -20,6 +21,14 @@ const api = {
           results.push({ name: `sampling: ${c.name}`, ratio, ok: ratio <= 1 });
         } catch (e) {
           results.push({ name: `sampling: ${c.name}`, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
+        }
+      }
+      for (const c of decodeCases()) {
+        try {
+          const ratio = await c.run(gpu);
+          results.push({ name: `decode: ${c.name}`, ratio, ok: ratio <= 1 });
+        } catch (e) {
+          results.push({ name: `decode: ${c.name}`, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
         }
       }
       return { runtime: runtimeKind(), adapter: gpu.describe(), results };

@@ -1,0 +1,95 @@
+// Decode cases that run on any adapter, in Deno and in the browser's kernel worker: the fused
+// decode step (where the adapter takes it) against the per-op path and the float64 reference,
+// and generation with sampling inside the step (where the adapter allows it) against the
+// three-dispatch step. Each returns a tolerance ratio (≤ 1 passes; exact checks return 0 or ∞).
+
+import type { Gpu } from "../../src/gpu/mod.ts";
+import { parseModelConfig } from "../../src/model/config.ts";
+import { Generator } from "../../src/model/generate.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
+import { initModel } from "../../src/model/init.ts";
+import { referenceForward } from "../../src/model/reference.ts";
+import type { ModelWeights } from "../../src/model/weights.ts";
+import { toleranceRatio } from "../../src/ops/reference.ts";
+
+export interface DecodeCase {
+  name: string;
+  run(gpu: Gpu): Promise<number>;
+}
+
+/** tiny-llama's shape (configs/models/tiny-llama.json), random weights. */
+function tinyLlama(): ModelWeights {
+  return initModel(parseModelConfig({
+    model_type: "llama", vocab_size: 264, hidden_size: 64, intermediate_size: 192, num_hidden_layers: 2,
+    num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, rms_norm_eps: 1e-5, rope_theta: 10000,
+    max_position_embeddings: 1024, tie_word_embeddings: true, bos_token_id: 257, eos_token_id: 258,
+  }), { seed: 9, std: 0.3, normNoise: 0.2 });
+}
+
+const SEQS = [[257, 5, 9, 14, 3, 77, 101], [257, 200, 1, 7], [257, 33, 33, 33, 8, 90]];
+
+/** Logits of each decode step (teacher-forced) after a 2-token prefill, per-op or fused. */
+async function decodeLogits(gpu: Gpu, w: ModelWeights, decodeVariant: "fused" | "ops"): Promise<Float32Array[]> {
+  const model = await GpuModel.create(gpu, w, { slots: SEQS.length, maxLen: 16, decodeVariant });
+  try {
+    await model.prepareDecode();
+    await model.forward(SEQS.flatMap((s, slot) => s.slice(0, 2).map((token, pos) => ({ token, slot, pos }))), []);
+    const out: Float32Array[] = [];
+    for (let pos = 2; pos < Math.max(...SEQS.map((s) => s.length)); pos++) {
+      const live = SEQS.map((s, slot) => ({ s, slot })).filter(({ s }) => pos < s.length);
+      const rows = live.map(({ s, slot }) => ({ token: s[pos], slot, pos }));
+      model.writeRows(rows, rows.map((_, i) => i));
+      const rec = gpu.recorder("decode step");
+      model.encodeForward(rec, rows.length, rows.length, true);
+      rec.submit();
+      out.push(await gpu.readFloat32(model.logitsBuffer, rows.length * w.config.vocabSize));
+    }
+    return out;
+  } finally {
+    model.destroy();
+  }
+}
+
+export function decodeCases(): DecodeCase[] {
+  return [
+    {
+      name: "decode steps: the default path (fused on CPU adapters that fit it) equals the per-op path and the reference",
+      async run(gpu) {
+        const w = tinyLlama(), V = w.config.vocabSize;
+        const ops = await decodeLogits(gpu, w, "ops");
+        const dflt = await decodeLogits(gpu, w, gpu.adapterClass === "cpu" ? "fused" : "ops");
+        const refs = SEQS.map((s) => referenceForward(w, s).logits);
+        let worst = 0;
+        dflt.forEach((step, k) => {
+          const pos = k + 2;
+          SEQS.map((s, i) => ({ s, i })).filter(({ s }) => pos < s.length).forEach(({ i }, r) => {
+            const got = step.subarray(r * V, (r + 1) * V);
+            worst = Math.max(worst, toleranceRatio(got, refs[i].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3));
+            worst = Math.max(worst, toleranceRatio(got, ops[k].subarray(r * V, (r + 1) * V), 1e-4, 1e-4));
+          });
+        });
+        return worst;
+      },
+    },
+    {
+      name: "generation: sampling inside the fused step gives the three-dispatch step's tokens and log-probs",
+      async run(gpu) {
+        const w = tinyLlama();
+        const reqs = SEQS.map((prompt, i) => ({
+          prompt, maxNewTokens: 6 + i, sequence: i,
+          sampling: [{ temperature: 0 }, { temperature: 0.9, topK: 8, seed: 2 }, { temperature: 1.1, topP: 0.8, seed: 3 }][i],
+        }));
+        const results = [];
+        for (const fuseSampling of [false, true]) {
+          const model = await GpuModel.create(gpu, w, { slots: SEQS.length, maxLen: 24 });
+          try {
+            results.push(await (await Generator.create(model, { fuseSampling })).generate(reqs));
+          } finally {
+            model.destroy();
+          }
+        }
+        return JSON.stringify(results[0]) === JSON.stringify(results[1]) ? 0 : Infinity;
+      },
+    },
+  ];
+}
