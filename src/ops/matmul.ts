@@ -45,7 +45,7 @@ export interface MatmulVariant {
 }
 
 /** Register tiles with a grouped A·Bᵀ entry in shaders/matmul_group.wgsl (gen_matmul_reg.ts). */
-export const GROUP_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [8, 8]];
+export const GROUP_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [8, 8], [8, 16]];
 
 function hasGroupEntry(v: MatmulVariant): boolean {
   return v.kind === "reg" && GROUP_TILES.some(([r, c]) => r === v.r && c === v.c);

@@ -67,6 +67,9 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  * - decode A·Bᵀ: narrower workgroups, a tie on 1024-wide shapes and faster on a tiny model's
  *   (8 rows against 32–264 outputs: r8c8_wg8x1 542 µs vs r8c8_wg16x1 868 over five shapes;
  *   1 row: r1c8_wg32x1 549 vs r1c8_wg64x1 837);
+ * - decode A·Bᵀ at 8 rows: r8c16 in the dot form (one float per output, gen_matmul_reg.ts's
+ *   ntDotForm), also grouped (q/k/v, gate/up): 8 rows against the ~30M preset's projections
+ *   (2-core EPYC, 2026-11-25, one interleaved run) 14.9–20.0 GFLOPS against 12.2–15.7 for r8c8;
  * - decode A·Bᵀ at 16–32 rows (the ~30M preset's projections, 2-core EPYC, idle, 2026-11-25):
  *   row tiles that fit the rows, 16×16 at 16 rows (21–23 GFLOPS against 14–15 for r8c8/r8c16 on
  *   512–2816 outputs) and 32×16 at 32 (27–28 against 15; 24 rows: 19–21 against 14–17 for 16×16).
@@ -81,7 +84,7 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
       "tn:square": "r32c16_wg8x1",
       "nn:small": "r16c8_wg8x1",
       "tn:small": "r16c8_wg8x1",
-      "nt:skinny": "r8c8_wg8x1",
+      "nt:skinny": "r8c16_wg8x1",
       "nt:skinny16": "r16c16_wg8x1",
       "nt:skinny32": "r32c16_wg8x1",
       "nt:vector": "r1c8_wg32x1",

@@ -6,7 +6,7 @@
 // file, shaders/matmul_reg_big.wgsl, so kernels that never use them do not parse their ~0.5 MB.
 // Run: deno run -A test/bench/gen_matmul_reg.ts
 
-import { GROUP_TILES, isBigRegTile } from "../../src/ops/matmul.ts";
+import { GROUP_TILES } from "../../src/ops/matmul.ts";
 
 export const REG_TILES: ReadonlyArray<readonly [rows: number, cols: number]> = [
   [1, 4], [1, 8], [2, 8], [4, 4], [4, 8], [8, 4], [8, 8], [8, 16], [16, 8],
@@ -141,12 +141,21 @@ function ntLines(R: number, Cc: number, o: NtTile): string[] {
   return L;
 }
 
-// Big tiles take the dot form: an R×C tile holds R·C floats rather than 4·R·C.
+/**
+ * Tiles of 128 outputs or more take the dot form: an R×C tile then holds R·C floats rather than
+ * 4·R·C, which llvmpipe would spill. 8 rows against the ~30M preset's projections (2-core EPYC,
+ * one interleaved run): r8c16 in dot form 14.9–20.0 GFLOPS, r8c16 fma 13.2–16.5, r8c8 fma (the
+ * previous decode pick) 12.2–15.7.
+ */
+export function ntDotForm(R: number, Cc: number): boolean {
+  return R * Cc >= 128;
+}
+
 function nt(R: number, Cc: number): string {
   return [
     sig(`nt_r${R}c${Cc}`),
     ...ntLines(R, Cc, {
-      pad: "  ", tile: "wid.x", M: "p.M", N: "p.N", K: "p.K", B: "B", batched: true, dot: isBigRegTile(R, Cc),
+      pad: "  ", tile: "wid.x", M: "p.M", N: "p.N", K: "p.K", B: "B", batched: true, dot: ntDotForm(R, Cc),
       epilogue: ["let cB = wid.z * p.strideC;"], store: (r, c, v) => `put(cB, row0 + ${r}u, col0 + ${c}u, ${v});`,
     }),
     `}`,
@@ -204,7 +213,7 @@ override WGY: u32 = 1u;
 function ntGroup(R: number, Cc: number): string {
   const part = (g: number, tile: string) =>
     ntLines(R, Cc, {
-      pad: "    ", tile, M: "gp.M", N: `gp.N${g}`, K: "gp.K", B: `B${g}`, batched: false, dot: false, epilogue: [],
+      pad: "    ", tile, M: "gp.M", N: `gp.N${g}`, K: "gp.K", B: `B${g}`, batched: false, dot: ntDotForm(R, Cc), epilogue: [],
       store: (r, c, v) => `if (row0 + ${r}u < gp.M && col0 + ${c}u < gp.N${g}) { C${g}[(row0 + ${r}u) * gp.N${g} + col0 + ${c}u] = ${v}; }`,
     });
   return [

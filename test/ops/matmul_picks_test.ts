@@ -17,7 +17,7 @@ Deno.test("matmulPicks: llvmpipe's driver picks override the CPU class's, nothin
     assertEquals(llvmpipe[`${form}:square`], "r32c16_wg8x1");
   }
   assertEquals(llvmpipe["nn:small"], "r16c8_wg8x1");
-  assertEquals(llvmpipe["nt:skinny"], "r8c8_wg8x1");
+  assertEquals(llvmpipe["nt:skinny"], "r8c16_wg8x1");
   assertEquals(llvmpipe["nt:skinny16"], "r16c16_wg8x1");
   assertEquals(llvmpipe["nt:skinny32"], "r32c16_wg8x1");
   assertEquals(llvmpipe["nn:skinny"], MATMUL_TUNING.cpu["nn:skinny"]);
@@ -106,7 +106,8 @@ Deno.test("grouped A·Bᵀ (q/k/v, gate/up in one dispatch) equals one matmul pe
   try {
     const mm = await Matmul.create(gpu);
     const scratch = gpu.zeros(4);
-    // Rows 1 (vector bucket: r1c8), 8 and 37 (r8c8 tiles), parts not multiples of the tile.
+    // Rows 1 (vector bucket: r1c8), 8 (llvmpipe: r8c16 tiles, dot form) and 37 (r8c8 tiles),
+    // parts not multiples of the tile.
     for (const [M, K, Ns] of [[1, 64, [64, 32, 32]], [8, 36, [13, 7, 20]], [37, 20, [40, 9]], [8, 64, [192]]] as const) {
       const a = seededValues(M * K, 1);
       const A = gpu.upload(a);
