@@ -116,9 +116,10 @@ function sizes(c: ModelConfig, R: number, wg: number) {
 /**
  * An upper bound on the loop iterations one invocation runs in a step. llvmpipe silently ends an
  * invocation's loops after 65535 iterations in all (see model_kernels.ts); loops over the
- * override dims (D4, G, R, NCH) are unrolled and do not count.
+ * override dims (D4, G, R, NCH, CG, RANK4) are unrolled and do not count. `rank4`: rows' LoRA
+ * adapters of rank 4·rank4 on every module (their x·Aᵀ loops).
  */
-export function decodeForwardLoopBound(c: ModelConfig, cachePositions: number, R: number, wg: number, cg = 1): number {
+export function decodeForwardLoopBound(c: ModelConfig, cachePositions: number, R: number, wg: number, cg = 1, rank4 = 0): number {
   const s = sizes(c, R, wg), C4 = c.hiddenSize / 4, I4 = c.intermediateSize / 4, V4 = c.vocabSize / 4;
   const Q4 = c.numHeads * s.D4, K4 = c.numKvHeads * s.D4;
   const per = (n: number) => Math.ceil(n / wg); // iterations of a loop spread over the lanes
@@ -126,7 +127,8 @@ export function decodeForwardLoopBound(c: ModelConfig, cachePositions: number, R
   const norm = per(R) * 3 * C4;
   const layer = norm * 2 + groups(Q4 + 2 * K4) * (C4 + 1) + per(R * (c.numHeads + s.KV)) +
     per(R * s.KV * s.NCH) * (Math.ceil(cachePositions / s.NCH) + 1) + per(R * Q4) + groups(C4) * (Q4 + 1) +
-    groups(I4) * 2 * (C4 + 1) + groups(C4) * (I4 + 1) + 1;
+    groups(I4) * 2 * (C4 + 1) + groups(C4) * (I4 + 1) + 1 +
+    (rank4 ? per(R * rank4) * (5 * (C4 + 1) + (Q4 + 1) + (I4 + 1)) : 0);
   return per(R * C4) + c.numLayers * layer + norm + groups(V4) * (C4 + 1);
 }
 
@@ -191,12 +193,8 @@ export class DecodeForwardKernel {
     private shader: string,
     /** Every workgroup's scratch: at most `slots` workgroups of the largest kernel's WS vec4s. */
     private scratch: GPUBuffer,
-    /**
-     * Generation steps one dispatch may chain (encode's sample.count): llvmpipe's loop cap
-     * counts every loop iteration of an invocation over the whole dispatch, so the worst case
-     * of a step (forward and lane sampler) divides it. 0: sampling steps do not fit.
-     */
-    readonly stepsPerDispatch: number,
+    /** Whether the adapter allows decode_sample's storage bindings. */
+    private sampleBindings: boolean,
     /** The cos and sin tables one binding: cos [maxPos, D/2], then sin at sinAt floats. */
     private rope: GPUBuffer,
     private sinAt: number,
@@ -230,9 +228,7 @@ export class DecodeForwardKernel {
     const sinAt = Math.ceil(rt.cos.length / 4) * 4;
     const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), opts.shader ?? "decode_forward",
       gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"),
-      gpu.device.limits.maxStorageBuffersPerShaderStage < SAMPLE_STORAGE_BINDINGS ? 0 : Math.floor(
-        LOOP_LIMIT / Math.max(...rows.map((R) => decodeForwardLoopBound(c, cachePositions, R, wg, columnGroups(c, opts)) + laneLoopBound(c.vocabSize, 0) + 1)),
-      ),
+      gpu.device.limits.maxStorageBuffersPerShaderStage >= SAMPLE_STORAGE_BINDINGS,
       gpu.upload(new Float32Array([...rt.cos, ...new Float32Array(sinAt - rt.cos.length), ...rt.sin]), "decode_forward.rope"),
       sinAt,
     );
@@ -272,12 +268,25 @@ export class DecodeForwardKernel {
     return this.ready.has(variantKey(lora ? lora.layout.cfg.rank / 4 : 0, sample));
   }
 
+  /** The worst case of a step's loop iterations (decodeForwardLoopBound) over the kernels' rows. */
+  private loopBound(rank4: number): number {
+    return Math.max(...this.rows.map((R) => decodeForwardLoopBound(this.config, this.cachePositions, R, this.wg, this.cg, rank4)));
+  }
+
+  /** Whether rows' adapters of this rank fit the kernel's loops (else they take the per-op path). */
+  loraFits(lora: LoraLayout): boolean {
+    return this.loopBound(lora.cfg.rank / 4) <= LOOP_LIMIT;
+  }
+
   /**
-   * Whether generation steps may sample inside the kernel: the lane sampler's loops and the
-   * forward's together must stay under llvmpipe's loop cap.
+   * Generation steps one dispatch may chain (encode's sample.count) with these adapters: llvmpipe's
+   * loop cap counts every loop iteration of an invocation over the whole dispatch, so the worst
+   * case of a step (forward, adapters, lane sampler) divides it. 0: sampling inside the step
+   * does not fit (or the adapter lacks the bindings).
    */
-  canSample(): boolean {
-    return this.stepsPerDispatch > 0;
+  stepsPerDispatch(lora: LoraLayout | null): number {
+    if (!this.sampleBindings) return 0;
+    return Math.floor(LOOP_LIMIT / (this.loopBound(lora ? lora.cfg.rank / 4 : 0) + laneLoopBound(this.config.vocabSize, 0) + 1));
   }
 
   /** The kernel and rows per workgroup for a step of N rows: a workgroup per core where rows allow. */
@@ -300,9 +309,9 @@ export class DecodeForwardKernel {
     sample: DecodeSampleStep | null = null,
   ) {
     const c = this.config, L = lora?.layout ?? null;
-    const count = sample?.count ?? 1;
-    if (sample && !(Number.isInteger(count) && count >= 1 && count <= this.stepsPerDispatch && sample.step + count <= sample.steps)) {
-      throw new KernelArgumentError(`decode step: ${count} chained steps from step ${sample.step} of ${sample.steps} (at most ${this.stepsPerDispatch} a dispatch)`);
+    const count = sample?.count ?? 1, most = sample ? this.stepsPerDispatch(L) : 1;
+    if (sample && !(Number.isInteger(count) && count >= 1 && count <= most && sample.step + count <= sample.steps)) {
+      throw new KernelArgumentError(`decode step: ${count} chained steps from step ${sample.step} of ${sample.steps} (at most ${most} a dispatch)`);
     }
     const { kernel, rows: rpg } = this.pick(N, variantKey(L ? L.cfg.rank / 4 : 0, sample !== null));
     // Without adapters LW and AdapterOf are never read; AdapterOf must not alias Ids (writable

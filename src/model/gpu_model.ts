@@ -228,9 +228,9 @@ export class GpuModel {
     if (!this.fusedDecode) return;
     this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.slots, this.fusedDecode);
     const k = this.decodeKernel = await this.decodeCompile;
-    const lora = this.lora && !decodeLoraUnfit(this.lora.layout) ? this.lora.layout : null;
+    const lora = this.lora && !decodeLoraUnfit(this.lora.layout) && k.loraFits(this.lora.layout) ? this.lora.layout : null;
     if (lora) await k.prepare(lora);
-    if (opts.sample && k.canSample() && (lora || !this.lora)) await k.prepare(lora, true);
+    if (opts.sample && k.stepsPerDispatch(lora) > 0 && (lora || !this.lora)) await k.prepare(lora, true);
   }
 
   /**
@@ -243,7 +243,7 @@ export class GpuModel {
 
   /** Generation steps one encodeSampleStep may chain in its dispatch (its `count`). */
   get sampleStepsPerDispatch(): number {
-    return this.canSampleInStep ? this.decodeKernel!.stepsPerDispatch : 0;
+    return this.canSampleInStep ? this.decodeKernel!.stepsPerDispatch(this.lora?.layout ?? null) : 0;
   }
 
   /**

@@ -196,6 +196,8 @@ Deno.test("fused decode forward", async (t) => {
       assert(decodeForwardUnfit(deep, 2048, one, limits, { cols: 4 })?.includes("loop iterations"));
       assert(decodeForwardUnfit(deep, 4096, one, limits)?.includes("loop iterations"));
       assert(decodeForwardLoopBound(cfg({}), 64, 4, 16) < decodeForwardLoopBound(cfg({}), 128, 4, 16));
+      // Rows' adapters add their x·Aᵀ loops (a step's bound divides the cap for chained sampling steps).
+      assert(decodeForwardLoopBound(cfg({}), 64, 8, 16, 2, 4) > decodeForwardLoopBound(cfg({}), 64, 8, 16, 2) + 500);
       // Pinned "fused" on a model that does not fit is an error; the default takes the per-op path.
       const big = weights({ ...models[0][1], head_dim: 12, num_attention_heads: 4, num_key_value_heads: 2 });
       await assertThrowsAsync(() => GpuModel.create(gpu, big, { slots: 2, maxLen: 8, decodeVariant: "fused" }), "head_dim 12");
