@@ -15,20 +15,14 @@ const api = {
     try {
       const ops = await createOps(gpu);
       const results: CaseResult[] = await runKernelCases(gpu, ops, thorough);
-      for (const c of samplingCases()) {
-        try {
-          const ratio = await c.run(gpu);
-          results.push({ name: `sampling: ${c.name}`, ratio, ok: ratio <= 1 });
-        } catch (e) {
-          results.push({ name: `sampling: ${c.name}`, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
-        }
-      }
-      for (const c of decodeCases()) {
-        try {
-          const ratio = await c.run(gpu);
-          results.push({ name: `decode: ${c.name}`, ratio, ok: ratio <= 1 });
-        } catch (e) {
-          results.push({ name: `decode: ${c.name}`, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
+      for (const [prefix, cases] of [["sampling", samplingCases()], ["decode", decodeCases()]] as const) {
+        for (const c of cases) {
+          try {
+            const ratio = await c.run(gpu);
+            results.push({ name: `${prefix}: ${c.name}`, ratio, ok: ratio <= 1 });
+          } catch (e) {
+            results.push({ name: `${prefix}: ${c.name}`, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
+          }
         }
       }
       return { runtime: runtimeKind(), adapter: gpu.describe(), results };
