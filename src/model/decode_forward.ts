@@ -3,8 +3,8 @@
 // where a tiny model's step is bound by dispatch count rather than arithmetic. Rows' LoRA
 // adapters apply inside it (a kernel variant per rank). Its entry point decode_sample also
 // samples each row (shaders/sampling_lane_core.wgsl, the lane sampler's own code) and advances
-// it, for several generation steps in one dispatch (Generator). Prefill, scoring, training forwards and models
-// that do not fit take the per-op path.
+// it, for several generation steps in one dispatch (Generator). Prefill, scoring, training
+// forwards and models that do not fit take the per-op path.
 
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
@@ -23,7 +23,7 @@ import { laneLoopBound } from "./sampling.ts";
  * (rows · column groups) and weight rows (4 · column groups), head_dim / 4, query heads per kv
  * head, and a lane's attention registers (G · head_dim / 4 vec4s).
  */
-export const DECODE_FORWARD_LIMITS = { MAXL: 32, MAXR: 16, MAXCG: 4, MAXT: 64, MAXW: 16, MAXD4: 16, MAXG: 8, QLEN: 32 } as const;
+export const DECODE_FORWARD_LIMITS = { MAXL: 32, MAXR: 16, MAXCG: 4, MAXT: 16, MAXW: 16, MAXD4: 16, MAXG: 8, QLEN: 32 } as const;
 const { MAXL, MAXR, MAXCG, MAXT, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
 /** Words of the shader's `Layer` struct: 16 offsets and flags, then (offA, strideA, offB, strideB) per LoRA module. */
 const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
@@ -66,11 +66,12 @@ export interface DecodeForwardOptions {
   rows?: number;
   /**
    * Output columns a lane computes in each projection: 4, 8 or 16 (default 8 where it divides
-   * the hidden, intermediate and kv widths, else 4). On llvmpipe every load costs a scalar access
-   * per lane and component, so a wider tile loads each input vec4 for more columns; past ~16
-   * accumulator vec4s (rows × columns / 4) a lane spills. Measured on llvmpipe (2-core EPYC),
-   * tiny-llama, forward only: 8 columns 10-12% faster than 4 at 8 and 32 rows; 16 columns 1.8×
-   * slower at 8 rows per workgroup, and 16 rows per workgroup slower than 8 at any width.
+   * the hidden, intermediate and kv widths, else 4), with rows × columns / 4 ≤ 16 (a lane's
+   * accumulator vec4s). On llvmpipe every load costs a scalar access per lane and component, so
+   * a wider tile loads each input vec4 for more columns, until the accumulators spill. Measured
+   * on llvmpipe (2-core EPYC), tiny-llama, forward only: 8 columns 10-12% faster than 4 at 8 and
+   * 32 rows; 16 columns (32 accumulators) 1.8× slower at 8 rows per workgroup, and 16 rows per
+   * workgroup slower than 8 at any width; room for 16 accumulators rather than 64: 2-3% faster.
    */
   cols?: number;
   /** The shader's name (default "decode_forward"; the kernel lab registers variants of it). */

@@ -183,6 +183,7 @@ Deno.test("fused decode forward", async (t) => {
       assert(decodeForwardUnfit(cfg({}), 64, one, { ...limits, maxWorkgroupBytes: 128 })?.includes("workgroup memory"));
       assert(decodeForwardUnfit(cfg({ hidden_size: 2048, intermediate_size: 5632 }), 64, one, limits)?.includes("loop iterations"));
       assert(decodeForwardUnfit(cfg({}), 64, one, limits, { cols: 12 })?.includes("columns per lane 12"));
+      assert(decodeForwardUnfit(cfg({}), 64, one, limits, { rows: 8, cols: 16 })?.includes("accumulators"));
       assert(decodeForwardUnfit(cfg({ hidden_size: 68, intermediate_size: 200 }), 64, one, limits, { cols: 8 })?.includes("must divide"));
       assertEquals(decodeForwardUnfit(cfg({ hidden_size: 68, intermediate_size: 200 }), 64, one, limits), null, "the default width divides");
       assert(decodeForwardUnfit(cfg({}), 64, { ...one, anySplit: true }, limits)?.includes("one storage binding"));
