@@ -64,8 +64,9 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  * - small A·B and Aᵀ·B: r16c8_wg8x1 (a tiny model's 320-row training chunks: 8.4 vs 19.1 ms and
  *   4.3 vs 8.7 ms over the lab's small shapes; RL update phase 2.8–4.4 s vs 3.7–8.2 s); small
  *   A·Bᵀ keeps r8c8_wg8x1 (8.6 vs 8.2 ms, a tie);
- * - decode A·Bᵀ: narrower workgroups, a tie on 1024-wide shapes and faster on a tiny model's
- *   (8 rows against 32–264 outputs: r8c8_wg8x1 542 µs vs r8c8_wg16x1 868 over five shapes;
+ * - decode A·Bᵀ: narrower workgroups (measured with the r8c8 tiles picked then), a tie on
+ *   1024-wide shapes and faster on a tiny model's (8 rows against 32–264 outputs: r8c8_wg8x1
+ *   542 µs vs r8c8_wg16x1 868 over five shapes;
  *   1 row: r1c8_wg32x1 549 vs r1c8_wg64x1 837);
  * - decode A·Bᵀ at 8 rows: r8c16 in the dot form (one float per output, gen_matmul_reg.ts's
  *   ntDotForm), also grouped (q/k/v, gate/up): 8 rows against the ~30M preset's projections
