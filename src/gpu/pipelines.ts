@@ -5,7 +5,11 @@
 import { PipelineCreationError, ShaderCompileError } from "./errors.ts";
 import { shaderSource } from "./shaders.ts";
 
-export type BindingKind = "uniform" | "storage" | "read-only-storage";
+/**
+ * Binding kinds: buffers, or "texture": a 2D-array float texture read with textureLoad
+ * (rgba32float and other unfilterable formats; the weight textures of model/weight_textures.ts).
+ */
+export type BindingKind = "uniform" | "storage" | "read-only-storage" | "texture";
 
 /** What a kernel is: one entry point of one WGSL file with its binding list. */
 export interface KernelSpec {
@@ -46,6 +50,9 @@ async function compileModule(device: GPUDevice, name: string, code: string): Pro
 }
 
 function layoutEntry(kind: BindingKind, binding: number): GPUBindGroupLayoutEntry {
+  if (kind === "texture") {
+    return { binding, visibility: GPUShaderStage.COMPUTE, texture: { sampleType: "unfilterable-float", viewDimension: "2d-array" } };
+  }
   return {
     binding,
     visibility: GPUShaderStage.COMPUTE,

@@ -10,11 +10,24 @@ import { activeProfiler } from "./profiler.ts";
 
 type Workgroups = readonly [number, number?, number?];
 
+/** A texture bound to a "texture" slot: its 2D-array view, and an id naming it in bind-group keys. */
+export interface TextureBinding {
+  readonly view: GPUTextureView;
+  readonly id: string;
+}
+
+/** What a dispatch binds per slot: a buffer range, a texture, or null for the uniform block. */
+export type Binding = BufferRef | TextureBinding | null;
+
+function isTexture(b: Binding): b is TextureBinding {
+  return b !== null && "view" in b && "id" in b;
+}
+
 interface DispatchCmd {
   kind: "dispatch";
   kernel: Kernel;
   /** null marks the slot filled from the uniform arena. */
-  bindings: (BufferRef | null)[];
+  bindings: Binding[];
   workgroups: [number, number, number];
   uniformOffset: number;
   uniformSize: number;
@@ -140,7 +153,7 @@ export class Recorder {
    * Adds one dispatch. `bindings` follow the kernel's binding list; a "uniform" slot is filled
    * from `uniform` (a packed std140-style block) automatically when given as null.
    */
-  dispatch(kernel: Kernel, bindings: (BufferRef | null)[], workgroups: Workgroups, uniform?: ArrayBuffer): this {
+  dispatch(kernel: Kernel, bindings: Binding[], workgroups: Workgroups, uniform?: ArrayBuffer): this {
     const kinds = kernel.spec.bindings;
     if (bindings.length !== kinds.length) {
       throw new KernelArgumentError(`${kernel.key}: expected ${kinds.length} bindings, got ${bindings.length}`);
@@ -158,6 +171,9 @@ export class Recorder {
     bindings.forEach((b, i) => {
       if (!b && (kinds[i] !== "uniform" || !uniform)) {
         throw new KernelArgumentError(`${kernel.key}: binding ${i} is null but no uniform block was given for it`);
+      }
+      if (b && isTexture(b) !== (kinds[i] === "texture")) {
+        throw new KernelArgumentError(`${kernel.key}: binding ${i} is a ${kinds[i]} slot, given a ${isTexture(b) ? "texture" : "buffer"}`);
       }
     });
     if (wg[0] * wg[1] * wg[2] > 0) {
@@ -210,11 +226,14 @@ export class Recorder {
   }
 
   private encodeDispatch(c: DispatchCmd, arena: GPUBuffer | null, groups: Map<string, GPUBindGroup>): EncodedDispatch {
-    const ranges = c.bindings.map((b) => b ? resolveRange(b) : { buffer: arena!, offset: c.uniformOffset, size: c.uniformSize });
-    const key = `${c.kernel.key}|${ranges.map((r) => `${bufferId(r.buffer)}:${r.offset}:${r.size}`).join(",")}`;
+    const ranges = c.bindings.map((b) => isTexture(b) ? b : b ? resolveRange(b) : { buffer: arena!, offset: c.uniformOffset, size: c.uniformSize });
+    const key = `${c.kernel.key}|${ranges.map((r) => "view" in r ? `t${r.id}` : `${bufferId(r.buffer)}:${r.offset}:${r.size}`).join(",")}`;
     let bindGroup = groups.get(key);
     if (!bindGroup) {
-      const entries: GPUBindGroupEntry[] = ranges.map((r, i) => ({ binding: i, resource: { buffer: r.buffer, offset: r.offset, size: r.size } }));
+      const entries: GPUBindGroupEntry[] = ranges.map((r, i) => ({
+        binding: i,
+        resource: "view" in r ? r.view : { buffer: r.buffer, offset: r.offset, size: r.size },
+      }));
       bindGroup = this.device.createBindGroup({ layout: c.kernel.layout, entries, label: c.kernel.key });
       groups.set(key, bindGroup);
     }

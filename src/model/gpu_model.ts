@@ -10,7 +10,7 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { bucketsForShapes, createOps, type Ops } from "../ops/mod.ts";
+import { bucketsForShapes, createOps, type Ops, TEXTURE_BUCKETS } from "../ops/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import { type GpuParams, uploadParams } from "./gpu_params.ts";
 import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
@@ -20,6 +20,7 @@ import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weigh
 import type { LoraAdapters } from "./lora.ts";
 import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit, decodeLoraUnfit, type DecodeSampleStep } from "./decode_forward.ts";
 import type { BufferRange } from "./gpu_params.ts";
+import { WeightTextures } from "./weight_textures.ts";
 
 export interface ModelRow {
   token: number;
@@ -51,6 +52,11 @@ export interface GpuModelOptions {
    */
   decodeVariant?: "fused" | "ops";
   decodeForward?: DecodeForwardOptions;
+  /**
+   * Whether per-op decode steps read the projection weights from texture copies
+   * (weight_textures.ts). Default: where the adapter's matmul picks ask for it (llvmpipe).
+   */
+  weightTextures?: boolean;
 }
 
 /** What one layer saves for the backward pass (in inference all layers share one set). */
@@ -126,6 +132,8 @@ export class GpuModel {
     opts: GpuModelOptions,
   ) {
     const c = weights.config;
+    this.useTextures = opts.weightTextures ?? ops.matmul.prefersTextures;
+    this.forceTextures = opts.weightTextures === true;
     this.config = c;
     this.chunkRows = opts.chunkRows ?? 256;
     this.training = opts.training ?? false;
@@ -217,6 +225,40 @@ export class GpuModel {
   private decodeKernel: DecodeForwardKernel | null = null;
   private decodeCompile: Promise<DecodeForwardKernel> | null = null;
 
+  /** Whether per-op decode steps may use weight textures (GpuModelOptions.weightTextures). */
+  private readonly useTextures: boolean;
+  /** Whether GpuModelOptions.weightTextures asked for them on any adapter (default picks). */
+  private readonly forceTextures: boolean;
+  /** The texture copies of the projection weights, made by prepareDecode where used. */
+  private textures: WeightTextures | null = null;
+  private texturesTried = false;
+  /** Counts changes of the parameters (paramsChanged): stale texture copies are not used. */
+  private paramsVersion = 0;
+
+  /**
+   * Tells the model its parameters changed on the GPU (an optimizer step on the full weights):
+   * copies made from them (the weight textures) are stale until the next prepareDecode.
+   */
+  paramsChanged() {
+    this.paramsVersion++;
+  }
+
+  /** The weight textures when current, for a decode step of N rows; else null (storage path). */
+  private decodeTextures(N: number): WeightTextures | null {
+    const t = this.textures;
+    return t && t.version === this.paramsVersion && this.ops.matmul.canUseTextures(N) ? t : null;
+  }
+
+  /** Whether weight textures exist and are as current as the parameters (decode steps use them). */
+  get weightTexturesCurrent(): boolean {
+    return this.textures !== null && this.textures.version === this.paramsVersion;
+  }
+
+  /** Bytes of texture copies of the weights this model holds (0 without). */
+  get weightTextureBytes(): number {
+    return this.textures?.bytes ?? 0;
+  }
+
   /**
    * Compiles the fused decode forward where this model uses it, for the LoRA adapters attached
    * now (a no-op otherwise, and once per variant). Until then decode steps take the per-op path:
@@ -225,6 +267,24 @@ export class GpuModel {
    * (encodeSampleStep), where the lane sampler's loops fit beside the forward's.
    */
   async prepareDecode(opts: { sample?: boolean } = {}): Promise<void> {
+    await this.prepareDecodeForward(opts);
+    // Decode steps the fused kernel does not take run per op: their projections read weight
+    // textures where the adapter wants them, refreshed here if the parameters changed.
+    if (this.useTextures && !this.decodeKernel?.readyFor(this.lora)) {
+      if (!this.texturesTried) {
+        this.texturesTried = true;
+        const rows = Math.min(this.slots, this.chunkRows);
+        const m = this.ops.matmul;
+        await m.prepareTextures(TEXTURE_BUCKETS.filter((b) => bucketsForShapes(rows, [[4096, 4096]]).includes(b)), this.forceTextures);
+        if (Array.from({ length: rows }, (_, i) => i + 1).some((r) => m.canUseTextures(r))) {
+          this.textures = WeightTextures.create(this.gpu, this.weights.layout, this.params);
+        }
+      }
+      if (this.textures && this.textures.version !== this.paramsVersion) this.textures.refresh(this.params, this.paramsVersion);
+    }
+  }
+
+  private async prepareDecodeForward(opts: { sample?: boolean }): Promise<void> {
     if (!this.fusedDecode) return;
     this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.slots, this.fusedDecode);
     const k = this.decodeKernel = await this.decodeCompile;
@@ -269,8 +329,13 @@ export class GpuModel {
    * y [N, out] = x [N, in] · Wᵀ for W stored [out, in]: one matmul, or for a split W one per row
    * chunk into splitTmp, copied into the chunk's columns of y.
    */
-  matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef) {
+  matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef, tex: WeightTextures | null = null) {
     const [out, inp] = w.shape;
+    const tw = tex?.get(w);
+    if (tw) {
+      this.ops.matmul.encodeTexture(rec, { M: N }, x, tw, y);
+      return;
+    }
     const chunks = this.params.chunks(w);
     if (chunks.length === 1) {
       this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp }, x, chunks[0].ref, y);
@@ -283,8 +348,8 @@ export class GpuModel {
   }
 
   /** y [N, out] = x [N, in] · Wᵀ (+ bias): HF Linear with W stored [out, in]. */
-  private linear(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef) {
-    this.matmulWeight(rec, N, x, w, y);
+  private linear(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef, tex: WeightTextures | null) {
+    this.matmulWeight(rec, N, x, w, y, tex);
     this.biasAndLora(rec, N, x, w, bias, y);
   }
 
@@ -299,9 +364,15 @@ export class GpuModel {
    * Several linears of one input (q/k/v, gate/up): their matmuls in one grouped dispatch where
    * the kernels allow (Matmul.encodeGroup; not for split weights), then each bias and LoRA.
    */
-  private linearGroup(rec: Recorder, N: number, x: BufferRef, parts: [ParamTensor, ParamTensor | null, BufferRef][]) {
-    if (parts.some(([w]) => this.params.chunks(w).length !== 1)) {
-      for (const [w, bias, y] of parts) this.linear(rec, N, x, w, bias, y);
+  private linearGroup(rec: Recorder, N: number, x: BufferRef, parts: [ParamTensor, ParamTensor | null, BufferRef][], tex: WeightTextures | null) {
+    const tws = parts.map(([w]) => tex?.get(w) ?? null);
+    if (tws.every((t) => t)) {
+      this.ops.matmul.encodeGroupTexture(rec, N, x, parts.map(([, , y], i) => ({ b: tws[i]!, c: y })), this.scratch.unused);
+      for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
+      return;
+    }
+    if (parts.some(([w]) => this.params.chunks(w).length !== 1) || tws.some((t) => t)) {
+      for (const [w, bias, y] of parts) this.linear(rec, N, x, w, bias, y, tex);
       return;
     }
     const inp = parts[0][0].shape[1];
@@ -316,12 +387,12 @@ export class GpuModel {
   }
 
   /** One decoder layer: res[l] → res[l+1]. */
-  private encodeLayer(rec: Recorder, l: number, N: number) {
+  private encodeLayer(rec: Recorder, l: number, N: number, tex: WeightTextures | null) {
     const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
     const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, KV = c.numKvHeads, I = c.intermediateSize;
     const K = this.kernels;
     K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
-    this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]]);
+    this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]], tex);
     if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
       K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
       K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
@@ -332,11 +403,11 @@ export class GpuModel {
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.training ? a.xmid : this.res[l];
-    this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
+    this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, tex);
     K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
-    this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]]);
+    this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]], tex);
     K.swiglu(rec, N * I, a.gate, a.up, a.h);
-    this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1]);
+    this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1], tex);
   }
 
   /**
@@ -344,16 +415,20 @@ export class GpuModel {
    * to; with from = to (inference) the matmul accumulates into it (beta 1), or for a split W its
    * chunks' product in proj is added in, then the bias and LoRA: the same rounding either way.
    */
-  private residualLinear(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, from: GPUBuffer, to: GPUBuffer) {
+  private residualLinear(
+    rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, from: GPUBuffer, to: GPUBuffer, tex: WeightTextures | null,
+  ) {
     const [out, inp] = w.shape;
     const ew = this.ops.elementwise, proj = this.scratch.proj;
     if (from !== to) {
-      this.linear(rec, N, x, w, bias, proj);
+      this.linear(rec, N, x, w, bias, proj, tex);
       ew.binary(rec, { op: "add", n: N * out }, from, proj, to);
       return;
     }
-    const chunks = this.params.chunks(w);
-    if (chunks.length === 1) {
+    const chunks = this.params.chunks(w), tw = tex?.get(w);
+    if (tw) {
+      this.ops.matmul.encodeTexture(rec, { M: N, beta: 1 }, x, tw, to);
+    } else if (chunks.length === 1) {
       this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp, beta: 1 }, x, chunks[0].ref, to);
     } else {
       this.matmulWeight(rec, N, x, w, proj);
@@ -388,7 +463,8 @@ export class GpuModel {
     const embed = this.params.chunks(lay.embed);
     if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
     else for (const k of embed) this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
-    for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N);
+    const tex = decode ? this.decodeTextures(N) : null;
+    for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, tex);
     if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
     if (!this.training && !decode) {
@@ -398,7 +474,7 @@ export class GpuModel {
       throw new KernelArgumentError(`training forward computes logits for all ${N} rows, not ${nSel}`);
     }
     this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
-    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel));
+    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel), tex);
   }
 
   /** The first rows of the logits buffer: with a large vocabulary the whole buffer can exceed a binding. */
@@ -489,6 +565,7 @@ export class GpuModel {
   destroy() {
     this.params.destroy();
     this.decodeKernel?.destroy();
+    this.textures?.destroy();
     const all = new Set<GPUBuffer>([
       ...Object.values(this.scratch), ...this.acts.flatMap((a) => Object.values(a)), ...this.res,
       ...this.kCache.map((r) => r.buffer), ...this.vCache.map((r) => r.buffer), this.cos, this.sin, ...(this.splitTmp ? [this.splitTmp] : []),

@@ -9,7 +9,7 @@ import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Kernel, KernelSpec } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import { packUniform, type Recorder, type TextureBinding } from "../gpu/recorder.ts";
 import { matmulPicks } from "./tuning.ts";
 
 export type MatmulForm = "nn" | "nt" | "tn";
@@ -71,6 +71,40 @@ export function isBigRegTile(r: number, c: number): boolean {
   return r * c >= 256;
 }
 
+/**
+ * A weight held in an rgba32float 2D-array texture (model/weight_textures.ts) for the texture-form
+ * A·Bᵀ kernels: row n of B [N, K] is texel row n % rowsPerLayer of layer n / rowsPerLayer.
+ */
+export interface TextureWeight {
+  readonly binding: TextureBinding;
+  /** B's rows (N) and columns (K). */
+  readonly rows: number;
+  readonly cols: number;
+  readonly rowsPerLayer: number;
+}
+
+/**
+ * Texture-form tiles (shaders/matmul_tex.wgsl, from gen_matmul_reg.ts's TEX_TILES), each with a
+ * grouped entry in shaders/matmul_tex_group.wgsl.
+ */
+export const TEX_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [1, 16], [4, 16], [8, 16], [8, 32]];
+export const TEX_GROUP_TILES = TEX_TILES;
+
+/** The texture-form kernel of a variant name "r<R>c<C>_wg<X>x<Y>" (a TEX_TILES tile). */
+export function textureSpec(v: MatmulVariant, group = false): KernelSpec {
+  const tiles = group ? TEX_GROUP_TILES : TEX_TILES;
+  if (v.kind !== "reg" || !tiles.some(([r, c]) => r === v.r && c === v.c)) {
+    throw new KernelArgumentError(`matmul variant ${v.name} has no ${group ? "grouped " : ""}texture-form entry`);
+  }
+  const ro = "read-only-storage", rw = "storage";
+  return group
+    ? {
+      shader: "matmul_tex_group", entry: `ntxg_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", "texture", "texture", rw, rw, rw],
+      constants: { WGX: v.wgx!, WGY: v.wgy! },
+    }
+    : { shader: "matmul_tex", entry: `ntx_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", rw], constants: { WGX: v.wgx! , WGY: v.wgy! } };
+}
+
 function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
   return { name: `r${r}c${c}_wg${wgx}x${wgy}`, kind: "reg", r, c, wgx, wgy };
 }
@@ -91,6 +125,17 @@ export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   reg(16, 16, 8), reg(32, 16, 8),
   splitk(1, 64), splitk(4, 64), splitk(8, 64), splitk(1, 32),
 ];
+
+/** Texture-form variants (textureSpec): TEX_TILES tiles with their workgroup widths. */
+export const TEX_VARIANTS: readonly MatmulVariant[] = [
+  reg(1, 8, 32), reg(1, 16, 32), reg(4, 16, 8), reg(8, 16, 8), reg(8, 32, 8),
+];
+
+export function findTextureVariant(name: string): MatmulVariant {
+  const v = TEX_VARIANTS.find((x) => x.name === name);
+  if (!v) throw new KernelArgumentError(`unknown texture-form matmul variant "${name}"; known: ${TEX_VARIANTS.map((x) => x.name).join(", ")}`);
+  return v;
+}
 
 export function findVariant(name: string): MatmulVariant {
   const v = MATMUL_VARIANTS.find((x) => x.name === name);
@@ -236,7 +281,11 @@ export class Matmul {
   /** Grouped A·Bᵀ kernels by variant name (CPU register tiles). */
   private groupKernels = new Map<string, Kernel>();
 
-  private constructor(private adapterClass: AdapterClass, private picks: Record<string, string>) {}
+  /** Texture-form kernels (plain and grouped) by variant name, compiled by prepareTextures. */
+  private texKernels = new Map<string, Kernel>();
+  private texGroupKernels = new Map<string, Kernel>();
+
+  private constructor(private gpu: Gpu, private adapterClass: AdapterClass, private picks: Record<string, string>) {}
 
   /**
    * Compiles the picks for `buckets` (default: all) and the fallback. A shape whose bucket was not
@@ -249,7 +298,7 @@ export class Matmul {
     buckets: readonly ShapeBucket[] = SHAPE_BUCKETS,
   ): Promise<Matmul> {
     const picks: Record<string, string> = { ...matmulPicks(gpu.ctx.info), ...overrides };
-    const m = new Matmul(gpu.adapterClass, picks);
+    const m = new Matmul(gpu, gpu.adapterClass, picks);
     const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
     const needed = new Set<string>();
     for (const form of MATMUL_FORMS) {
@@ -309,7 +358,122 @@ export class Matmul {
     rec.dispatch(k, [null, a, filled[0].b, filled[1].b, filled[2].b, filled[0].c, filled[1].c, filled[2].c], [x, Math.ceil(M / (v.r! * v.wgy!)), 1], u);
   }
 
+  /**
+   * Whether this adapter's picks run decode A·Bᵀ products against weight textures (picks
+   * "ntx:<bucket>"; llvmpipe's, see tuning.ts): the caller then keeps TextureWeights.
+   */
+  get prefersTextures(): boolean {
+    return TEXTURE_BUCKETS.some((b) => this.picks[`ntx:${b}`]);
+  }
+
+  /**
+   * Compiles the texture-form picks (and their grouped entries) for these buckets; once each.
+   * `force`: buckets this adapter has no pick for take TEXTURE_DEFAULT_PICKS (tests, and
+   * GpuModelOptions.weightTextures: true on any adapter).
+   */
+  async prepareTextures(buckets: readonly ShapeBucket[] = TEXTURE_BUCKETS, force = false): Promise<void> {
+    for (const b of buckets) {
+      const dflt = TEXTURE_DEFAULT_PICKS[b];
+      if (force && dflt) this.picks[`ntx:${b}`] ??= dflt;
+    }
+    const names = new Set(buckets.map((b) => this.picks[`ntx:${b}`]).filter((n): n is string => !!n));
+    await Promise.all([...names].map(async (name) => {
+      const v = findTextureVariant(name);
+      if (!this.texKernels.has(name)) this.texKernels.set(name, await this.gpu.kernel(textureSpec(v)));
+      if (TEX_GROUP_TILES.some(([r, c]) => r === v.r && c === v.c) && !this.texGroupKernels.has(name)) {
+        this.texGroupKernels.set(name, await this.gpu.kernel(textureSpec(v, true)));
+      }
+    }));
+  }
+
+  /**
+   * The texture-form variant for M rows, or null where none is picked and compiled. Only the
+   * rows' own bucket counts (no stand-ins): a bucket without a pick keeps the storage form.
+   */
+  textureVariantFor(M: number): MatmulVariant | null {
+    const name = this.picks[`ntx:${shapeBucket({ form: "nt", M, N: 1, K: 4 })}`];
+    return name && this.texKernels.has(name) ? findTextureVariant(name) : null;
+  }
+
+  /** Whether encodeTexture can run M rows (a texture-form kernel is compiled for them). */
+  canUseTextures(M: number): boolean {
+    return this.textureVariantFor(M) !== null;
+  }
+
+  /** C [M, N] = A [M, K] · Bᵀ (+ beta · C) with B a texture weight [N, K]; K % 4 == 0. */
+  encodeTexture(rec: Recorder, shape: { M: number; beta?: number }, a: BufferRef, b: TextureWeight, c: BufferRef): void {
+    const v = this.textureVariantFor(shape.M);
+    if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${shape.M} rows (call prepareTextures)`);
+    encodeTextureWith(rec, this.texKernels.get(v.name)!, v, shape, a, b, c);
+  }
+
+  /**
+   * encodeGroup with texture weights: up to three products sharing A [M, K] in one dispatch, or
+   * one encodeTexture per part where the variant has no grouped entry or the parts' K or
+   * rowsPerLayer differ. `scratch` (≥ 4 bytes, no part's C) is the output of unused slots.
+   */
+  encodeGroupTexture(rec: Recorder, M: number, a: BufferRef, parts: readonly { b: TextureWeight; c: BufferRef }[], scratch: BufferRef): void {
+    if (parts.length === 0 || parts.length > 3) throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
+    const v = this.textureVariantFor(M);
+    if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`);
+    const k = this.texGroupKernels.get(v.name);
+    const { cols: K, rowsPerLayer: H } = parts[0].b;
+    if (!k || parts.length === 1 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H)) {
+      for (const q of parts) this.encodeTexture(rec, { M }, a, q.b, q.c);
+      return;
+    }
+    encodeGroupTextureWith(rec, k, v, M, a, parts, scratch);
+  }
+
   get adapter(): AdapterClass {
     return this.adapterClass;
   }
 }
+
+/** Records a texture-form A·Bᵀ with a given, compiled kernel (textureSpec(v)). */
+export function encodeTextureWith(
+  rec: Recorder, kernel: Kernel, v: MatmulVariant, shape: { M: number; beta?: number }, a: BufferRef, b: TextureWeight, c: BufferRef,
+): void {
+  const { M } = shape, N = b.rows, K = b.cols;
+  if (M <= 0 || N <= 0 || K <= 0 || K % 4) {
+    throw new KernelArgumentError(`matmul texture form: M ${M} and N ${N} must be positive and K ${K} a positive multiple of 4`);
+  }
+  const u = packUniform([
+    ["u32", M], ["u32", N], ["u32", K], ["u32", b.rowsPerLayer],
+    ["f32", 1], ["f32", shape.beta ?? 0], ["f32", 0], ["f32", 0],
+  ]);
+  rec.dispatch(kernel, [null, a, b.binding, c], [Math.ceil(N / (v.c! * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1], u);
+}
+
+/**
+ * Records a grouped texture-form A·Bᵀ with a compiled kernel (textureSpec(v, true)): 2 or 3
+ * parts, every part's K (cols) and rowsPerLayer the same.
+ */
+export function encodeGroupTextureWith(
+  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, parts: readonly { b: TextureWeight; c: BufferRef }[], scratch: BufferRef,
+): void {
+  const { cols: K, rowsPerLayer: H } = parts[0].b;
+  if (parts.length < 2 || parts.length > 3 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H)) {
+    throw new KernelArgumentError("matmul texture group: 2 or 3 parts with the same K and rows per layer");
+  }
+  if (M <= 0 || K % 4) throw new KernelArgumentError(`matmul texture group: M ${M} must be positive and K ${K} a multiple of 4`);
+  const cols = v.c! * v.wgx!;
+  const tiles = parts.map((q) => Math.ceil(q.b.rows / cols));
+  const filled = [0, 1, 2].map((i) => parts[i] ?? { b: { ...parts[0].b, rows: 0 }, c: scratch });
+  const u = packUniform([
+    ["u32", M], ["u32", K], ["u32", filled[0].b.rows], ["u32", filled[1].b.rows],
+    ["u32", filled[2].b.rows], ["u32", tiles[0]], ["u32", tiles[1] ?? 0], ["u32", H],
+  ]);
+  const x = tiles.reduce((s, t) => s + t, 0);
+  rec.dispatch(kernel, [null, a, filled[0].b.binding, filled[1].b.binding, filled[2].b.binding, filled[0].c, filled[1].c, filled[2].c], [
+    x, Math.ceil(M / (v.r! * v.wgy!)), 1,
+  ], u);
+}
+
+/** The decode buckets the texture form serves. */
+export const TEXTURE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "skinny16", "skinny32"];
+
+/** Texture-form variants for adapters whose tuning has none (llvmpipe's picks, ops/tuning.ts). */
+export const TEXTURE_DEFAULT_PICKS: Partial<Record<ShapeBucket, string>> = {
+  vector: "r1c16_wg32x1", skinny: "r8c32_wg8x1", skinny16: "r8c32_wg8x1", skinny32: "r8c32_wg8x1",
+};

@@ -74,6 +74,13 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  * - decode A·Bᵀ at 16–32 rows (the ~30M preset's projections, 2-core EPYC, idle, 2026-11-25):
  *   row tiles that fit the rows, 16×16 at 16 rows (21–23 GFLOPS against 14–15 for r8c8/r8c16 on
  *   512–2816 outputs) and 32×16 at 32 (27–28 against 15; 24 rows: 19–21 against 14–17 for 16×16).
+ * - decode A·Bᵀ at 8–15 rows against weight textures (ntx: model/weight_textures.ts): r8c32
+ *   (the ~30M preset's decode step at 8 rows, per-op path, interleaved in one process, 2-core
+ *   EPYC, 2026-11-25: 27.3–27.7 ms min / 30.4–31.9 median against 32.0–34.1 / 36.6–37.6 from
+ *   storage; r8c16 from textures 28.3 / 31.9). At 1 row (r1c8, r1c16, r4c16) and at 32 rows
+ *   (r8c32, r16c16, r32c16) textures gained nothing over storage (30M preset, same run), so
+ *   those buckets keep storage and do not pay the texture kernels' compile (llvmpipe compiles a
+ *   texture kernel again per texture shape class: r8c32 ~3 s, r32c16 11–16 s with a cold cache).
  */
 export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }> = [
   {
@@ -89,6 +96,7 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
       "nt:skinny16": "r16c16_wg8x1",
       "nt:skinny32": "r32c16_wg8x1",
       "nt:vector": "r1c8_wg32x1",
+      "ntx:skinny": "r8c32_wg8x1",
     },
   },
 ];

@@ -26,13 +26,33 @@ function tinyLlama(): ModelWeights {
   }), { seed: 9, std: 0.3, normNoise: 0.2 });
 }
 
-const SEQS = [[257, 5, 9, 14, 3, 77, 101], [257, 200, 1, 7], [257, 33, 33, 33, 8, 90]];
+/** tiny-qwen2's shape: q/k/v biases, an untied LM head. */
+function tinyQwen2(): ModelWeights {
+  return initModel(parseModelConfig({
+    model_type: "qwen2", vocab_size: 264, hidden_size: 64, intermediate_size: 192, num_hidden_layers: 2,
+    num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
+    max_position_embeddings: 1024, tie_word_embeddings: false, bos_token_id: 257, eos_token_id: 258,
+  }), { seed: 4, std: 0.3, normNoise: 0.2 });
+}
 
-/** Logits of each decode step (teacher-forced) after a 2-token prefill, per-op or fused. */
-async function decodeLogits(gpu: Gpu, w: ModelWeights, decodeVariant: "fused" | "ops"): Promise<Float32Array[]> {
-  const model = await GpuModel.create(gpu, w, { slots: SEQS.length, maxLen: 16, decodeVariant });
+const SEQS = [[257, 5, 9, 14, 3, 77, 101], [257, 200, 1, 7], [257, 33, 33, 33, 8, 90]];
+const SEQS3 = SEQS;
+/** Ten sequences: decode steps of 8–10 rows (the texture form's 8-row tiles). */
+const SEQS10 = Array.from({ length: 10 }, (_, i) => [257, ...Array.from({ length: 4 + (i % 3) }, (_, j) => (i * 37 + j * 11) % 256)]);
+
+/**
+ * Logits of each decode step (teacher-forced) after a 2-token prefill, per-op or fused;
+ * `weightTextures` pins GpuModelOptions.weightTextures. `before(model)` runs after creation.
+ */
+async function decodeLogits(
+  gpu: Gpu, w: ModelWeights, decodeVariant: "fused" | "ops",
+  o: { weightTextures?: boolean; seqs?: number[][]; before?: (m: GpuModel) => Promise<void>; prepare?: boolean; after?: (m: GpuModel) => void } = {},
+): Promise<Float32Array[]> {
+  const SEQS = o.seqs ?? SEQS3;
+  const model = await GpuModel.create(gpu, w, { slots: SEQS.length, maxLen: 16, decodeVariant, weightTextures: o.weightTextures });
   try {
-    await model.prepareDecode();
+    await o.before?.(model);
+    if (o.prepare !== false) await model.prepareDecode();
     await model.forward(SEQS.flatMap((s, slot) => s.slice(0, 2).map((token, pos) => ({ token, slot, pos }))), []);
     const out: Float32Array[] = [];
     for (let pos = 2; pos < Math.max(...SEQS.map((s) => s.length)); pos++) {
@@ -44,9 +64,33 @@ async function decodeLogits(gpu: Gpu, w: ModelWeights, decodeVariant: "fused" | 
       rec.submit();
       out.push(await gpu.readFloat32(model.logitsBuffer, rows.length * w.config.vocabSize));
     }
+    o.after?.(model);
     return out;
   } finally {
     model.destroy();
+  }
+}
+
+/** Worst tolerance ratio of teacher-forced decode logits against the float64 reference. */
+function againstReference(w: ModelWeights, seqs: number[][], steps: Float32Array[], other?: Float32Array[]): number {
+  const V = w.config.vocabSize, refs = seqs.map((s) => referenceForward(w, s).logits);
+  let worst = 0;
+  steps.forEach((step, k) => {
+    const pos = k + 2;
+    seqs.map((s, i) => ({ s, i })).filter(({ s }) => pos < s.length).forEach(({ i }, r) => {
+      const got = step.subarray(r * V, (r + 1) * V);
+      worst = Math.max(worst, toleranceRatio(got, refs[i].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3));
+      if (other) worst = Math.max(worst, toleranceRatio(got, other[k].subarray(r * V, (r + 1) * V), 1e-4, 1e-4));
+    });
+  });
+  return worst;
+}
+
+/** Writes every parameter tensor of `w` over the model's (same layout; unsplit tensors). */
+function overwriteParams(gpu: Gpu, model: GpuModel, w: ModelWeights) {
+  for (const t of w.layout.tensors) {
+    const [chunk] = model.params.chunks(t);
+    gpu.device.queue.writeBuffer(chunk.ref.buffer, chunk.ref.offset, w.data, t.offset, t.size);
   }
 }
 
@@ -56,7 +100,7 @@ export function decodeCases(): DecodeCase[] {
       name: "decode steps: the default path (fused on CPU adapters that fit it) equals the per-op path and the reference",
       async run(gpu) {
         const w = tinyLlama(), V = w.config.vocabSize;
-        const ops = await decodeLogits(gpu, w, "ops");
+        const ops = await decodeLogits(gpu, w, "ops", { weightTextures: false });
         const dflt = await decodeLogits(gpu, w, gpu.adapterClass === "cpu" ? "fused" : "ops");
         const refs = SEQS.map((s) => referenceForward(w, s).logits);
         let worst = 0;
@@ -91,5 +135,50 @@ export function decodeCases(): DecodeCase[] {
         return JSON.stringify(results[0]) === JSON.stringify(results[1]) ? 0 : Infinity;
       },
     },
+    {
+      name: "decode steps reading weight textures (1–3 and 8–10 rows; Llama tied, Qwen2 biased and untied) equal the storage path and the reference",
+      async run(gpu) {
+        let worst = 0;
+        for (const w of [tinyLlama(), tinyQwen2()]) {
+          for (const seqs of [SEQS3, SEQS10]) {
+            const storage = await decodeLogits(gpu, w, "ops", { weightTextures: false, seqs });
+            let used = false;
+            const tex = await decodeLogits(gpu, w, "ops", { weightTextures: true, seqs, after: (m) => used = m.weightTexturesCurrent });
+            if (!used) return Infinity; // the texture path must have been taken
+            worst = Math.max(worst, againstReference(w, seqs, tex, storage));
+          }
+        }
+        return worst;
+      },
+    },
+    {
+      name: "weight textures follow the parameters: stale after paramsChanged until prepareDecode refreshes them",
+      async run(gpu) {
+        const w0 = tinyLlama(), w1 = tinyQwen2Like(w0);
+        let worst = 0;
+        for (const prepare of [false, true]) {
+          // Textures made from w0, then the parameters become w1 on the GPU (as an optimizer
+          // step does). Without prepareDecode the steps must take the storage path.
+          let current = !prepare;
+          const steps = await decodeLogits(gpu, w0, "ops", {
+            weightTextures: true, seqs: SEQS10, prepare, before: async (m) => {
+              await m.prepareDecode();
+              if (!m.weightTexturesCurrent) current = prepare;
+              overwriteParams(gpu, m, w1);
+              m.paramsChanged();
+            }, after: (m) => current = m.weightTexturesCurrent,
+          });
+          if (current !== prepare) return Infinity;
+          worst = Math.max(worst, againstReference(w1, SEQS10, steps));
+        }
+        return worst;
+      },
+    },
   ];
+}
+
+/** Other random weights in w's layout (a parameter update's stand-in). */
+function tinyQwen2Like(w: ModelWeights): ModelWeights {
+  const other = initModel(w.config, { seed: 77, std: 0.3, normNoise: 0.2 });
+  return { ...w, data: other.data };
 }

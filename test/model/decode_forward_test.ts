@@ -78,7 +78,6 @@ async function decodeSteps(gpu: Gpu, w: ModelWeights, opts: Partial<GpuModelOpti
 
 Deno.test("fused decode forward", async (t) => {
   const gpu = await Gpu.create();
-  const cpu = gpu.adapterClass === "cpu";
   try {
     const models: [string, Record<string, unknown>][] = [
       ["tiny-llama", await preset("tiny-llama")],

@@ -9,7 +9,10 @@ import {
   BINARY_OPS,
   type BinaryArgs,
   type Broadcast,
+  encodeGroupTextureWith,
   encodeMatmulWith,
+  encodeTextureWith,
+  findTextureVariant,
   kernelSpec,
   MATMUL_FORMS,
   MATMUL_VARIANTS,
@@ -18,6 +21,11 @@ import {
   type Ops,
   Reduce,
   REDUCE_OPS,
+  TEX_GROUP_TILES,
+  TEX_VARIANTS,
+  TEXTURE_DEFAULT_PICKS,
+  type TextureWeight,
+  textureSpec,
   UNARY_OPS,
   variantSupports,
 } from "../../src/ops/mod.ts";
@@ -102,6 +110,88 @@ function matmulCases(thorough: boolean): KernelCase[] {
         out.push({ name: `matmul ${shapeName(s)} [${v.name}]`, run: (gpu, ops) => runMatmul(gpu, ops, s, v) });
       }
     }
+  }
+  return out;
+}
+
+/** A·Bᵀ shapes for the texture form: H is B's rows per texture layer (small ones wrap B's rows). */
+const TEX_SHAPES: ReadonlyArray<{ M: number; N: number; K: number; H: number; beta?: number }> = [
+  { M: 1, N: 5, K: 12, H: 7 },
+  { M: 3, N: 37, K: 36, H: 9 },
+  { M: 8, N: 70, K: 20, H: 8192 },
+  { M: 13, N: 100, K: 36, H: 7, beta: 1 },
+  { M: 32, N: 33, K: 20, H: 10 },
+  { M: 29, N: 300, K: 44, H: 60, beta: 1 },
+];
+// Every texture here has a width and height that are not powers of two: llvmpipe compiles a
+// kernel again for each such class of its textures (seconds for the bigger tiles), and the
+// arithmetic under test does not depend on it.
+
+/** B [N, K] as an rgba32float 2D-array texture, row n at texel row n % H of layer n / H. */
+function textureWeight(gpu: Gpu, b: Float32Array, N: number, K: number, H: number): { weight: TextureWeight; texture: GPUTexture } {
+  const layers = Math.ceil(N / H);
+  const texture = gpu.device.createTexture({
+    size: [K / 4, Math.min(N, H), layers], format: "rgba32float", usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+  });
+  for (let l = 0; l < layers; l++) {
+    const rows = Math.min(H, N - l * H);
+    gpu.device.queue.writeTexture({ texture, origin: [0, 0, l] }, b, { offset: l * H * K * 4, bytesPerRow: K * 4, rowsPerImage: rows }, [K / 4, rows, 1]);
+  }
+  const view = texture.createView({ dimension: "2d-array" });
+  return { weight: { binding: { view, id: `case:${nextTexture++}` }, rows: N, cols: K, rowsPerLayer: H }, texture };
+}
+let nextTexture = 0;
+
+async function runTextureMatmul(gpu: Gpu, s: (typeof TEX_SHAPES)[number], v: MatmulVariant): Promise<number> {
+  const shape: MatmulShape = { form: "nt", M: s.M, N: s.N, K: s.K, alpha: 1, beta: s.beta ?? 0 };
+  const a = seededValues(s.M * s.K, 1), b = seededValues(s.N * s.K, 2), c0 = seededValues(s.M * s.N, 3);
+  const A = gpu.upload(a), C = gpu.upload(c0), { weight, texture } = textureWeight(gpu, b, s.N, s.K, s.H);
+  const rec = gpu.recorder("texture matmul case");
+  encodeTextureWith(rec, await gpu.kernel(textureSpec(v)), v, { M: s.M, beta: s.beta }, A, weight, C);
+  rec.submit();
+  const got = await gpu.readFloat32(C, s.M * s.N);
+  [A, C].forEach((x) => x.destroy());
+  texture.destroy();
+  return toleranceRatio(got, matmulRef(shape, a, b, c0), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
+}
+
+/** Three products sharing A, B's rows wrapping texture layers, through the grouped entry. */
+async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number): Promise<number> {
+  const K = 64, H = 16, Ns = [37, 12, 70];
+  const a = seededValues(M * K, 1), A = gpu.upload(a), scratch = gpu.zeros(4);
+  const parts = Ns.map((N, i) => {
+    const b = seededValues(N * K, 10 + i);
+    return { N, b, ...textureWeight(gpu, b, N, K, H), C: gpu.zeros(M * N) };
+  });
+  const rec = gpu.recorder("texture group case");
+  encodeGroupTextureWith(rec, await gpu.kernel(textureSpec(v, true)), v, M, A, parts.map((p) => ({ b: p.weight, c: p.C })), scratch);
+  rec.submit();
+  let worst = 0;
+  for (const p of parts) {
+    const got = await gpu.readFloat32(p.C, M * p.N);
+    const ref = matmulRef({ form: "nt", M, N: p.N, K }, a, p.b, new Float32Array(M * p.N));
+    worst = Math.max(worst, toleranceRatio(got, ref, 1e-5 * Math.sqrt(K) + 1e-6, 1e-4));
+    p.C.destroy();
+    p.texture.destroy();
+  }
+  [A, scratch].forEach((x) => x.destroy());
+  return worst;
+}
+
+/**
+ * A·Bᵀ with B in a texture (the decode path's weight textures): every texture-form variant on
+ * every shape where `thorough`, else the default pick for each shape's rows; grouped entries too.
+ */
+function textureMatmulCases(thorough: boolean): KernelCase[] {
+  const out: KernelCase[] = [];
+  const pick = (M: number) => findTextureVariant(TEXTURE_DEFAULT_PICKS[M < 8 ? "vector" : M < 16 ? "skinny" : M <= 24 ? "skinny16" : "skinny32"]!);
+  for (const s of TEX_SHAPES) {
+    const name = `matmul texture nt ${s.M}x${s.N}x${s.K} H${s.H}${s.beta ? " acc" : ""}`;
+    for (const v of thorough ? TEX_VARIANTS : [pick(s.M)]) out.push({ name: `${name} [${v.name}]`, run: (gpu) => runTextureMatmul(gpu, s, v) });
+  }
+  const grouped = TEX_VARIANTS.filter((v) => TEX_GROUP_TILES.some(([r, c]) => r === v.r && c === v.c));
+  for (const v of thorough ? grouped : [pick(8)]) {
+    for (const M of [1, 8, 11]) out.push({ name: `matmul texture group M${M} [${v.name}]`, run: (gpu) => runTextureGroup(gpu, v, M) });
   }
   return out;
 }
@@ -234,7 +324,7 @@ function gridCases(): KernelCase[] {
 
 /** All cases; `thorough` adds every matmul variant on every shape (Deno runs it). */
 export function kernelCases(thorough = true): KernelCase[] {
-  return [...gridCases(), ...matmulCases(thorough), ...elementwiseCases(), ...softmaxCases(), ...reduceCases()];
+  return [...gridCases(), ...matmulCases(thorough), ...textureMatmulCases(thorough), ...elementwiseCases(), ...softmaxCases(), ...reduceCases()];
 }
 
 /** Runs cases one after another and reports each (used by the browser worker). */

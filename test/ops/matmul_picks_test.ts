@@ -3,7 +3,17 @@
 
 import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
-import { bucketsForShapes, findVariant, Matmul, type MatmulForm, type MatmulShape, shapeBucket, variantSupports } from "../../src/ops/matmul.ts";
+import {
+  bucketsForShapes,
+  findTextureVariant,
+  findVariant,
+  Matmul,
+  type MatmulForm,
+  type MatmulShape,
+  shapeBucket,
+  TEXTURE_DEFAULT_PICKS,
+  variantSupports,
+} from "../../src/ops/matmul.ts";
 import { MATMUL_DRIVER_TUNING, MATMUL_TUNING, matmulPicks } from "../../src/ops/tuning.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
@@ -30,12 +40,35 @@ Deno.test("every pick names a known variant that computes its form", () => {
   const tables = [...Object.values(MATMUL_TUNING), ...MATMUL_DRIVER_TUNING.map((d) => d.picks)];
   for (const picks of tables) {
     for (const [key, name] of Object.entries(picks)) {
+      if (key.startsWith("ntx:")) {
+        findTextureVariant(name); // texture-form picks name a variant with a texture-form entry
+        continue;
+      }
       const form = key.split(":")[0] as MatmulForm;
       // An aligned shape every kind supports in the forms it computes.
       assert(variantSupports(findVariant(name), { form, M: 8, N: 8, K: 8 }), `pick ${key} = ${name} cannot compute ${form}`);
     }
   }
   assertEquals(variantSupports(findVariant("sk_r1_wg64"), { form: "nn", M: 1, N: 8, K: 8 }), false);
+  for (const name of Object.values(TEXTURE_DEFAULT_PICKS)) findTextureVariant(name!);
+});
+
+Deno.test("texture-form picks: llvmpipe reads weight textures at 8–15 decode rows only; other adapters do not", async () => {
+  const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
+  assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), ["ntx:skinny"]);
+  assertEquals(Object.keys(matmulPicks(info("", "swiftshader"))).filter((k) => k.startsWith("ntx:")), []);
+  const gpu = await Gpu.create();
+  try {
+    const m = await Matmul.create(gpu, {}, ["vector", "skinny"]);
+    await m.prepareTextures(["vector", "skinny"], true);
+    // Forced (GpuModelOptions.weightTextures: true): every bucket asked for gets a kernel; the
+    // rows' own bucket decides, with no stand-in.
+    assert(m.canUseTextures(1) && m.canUseTextures(8) && m.canUseTextures(15));
+    assertEquals(m.canUseTextures(16), false);
+    assertEquals(m.textureVariantFor(8)?.name, m.prefersTextures ? llvmpipe["ntx:skinny"] : TEXTURE_DEFAULT_PICKS.skinny);
+  } finally {
+    gpu.destroy();
+  }
 });
 
 Deno.test("shapeBucket: row tiers 1–7, 8–15, 16–24, 25–32, then small or square by M·N", () => {
