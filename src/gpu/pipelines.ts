@@ -6,10 +6,11 @@ import { PipelineCreationError, ShaderCompileError } from "./errors.ts";
 import { shaderSource } from "./shaders.ts";
 
 /**
- * Binding kinds: buffers, or "texture": a 2D-array float texture read with textureLoad
- * (rgba32float and other unfilterable formats; the weight textures of model/weight_textures.ts).
+ * Binding kinds: buffers; "texture", a 2D-array float texture read with textureLoad (rgba32float
+ * and other unfilterable formats: the weight textures of model/weight_textures.ts); and
+ * "texture-write", an rgba32float 2D-array storage texture written with textureStore.
  */
-export type BindingKind = "uniform" | "storage" | "read-only-storage" | "texture";
+export type BindingKind = "uniform" | "storage" | "read-only-storage" | "texture" | "texture-write";
 
 /** What a kernel is: one entry point of one WGSL file with its binding list. */
 export interface KernelSpec {
@@ -52,6 +53,9 @@ async function compileModule(device: GPUDevice, name: string, code: string): Pro
 function layoutEntry(kind: BindingKind, binding: number): GPUBindGroupLayoutEntry {
   if (kind === "texture") {
     return { binding, visibility: GPUShaderStage.COMPUTE, texture: { sampleType: "unfilterable-float", viewDimension: "2d-array" } };
+  }
+  if (kind === "texture-write") {
+    return { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: "write-only", format: "rgba32float", viewDimension: "2d-array" } };
   }
   return {
     binding,

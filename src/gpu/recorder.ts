@@ -172,7 +172,7 @@ export class Recorder {
       if (!b && (kinds[i] !== "uniform" || !uniform)) {
         throw new KernelArgumentError(`${kernel.key}: binding ${i} is null but no uniform block was given for it`);
       }
-      if (b && isTexture(b) !== (kinds[i] === "texture")) {
+      if (b && isTexture(b) !== (kinds[i] === "texture" || kinds[i] === "texture-write")) {
         throw new KernelArgumentError(`${kernel.key}: binding ${i} is a ${kinds[i]} slot, given a ${isTexture(b) ? "texture" : "buffer"}`);
       }
     });

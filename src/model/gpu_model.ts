@@ -277,7 +277,7 @@ export class GpuModel {
         const m = this.ops.matmul;
         await m.prepareTextures(TEXTURE_BUCKETS.filter((b) => bucketsForShapes(rows, [[4096, 4096]]).includes(b)), this.forceTextures);
         if (Array.from({ length: rows }, (_, i) => i + 1).some((r) => m.canUseTextures(r))) {
-          this.textures = WeightTextures.create(this.gpu, this.weights.layout, this.params);
+          this.textures = await WeightTextures.create(this.gpu, this.weights.layout, this.params);
         }
       }
       if (this.textures && this.textures.version !== this.paramsVersion) this.textures.refresh(this.params, this.paramsVersion);
@@ -329,11 +329,12 @@ export class GpuModel {
    * y [N, out] = x [N, in] · Wᵀ for W stored [out, in]: one matmul, or for a split W one per row
    * chunk into splitTmp, copied into the chunk's columns of y.
    */
-  matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef, tex: WeightTextures | null = null) {
+  matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef, tex: WeightTextures | null = null, raw: BufferRef | null = null) {
     const [out, inp] = w.shape;
     const tw = tex?.get(w);
-    if (tw) {
-      this.ops.matmul.encodeTexture(rec, { M: N }, x, tw, y);
+    if (tw && (tw.normEps === undefined || raw)) {
+      // A texture with the preceding RMSNorm folded in takes the un-normalized input.
+      this.ops.matmul.encodeTexture(rec, { M: N }, tw.normEps === undefined ? x : raw!, tw, y);
       return;
     }
     const chunks = this.params.chunks(w);
@@ -347,9 +348,14 @@ export class GpuModel {
     }
   }
 
-  /** y [N, out] = x [N, in] · Wᵀ (+ bias): HF Linear with W stored [out, in]. */
-  private linear(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef, tex: WeightTextures | null) {
-    this.matmulWeight(rec, N, x, w, y, tex);
+  /**
+   * y [N, out] = x [N, in] · Wᵀ (+ bias): HF Linear with W stored [out, in]. With decode
+   * textures, `raw` is x before its RMSNorm (a texture with the norm folded in reads it).
+   */
+  private linear(
+    rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef, tex: WeightTextures | null, raw: BufferRef | null = null,
+  ) {
+    this.matmulWeight(rec, N, x, w, y, tex, raw);
     this.biasAndLora(rec, N, x, w, bias, y);
   }
 
@@ -364,15 +370,18 @@ export class GpuModel {
    * Several linears of one input (q/k/v, gate/up): their matmuls in one grouped dispatch where
    * the kernels allow (Matmul.encodeGroup; not for split weights), then each bias and LoRA.
    */
-  private linearGroup(rec: Recorder, N: number, x: BufferRef, parts: [ParamTensor, ParamTensor | null, BufferRef][], tex: WeightTextures | null) {
+  private linearGroup(
+    rec: Recorder, N: number, x: BufferRef, parts: [ParamTensor, ParamTensor | null, BufferRef][], tex: WeightTextures | null, raw: BufferRef | null = null,
+  ) {
     const tws = parts.map(([w]) => tex?.get(w) ?? null);
-    if (tws.every((t) => t)) {
-      this.ops.matmul.encodeGroupTexture(rec, N, x, parts.map(([, , y], i) => ({ b: tws[i]!, c: y })), this.scratch.unused);
+    const folded = tws[0]?.normEps !== undefined;
+    if (tws.every((t) => t && (t.normEps !== undefined) === folded) && (!folded || raw)) {
+      this.ops.matmul.encodeGroupTexture(rec, N, folded ? raw! : x, parts.map(([, , y], i) => ({ b: tws[i]!, c: y })), this.scratch.unused);
       for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
       return;
     }
     if (parts.some(([w]) => this.params.chunks(w).length !== 1) || tws.some((t) => t)) {
-      for (const [w, bias, y] of parts) this.linear(rec, N, x, w, bias, y, tex);
+      for (const [w, bias, y] of parts) this.linear(rec, N, x, w, bias, y, tex, raw);
       return;
     }
     const inp = parts[0][0].shape[1];
@@ -391,8 +400,12 @@ export class GpuModel {
     const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
     const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, KV = c.numKvHeads, I = c.intermediateSize;
     const K = this.kernels;
-    K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
-    this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]], tex);
+    // Decode textures with the norms folded in read the un-normalized stream; the normalized copy
+    // is still made for LoRA's input, or for a projection without such a texture.
+    const needsNorm = (ws: ParamTensor[]) => !!this.lora || ws.some((w) => tex?.get(w)?.normEps === undefined);
+    const raw = tex ? this.res[l] : null;
+    if (needsNorm([lv.q, lv.k, lv.v])) K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
+    this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]], tex, raw);
     if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
       K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
       K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
@@ -404,8 +417,8 @@ export class GpuModel {
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.training ? a.xmid : this.res[l];
     this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, tex);
-    K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
-    this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]], tex);
+    if (needsNorm([lv.gate, lv.up])) K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
+    this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]], tex, tex ? xmid : null);
     K.swiglu(rec, N * I, a.gate, a.up, a.h);
     this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1], tex);
   }
@@ -473,8 +486,8 @@ export class GpuModel {
     } else if (nSel !== N) {
       throw new KernelArgumentError(`training forward computes logits for all ${N} rows, not ${nSel}`);
     }
-    this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
-    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel), tex);
+    if (tex?.get(lay.lmHead)?.normEps === undefined) this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
+    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel), tex, tex ? final : null);
   }
 
   /** The first rows of the logits buffer: with a large vocabulary the whole buffer can exceed a binding. */

@@ -7,12 +7,19 @@
 //
 // A weight W [N, K] (HF Linear layout [out, in]) becomes an rgba32float 2D-array texture K/4
 // texels wide: row n at texel row n % H of layer n / H, H the adapter's maxTextureDimension2D,
-// so the vocabulary-sized LM head of a real model fits as a few layers. The copies follow the
-// parameters by version: GpuModel counts parameter changes (paramsChanged, which the trainer
-// calls after every optimizer step that updates the model's own weights), and a stale copy is
-// not used until refresh brings it up to date (GpuModel.prepareDecode does).
+// so the vocabulary-sized LM head of a real model fits as a few layers. A weight that follows an
+// RMSNorm (q/k/v after the input norm, gate/up after the post-attention norm, the LM head after
+// the final norm) is stored as W·diag(g), g the norm's weight, and marked with the norm's eps:
+// its texture kernels then normalize A's rows themselves (ops/matmul.ts TextureWeight.normEps),
+// so a decode step needs no RMSNorm dispatch and no normalized copy of the activations. The
+// copies follow the parameters by version: GpuModel counts parameter changes (paramsChanged,
+// which the trainer calls after every optimizer step that updates the model's own weights), and
+// a stale copy is not used until refresh brings it up to date (GpuModel.prepareDecode does).
 
 import type { Gpu } from "../gpu/mod.ts";
+import type { Kernel } from "../gpu/pipelines.ts";
+import { packUniform } from "../gpu/recorder.ts";
+import { grid1d } from "../ops/grid.ts";
 import type { TextureWeight } from "../ops/matmul.ts";
 import type { GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
@@ -24,20 +31,23 @@ const LAYER_ROLES = ["q", "k", "v", "o", "gate", "up", "down"] as const;
 
 interface Entry {
   tensor: ParamTensor;
+  /** The RMSNorm weight folded in, or null. */
+  norm: ParamTensor | null;
   texture: GPUTexture;
   weight: TextureWeight;
+  /** The same texture bound for writing (the fill kernel). */
+  target: { view: GPUTextureView; id: string };
 }
 
 /**
  * Why one weight cannot have a texture copy (a sentence), or null: stored whole in one binding,
- * K a multiple of 64 (a copy's rows are K·4 bytes, which must be a multiple of 256), K/4 texels
- * and its layers within the adapter's texture limits.
+ * K a multiple of 4, K/4 texels and its layers within the adapter's texture limits.
  */
 export function textureUnfit(t: ParamTensor, params: GpuParams, limits: GPUSupportedLimits): string | null {
   if (t.shape.length !== 2) return `${t.name} is not a matrix`;
   const [N, K] = t.shape;
   if (params.chunks(t).length !== 1) return `${t.name} is split across bindings`;
-  if (K % 64) return `${t.name}'s rows (${K} floats) are not a multiple of 64 floats`;
+  if (K % 4) return `${t.name}'s rows (${K} floats) are not a multiple of 4`;
   if (K / 4 > limits.maxTextureDimension2D) return `${t.name}'s rows (${K / 4} texels) exceed the adapter's ${limits.maxTextureDimension2D}`;
   const layers = Math.ceil(N / limits.maxTextureDimension2D);
   if (layers > limits.maxTextureArrayLayers) return `${t.name} would take ${layers} texture layers, over ${limits.maxTextureArrayLayers}`;
@@ -48,25 +58,34 @@ export class WeightTextures {
   /** The parameter version the copies were made from (-1: never). */
   version = -1;
 
-  private constructor(private gpu: Gpu, private entries: Map<ParamTensor, Entry>) {}
+  private constructor(private gpu: Gpu, private fill: Kernel, private entries: Map<ParamTensor, Entry>) {}
 
   /**
    * Texture copies of every projection weight (q, k, v, o, gate, up, down of each layer, and the
-   * LM head) that textureUnfit allows, in layer order until WEIGHT_TEXTURES_MAX_BYTES; the rest
-   * keep the storage path. Null when none qualifies. refresh fills them.
+   * LM head) that textureUnfit allows, in layer order until `maxBytes`; the rest keep the storage
+   * path. Norms are folded into the weights that follow them when `foldNorms`. Null when none
+   * qualifies. refresh fills them.
    */
-  static create(gpu: Gpu, layout: ParamLayout, params: GpuParams, maxBytes = WEIGHT_TEXTURES_MAX_BYTES): WeightTextures | null {
-    const limits = gpu.device.limits, H = limits.maxTextureDimension2D;
-    const tensors: ParamTensor[] = [];
+  static async create(
+    gpu: Gpu, layout: ParamLayout, params: GpuParams, opts: { foldNorms?: boolean; maxBytes?: number } = {},
+  ): Promise<WeightTextures | null> {
+    const limits = gpu.device.limits, H = limits.maxTextureDimension2D, eps = layout.config.rmsNormEps;
+    const fold = opts.foldNorms ?? true, maxBytes = opts.maxBytes ?? WEIGHT_TEXTURES_MAX_BYTES;
+    const tensors: [ParamTensor, ParamTensor | null][] = [];
     for (let l = 0; l < layout.config.numLayers; l++) {
       const v = layout.layerView(l);
-      for (const role of LAYER_ROLES) tensors.push(v[role]);
+      for (const role of LAYER_ROLES) {
+        const norm = role === "q" || role === "k" || role === "v" ? v.inputNorm : role === "gate" || role === "up" ? v.postNorm : null;
+        tensors.push([v[role], norm]);
+      }
     }
-    tensors.push(layout.lmHead);
+    tensors.push([layout.lmHead, layout.finalNorm]);
     const entries = new Map<ParamTensor, Entry>();
     let bytes = 0;
-    for (const t of tensors) {
+    for (const [t, n] of tensors) {
       if (entries.has(t) || textureUnfit(t, params, limits)) continue;
+      const norm = fold ? n : null;
+      if (norm && params.chunks(norm).length !== 1) continue;
       const [N, K] = t.shape;
       const layers = Math.ceil(N / H), size = layers * Math.min(N, H) * K * 4;
       if (bytes + size > maxBytes) break;
@@ -75,12 +94,17 @@ export class WeightTextures {
         label: `weight_texture.${t.name}`,
         size: [K / 4, Math.min(N, H), layers],
         format: "rgba32float",
-        usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+        usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.STORAGE_BINDING,
       });
-      const view = texture.createView({ dimension: "2d-array" });
-      entries.set(t, { tensor: t, texture, weight: { binding: { view, id: `wt:${t.name}:${nextId++}` }, rows: N, cols: K, rowsPerLayer: H } });
+      const view = texture.createView({ dimension: "2d-array" }), id = `wt:${t.name}:${nextId++}`;
+      entries.set(t, {
+        tensor: t, norm, texture, target: { view, id: `${id}:w` },
+        weight: { binding: { view, id }, rows: N, cols: K, rowsPerLayer: H, ...(norm ? { normEps: eps } : {}) },
+      });
     }
-    return entries.size ? new WeightTextures(gpu, entries) : null;
+    if (!entries.size) return null;
+    const fill = await gpu.kernel({ shader: "weight_texture", entry: "fill", bindings: ["uniform", "read-only-storage", "read-only-storage", "texture-write"] });
+    return new WeightTextures(gpu, fill, entries);
   }
 
   /** The texture copy of a weight, or null (not a projection, or it did not qualify). */
@@ -101,23 +125,18 @@ export class WeightTextures {
   }
 
   /**
-   * Copies the current parameters into the textures (submitted after the work already queued,
-   * so after any optimizer step recorded before) and marks them as of `version`.
+   * Fills the textures from the current parameters (submitted after the work already queued, so
+   * after any optimizer step recorded before) and marks them as of `version`.
    */
   refresh(params: GpuParams, version: number) {
-    const enc = this.gpu.device.createCommandEncoder({ label: "weight_textures.refresh" });
-    for (const { tensor: t, texture, weight } of this.entries.values()) {
-      const src = params.chunks(t)[0].ref, K = weight.cols, H = weight.rowsPerLayer;
-      for (let layer = 0; layer * H < weight.rows; layer++) {
-        const rows = Math.min(H, weight.rows - layer * H);
-        enc.copyBufferToTexture(
-          { buffer: src.buffer, offset: src.offset + layer * H * K * 4, bytesPerRow: K * 4, rowsPerImage: rows },
-          { texture, origin: [0, 0, layer] },
-          [K / 4, rows, 1],
-        );
-      }
+    const rec = this.gpu.recorder("weight_textures.refresh");
+    const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
+    for (const { tensor: t, norm, weight, target } of this.entries.values()) {
+      const w = params.chunks(t)[0].ref, K4 = weight.cols / 4;
+      const u = packUniform([["u32", weight.rows], ["u32", K4], ["u32", weight.rowsPerLayer], ["u32", norm ? 1 : 0]]);
+      rec.dispatch(this.fill, [null, w, norm ? params.chunks(norm)[0].ref : w, target], grid1d(Math.ceil(weight.rows * K4 / 64), maxDim), u);
     }
-    this.gpu.device.queue.submit([enc.finish()]);
+    rec.submit();
     this.version = version;
   }
 

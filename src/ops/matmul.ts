@@ -81,6 +81,11 @@ export interface TextureWeight {
   readonly rows: number;
   readonly cols: number;
   readonly rowsPerLayer: number;
+  /**
+   * Set when the texture holds W·diag(g) for the RMSNorm (weight g, this eps) that precedes the
+   * product: the kernels then take A un-normalized and scale each row by its rsqrt(mean(A²) + eps).
+   */
+  readonly normEps?: number;
 }
 
 /**
@@ -417,8 +422,8 @@ export class Matmul {
     const v = this.textureVariantFor(M);
     if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`);
     const k = this.texGroupKernels.get(v.name);
-    const { cols: K, rowsPerLayer: H } = parts[0].b;
-    if (!k || parts.length === 1 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H)) {
+    const { cols: K, rowsPerLayer: H, normEps } = parts[0].b;
+    if (!k || parts.length === 1 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H || q.b.normEps !== normEps)) {
       for (const q of parts) this.encodeTexture(rec, { M }, a, q.b, q.c);
       return;
     }
@@ -440,7 +445,7 @@ export function encodeTextureWith(
   }
   const u = packUniform([
     ["u32", M], ["u32", N], ["u32", K], ["u32", b.rowsPerLayer],
-    ["f32", 1], ["f32", shape.beta ?? 0], ["f32", 0], ["f32", 0],
+    ["f32", 1], ["f32", shape.beta ?? 0], ["f32", b.normEps ?? 0], ["u32", b.normEps === undefined ? 0 : 1],
   ]);
   rec.dispatch(kernel, [null, a, b.binding, c], [Math.ceil(N / (v.c! * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1], u);
 }
@@ -452,9 +457,9 @@ export function encodeTextureWith(
 export function encodeGroupTextureWith(
   rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, parts: readonly { b: TextureWeight; c: BufferRef }[], scratch: BufferRef,
 ): void {
-  const { cols: K, rowsPerLayer: H } = parts[0].b;
-  if (parts.length < 2 || parts.length > 3 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H)) {
-    throw new KernelArgumentError("matmul texture group: 2 or 3 parts with the same K and rows per layer");
+  const { cols: K, rowsPerLayer: H, normEps } = parts[0].b;
+  if (parts.length < 2 || parts.length > 3 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H || q.b.normEps !== normEps)) {
+    throw new KernelArgumentError("matmul texture group: 2 or 3 parts with the same K, rows per layer and folded norm");
   }
   if (M <= 0 || K % 4) throw new KernelArgumentError(`matmul texture group: M ${M} must be positive and K ${K} a multiple of 4`);
   const cols = v.c! * v.wgx!;
@@ -463,6 +468,7 @@ export function encodeGroupTextureWith(
   const u = packUniform([
     ["u32", M], ["u32", K], ["u32", filled[0].b.rows], ["u32", filled[1].b.rows],
     ["u32", filled[2].b.rows], ["u32", tiles[0]], ["u32", tiles[1] ?? 0], ["u32", H],
+    ["f32", normEps ?? 0], ["u32", normEps === undefined ? 0 : 1], ["u32", 0], ["u32", 0],
   ]);
   const x = tiles.reduce((s, t) => s + t, 0);
   rec.dispatch(kernel, [null, a, filled[0].b.binding, filled[1].b.binding, filled[2].b.binding, filled[0].c, filled[1].c, filled[2].c], [

@@ -65,6 +65,35 @@ Deno.test("LoRA adapters", async (t) => {
         }
       });
 
+      await t.step(`${name}: per-op decode steps reading weight textures (norms folded) keep each row's adapter`, async () => {
+        const { w, layout, data } = await setup(name);
+        const V = w.config.vocabSize, want = refLogits(w, layout, data);
+        const model = await GpuModel.create(gpu, w, { slots: 3, maxLen: 16, decodeVariant: "ops", weightTextures: true });
+        const lora = await LoraAdapters.create(gpu, layout, model.chunkRows, data);
+        model.attachLora(lora);
+        try {
+          await model.prepareDecode();
+          assert(model.weightTexturesCurrent, "the decode steps must read the weight textures");
+          await model.forward(SEQS.flatMap((s, slot) => s.slice(0, 2).map((token, pos) => ({ token, slot, pos, adapter: ADAPTER[slot] }))), []);
+          for (let pos = 2; pos < Math.max(...SEQS.map((s) => s.length)); pos++) {
+            const rows = SEQS.map((s, slot) => ({ s, slot })).filter(({ s }) => pos < s.length)
+              .map(({ s, slot }) => ({ token: s[pos], slot, pos, adapter: ADAPTER[slot] }));
+            model.writeRows(rows, rows.map((_, i) => i));
+            const rec = gpu.recorder("decode step");
+            model.encodeForward(rec, rows.length, rows.length, true);
+            rec.submit();
+            const got = await gpu.readFloat32(model.logitsBuffer, rows.length * V);
+            rows.forEach((r, i) => {
+              const ratio = toleranceRatio(got.subarray(i * V, (i + 1) * V), want[r.slot].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3);
+              assert(ratio <= 1, `pos ${pos} slot ${r.slot}: ${ratio.toFixed(2)}× tolerance`);
+            });
+          }
+        } finally {
+          lora.destroy();
+          model.destroy();
+        }
+      });
+
       await t.step(`${name}: A/B gradients match finite differences; the base gets none`, async () => {
         const { w, layout, data } = await setup(name);
         const rows = rowsOf();

@@ -6,7 +6,7 @@
 //   L2: plan's adapter moves, tool's does not, the base stays frozen bit for bit;
 //   L3: plan's full model moves, tool's does not.
 
-import { assert, assertEquals } from "../assert.ts";
+import { assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { type Level, parseConfig } from "../../src/rl/config.ts";
 import { RlSession } from "../../src/rl/session.ts";
