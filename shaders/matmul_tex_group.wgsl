@@ -3,7 +3,9 @@
 // three matmuls sharing A [M,K] in one dispatch, Cg [M,Ng] = A · Bgᵀ (q/k/v, or gate/up, of one
 // layer). Entry ntxg_r<R>c<C>: matmul_tex.wgsl's ntx_r<R>c<C> per part (the same values), the
 // workgroups along x split into t0 column tiles of C0, then t1 of C1, then the rest of C2;
-// gp.norm != 0 folds an RMSNorm of A's rows in, as matmul_tex.wgsl's p.norm.
+// gp.norm != 0 folds an RMSNorm of A's rows in, as matmul_tex.wgsl's p.norm. Entry
+// ntxs_r<R>c<C>: the gate/up pair with SwiGLU applied, C0 = silu(A·B0ᵀ) · A·B1ᵀ (C/2 columns of
+// each per lane).
 
 struct TexGroupParams { M: u32, K: u32, N0: u32, N1: u32, N2: u32, t0: u32, t1: u32, H: u32, eps: f32, norm: u32, _p0: u32, _p1: u32 }
 
@@ -4339,4 +4341,1085 @@ fn ntxg_r8c32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     if (row0 + 7u < gp.M && col0 + 30u < gp.N2) { C2[(row0 + 7u) * gp.N2 + col0 + 30u] = s[254] * rs7; }
     if (row0 + 7u < gp.M && col0 + 31u < gp.N2) { C2[(row0 + 7u) * gp.N2 + col0 + 31u] = s[255] * rs7; }
   }
+}
+
+@compute @workgroup_size(WGX, WGY, 1)
+fn ntxs_r1c8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let col0 = (wid.x * WGX + lid.x) * 4u;
+  let row0 = (wid.y * WGY + lid.y) * 1u;
+  let K4 = gp.K / 4u;
+  let ra0 = min(row0 + 0u, gp.M - 1u) * K4;
+  let n0 = min(col0 + 0u, gp.N0 - 1u);
+  let yb0 = i32(n0 % gp.H);
+  let lb0 = i32(n0 / gp.H);
+  let n1 = min(col0 + 1u, gp.N0 - 1u);
+  let yb1 = i32(n1 % gp.H);
+  let lb1 = i32(n1 / gp.H);
+  let n2 = min(col0 + 2u, gp.N0 - 1u);
+  let yb2 = i32(n2 % gp.H);
+  let lb2 = i32(n2 / gp.H);
+  let n3 = min(col0 + 3u, gp.N0 - 1u);
+  let yb3 = i32(n3 % gp.H);
+  let lb3 = i32(n3 / gp.H);
+  var sg: array<f32, 4>;
+  var su: array<f32, 4>;
+  var ss: array<f32, 1>;
+  for (var k4 = 0u; k4 < K4; k4++) {
+    let g0 = textureLoad(B0, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let u0 = textureLoad(B1, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let g1 = textureLoad(B0, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let u1 = textureLoad(B1, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let g2 = textureLoad(B0, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let u2 = textureLoad(B1, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let g3 = textureLoad(B0, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let u3 = textureLoad(B1, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let a0 = A[ra0 + k4];
+    ss[0] += dot(a0, a0);
+    sg[0] += dot(a0, g0);
+    su[0] += dot(a0, u0);
+    sg[1] += dot(a0, g1);
+    su[1] += dot(a0, u1);
+    sg[2] += dot(a0, g2);
+    su[2] += dot(a0, u2);
+    sg[3] += dot(a0, g3);
+    su[3] += dot(a0, u3);
+  }
+  let kf = f32(gp.K);
+  let rs0 = select(1.0, inverseSqrt(ss[0] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 0u < gp.M && col0 + 0u < gp.N0) { let g = sg[0] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[0] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 1u < gp.N0) { let g = sg[1] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[1] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 2u < gp.N0) { let g = sg[2] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[2] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 3u < gp.N0) { let g = sg[3] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[3] * rs0); }
+}
+
+@compute @workgroup_size(WGX, WGY, 1)
+fn ntxs_r1c16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let col0 = (wid.x * WGX + lid.x) * 8u;
+  let row0 = (wid.y * WGY + lid.y) * 1u;
+  let K4 = gp.K / 4u;
+  let ra0 = min(row0 + 0u, gp.M - 1u) * K4;
+  let n0 = min(col0 + 0u, gp.N0 - 1u);
+  let yb0 = i32(n0 % gp.H);
+  let lb0 = i32(n0 / gp.H);
+  let n1 = min(col0 + 1u, gp.N0 - 1u);
+  let yb1 = i32(n1 % gp.H);
+  let lb1 = i32(n1 / gp.H);
+  let n2 = min(col0 + 2u, gp.N0 - 1u);
+  let yb2 = i32(n2 % gp.H);
+  let lb2 = i32(n2 / gp.H);
+  let n3 = min(col0 + 3u, gp.N0 - 1u);
+  let yb3 = i32(n3 % gp.H);
+  let lb3 = i32(n3 / gp.H);
+  let n4 = min(col0 + 4u, gp.N0 - 1u);
+  let yb4 = i32(n4 % gp.H);
+  let lb4 = i32(n4 / gp.H);
+  let n5 = min(col0 + 5u, gp.N0 - 1u);
+  let yb5 = i32(n5 % gp.H);
+  let lb5 = i32(n5 / gp.H);
+  let n6 = min(col0 + 6u, gp.N0 - 1u);
+  let yb6 = i32(n6 % gp.H);
+  let lb6 = i32(n6 / gp.H);
+  let n7 = min(col0 + 7u, gp.N0 - 1u);
+  let yb7 = i32(n7 % gp.H);
+  let lb7 = i32(n7 / gp.H);
+  var sg: array<f32, 8>;
+  var su: array<f32, 8>;
+  var ss: array<f32, 1>;
+  for (var k4 = 0u; k4 < K4; k4++) {
+    let g0 = textureLoad(B0, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let u0 = textureLoad(B1, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let g1 = textureLoad(B0, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let u1 = textureLoad(B1, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let g2 = textureLoad(B0, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let u2 = textureLoad(B1, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let g3 = textureLoad(B0, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let u3 = textureLoad(B1, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let g4 = textureLoad(B0, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let u4 = textureLoad(B1, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let g5 = textureLoad(B0, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let u5 = textureLoad(B1, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let g6 = textureLoad(B0, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let u6 = textureLoad(B1, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let g7 = textureLoad(B0, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let u7 = textureLoad(B1, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let a0 = A[ra0 + k4];
+    ss[0] += dot(a0, a0);
+    sg[0] += dot(a0, g0);
+    su[0] += dot(a0, u0);
+    sg[1] += dot(a0, g1);
+    su[1] += dot(a0, u1);
+    sg[2] += dot(a0, g2);
+    su[2] += dot(a0, u2);
+    sg[3] += dot(a0, g3);
+    su[3] += dot(a0, u3);
+    sg[4] += dot(a0, g4);
+    su[4] += dot(a0, u4);
+    sg[5] += dot(a0, g5);
+    su[5] += dot(a0, u5);
+    sg[6] += dot(a0, g6);
+    su[6] += dot(a0, u6);
+    sg[7] += dot(a0, g7);
+    su[7] += dot(a0, u7);
+  }
+  let kf = f32(gp.K);
+  let rs0 = select(1.0, inverseSqrt(ss[0] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 0u < gp.M && col0 + 0u < gp.N0) { let g = sg[0] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[0] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 1u < gp.N0) { let g = sg[1] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[1] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 2u < gp.N0) { let g = sg[2] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[2] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 3u < gp.N0) { let g = sg[3] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[3] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 4u < gp.N0) { let g = sg[4] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[4] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 5u < gp.N0) { let g = sg[5] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[5] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 6u < gp.N0) { let g = sg[6] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[6] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 7u < gp.N0) { let g = sg[7] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[7] * rs0); }
+}
+
+@compute @workgroup_size(WGX, WGY, 1)
+fn ntxs_r4c16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let col0 = (wid.x * WGX + lid.x) * 8u;
+  let row0 = (wid.y * WGY + lid.y) * 4u;
+  let K4 = gp.K / 4u;
+  let ra0 = min(row0 + 0u, gp.M - 1u) * K4;
+  let ra1 = min(row0 + 1u, gp.M - 1u) * K4;
+  let ra2 = min(row0 + 2u, gp.M - 1u) * K4;
+  let ra3 = min(row0 + 3u, gp.M - 1u) * K4;
+  let n0 = min(col0 + 0u, gp.N0 - 1u);
+  let yb0 = i32(n0 % gp.H);
+  let lb0 = i32(n0 / gp.H);
+  let n1 = min(col0 + 1u, gp.N0 - 1u);
+  let yb1 = i32(n1 % gp.H);
+  let lb1 = i32(n1 / gp.H);
+  let n2 = min(col0 + 2u, gp.N0 - 1u);
+  let yb2 = i32(n2 % gp.H);
+  let lb2 = i32(n2 / gp.H);
+  let n3 = min(col0 + 3u, gp.N0 - 1u);
+  let yb3 = i32(n3 % gp.H);
+  let lb3 = i32(n3 / gp.H);
+  let n4 = min(col0 + 4u, gp.N0 - 1u);
+  let yb4 = i32(n4 % gp.H);
+  let lb4 = i32(n4 / gp.H);
+  let n5 = min(col0 + 5u, gp.N0 - 1u);
+  let yb5 = i32(n5 % gp.H);
+  let lb5 = i32(n5 / gp.H);
+  let n6 = min(col0 + 6u, gp.N0 - 1u);
+  let yb6 = i32(n6 % gp.H);
+  let lb6 = i32(n6 / gp.H);
+  let n7 = min(col0 + 7u, gp.N0 - 1u);
+  let yb7 = i32(n7 % gp.H);
+  let lb7 = i32(n7 / gp.H);
+  var sg: array<f32, 32>;
+  var su: array<f32, 32>;
+  var ss: array<f32, 4>;
+  for (var k4 = 0u; k4 < K4; k4++) {
+    let g0 = textureLoad(B0, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let u0 = textureLoad(B1, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let g1 = textureLoad(B0, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let u1 = textureLoad(B1, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let g2 = textureLoad(B0, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let u2 = textureLoad(B1, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let g3 = textureLoad(B0, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let u3 = textureLoad(B1, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let g4 = textureLoad(B0, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let u4 = textureLoad(B1, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let g5 = textureLoad(B0, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let u5 = textureLoad(B1, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let g6 = textureLoad(B0, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let u6 = textureLoad(B1, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let g7 = textureLoad(B0, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let u7 = textureLoad(B1, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let a0 = A[ra0 + k4];
+    ss[0] += dot(a0, a0);
+    sg[0] += dot(a0, g0);
+    su[0] += dot(a0, u0);
+    sg[1] += dot(a0, g1);
+    su[1] += dot(a0, u1);
+    sg[2] += dot(a0, g2);
+    su[2] += dot(a0, u2);
+    sg[3] += dot(a0, g3);
+    su[3] += dot(a0, u3);
+    sg[4] += dot(a0, g4);
+    su[4] += dot(a0, u4);
+    sg[5] += dot(a0, g5);
+    su[5] += dot(a0, u5);
+    sg[6] += dot(a0, g6);
+    su[6] += dot(a0, u6);
+    sg[7] += dot(a0, g7);
+    su[7] += dot(a0, u7);
+    let a1 = A[ra1 + k4];
+    ss[1] += dot(a1, a1);
+    sg[8] += dot(a1, g0);
+    su[8] += dot(a1, u0);
+    sg[9] += dot(a1, g1);
+    su[9] += dot(a1, u1);
+    sg[10] += dot(a1, g2);
+    su[10] += dot(a1, u2);
+    sg[11] += dot(a1, g3);
+    su[11] += dot(a1, u3);
+    sg[12] += dot(a1, g4);
+    su[12] += dot(a1, u4);
+    sg[13] += dot(a1, g5);
+    su[13] += dot(a1, u5);
+    sg[14] += dot(a1, g6);
+    su[14] += dot(a1, u6);
+    sg[15] += dot(a1, g7);
+    su[15] += dot(a1, u7);
+    let a2 = A[ra2 + k4];
+    ss[2] += dot(a2, a2);
+    sg[16] += dot(a2, g0);
+    su[16] += dot(a2, u0);
+    sg[17] += dot(a2, g1);
+    su[17] += dot(a2, u1);
+    sg[18] += dot(a2, g2);
+    su[18] += dot(a2, u2);
+    sg[19] += dot(a2, g3);
+    su[19] += dot(a2, u3);
+    sg[20] += dot(a2, g4);
+    su[20] += dot(a2, u4);
+    sg[21] += dot(a2, g5);
+    su[21] += dot(a2, u5);
+    sg[22] += dot(a2, g6);
+    su[22] += dot(a2, u6);
+    sg[23] += dot(a2, g7);
+    su[23] += dot(a2, u7);
+    let a3 = A[ra3 + k4];
+    ss[3] += dot(a3, a3);
+    sg[24] += dot(a3, g0);
+    su[24] += dot(a3, u0);
+    sg[25] += dot(a3, g1);
+    su[25] += dot(a3, u1);
+    sg[26] += dot(a3, g2);
+    su[26] += dot(a3, u2);
+    sg[27] += dot(a3, g3);
+    su[27] += dot(a3, u3);
+    sg[28] += dot(a3, g4);
+    su[28] += dot(a3, u4);
+    sg[29] += dot(a3, g5);
+    su[29] += dot(a3, u5);
+    sg[30] += dot(a3, g6);
+    su[30] += dot(a3, u6);
+    sg[31] += dot(a3, g7);
+    su[31] += dot(a3, u7);
+  }
+  let kf = f32(gp.K);
+  let rs0 = select(1.0, inverseSqrt(ss[0] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 0u < gp.M && col0 + 0u < gp.N0) { let g = sg[0] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[0] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 1u < gp.N0) { let g = sg[1] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[1] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 2u < gp.N0) { let g = sg[2] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[2] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 3u < gp.N0) { let g = sg[3] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[3] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 4u < gp.N0) { let g = sg[4] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[4] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 5u < gp.N0) { let g = sg[5] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[5] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 6u < gp.N0) { let g = sg[6] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[6] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 7u < gp.N0) { let g = sg[7] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[7] * rs0); }
+  let rs1 = select(1.0, inverseSqrt(ss[1] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 1u < gp.M && col0 + 0u < gp.N0) { let g = sg[8] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[8] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 1u < gp.N0) { let g = sg[9] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[9] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 2u < gp.N0) { let g = sg[10] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[10] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 3u < gp.N0) { let g = sg[11] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[11] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 4u < gp.N0) { let g = sg[12] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[12] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 5u < gp.N0) { let g = sg[13] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[13] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 6u < gp.N0) { let g = sg[14] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[14] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 7u < gp.N0) { let g = sg[15] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[15] * rs1); }
+  let rs2 = select(1.0, inverseSqrt(ss[2] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 2u < gp.M && col0 + 0u < gp.N0) { let g = sg[16] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[16] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 1u < gp.N0) { let g = sg[17] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[17] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 2u < gp.N0) { let g = sg[18] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[18] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 3u < gp.N0) { let g = sg[19] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[19] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 4u < gp.N0) { let g = sg[20] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[20] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 5u < gp.N0) { let g = sg[21] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[21] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 6u < gp.N0) { let g = sg[22] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[22] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 7u < gp.N0) { let g = sg[23] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[23] * rs2); }
+  let rs3 = select(1.0, inverseSqrt(ss[3] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 3u < gp.M && col0 + 0u < gp.N0) { let g = sg[24] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[24] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 1u < gp.N0) { let g = sg[25] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[25] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 2u < gp.N0) { let g = sg[26] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[26] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 3u < gp.N0) { let g = sg[27] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[27] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 4u < gp.N0) { let g = sg[28] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[28] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 5u < gp.N0) { let g = sg[29] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[29] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 6u < gp.N0) { let g = sg[30] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[30] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 7u < gp.N0) { let g = sg[31] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[31] * rs3); }
+}
+
+@compute @workgroup_size(WGX, WGY, 1)
+fn ntxs_r8c16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let col0 = (wid.x * WGX + lid.x) * 8u;
+  let row0 = (wid.y * WGY + lid.y) * 8u;
+  let K4 = gp.K / 4u;
+  let ra0 = min(row0 + 0u, gp.M - 1u) * K4;
+  let ra1 = min(row0 + 1u, gp.M - 1u) * K4;
+  let ra2 = min(row0 + 2u, gp.M - 1u) * K4;
+  let ra3 = min(row0 + 3u, gp.M - 1u) * K4;
+  let ra4 = min(row0 + 4u, gp.M - 1u) * K4;
+  let ra5 = min(row0 + 5u, gp.M - 1u) * K4;
+  let ra6 = min(row0 + 6u, gp.M - 1u) * K4;
+  let ra7 = min(row0 + 7u, gp.M - 1u) * K4;
+  let n0 = min(col0 + 0u, gp.N0 - 1u);
+  let yb0 = i32(n0 % gp.H);
+  let lb0 = i32(n0 / gp.H);
+  let n1 = min(col0 + 1u, gp.N0 - 1u);
+  let yb1 = i32(n1 % gp.H);
+  let lb1 = i32(n1 / gp.H);
+  let n2 = min(col0 + 2u, gp.N0 - 1u);
+  let yb2 = i32(n2 % gp.H);
+  let lb2 = i32(n2 / gp.H);
+  let n3 = min(col0 + 3u, gp.N0 - 1u);
+  let yb3 = i32(n3 % gp.H);
+  let lb3 = i32(n3 / gp.H);
+  let n4 = min(col0 + 4u, gp.N0 - 1u);
+  let yb4 = i32(n4 % gp.H);
+  let lb4 = i32(n4 / gp.H);
+  let n5 = min(col0 + 5u, gp.N0 - 1u);
+  let yb5 = i32(n5 % gp.H);
+  let lb5 = i32(n5 / gp.H);
+  let n6 = min(col0 + 6u, gp.N0 - 1u);
+  let yb6 = i32(n6 % gp.H);
+  let lb6 = i32(n6 / gp.H);
+  let n7 = min(col0 + 7u, gp.N0 - 1u);
+  let yb7 = i32(n7 % gp.H);
+  let lb7 = i32(n7 / gp.H);
+  var sg: array<f32, 64>;
+  var su: array<f32, 64>;
+  var ss: array<f32, 8>;
+  for (var k4 = 0u; k4 < K4; k4++) {
+    let g0 = textureLoad(B0, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let u0 = textureLoad(B1, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let g1 = textureLoad(B0, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let u1 = textureLoad(B1, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let g2 = textureLoad(B0, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let u2 = textureLoad(B1, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let g3 = textureLoad(B0, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let u3 = textureLoad(B1, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let g4 = textureLoad(B0, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let u4 = textureLoad(B1, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let g5 = textureLoad(B0, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let u5 = textureLoad(B1, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let g6 = textureLoad(B0, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let u6 = textureLoad(B1, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let g7 = textureLoad(B0, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let u7 = textureLoad(B1, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let a0 = A[ra0 + k4];
+    ss[0] += dot(a0, a0);
+    sg[0] += dot(a0, g0);
+    su[0] += dot(a0, u0);
+    sg[1] += dot(a0, g1);
+    su[1] += dot(a0, u1);
+    sg[2] += dot(a0, g2);
+    su[2] += dot(a0, u2);
+    sg[3] += dot(a0, g3);
+    su[3] += dot(a0, u3);
+    sg[4] += dot(a0, g4);
+    su[4] += dot(a0, u4);
+    sg[5] += dot(a0, g5);
+    su[5] += dot(a0, u5);
+    sg[6] += dot(a0, g6);
+    su[6] += dot(a0, u6);
+    sg[7] += dot(a0, g7);
+    su[7] += dot(a0, u7);
+    let a1 = A[ra1 + k4];
+    ss[1] += dot(a1, a1);
+    sg[8] += dot(a1, g0);
+    su[8] += dot(a1, u0);
+    sg[9] += dot(a1, g1);
+    su[9] += dot(a1, u1);
+    sg[10] += dot(a1, g2);
+    su[10] += dot(a1, u2);
+    sg[11] += dot(a1, g3);
+    su[11] += dot(a1, u3);
+    sg[12] += dot(a1, g4);
+    su[12] += dot(a1, u4);
+    sg[13] += dot(a1, g5);
+    su[13] += dot(a1, u5);
+    sg[14] += dot(a1, g6);
+    su[14] += dot(a1, u6);
+    sg[15] += dot(a1, g7);
+    su[15] += dot(a1, u7);
+    let a2 = A[ra2 + k4];
+    ss[2] += dot(a2, a2);
+    sg[16] += dot(a2, g0);
+    su[16] += dot(a2, u0);
+    sg[17] += dot(a2, g1);
+    su[17] += dot(a2, u1);
+    sg[18] += dot(a2, g2);
+    su[18] += dot(a2, u2);
+    sg[19] += dot(a2, g3);
+    su[19] += dot(a2, u3);
+    sg[20] += dot(a2, g4);
+    su[20] += dot(a2, u4);
+    sg[21] += dot(a2, g5);
+    su[21] += dot(a2, u5);
+    sg[22] += dot(a2, g6);
+    su[22] += dot(a2, u6);
+    sg[23] += dot(a2, g7);
+    su[23] += dot(a2, u7);
+    let a3 = A[ra3 + k4];
+    ss[3] += dot(a3, a3);
+    sg[24] += dot(a3, g0);
+    su[24] += dot(a3, u0);
+    sg[25] += dot(a3, g1);
+    su[25] += dot(a3, u1);
+    sg[26] += dot(a3, g2);
+    su[26] += dot(a3, u2);
+    sg[27] += dot(a3, g3);
+    su[27] += dot(a3, u3);
+    sg[28] += dot(a3, g4);
+    su[28] += dot(a3, u4);
+    sg[29] += dot(a3, g5);
+    su[29] += dot(a3, u5);
+    sg[30] += dot(a3, g6);
+    su[30] += dot(a3, u6);
+    sg[31] += dot(a3, g7);
+    su[31] += dot(a3, u7);
+    let a4 = A[ra4 + k4];
+    ss[4] += dot(a4, a4);
+    sg[32] += dot(a4, g0);
+    su[32] += dot(a4, u0);
+    sg[33] += dot(a4, g1);
+    su[33] += dot(a4, u1);
+    sg[34] += dot(a4, g2);
+    su[34] += dot(a4, u2);
+    sg[35] += dot(a4, g3);
+    su[35] += dot(a4, u3);
+    sg[36] += dot(a4, g4);
+    su[36] += dot(a4, u4);
+    sg[37] += dot(a4, g5);
+    su[37] += dot(a4, u5);
+    sg[38] += dot(a4, g6);
+    su[38] += dot(a4, u6);
+    sg[39] += dot(a4, g7);
+    su[39] += dot(a4, u7);
+    let a5 = A[ra5 + k4];
+    ss[5] += dot(a5, a5);
+    sg[40] += dot(a5, g0);
+    su[40] += dot(a5, u0);
+    sg[41] += dot(a5, g1);
+    su[41] += dot(a5, u1);
+    sg[42] += dot(a5, g2);
+    su[42] += dot(a5, u2);
+    sg[43] += dot(a5, g3);
+    su[43] += dot(a5, u3);
+    sg[44] += dot(a5, g4);
+    su[44] += dot(a5, u4);
+    sg[45] += dot(a5, g5);
+    su[45] += dot(a5, u5);
+    sg[46] += dot(a5, g6);
+    su[46] += dot(a5, u6);
+    sg[47] += dot(a5, g7);
+    su[47] += dot(a5, u7);
+    let a6 = A[ra6 + k4];
+    ss[6] += dot(a6, a6);
+    sg[48] += dot(a6, g0);
+    su[48] += dot(a6, u0);
+    sg[49] += dot(a6, g1);
+    su[49] += dot(a6, u1);
+    sg[50] += dot(a6, g2);
+    su[50] += dot(a6, u2);
+    sg[51] += dot(a6, g3);
+    su[51] += dot(a6, u3);
+    sg[52] += dot(a6, g4);
+    su[52] += dot(a6, u4);
+    sg[53] += dot(a6, g5);
+    su[53] += dot(a6, u5);
+    sg[54] += dot(a6, g6);
+    su[54] += dot(a6, u6);
+    sg[55] += dot(a6, g7);
+    su[55] += dot(a6, u7);
+    let a7 = A[ra7 + k4];
+    ss[7] += dot(a7, a7);
+    sg[56] += dot(a7, g0);
+    su[56] += dot(a7, u0);
+    sg[57] += dot(a7, g1);
+    su[57] += dot(a7, u1);
+    sg[58] += dot(a7, g2);
+    su[58] += dot(a7, u2);
+    sg[59] += dot(a7, g3);
+    su[59] += dot(a7, u3);
+    sg[60] += dot(a7, g4);
+    su[60] += dot(a7, u4);
+    sg[61] += dot(a7, g5);
+    su[61] += dot(a7, u5);
+    sg[62] += dot(a7, g6);
+    su[62] += dot(a7, u6);
+    sg[63] += dot(a7, g7);
+    su[63] += dot(a7, u7);
+  }
+  let kf = f32(gp.K);
+  let rs0 = select(1.0, inverseSqrt(ss[0] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 0u < gp.M && col0 + 0u < gp.N0) { let g = sg[0] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[0] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 1u < gp.N0) { let g = sg[1] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[1] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 2u < gp.N0) { let g = sg[2] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[2] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 3u < gp.N0) { let g = sg[3] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[3] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 4u < gp.N0) { let g = sg[4] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[4] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 5u < gp.N0) { let g = sg[5] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[5] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 6u < gp.N0) { let g = sg[6] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[6] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 7u < gp.N0) { let g = sg[7] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[7] * rs0); }
+  let rs1 = select(1.0, inverseSqrt(ss[1] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 1u < gp.M && col0 + 0u < gp.N0) { let g = sg[8] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[8] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 1u < gp.N0) { let g = sg[9] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[9] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 2u < gp.N0) { let g = sg[10] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[10] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 3u < gp.N0) { let g = sg[11] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[11] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 4u < gp.N0) { let g = sg[12] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[12] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 5u < gp.N0) { let g = sg[13] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[13] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 6u < gp.N0) { let g = sg[14] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[14] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 7u < gp.N0) { let g = sg[15] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[15] * rs1); }
+  let rs2 = select(1.0, inverseSqrt(ss[2] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 2u < gp.M && col0 + 0u < gp.N0) { let g = sg[16] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[16] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 1u < gp.N0) { let g = sg[17] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[17] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 2u < gp.N0) { let g = sg[18] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[18] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 3u < gp.N0) { let g = sg[19] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[19] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 4u < gp.N0) { let g = sg[20] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[20] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 5u < gp.N0) { let g = sg[21] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[21] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 6u < gp.N0) { let g = sg[22] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[22] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 7u < gp.N0) { let g = sg[23] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[23] * rs2); }
+  let rs3 = select(1.0, inverseSqrt(ss[3] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 3u < gp.M && col0 + 0u < gp.N0) { let g = sg[24] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[24] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 1u < gp.N0) { let g = sg[25] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[25] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 2u < gp.N0) { let g = sg[26] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[26] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 3u < gp.N0) { let g = sg[27] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[27] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 4u < gp.N0) { let g = sg[28] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[28] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 5u < gp.N0) { let g = sg[29] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[29] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 6u < gp.N0) { let g = sg[30] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[30] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 7u < gp.N0) { let g = sg[31] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[31] * rs3); }
+  let rs4 = select(1.0, inverseSqrt(ss[4] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 4u < gp.M && col0 + 0u < gp.N0) { let g = sg[32] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[32] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 1u < gp.N0) { let g = sg[33] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[33] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 2u < gp.N0) { let g = sg[34] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[34] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 3u < gp.N0) { let g = sg[35] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[35] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 4u < gp.N0) { let g = sg[36] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[36] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 5u < gp.N0) { let g = sg[37] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[37] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 6u < gp.N0) { let g = sg[38] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[38] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 7u < gp.N0) { let g = sg[39] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[39] * rs4); }
+  let rs5 = select(1.0, inverseSqrt(ss[5] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 5u < gp.M && col0 + 0u < gp.N0) { let g = sg[40] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[40] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 1u < gp.N0) { let g = sg[41] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[41] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 2u < gp.N0) { let g = sg[42] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[42] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 3u < gp.N0) { let g = sg[43] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[43] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 4u < gp.N0) { let g = sg[44] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[44] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 5u < gp.N0) { let g = sg[45] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[45] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 6u < gp.N0) { let g = sg[46] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[46] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 7u < gp.N0) { let g = sg[47] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[47] * rs5); }
+  let rs6 = select(1.0, inverseSqrt(ss[6] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 6u < gp.M && col0 + 0u < gp.N0) { let g = sg[48] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[48] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 1u < gp.N0) { let g = sg[49] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[49] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 2u < gp.N0) { let g = sg[50] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[50] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 3u < gp.N0) { let g = sg[51] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[51] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 4u < gp.N0) { let g = sg[52] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[52] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 5u < gp.N0) { let g = sg[53] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[53] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 6u < gp.N0) { let g = sg[54] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[54] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 7u < gp.N0) { let g = sg[55] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[55] * rs6); }
+  let rs7 = select(1.0, inverseSqrt(ss[7] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 7u < gp.M && col0 + 0u < gp.N0) { let g = sg[56] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[56] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 1u < gp.N0) { let g = sg[57] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[57] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 2u < gp.N0) { let g = sg[58] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[58] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 3u < gp.N0) { let g = sg[59] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[59] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 4u < gp.N0) { let g = sg[60] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[60] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 5u < gp.N0) { let g = sg[61] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[61] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 6u < gp.N0) { let g = sg[62] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[62] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 7u < gp.N0) { let g = sg[63] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[63] * rs7); }
+}
+
+@compute @workgroup_size(WGX, WGY, 1)
+fn ntxs_r8c32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let col0 = (wid.x * WGX + lid.x) * 16u;
+  let row0 = (wid.y * WGY + lid.y) * 8u;
+  let K4 = gp.K / 4u;
+  let ra0 = min(row0 + 0u, gp.M - 1u) * K4;
+  let ra1 = min(row0 + 1u, gp.M - 1u) * K4;
+  let ra2 = min(row0 + 2u, gp.M - 1u) * K4;
+  let ra3 = min(row0 + 3u, gp.M - 1u) * K4;
+  let ra4 = min(row0 + 4u, gp.M - 1u) * K4;
+  let ra5 = min(row0 + 5u, gp.M - 1u) * K4;
+  let ra6 = min(row0 + 6u, gp.M - 1u) * K4;
+  let ra7 = min(row0 + 7u, gp.M - 1u) * K4;
+  let n0 = min(col0 + 0u, gp.N0 - 1u);
+  let yb0 = i32(n0 % gp.H);
+  let lb0 = i32(n0 / gp.H);
+  let n1 = min(col0 + 1u, gp.N0 - 1u);
+  let yb1 = i32(n1 % gp.H);
+  let lb1 = i32(n1 / gp.H);
+  let n2 = min(col0 + 2u, gp.N0 - 1u);
+  let yb2 = i32(n2 % gp.H);
+  let lb2 = i32(n2 / gp.H);
+  let n3 = min(col0 + 3u, gp.N0 - 1u);
+  let yb3 = i32(n3 % gp.H);
+  let lb3 = i32(n3 / gp.H);
+  let n4 = min(col0 + 4u, gp.N0 - 1u);
+  let yb4 = i32(n4 % gp.H);
+  let lb4 = i32(n4 / gp.H);
+  let n5 = min(col0 + 5u, gp.N0 - 1u);
+  let yb5 = i32(n5 % gp.H);
+  let lb5 = i32(n5 / gp.H);
+  let n6 = min(col0 + 6u, gp.N0 - 1u);
+  let yb6 = i32(n6 % gp.H);
+  let lb6 = i32(n6 / gp.H);
+  let n7 = min(col0 + 7u, gp.N0 - 1u);
+  let yb7 = i32(n7 % gp.H);
+  let lb7 = i32(n7 / gp.H);
+  let n8 = min(col0 + 8u, gp.N0 - 1u);
+  let yb8 = i32(n8 % gp.H);
+  let lb8 = i32(n8 / gp.H);
+  let n9 = min(col0 + 9u, gp.N0 - 1u);
+  let yb9 = i32(n9 % gp.H);
+  let lb9 = i32(n9 / gp.H);
+  let n10 = min(col0 + 10u, gp.N0 - 1u);
+  let yb10 = i32(n10 % gp.H);
+  let lb10 = i32(n10 / gp.H);
+  let n11 = min(col0 + 11u, gp.N0 - 1u);
+  let yb11 = i32(n11 % gp.H);
+  let lb11 = i32(n11 / gp.H);
+  let n12 = min(col0 + 12u, gp.N0 - 1u);
+  let yb12 = i32(n12 % gp.H);
+  let lb12 = i32(n12 / gp.H);
+  let n13 = min(col0 + 13u, gp.N0 - 1u);
+  let yb13 = i32(n13 % gp.H);
+  let lb13 = i32(n13 / gp.H);
+  let n14 = min(col0 + 14u, gp.N0 - 1u);
+  let yb14 = i32(n14 % gp.H);
+  let lb14 = i32(n14 / gp.H);
+  let n15 = min(col0 + 15u, gp.N0 - 1u);
+  let yb15 = i32(n15 % gp.H);
+  let lb15 = i32(n15 / gp.H);
+  var sg: array<f32, 128>;
+  var su: array<f32, 128>;
+  var ss: array<f32, 8>;
+  for (var k4 = 0u; k4 < K4; k4++) {
+    let g0 = textureLoad(B0, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let u0 = textureLoad(B1, vec2<i32>(i32(k4), yb0), lb0, 0);
+    let g1 = textureLoad(B0, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let u1 = textureLoad(B1, vec2<i32>(i32(k4), yb1), lb1, 0);
+    let g2 = textureLoad(B0, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let u2 = textureLoad(B1, vec2<i32>(i32(k4), yb2), lb2, 0);
+    let g3 = textureLoad(B0, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let u3 = textureLoad(B1, vec2<i32>(i32(k4), yb3), lb3, 0);
+    let g4 = textureLoad(B0, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let u4 = textureLoad(B1, vec2<i32>(i32(k4), yb4), lb4, 0);
+    let g5 = textureLoad(B0, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let u5 = textureLoad(B1, vec2<i32>(i32(k4), yb5), lb5, 0);
+    let g6 = textureLoad(B0, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let u6 = textureLoad(B1, vec2<i32>(i32(k4), yb6), lb6, 0);
+    let g7 = textureLoad(B0, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let u7 = textureLoad(B1, vec2<i32>(i32(k4), yb7), lb7, 0);
+    let g8 = textureLoad(B0, vec2<i32>(i32(k4), yb8), lb8, 0);
+    let u8 = textureLoad(B1, vec2<i32>(i32(k4), yb8), lb8, 0);
+    let g9 = textureLoad(B0, vec2<i32>(i32(k4), yb9), lb9, 0);
+    let u9 = textureLoad(B1, vec2<i32>(i32(k4), yb9), lb9, 0);
+    let g10 = textureLoad(B0, vec2<i32>(i32(k4), yb10), lb10, 0);
+    let u10 = textureLoad(B1, vec2<i32>(i32(k4), yb10), lb10, 0);
+    let g11 = textureLoad(B0, vec2<i32>(i32(k4), yb11), lb11, 0);
+    let u11 = textureLoad(B1, vec2<i32>(i32(k4), yb11), lb11, 0);
+    let g12 = textureLoad(B0, vec2<i32>(i32(k4), yb12), lb12, 0);
+    let u12 = textureLoad(B1, vec2<i32>(i32(k4), yb12), lb12, 0);
+    let g13 = textureLoad(B0, vec2<i32>(i32(k4), yb13), lb13, 0);
+    let u13 = textureLoad(B1, vec2<i32>(i32(k4), yb13), lb13, 0);
+    let g14 = textureLoad(B0, vec2<i32>(i32(k4), yb14), lb14, 0);
+    let u14 = textureLoad(B1, vec2<i32>(i32(k4), yb14), lb14, 0);
+    let g15 = textureLoad(B0, vec2<i32>(i32(k4), yb15), lb15, 0);
+    let u15 = textureLoad(B1, vec2<i32>(i32(k4), yb15), lb15, 0);
+    let a0 = A[ra0 + k4];
+    ss[0] += dot(a0, a0);
+    sg[0] += dot(a0, g0);
+    su[0] += dot(a0, u0);
+    sg[1] += dot(a0, g1);
+    su[1] += dot(a0, u1);
+    sg[2] += dot(a0, g2);
+    su[2] += dot(a0, u2);
+    sg[3] += dot(a0, g3);
+    su[3] += dot(a0, u3);
+    sg[4] += dot(a0, g4);
+    su[4] += dot(a0, u4);
+    sg[5] += dot(a0, g5);
+    su[5] += dot(a0, u5);
+    sg[6] += dot(a0, g6);
+    su[6] += dot(a0, u6);
+    sg[7] += dot(a0, g7);
+    su[7] += dot(a0, u7);
+    sg[8] += dot(a0, g8);
+    su[8] += dot(a0, u8);
+    sg[9] += dot(a0, g9);
+    su[9] += dot(a0, u9);
+    sg[10] += dot(a0, g10);
+    su[10] += dot(a0, u10);
+    sg[11] += dot(a0, g11);
+    su[11] += dot(a0, u11);
+    sg[12] += dot(a0, g12);
+    su[12] += dot(a0, u12);
+    sg[13] += dot(a0, g13);
+    su[13] += dot(a0, u13);
+    sg[14] += dot(a0, g14);
+    su[14] += dot(a0, u14);
+    sg[15] += dot(a0, g15);
+    su[15] += dot(a0, u15);
+    let a1 = A[ra1 + k4];
+    ss[1] += dot(a1, a1);
+    sg[16] += dot(a1, g0);
+    su[16] += dot(a1, u0);
+    sg[17] += dot(a1, g1);
+    su[17] += dot(a1, u1);
+    sg[18] += dot(a1, g2);
+    su[18] += dot(a1, u2);
+    sg[19] += dot(a1, g3);
+    su[19] += dot(a1, u3);
+    sg[20] += dot(a1, g4);
+    su[20] += dot(a1, u4);
+    sg[21] += dot(a1, g5);
+    su[21] += dot(a1, u5);
+    sg[22] += dot(a1, g6);
+    su[22] += dot(a1, u6);
+    sg[23] += dot(a1, g7);
+    su[23] += dot(a1, u7);
+    sg[24] += dot(a1, g8);
+    su[24] += dot(a1, u8);
+    sg[25] += dot(a1, g9);
+    su[25] += dot(a1, u9);
+    sg[26] += dot(a1, g10);
+    su[26] += dot(a1, u10);
+    sg[27] += dot(a1, g11);
+    su[27] += dot(a1, u11);
+    sg[28] += dot(a1, g12);
+    su[28] += dot(a1, u12);
+    sg[29] += dot(a1, g13);
+    su[29] += dot(a1, u13);
+    sg[30] += dot(a1, g14);
+    su[30] += dot(a1, u14);
+    sg[31] += dot(a1, g15);
+    su[31] += dot(a1, u15);
+    let a2 = A[ra2 + k4];
+    ss[2] += dot(a2, a2);
+    sg[32] += dot(a2, g0);
+    su[32] += dot(a2, u0);
+    sg[33] += dot(a2, g1);
+    su[33] += dot(a2, u1);
+    sg[34] += dot(a2, g2);
+    su[34] += dot(a2, u2);
+    sg[35] += dot(a2, g3);
+    su[35] += dot(a2, u3);
+    sg[36] += dot(a2, g4);
+    su[36] += dot(a2, u4);
+    sg[37] += dot(a2, g5);
+    su[37] += dot(a2, u5);
+    sg[38] += dot(a2, g6);
+    su[38] += dot(a2, u6);
+    sg[39] += dot(a2, g7);
+    su[39] += dot(a2, u7);
+    sg[40] += dot(a2, g8);
+    su[40] += dot(a2, u8);
+    sg[41] += dot(a2, g9);
+    su[41] += dot(a2, u9);
+    sg[42] += dot(a2, g10);
+    su[42] += dot(a2, u10);
+    sg[43] += dot(a2, g11);
+    su[43] += dot(a2, u11);
+    sg[44] += dot(a2, g12);
+    su[44] += dot(a2, u12);
+    sg[45] += dot(a2, g13);
+    su[45] += dot(a2, u13);
+    sg[46] += dot(a2, g14);
+    su[46] += dot(a2, u14);
+    sg[47] += dot(a2, g15);
+    su[47] += dot(a2, u15);
+    let a3 = A[ra3 + k4];
+    ss[3] += dot(a3, a3);
+    sg[48] += dot(a3, g0);
+    su[48] += dot(a3, u0);
+    sg[49] += dot(a3, g1);
+    su[49] += dot(a3, u1);
+    sg[50] += dot(a3, g2);
+    su[50] += dot(a3, u2);
+    sg[51] += dot(a3, g3);
+    su[51] += dot(a3, u3);
+    sg[52] += dot(a3, g4);
+    su[52] += dot(a3, u4);
+    sg[53] += dot(a3, g5);
+    su[53] += dot(a3, u5);
+    sg[54] += dot(a3, g6);
+    su[54] += dot(a3, u6);
+    sg[55] += dot(a3, g7);
+    su[55] += dot(a3, u7);
+    sg[56] += dot(a3, g8);
+    su[56] += dot(a3, u8);
+    sg[57] += dot(a3, g9);
+    su[57] += dot(a3, u9);
+    sg[58] += dot(a3, g10);
+    su[58] += dot(a3, u10);
+    sg[59] += dot(a3, g11);
+    su[59] += dot(a3, u11);
+    sg[60] += dot(a3, g12);
+    su[60] += dot(a3, u12);
+    sg[61] += dot(a3, g13);
+    su[61] += dot(a3, u13);
+    sg[62] += dot(a3, g14);
+    su[62] += dot(a3, u14);
+    sg[63] += dot(a3, g15);
+    su[63] += dot(a3, u15);
+    let a4 = A[ra4 + k4];
+    ss[4] += dot(a4, a4);
+    sg[64] += dot(a4, g0);
+    su[64] += dot(a4, u0);
+    sg[65] += dot(a4, g1);
+    su[65] += dot(a4, u1);
+    sg[66] += dot(a4, g2);
+    su[66] += dot(a4, u2);
+    sg[67] += dot(a4, g3);
+    su[67] += dot(a4, u3);
+    sg[68] += dot(a4, g4);
+    su[68] += dot(a4, u4);
+    sg[69] += dot(a4, g5);
+    su[69] += dot(a4, u5);
+    sg[70] += dot(a4, g6);
+    su[70] += dot(a4, u6);
+    sg[71] += dot(a4, g7);
+    su[71] += dot(a4, u7);
+    sg[72] += dot(a4, g8);
+    su[72] += dot(a4, u8);
+    sg[73] += dot(a4, g9);
+    su[73] += dot(a4, u9);
+    sg[74] += dot(a4, g10);
+    su[74] += dot(a4, u10);
+    sg[75] += dot(a4, g11);
+    su[75] += dot(a4, u11);
+    sg[76] += dot(a4, g12);
+    su[76] += dot(a4, u12);
+    sg[77] += dot(a4, g13);
+    su[77] += dot(a4, u13);
+    sg[78] += dot(a4, g14);
+    su[78] += dot(a4, u14);
+    sg[79] += dot(a4, g15);
+    su[79] += dot(a4, u15);
+    let a5 = A[ra5 + k4];
+    ss[5] += dot(a5, a5);
+    sg[80] += dot(a5, g0);
+    su[80] += dot(a5, u0);
+    sg[81] += dot(a5, g1);
+    su[81] += dot(a5, u1);
+    sg[82] += dot(a5, g2);
+    su[82] += dot(a5, u2);
+    sg[83] += dot(a5, g3);
+    su[83] += dot(a5, u3);
+    sg[84] += dot(a5, g4);
+    su[84] += dot(a5, u4);
+    sg[85] += dot(a5, g5);
+    su[85] += dot(a5, u5);
+    sg[86] += dot(a5, g6);
+    su[86] += dot(a5, u6);
+    sg[87] += dot(a5, g7);
+    su[87] += dot(a5, u7);
+    sg[88] += dot(a5, g8);
+    su[88] += dot(a5, u8);
+    sg[89] += dot(a5, g9);
+    su[89] += dot(a5, u9);
+    sg[90] += dot(a5, g10);
+    su[90] += dot(a5, u10);
+    sg[91] += dot(a5, g11);
+    su[91] += dot(a5, u11);
+    sg[92] += dot(a5, g12);
+    su[92] += dot(a5, u12);
+    sg[93] += dot(a5, g13);
+    su[93] += dot(a5, u13);
+    sg[94] += dot(a5, g14);
+    su[94] += dot(a5, u14);
+    sg[95] += dot(a5, g15);
+    su[95] += dot(a5, u15);
+    let a6 = A[ra6 + k4];
+    ss[6] += dot(a6, a6);
+    sg[96] += dot(a6, g0);
+    su[96] += dot(a6, u0);
+    sg[97] += dot(a6, g1);
+    su[97] += dot(a6, u1);
+    sg[98] += dot(a6, g2);
+    su[98] += dot(a6, u2);
+    sg[99] += dot(a6, g3);
+    su[99] += dot(a6, u3);
+    sg[100] += dot(a6, g4);
+    su[100] += dot(a6, u4);
+    sg[101] += dot(a6, g5);
+    su[101] += dot(a6, u5);
+    sg[102] += dot(a6, g6);
+    su[102] += dot(a6, u6);
+    sg[103] += dot(a6, g7);
+    su[103] += dot(a6, u7);
+    sg[104] += dot(a6, g8);
+    su[104] += dot(a6, u8);
+    sg[105] += dot(a6, g9);
+    su[105] += dot(a6, u9);
+    sg[106] += dot(a6, g10);
+    su[106] += dot(a6, u10);
+    sg[107] += dot(a6, g11);
+    su[107] += dot(a6, u11);
+    sg[108] += dot(a6, g12);
+    su[108] += dot(a6, u12);
+    sg[109] += dot(a6, g13);
+    su[109] += dot(a6, u13);
+    sg[110] += dot(a6, g14);
+    su[110] += dot(a6, u14);
+    sg[111] += dot(a6, g15);
+    su[111] += dot(a6, u15);
+    let a7 = A[ra7 + k4];
+    ss[7] += dot(a7, a7);
+    sg[112] += dot(a7, g0);
+    su[112] += dot(a7, u0);
+    sg[113] += dot(a7, g1);
+    su[113] += dot(a7, u1);
+    sg[114] += dot(a7, g2);
+    su[114] += dot(a7, u2);
+    sg[115] += dot(a7, g3);
+    su[115] += dot(a7, u3);
+    sg[116] += dot(a7, g4);
+    su[116] += dot(a7, u4);
+    sg[117] += dot(a7, g5);
+    su[117] += dot(a7, u5);
+    sg[118] += dot(a7, g6);
+    su[118] += dot(a7, u6);
+    sg[119] += dot(a7, g7);
+    su[119] += dot(a7, u7);
+    sg[120] += dot(a7, g8);
+    su[120] += dot(a7, u8);
+    sg[121] += dot(a7, g9);
+    su[121] += dot(a7, u9);
+    sg[122] += dot(a7, g10);
+    su[122] += dot(a7, u10);
+    sg[123] += dot(a7, g11);
+    su[123] += dot(a7, u11);
+    sg[124] += dot(a7, g12);
+    su[124] += dot(a7, u12);
+    sg[125] += dot(a7, g13);
+    su[125] += dot(a7, u13);
+    sg[126] += dot(a7, g14);
+    su[126] += dot(a7, u14);
+    sg[127] += dot(a7, g15);
+    su[127] += dot(a7, u15);
+  }
+  let kf = f32(gp.K);
+  let rs0 = select(1.0, inverseSqrt(ss[0] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 0u < gp.M && col0 + 0u < gp.N0) { let g = sg[0] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[0] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 1u < gp.N0) { let g = sg[1] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[1] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 2u < gp.N0) { let g = sg[2] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[2] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 3u < gp.N0) { let g = sg[3] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[3] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 4u < gp.N0) { let g = sg[4] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[4] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 5u < gp.N0) { let g = sg[5] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[5] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 6u < gp.N0) { let g = sg[6] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[6] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 7u < gp.N0) { let g = sg[7] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[7] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 8u < gp.N0) { let g = sg[8] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[8] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 9u < gp.N0) { let g = sg[9] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[9] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 10u < gp.N0) { let g = sg[10] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[10] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 11u < gp.N0) { let g = sg[11] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[11] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 12u < gp.N0) { let g = sg[12] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[12] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 13u < gp.N0) { let g = sg[13] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[13] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 14u < gp.N0) { let g = sg[14] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[14] * rs0); }
+  if (row0 + 0u < gp.M && col0 + 15u < gp.N0) { let g = sg[15] * rs0; C0[(row0 + 0u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[15] * rs0); }
+  let rs1 = select(1.0, inverseSqrt(ss[1] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 1u < gp.M && col0 + 0u < gp.N0) { let g = sg[16] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[16] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 1u < gp.N0) { let g = sg[17] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[17] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 2u < gp.N0) { let g = sg[18] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[18] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 3u < gp.N0) { let g = sg[19] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[19] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 4u < gp.N0) { let g = sg[20] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[20] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 5u < gp.N0) { let g = sg[21] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[21] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 6u < gp.N0) { let g = sg[22] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[22] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 7u < gp.N0) { let g = sg[23] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[23] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 8u < gp.N0) { let g = sg[24] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[24] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 9u < gp.N0) { let g = sg[25] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[25] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 10u < gp.N0) { let g = sg[26] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[26] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 11u < gp.N0) { let g = sg[27] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[27] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 12u < gp.N0) { let g = sg[28] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[28] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 13u < gp.N0) { let g = sg[29] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[29] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 14u < gp.N0) { let g = sg[30] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[30] * rs1); }
+  if (row0 + 1u < gp.M && col0 + 15u < gp.N0) { let g = sg[31] * rs1; C0[(row0 + 1u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[31] * rs1); }
+  let rs2 = select(1.0, inverseSqrt(ss[2] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 2u < gp.M && col0 + 0u < gp.N0) { let g = sg[32] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[32] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 1u < gp.N0) { let g = sg[33] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[33] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 2u < gp.N0) { let g = sg[34] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[34] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 3u < gp.N0) { let g = sg[35] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[35] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 4u < gp.N0) { let g = sg[36] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[36] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 5u < gp.N0) { let g = sg[37] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[37] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 6u < gp.N0) { let g = sg[38] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[38] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 7u < gp.N0) { let g = sg[39] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[39] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 8u < gp.N0) { let g = sg[40] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[40] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 9u < gp.N0) { let g = sg[41] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[41] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 10u < gp.N0) { let g = sg[42] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[42] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 11u < gp.N0) { let g = sg[43] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[43] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 12u < gp.N0) { let g = sg[44] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[44] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 13u < gp.N0) { let g = sg[45] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[45] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 14u < gp.N0) { let g = sg[46] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[46] * rs2); }
+  if (row0 + 2u < gp.M && col0 + 15u < gp.N0) { let g = sg[47] * rs2; C0[(row0 + 2u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[47] * rs2); }
+  let rs3 = select(1.0, inverseSqrt(ss[3] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 3u < gp.M && col0 + 0u < gp.N0) { let g = sg[48] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[48] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 1u < gp.N0) { let g = sg[49] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[49] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 2u < gp.N0) { let g = sg[50] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[50] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 3u < gp.N0) { let g = sg[51] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[51] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 4u < gp.N0) { let g = sg[52] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[52] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 5u < gp.N0) { let g = sg[53] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[53] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 6u < gp.N0) { let g = sg[54] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[54] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 7u < gp.N0) { let g = sg[55] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[55] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 8u < gp.N0) { let g = sg[56] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[56] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 9u < gp.N0) { let g = sg[57] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[57] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 10u < gp.N0) { let g = sg[58] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[58] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 11u < gp.N0) { let g = sg[59] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[59] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 12u < gp.N0) { let g = sg[60] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[60] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 13u < gp.N0) { let g = sg[61] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[61] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 14u < gp.N0) { let g = sg[62] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[62] * rs3); }
+  if (row0 + 3u < gp.M && col0 + 15u < gp.N0) { let g = sg[63] * rs3; C0[(row0 + 3u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[63] * rs3); }
+  let rs4 = select(1.0, inverseSqrt(ss[4] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 4u < gp.M && col0 + 0u < gp.N0) { let g = sg[64] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[64] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 1u < gp.N0) { let g = sg[65] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[65] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 2u < gp.N0) { let g = sg[66] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[66] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 3u < gp.N0) { let g = sg[67] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[67] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 4u < gp.N0) { let g = sg[68] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[68] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 5u < gp.N0) { let g = sg[69] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[69] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 6u < gp.N0) { let g = sg[70] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[70] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 7u < gp.N0) { let g = sg[71] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[71] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 8u < gp.N0) { let g = sg[72] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[72] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 9u < gp.N0) { let g = sg[73] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[73] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 10u < gp.N0) { let g = sg[74] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[74] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 11u < gp.N0) { let g = sg[75] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[75] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 12u < gp.N0) { let g = sg[76] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[76] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 13u < gp.N0) { let g = sg[77] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[77] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 14u < gp.N0) { let g = sg[78] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[78] * rs4); }
+  if (row0 + 4u < gp.M && col0 + 15u < gp.N0) { let g = sg[79] * rs4; C0[(row0 + 4u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[79] * rs4); }
+  let rs5 = select(1.0, inverseSqrt(ss[5] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 5u < gp.M && col0 + 0u < gp.N0) { let g = sg[80] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[80] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 1u < gp.N0) { let g = sg[81] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[81] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 2u < gp.N0) { let g = sg[82] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[82] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 3u < gp.N0) { let g = sg[83] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[83] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 4u < gp.N0) { let g = sg[84] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[84] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 5u < gp.N0) { let g = sg[85] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[85] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 6u < gp.N0) { let g = sg[86] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[86] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 7u < gp.N0) { let g = sg[87] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[87] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 8u < gp.N0) { let g = sg[88] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[88] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 9u < gp.N0) { let g = sg[89] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[89] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 10u < gp.N0) { let g = sg[90] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[90] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 11u < gp.N0) { let g = sg[91] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[91] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 12u < gp.N0) { let g = sg[92] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[92] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 13u < gp.N0) { let g = sg[93] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[93] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 14u < gp.N0) { let g = sg[94] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[94] * rs5); }
+  if (row0 + 5u < gp.M && col0 + 15u < gp.N0) { let g = sg[95] * rs5; C0[(row0 + 5u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[95] * rs5); }
+  let rs6 = select(1.0, inverseSqrt(ss[6] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 6u < gp.M && col0 + 0u < gp.N0) { let g = sg[96] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[96] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 1u < gp.N0) { let g = sg[97] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[97] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 2u < gp.N0) { let g = sg[98] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[98] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 3u < gp.N0) { let g = sg[99] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[99] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 4u < gp.N0) { let g = sg[100] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[100] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 5u < gp.N0) { let g = sg[101] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[101] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 6u < gp.N0) { let g = sg[102] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[102] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 7u < gp.N0) { let g = sg[103] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[103] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 8u < gp.N0) { let g = sg[104] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[104] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 9u < gp.N0) { let g = sg[105] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[105] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 10u < gp.N0) { let g = sg[106] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[106] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 11u < gp.N0) { let g = sg[107] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[107] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 12u < gp.N0) { let g = sg[108] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[108] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 13u < gp.N0) { let g = sg[109] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[109] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 14u < gp.N0) { let g = sg[110] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[110] * rs6); }
+  if (row0 + 6u < gp.M && col0 + 15u < gp.N0) { let g = sg[111] * rs6; C0[(row0 + 6u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[111] * rs6); }
+  let rs7 = select(1.0, inverseSqrt(ss[7] / kf + gp.eps), gp.norm != 0u);
+  if (row0 + 7u < gp.M && col0 + 0u < gp.N0) { let g = sg[112] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 0u] = g / (1.0 + exp(-g)) * (su[112] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 1u < gp.N0) { let g = sg[113] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 1u] = g / (1.0 + exp(-g)) * (su[113] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 2u < gp.N0) { let g = sg[114] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 2u] = g / (1.0 + exp(-g)) * (su[114] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 3u < gp.N0) { let g = sg[115] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 3u] = g / (1.0 + exp(-g)) * (su[115] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 4u < gp.N0) { let g = sg[116] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 4u] = g / (1.0 + exp(-g)) * (su[116] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 5u < gp.N0) { let g = sg[117] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 5u] = g / (1.0 + exp(-g)) * (su[117] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 6u < gp.N0) { let g = sg[118] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 6u] = g / (1.0 + exp(-g)) * (su[118] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 7u < gp.N0) { let g = sg[119] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 7u] = g / (1.0 + exp(-g)) * (su[119] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 8u < gp.N0) { let g = sg[120] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 8u] = g / (1.0 + exp(-g)) * (su[120] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 9u < gp.N0) { let g = sg[121] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 9u] = g / (1.0 + exp(-g)) * (su[121] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 10u < gp.N0) { let g = sg[122] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 10u] = g / (1.0 + exp(-g)) * (su[122] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 11u < gp.N0) { let g = sg[123] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 11u] = g / (1.0 + exp(-g)) * (su[123] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 12u < gp.N0) { let g = sg[124] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 12u] = g / (1.0 + exp(-g)) * (su[124] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 13u < gp.N0) { let g = sg[125] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 13u] = g / (1.0 + exp(-g)) * (su[125] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 14u < gp.N0) { let g = sg[126] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 14u] = g / (1.0 + exp(-g)) * (su[126] * rs7); }
+  if (row0 + 7u < gp.M && col0 + 15u < gp.N0) { let g = sg[127] * rs7; C0[(row0 + 7u) * gp.N0 + col0 + 15u] = g / (1.0 + exp(-g)) * (su[127] * rs7); }
 }

@@ -418,8 +418,14 @@ export class GpuModel {
     const xmid = this.training ? a.xmid : this.res[l];
     this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, tex);
     if (needsNorm([lv.gate, lv.up])) K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
-    this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]], tex, tex ? xmid : null);
-    K.swiglu(rec, N * I, a.gate, a.up, a.h);
+    const [tg, tu] = [tex?.get(lv.gate), tex?.get(lv.up)];
+    if (tg && tu && !this.lora && tg.normEps === tu.normEps) {
+      // Decode textures without adapters: the gate/up products and SwiGLU in one dispatch.
+      this.ops.matmul.encodeSwigluTexture(rec, N, tg.normEps === undefined ? a.xn2 : xmid, tg, tu, a.h, this.scratch.unused);
+    } else {
+      this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]], tex, tex ? xmid : null);
+      K.swiglu(rec, N * I, a.gate, a.up, a.h);
+    }
     this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1], tex);
   }
 

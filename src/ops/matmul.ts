@@ -93,21 +93,19 @@ export interface TextureWeight {
  * grouped entry in shaders/matmul_tex_group.wgsl.
  */
 export const TEX_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [1, 16], [4, 16], [8, 16], [8, 32]];
-export const TEX_GROUP_TILES = TEX_TILES;
 
-/** The texture-form kernel of a variant name "r<R>c<C>_wg<X>x<Y>" (a TEX_TILES tile). */
-export function textureSpec(v: MatmulVariant, group = false): KernelSpec {
-  const tiles = group ? TEX_GROUP_TILES : TEX_TILES;
-  if (v.kind !== "reg" || !tiles.some(([r, c]) => r === v.r && c === v.c)) {
-    throw new KernelArgumentError(`matmul variant ${v.name} has no ${group ? "grouped " : ""}texture-form entry`);
+/**
+ * The texture-form kernel of a variant (a TEX_TILES tile): the plain entry, the grouped one
+ * ("group"), or the gate/up pair with SwiGLU applied ("swiglu", the grouped bindings).
+ */
+export function textureSpec(v: MatmulVariant, entry: "plain" | "group" | "swiglu" = "plain"): KernelSpec {
+  if (v.kind !== "reg" || !TEX_TILES.some(([r, c]) => r === v.r && c === v.c)) {
+    throw new KernelArgumentError(`matmul variant ${v.name} has no texture-form entry`);
   }
-  const ro = "read-only-storage", rw = "storage";
-  return group
-    ? {
-      shader: "matmul_tex_group", entry: `ntxg_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", "texture", "texture", rw, rw, rw],
-      constants: { WGX: v.wgx!, WGY: v.wgy! },
-    }
-    : { shader: "matmul_tex", entry: `ntx_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", rw], constants: { WGX: v.wgx! , WGY: v.wgy! } };
+  const ro = "read-only-storage", rw = "storage", constants = { WGX: v.wgx!, WGY: v.wgy! };
+  if (entry === "plain") return { shader: "matmul_tex", entry: `ntx_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", rw], constants };
+  const name = entry === "group" ? "ntxg" : "ntxs";
+  return { shader: "matmul_tex_group", entry: `${name}_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", "texture", "texture", rw, rw, rw], constants };
 }
 
 function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
@@ -289,6 +287,7 @@ export class Matmul {
   /** Texture-form kernels (plain and grouped) by variant name, compiled by prepareTextures. */
   private texKernels = new Map<string, Kernel>();
   private texGroupKernels = new Map<string, Kernel>();
+  private texSwigluKernels = new Map<string, Kernel>();
 
   private constructor(private gpu: Gpu, private adapterClass: AdapterClass, private picks: Record<string, string>) {}
 
@@ -385,9 +384,8 @@ export class Matmul {
     await Promise.all([...names].map(async (name) => {
       const v = findTextureVariant(name);
       if (!this.texKernels.has(name)) this.texKernels.set(name, await this.gpu.kernel(textureSpec(v)));
-      if (TEX_GROUP_TILES.some(([r, c]) => r === v.r && c === v.c) && !this.texGroupKernels.has(name)) {
-        this.texGroupKernels.set(name, await this.gpu.kernel(textureSpec(v, true)));
-      }
+      if (!this.texGroupKernels.has(name)) this.texGroupKernels.set(name, await this.gpu.kernel(textureSpec(v, "group")));
+      if (!this.texSwigluKernels.has(name)) this.texSwigluKernels.set(name, await this.gpu.kernel(textureSpec(v, "swiglu")));
     }));
   }
 
@@ -428,6 +426,17 @@ export class Matmul {
       return;
     }
     encodeGroupTextureWith(rec, k, v, M, a, parts, scratch);
+  }
+
+  /**
+   * h [M, I] = silu(A · gateᵀ) · (A · upᵀ) for texture weights gate and up [I, K] (the same K,
+   * rows per layer and folded norm): the gate/up products and SwiGLU in one dispatch.
+   * `scratch` (≥ 4 bytes, not h) fills the unused output slots.
+   */
+  encodeSwigluTexture(rec: Recorder, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef, scratch: BufferRef): void {
+    const v = this.textureVariantFor(M);
+    if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`);
+    encodeSwigluTextureWith(rec, this.texSwigluKernels.get(v.name)!, v, M, a, gate, up, h, scratch);
   }
 
   get adapter(): AdapterClass {
@@ -473,6 +482,24 @@ export function encodeGroupTextureWith(
   const x = tiles.reduce((s, t) => s + t, 0);
   rec.dispatch(kernel, [null, a, filled[0].b.binding, filled[1].b.binding, filled[2].b.binding, filled[0].c, filled[1].c, filled[2].c], [
     x, Math.ceil(M / (v.r! * v.wgy!)), 1,
+  ], u);
+}
+
+/** Records encodeSwigluTexture with a compiled kernel (textureSpec(v, "swiglu")). */
+export function encodeSwigluTextureWith(
+  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef, scratch: BufferRef,
+): void {
+  const { rows: I, cols: K, rowsPerLayer: H, normEps } = gate;
+  if (up.rows !== I || up.cols !== K || up.rowsPerLayer !== H || up.normEps !== normEps) {
+    throw new KernelArgumentError("matmul texture swiglu: gate and up must have the same shape, rows per layer and folded norm");
+  }
+  if (M <= 0 || K % 4) throw new KernelArgumentError(`matmul texture swiglu: M ${M} must be positive and K ${K} a multiple of 4`);
+  const u = packUniform([
+    ["u32", M], ["u32", K], ["u32", I], ["u32", 0], ["u32", 0], ["u32", 0], ["u32", 0], ["u32", H],
+    ["f32", normEps ?? 0], ["u32", normEps === undefined ? 0 : 1], ["u32", 0], ["u32", 0],
+  ]);
+  rec.dispatch(kernel, [null, a, gate.binding, up.binding, up.binding, h, scratch, scratch], [
+    Math.ceil(I / (v.c! / 2 * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1,
   ], u);
 }
 

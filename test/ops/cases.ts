@@ -11,6 +11,7 @@ import {
   type Broadcast,
   encodeGroupTextureWith,
   encodeMatmulWith,
+  encodeSwigluTextureWith,
   encodeTextureWith,
   findTextureVariant,
   kernelSpec,
@@ -21,7 +22,6 @@ import {
   type Ops,
   Reduce,
   REDUCE_OPS,
-  TEX_GROUP_TILES,
   TEX_VARIANTS,
   TEXTURE_DEFAULT_PICKS,
   type TextureWeight,
@@ -115,20 +115,33 @@ function matmulCases(thorough: boolean): KernelCase[] {
 }
 
 /** A·Bᵀ shapes for the texture form: H is B's rows per texture layer (small ones wrap B's rows). */
-const TEX_SHAPES: ReadonlyArray<{ M: number; N: number; K: number; H: number; beta?: number }> = [
+const TEX_SHAPES: ReadonlyArray<{ M: number; N: number; K: number; H: number; beta?: number; normEps?: number }> = [
   { M: 1, N: 5, K: 12, H: 7 },
-  { M: 3, N: 37, K: 36, H: 9 },
+  { M: 3, N: 37, K: 36, H: 9, normEps: 1e-5 },
   { M: 8, N: 70, K: 20, H: 8192 },
   { M: 13, N: 100, K: 36, H: 7, beta: 1 },
-  { M: 32, N: 33, K: 20, H: 10 },
-  { M: 29, N: 300, K: 44, H: 60, beta: 1 },
+  { M: 32, N: 33, K: 20, H: 10, normEps: 0.5 },
+  { M: 29, N: 300, K: 44, H: 60, beta: 1, normEps: 1e-6 },
 ];
+
+/** A's rows RMS-normalized (weight 1): what a texture with normEps set multiplies by. */
+function rmsRows(a: Float32Array, M: number, K: number, eps?: number): Float32Array {
+  if (eps === undefined) return a;
+  const out = new Float32Array(a.length);
+  for (let r = 0; r < M; r++) {
+    let ss = 0;
+    for (let k = 0; k < K; k++) ss += a[r * K + k] ** 2;
+    const rs = 1 / Math.sqrt(ss / K + eps);
+    for (let k = 0; k < K; k++) out[r * K + k] = a[r * K + k] * rs;
+  }
+  return out;
+}
 // Every texture here has a width and height that are not powers of two: llvmpipe compiles a
 // kernel again for each such class of its textures (seconds for the bigger tiles), and the
 // arithmetic under test does not depend on it.
 
 /** B [N, K] as an rgba32float 2D-array texture, row n at texel row n % H of layer n / H. */
-function textureWeight(gpu: Gpu, b: Float32Array, N: number, K: number, H: number): { weight: TextureWeight; texture: GPUTexture } {
+function textureWeight(gpu: Gpu, b: Float32Array, N: number, K: number, H: number, normEps?: number): { weight: TextureWeight; texture: GPUTexture } {
   const layers = Math.ceil(N / H);
   const texture = gpu.device.createTexture({
     size: [K / 4, Math.min(N, H), layers], format: "rgba32float", usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
@@ -138,44 +151,62 @@ function textureWeight(gpu: Gpu, b: Float32Array, N: number, K: number, H: numbe
     gpu.device.queue.writeTexture({ texture, origin: [0, 0, l] }, b, { offset: l * H * K * 4, bytesPerRow: K * 4, rowsPerImage: rows }, [K / 4, rows, 1]);
   }
   const view = texture.createView({ dimension: "2d-array" });
-  return { weight: { binding: { view, id: `case:${nextTexture++}` }, rows: N, cols: K, rowsPerLayer: H }, texture };
+  return { weight: { binding: { view, id: `case:${nextTexture++}` }, rows: N, cols: K, rowsPerLayer: H, normEps }, texture };
 }
 let nextTexture = 0;
 
 async function runTextureMatmul(gpu: Gpu, s: (typeof TEX_SHAPES)[number], v: MatmulVariant): Promise<number> {
   const shape: MatmulShape = { form: "nt", M: s.M, N: s.N, K: s.K, alpha: 1, beta: s.beta ?? 0 };
   const a = seededValues(s.M * s.K, 1), b = seededValues(s.N * s.K, 2), c0 = seededValues(s.M * s.N, 3);
-  const A = gpu.upload(a), C = gpu.upload(c0), { weight, texture } = textureWeight(gpu, b, s.N, s.K, s.H);
+  const A = gpu.upload(a), C = gpu.upload(c0), { weight, texture } = textureWeight(gpu, b, s.N, s.K, s.H, s.normEps);
   const rec = gpu.recorder("texture matmul case");
   encodeTextureWith(rec, await gpu.kernel(textureSpec(v)), v, { M: s.M, beta: s.beta }, A, weight, C);
   rec.submit();
   const got = await gpu.readFloat32(C, s.M * s.N);
   [A, C].forEach((x) => x.destroy());
   texture.destroy();
-  return toleranceRatio(got, matmulRef(shape, a, b, c0), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
+  return toleranceRatio(got, matmulRef(shape, rmsRows(a, s.M, s.K, s.normEps), b, c0), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
 }
 
 /** Three products sharing A, B's rows wrapping texture layers, through the grouped entry. */
-async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number): Promise<number> {
-  const K = 64, H = 16, Ns = [37, 12, 70];
-  const a = seededValues(M * K, 1), A = gpu.upload(a), scratch = gpu.zeros(4);
+async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number, normEps?: number): Promise<number> {
+  const K = 44, H = 13, Ns = [37, 12, 70];
+  const a = seededValues(M * K, 1), A = gpu.upload(a), scratch = gpu.zeros(4), an = rmsRows(a, M, K, normEps);
   const parts = Ns.map((N, i) => {
     const b = seededValues(N * K, 10 + i);
-    return { N, b, ...textureWeight(gpu, b, N, K, H), C: gpu.zeros(M * N) };
+    return { N, b, ...textureWeight(gpu, b, N, K, H, normEps), C: gpu.zeros(M * N) };
   });
   const rec = gpu.recorder("texture group case");
-  encodeGroupTextureWith(rec, await gpu.kernel(textureSpec(v, true)), v, M, A, parts.map((p) => ({ b: p.weight, c: p.C })), scratch);
+  encodeGroupTextureWith(rec, await gpu.kernel(textureSpec(v, "group")), v, M, A, parts.map((p) => ({ b: p.weight, c: p.C })), scratch);
   rec.submit();
   let worst = 0;
   for (const p of parts) {
     const got = await gpu.readFloat32(p.C, M * p.N);
-    const ref = matmulRef({ form: "nt", M, N: p.N, K }, a, p.b, new Float32Array(M * p.N));
+    const ref = matmulRef({ form: "nt", M, N: p.N, K }, an, p.b, new Float32Array(M * p.N));
     worst = Math.max(worst, toleranceRatio(got, ref, 1e-5 * Math.sqrt(K) + 1e-6, 1e-4));
     p.C.destroy();
     p.texture.destroy();
   }
   [A, scratch].forEach((x) => x.destroy());
   return worst;
+}
+
+/** The gate/up pair with SwiGLU applied (layers wrapping, an odd width): silu(A·Gᵀ) · (A·Uᵀ). */
+async function runTextureSwiglu(gpu: Gpu, v: MatmulVariant, M: number, normEps?: number): Promise<number> {
+  const K = 36, H = 9, I = 45;
+  const a = seededValues(M * K, 1), gw = seededValues(I * K, 5), uw = seededValues(I * K, 6), an = rmsRows(a, M, K, normEps);
+  const A = gpu.upload(a), h = gpu.zeros(M * I), scratch = gpu.zeros(4);
+  const g = textureWeight(gpu, gw, I, K, H, normEps), u = textureWeight(gpu, uw, I, K, H, normEps);
+  const rec = gpu.recorder("texture swiglu case");
+  encodeSwigluTextureWith(rec, await gpu.kernel(textureSpec(v, "swiglu")), v, M, A, g.weight, u.weight, h, scratch);
+  rec.submit();
+  const got = await gpu.readFloat32(h, M * I);
+  const zeros = new Float32Array(M * I);
+  const gr = matmulRef({ form: "nt", M, N: I, K }, an, gw, zeros), ur = matmulRef({ form: "nt", M, N: I, K }, an, uw, zeros);
+  const ref = gr.map((x, i) => x / (1 + Math.exp(-x)) * ur[i]);
+  [A, h, scratch].forEach((x) => x.destroy());
+  [g, u].forEach((x) => x.texture.destroy());
+  return toleranceRatio(got, ref, 1e-5 * Math.sqrt(K) + 1e-6, 1e-4);
 }
 
 /**
@@ -189,9 +220,12 @@ function textureMatmulCases(thorough: boolean): KernelCase[] {
     const name = `matmul texture nt ${s.M}x${s.N}x${s.K} H${s.H}${s.beta ? " acc" : ""}`;
     for (const v of thorough ? TEX_VARIANTS : [pick(s.M)]) out.push({ name: `${name} [${v.name}]`, run: (gpu) => runTextureMatmul(gpu, s, v) });
   }
-  const grouped = TEX_VARIANTS.filter((v) => TEX_GROUP_TILES.some(([r, c]) => r === v.r && c === v.c));
-  for (const v of thorough ? grouped : [pick(8)]) {
-    for (const M of [1, 8, 11]) out.push({ name: `matmul texture group M${M} [${v.name}]`, run: (gpu) => runTextureGroup(gpu, v, M) });
+  for (const v of thorough ? TEX_VARIANTS : [pick(8)]) {
+    for (const [M, eps] of [[1, undefined], [8, 1e-5], [11, undefined]] as const) {
+      const norm = eps === undefined ? "" : " norm";
+      out.push({ name: `matmul texture group M${M}${norm} [${v.name}]`, run: (gpu) => runTextureGroup(gpu, v, M, eps) });
+      out.push({ name: `matmul texture swiglu M${M}${norm} [${v.name}]`, run: (gpu) => runTextureSwiglu(gpu, v, M, eps) });
+    }
   }
   return out;
 }
