@@ -1,5 +1,5 @@
-// Fills a weight texture (src/model/weight_textures.ts): texel (k4, n % H) of layer n / H of an
-// rgba32float 2D-array texture = W[n, 4·k4 .. 4·k4+3] for W [N, K] row-major (K4 = K/4), times
+// Fills a weight texture (src/model/weight_textures.ts): texel ((n / H)·K4 + k4, n % H) of an
+// rgba32float 2D texture = W[n, 4·k4 .. 4·k4+3] for W [N, K] row-major (K4 = K/4), times
 // g[4·k4 ..] when p.scaled != 0: the RMSNorm weight g that precedes the product, folded in.
 
 struct P { N: u32, K4: u32, H: u32, scaled: u32 }
@@ -7,7 +7,7 @@ struct P { N: u32, K4: u32, H: u32, scaled: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> W: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> G: array<vec4<f32>>;
-@group(0) @binding(3) var T: texture_storage_2d_array<rgba32float, write>;
+@group(0) @binding(3) var T: texture_storage_2d<rgba32float, write>;
 
 @compute @workgroup_size(64)
 fn fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -17,5 +17,5 @@ fn fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let k4 = i % p.K4;
   var v = W[i];
   if (p.scaled != 0u) { v = v * G[k4]; }
-  textureStore(T, vec2<i32>(i32(k4), i32(n % p.H)), i32(n / p.H), v);
+  textureStore(T, vec2<i32>(i32(n / p.H * p.K4 + k4), i32(n % p.H)), v);
 }

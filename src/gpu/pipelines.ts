@@ -6,9 +6,9 @@ import { PipelineCreationError, ShaderCompileError } from "./errors.ts";
 import { shaderSource } from "./shaders.ts";
 
 /**
- * Binding kinds: buffers; "texture", a 2D-array float texture read with textureLoad (rgba32float
- * and other unfilterable formats: the weight textures of model/weight_textures.ts); and
- * "texture-write", an rgba32float 2D-array storage texture written with textureStore.
+ * Binding kinds: buffers; "texture", a 2D float texture read with textureLoad (rgba32float and
+ * other unfilterable formats: the weight textures of model/weight_textures.ts); and
+ * "texture-write", an rgba32float 2D storage texture written with textureStore.
  */
 export type BindingKind = "uniform" | "storage" | "read-only-storage" | "texture" | "texture-write";
 
@@ -52,10 +52,10 @@ async function compileModule(device: GPUDevice, name: string, code: string): Pro
 
 function layoutEntry(kind: BindingKind, binding: number): GPUBindGroupLayoutEntry {
   if (kind === "texture") {
-    return { binding, visibility: GPUShaderStage.COMPUTE, texture: { sampleType: "unfilterable-float", viewDimension: "2d-array" } };
+    return { binding, visibility: GPUShaderStage.COMPUTE, texture: { sampleType: "unfilterable-float", viewDimension: "2d" } };
   }
   if (kind === "texture-write") {
-    return { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: "write-only", format: "rgba32float", viewDimension: "2d-array" } };
+    return { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: "write-only", format: "rgba32float", viewDimension: "2d" } };
   }
   return {
     binding,

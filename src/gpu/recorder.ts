@@ -10,7 +10,7 @@ import { activeProfiler } from "./profiler.ts";
 
 type Workgroups = readonly [number, number?, number?];
 
-/** A texture bound to a "texture" slot: its 2D-array view, and an id naming it in bind-group keys. */
+/** A texture bound to a "texture" or "texture-write" slot: its view, and an id naming it in bind-group keys. */
 export interface TextureBinding {
   readonly view: GPUTextureView;
   readonly id: string;

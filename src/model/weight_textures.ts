@@ -5,9 +5,11 @@
 // most of a projection's time: 8 rows against the ~30M preset's projections, the texture form
 // ran 1.3–1.7× faster than the storage form (gen_matmul_reg.ts's TEX_TILES note).
 //
-// A weight W [N, K] (HF Linear layout [out, in]) becomes an rgba32float 2D-array texture K/4
-// texels wide: row n at texel row n % H of layer n / H, H the adapter's maxTextureDimension2D,
-// so the vocabulary-sized LM head of a real model fits as a few layers. A weight that follows an
+// A weight W [N, K] (HF Linear layout [out, in]) becomes an rgba32float 2D texture: row n at texel
+// row n % H, texel columns (n / H)·K/4 + [0, K/4), H the adapter's maxTextureDimension2D, so the
+// vocabulary-sized LM head of a real model fits as a few blocks of columns. (2D, not 2D-array:
+// wgpu's OpenGL backend binds a one-layer texture as a plain 2D one, and an array view of it
+// reads wrong values there.) A weight that follows an
 // RMSNorm (q/k/v after the input norm, gate/up after the post-attention norm, the LM head after
 // the final norm) is stored as W·diag(g), g the norm's weight, and marked with the norm's eps:
 // its texture kernels then normalize A's rows themselves (ops/matmul.ts TextureWeight.normEps),
@@ -41,16 +43,15 @@ interface Entry {
 
 /**
  * Why one weight cannot have a texture copy (a sentence), or null: stored whole in one binding,
- * K a multiple of 4, K/4 texels and its layers within the adapter's texture limits.
+ * K a multiple of 4, its blocks of K/4 texel columns within the adapter's texture width.
  */
 export function textureUnfit(t: ParamTensor, params: GpuParams, limits: GPUSupportedLimits): string | null {
   if (t.shape.length !== 2) return `${t.name} is not a matrix`;
   const [N, K] = t.shape;
   if (params.chunks(t).length !== 1) return `${t.name} is split across bindings`;
   if (K % 4) return `${t.name}'s rows (${K} floats) are not a multiple of 4`;
-  if (K / 4 > limits.maxTextureDimension2D) return `${t.name}'s rows (${K / 4} texels) exceed the adapter's ${limits.maxTextureDimension2D}`;
-  const layers = Math.ceil(N / limits.maxTextureDimension2D);
-  if (layers > limits.maxTextureArrayLayers) return `${t.name} would take ${layers} texture layers, over ${limits.maxTextureArrayLayers}`;
+  const width = Math.ceil(N / limits.maxTextureDimension2D) * K / 4;
+  if (width > limits.maxTextureDimension2D) return `${t.name} would take ${width} texels of width, over the adapter's ${limits.maxTextureDimension2D}`;
   return null;
 }
 
@@ -87,19 +88,19 @@ export class WeightTextures {
       const norm = fold ? n : null;
       if (norm && params.chunks(norm).length !== 1) continue;
       const [N, K] = t.shape;
-      const layers = Math.ceil(N / H), size = layers * Math.min(N, H) * K * 4;
+      const blocks = Math.ceil(N / H), size = blocks * Math.min(N, H) * K * 4;
       if (bytes + size > maxBytes) break;
       bytes += size;
       const texture = gpu.device.createTexture({
         label: `weight_texture.${t.name}`,
-        size: [K / 4, Math.min(N, H), layers],
+        size: [blocks * K / 4, Math.min(N, H)],
         format: "rgba32float",
         usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.STORAGE_BINDING,
       });
-      const view = texture.createView({ dimension: "2d-array" }), id = `wt:${t.name}:${nextId++}`;
+      const view = texture.createView(), id = `wt:${t.name}:${nextId++}`;
       entries.set(t, {
         tensor: t, norm, texture, target: { view, id: `${id}:w` },
-        weight: { binding: { view, id }, rows: N, cols: K, rowsPerLayer: H, ...(norm ? { normEps: eps } : {}) },
+        weight: { binding: { view, id }, rows: N, cols: K, rowsPerBlock: H, ...(norm ? { normEps: eps } : {}) },
       });
     }
     if (!entries.size) return null;
@@ -120,7 +121,7 @@ export class WeightTextures {
   /** Bytes the copies take. */
   get bytes(): number {
     let n = 0;
-    for (const e of this.entries.values()) n += e.texture.width * 16 * e.texture.height * e.texture.depthOrArrayLayers;
+    for (const e of this.entries.values()) n += e.texture.width * 16 * e.texture.height;
     return n;
   }
 
@@ -133,7 +134,7 @@ export class WeightTextures {
     const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
     for (const { tensor: t, norm, weight, target } of this.entries.values()) {
       const w = params.chunks(t)[0].ref, K4 = weight.cols / 4;
-      const u = packUniform([["u32", weight.rows], ["u32", K4], ["u32", weight.rowsPerLayer], ["u32", norm ? 1 : 0]]);
+      const u = packUniform([["u32", weight.rows], ["u32", K4], ["u32", weight.rowsPerBlock], ["u32", norm ? 1 : 0]]);
       rec.dispatch(this.fill, [null, w, norm ? params.chunks(norm)[0].ref : w, target], grid1d(Math.ceil(weight.rows * K4 / 64), maxDim), u);
     }
     rec.submit();

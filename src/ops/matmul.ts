@@ -72,15 +72,16 @@ export function isBigRegTile(r: number, c: number): boolean {
 }
 
 /**
- * A weight held in an rgba32float 2D-array texture (model/weight_textures.ts) for the texture-form
- * A·Bᵀ kernels: row n of B [N, K] is texel row n % rowsPerLayer of layer n / rowsPerLayer.
+ * A weight held in an rgba32float 2D texture (model/weight_textures.ts) for the texture-form A·Bᵀ
+ * kernels: row n of B [N, K] is texel row n % rowsPerBlock, in texel columns
+ * (n / rowsPerBlock)·K/4 + [0, K/4): rows past the height limit wrap into blocks of columns.
  */
 export interface TextureWeight {
   readonly binding: TextureBinding;
   /** B's rows (N) and columns (K). */
   readonly rows: number;
   readonly cols: number;
-  readonly rowsPerLayer: number;
+  readonly rowsPerBlock: number;
   /**
    * Set when the texture holds W·diag(g) for the RMSNorm (weight g, this eps) that precedes the
    * product: the kernels then take A un-normalized and scale each row by its rsqrt(mean(A²) + eps).
@@ -413,15 +414,15 @@ export class Matmul {
   /**
    * encodeGroup with texture weights: up to three products sharing A [M, K] in one dispatch, or
    * one encodeTexture per part where the variant has no grouped entry or the parts' K or
-   * rowsPerLayer differ. `scratch` (≥ 4 bytes, no part's C) is the output of unused slots.
+   * rowsPerBlock differ. `scratch` (≥ 4 bytes, no part's C) is the output of unused slots.
    */
   encodeGroupTexture(rec: Recorder, M: number, a: BufferRef, parts: readonly { b: TextureWeight; c: BufferRef }[], scratch: BufferRef): void {
     if (parts.length === 0 || parts.length > 3) throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
     const v = this.textureVariantFor(M);
     if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`);
     const k = this.texGroupKernels.get(v.name);
-    const { cols: K, rowsPerLayer: H, normEps } = parts[0].b;
-    if (!k || parts.length === 1 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H || q.b.normEps !== normEps)) {
+    const { cols: K, rowsPerBlock: H, normEps } = parts[0].b;
+    if (!k || parts.length === 1 || parts.some((q) => q.b.cols !== K || q.b.rowsPerBlock !== H || q.b.normEps !== normEps)) {
       for (const q of parts) this.encodeTexture(rec, { M }, a, q.b, q.c);
       return;
     }
@@ -430,7 +431,7 @@ export class Matmul {
 
   /**
    * h [M, I] = silu(A · gateᵀ) · (A · upᵀ) for texture weights gate and up [I, K] (the same K,
-   * rows per layer and folded norm): the gate/up products and SwiGLU in one dispatch.
+   * rows per block and folded norm): the gate/up products and SwiGLU in one dispatch.
    * `scratch` (≥ 4 bytes, not h) fills the unused output slots.
    */
   encodeSwigluTexture(rec: Recorder, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef, scratch: BufferRef): void {
@@ -453,7 +454,7 @@ export function encodeTextureWith(
     throw new KernelArgumentError(`matmul texture form: M ${M} and N ${N} must be positive and K ${K} a positive multiple of 4`);
   }
   const u = packUniform([
-    ["u32", M], ["u32", N], ["u32", K], ["u32", b.rowsPerLayer],
+    ["u32", M], ["u32", N], ["u32", K], ["u32", b.rowsPerBlock],
     ["f32", 1], ["f32", shape.beta ?? 0], ["f32", b.normEps ?? 0], ["u32", b.normEps === undefined ? 0 : 1],
   ]);
   rec.dispatch(kernel, [null, a, b.binding, c], [Math.ceil(N / (v.c! * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1], u);
@@ -461,14 +462,14 @@ export function encodeTextureWith(
 
 /**
  * Records a grouped texture-form A·Bᵀ with a compiled kernel (textureSpec(v, true)): 2 or 3
- * parts, every part's K (cols) and rowsPerLayer the same.
+ * parts, every part's K (cols) and rowsPerBlock the same.
  */
 export function encodeGroupTextureWith(
   rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, parts: readonly { b: TextureWeight; c: BufferRef }[], scratch: BufferRef,
 ): void {
-  const { cols: K, rowsPerLayer: H, normEps } = parts[0].b;
-  if (parts.length < 2 || parts.length > 3 || parts.some((q) => q.b.cols !== K || q.b.rowsPerLayer !== H || q.b.normEps !== normEps)) {
-    throw new KernelArgumentError("matmul texture group: 2 or 3 parts with the same K, rows per layer and folded norm");
+  const { cols: K, rowsPerBlock: H, normEps } = parts[0].b;
+  if (parts.length < 2 || parts.length > 3 || parts.some((q) => q.b.cols !== K || q.b.rowsPerBlock !== H || q.b.normEps !== normEps)) {
+    throw new KernelArgumentError("matmul texture group: 2 or 3 parts with the same K, rows per block and folded norm");
   }
   if (M <= 0 || K % 4) throw new KernelArgumentError(`matmul texture group: M ${M} must be positive and K ${K} a multiple of 4`);
   const cols = v.c! * v.wgx!;
@@ -489,9 +490,9 @@ export function encodeGroupTextureWith(
 export function encodeSwigluTextureWith(
   rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef, scratch: BufferRef,
 ): void {
-  const { rows: I, cols: K, rowsPerLayer: H, normEps } = gate;
-  if (up.rows !== I || up.cols !== K || up.rowsPerLayer !== H || up.normEps !== normEps) {
-    throw new KernelArgumentError("matmul texture swiglu: gate and up must have the same shape, rows per layer and folded norm");
+  const { rows: I, cols: K, rowsPerBlock: H, normEps } = gate;
+  if (up.rows !== I || up.cols !== K || up.rowsPerBlock !== H || up.normEps !== normEps) {
+    throw new KernelArgumentError("matmul texture swiglu: gate and up must have the same shape, rows per block and folded norm");
   }
   if (M <= 0 || K % 4) throw new KernelArgumentError(`matmul texture swiglu: M ${M} must be positive and K ${K} a multiple of 4`);
   const u = packUniform([

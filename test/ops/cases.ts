@@ -114,7 +114,7 @@ function matmulCases(thorough: boolean): KernelCase[] {
   return out;
 }
 
-/** A·Bᵀ shapes for the texture form: H is B's rows per texture layer (small ones wrap B's rows). */
+/** A·Bᵀ shapes for the texture form: H is B's rows per block of texel columns (small ones wrap B's rows). */
 const TEX_SHAPES: ReadonlyArray<{ M: number; N: number; K: number; H: number; beta?: number; normEps?: number }> = [
   { M: 1, N: 5, K: 12, H: 7 },
   { M: 3, N: 37, K: 36, H: 9, normEps: 1e-5 },
@@ -140,18 +140,18 @@ function rmsRows(a: Float32Array, M: number, K: number, eps?: number): Float32Ar
 // kernel again for each such class of its textures (seconds for the bigger tiles), and the
 // arithmetic under test does not depend on it.
 
-/** B [N, K] as an rgba32float 2D-array texture, row n at texel row n % H of layer n / H. */
+/** B [N, K] as an rgba32float 2D texture, row n at texel row n % H in the n / H-th block of K/4 columns. */
 function textureWeight(gpu: Gpu, b: Float32Array, N: number, K: number, H: number, normEps?: number): { weight: TextureWeight; texture: GPUTexture } {
-  const layers = Math.ceil(N / H);
+  const blocks = Math.ceil(N / H);
   const texture = gpu.device.createTexture({
-    size: [K / 4, Math.min(N, H), layers], format: "rgba32float", usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+    size: [blocks * K / 4, Math.min(N, H)], format: "rgba32float", usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
   });
-  for (let l = 0; l < layers; l++) {
+  for (let l = 0; l < blocks; l++) {
     const rows = Math.min(H, N - l * H);
-    gpu.device.queue.writeTexture({ texture, origin: [0, 0, l] }, b, { offset: l * H * K * 4, bytesPerRow: K * 4, rowsPerImage: rows }, [K / 4, rows, 1]);
+    gpu.device.queue.writeTexture({ texture, origin: [l * K / 4, 0, 0] }, b, { offset: l * H * K * 4, bytesPerRow: K * 4, rowsPerImage: rows }, [K / 4, rows, 1]);
   }
-  const view = texture.createView({ dimension: "2d-array" });
-  return { weight: { binding: { view, id: `case:${nextTexture++}` }, rows: N, cols: K, rowsPerLayer: H, normEps }, texture };
+  const view = texture.createView();
+  return { weight: { binding: { view, id: `case:${nextTexture++}` }, rows: N, cols: K, rowsPerBlock: H, normEps }, texture };
 }
 let nextTexture = 0;
 
@@ -168,7 +168,7 @@ async function runTextureMatmul(gpu: Gpu, s: (typeof TEX_SHAPES)[number], v: Mat
   return toleranceRatio(got, matmulRef(shape, rmsRows(a, s.M, s.K, s.normEps), b, c0), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
 }
 
-/** Three products sharing A, B's rows wrapping texture layers, through the grouped entry. */
+/** Three products sharing A, B's rows wrapping into blocks of columns, through the grouped entry. */
 async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number, normEps?: number): Promise<number> {
   const K = 44, H = 13, Ns = [37, 12, 70];
   const a = seededValues(M * K, 1), A = gpu.upload(a), scratch = gpu.zeros(4), an = rmsRows(a, M, K, normEps);
@@ -191,7 +191,7 @@ async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number, normEps?: 
   return worst;
 }
 
-/** The gate/up pair with SwiGLU applied (layers wrapping, an odd width): silu(A·Gᵀ) · (A·Uᵀ). */
+/** The gate/up pair with SwiGLU applied (rows wrapping, an odd width): silu(A·Gᵀ) · (A·Uᵀ). */
 async function runTextureSwiglu(gpu: Gpu, v: MatmulVariant, M: number, normEps?: number): Promise<number> {
   const K = 36, H = 9, I = 45;
   const a = seededValues(M * K, 1), gw = seededValues(I * K, 5), uw = seededValues(I * K, 6), an = rmsRows(a, M, K, normEps);
