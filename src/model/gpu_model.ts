@@ -10,7 +10,7 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { bucketsForShapes, createOps, type Ops, TEXTURE_BUCKETS } from "../ops/mod.ts";
+import { bucketsForShapes, createOps, type Ops, textureBuckets } from "../ops/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import { type GpuParams, uploadParams } from "./gpu_params.ts";
 import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
@@ -211,7 +211,10 @@ export class GpuModel {
         createOps(gpu, {
           matmulBuckets: bucketsForShapes(Math.max(opts.chunkRows ?? 256, opts.slots), weights.layout.tensors.map((t) => t.shape)),
         }),
-        ModelKernels.create(gpu, opts.maxLen, { normVariant: opts.normVariant, headDim: weights.config.headDim, attentionVariant: opts.attentionVariant }),
+        ModelKernels.create(gpu, opts.maxLen, {
+          normVariant: opts.normVariant, headDim: weights.config.headDim, attentionVariant: opts.attentionVariant,
+          queryGroup: weights.config.numHeads / weights.config.numKvHeads,
+        }),
         params.anySplit ? SplitKernels.create(gpu) : null,
       ]);
       const fusedDecode = fused && !unfit ? opts.decodeForward ?? {} : null;
@@ -275,7 +278,7 @@ export class GpuModel {
         this.texturesTried = true;
         const rows = Math.min(this.slots, this.chunkRows);
         const m = this.ops.matmul;
-        await m.prepareTextures(TEXTURE_BUCKETS.filter((b) => bucketsForShapes(rows, [[4096, 4096]]).includes(b)), this.forceTextures);
+        await m.prepareTextures(textureBuckets(rows), this.forceTextures);
         if (Array.from({ length: rows }, (_, i) => i + 1).some((r) => m.canUseTextures(r))) {
           this.textures = await WeightTextures.create(this.gpu, this.weights.layout, this.params);
         }

@@ -3,6 +3,7 @@
 // Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, P cache positions per slot.
 
 import type { BufferRef } from "../gpu/buffers.ts";
+import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
@@ -38,6 +39,8 @@ export class ModelKernels {
   /** `cachePositions` (P) bounds the context: attention keeps P scores in workgroup memory. */
   /** One invocation per row for RMSNorm (CPU adapters' default); a workgroup per row on GPUs. */
   private serialNorm = false;
+  /** Query heads one lane of the lane attention takes (2 for its pair entry), else 1. */
+  private laneGroup = 1;
   /** The forward attention kernel in use; the backward's dQ kernel follows it. */
   attentionVariant: AttentionVariant = "workgroup";
   /** RMSNorm with one invocation per row ("rows", CPU adapters) or a workgroup per row; the backward follows. */
@@ -46,7 +49,7 @@ export class ModelKernels {
   static async create(
     gpu: Gpu,
     cachePositions: number,
-    opts: { normVariant?: "rows" | "workgroup"; headDim?: number; attentionVariant?: AttentionVariant } = {},
+    opts: { normVariant?: "rows" | "workgroup"; headDim?: number; attentionVariant?: AttentionVariant; queryGroup?: number } = {},
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
     // barrier-free lane kernel (attention_lane.wgsl), GPUs the workgroup-parallel attention4.
@@ -54,6 +57,8 @@ export class ModelKernels {
     const lane = vec4Attention && laneAttentionFits(opts.headDim!, cachePositions, 1) &&
       (opts.attentionVariant ?? (gpu.adapterClass === "cpu" ? "lane" : "workgroup")) === "lane";
     const serial = (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
+    // Two query heads per kv head: the lane kernel's pair entry loads each K/V vector once for both.
+    const pair = lane && opts.queryGroup === 2;
     const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
       gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const ro = "read-only-storage", rw = "storage", u = "uniform";
@@ -64,7 +69,9 @@ export class ModelKernels {
         : s("rmsnorm", "rmsnorm", [u, ro, ro, rw, rw], { WG: RED_WG }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
       s("rope", "rope_store", [u, rw, rw, ro, ro, ro, ro, rw, rw], { WG: EW }),
-      lane
+      pair
+        ? s("attention_lane", "attention_lane_g2", [u, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: opts.headDim! / 4 })
+        : lane
         ? s("attention_lane", "attention_lane", [u, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: opts.headDim! / 4 })
         : vec4Attention
         ? s("attention4", "attention4", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions })
@@ -78,6 +85,7 @@ export class ModelKernels {
     );
     k.serialNorm = serial;
     k.attentionVariant = lane ? "lane" : "workgroup";
+    k.laneGroup = pair ? 2 : 1;
     k.normVariant = serial ? "rows" : "workgroup";
     return k;
   }
@@ -127,7 +135,10 @@ export class ModelKernels {
   /** out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. */
   attention(rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, kc: BufferRef, vc: BufferRef, out: BufferRef, lse: BufferRef) {
     if (this.attentionVariant === "lane") {
-      rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], this.grid(N * NH, LANE_WG), this.attnUniform(N, NH, KV, D));
+      if (NH !== KV * this.laneGroup && this.laneGroup > 1) {
+        throw new KernelArgumentError(`attention: ${NH} heads over ${KV} kv heads; this kernel takes ${this.laneGroup} per kv head`);
+      }
+      rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], this.grid(N * NH / this.laneGroup, LANE_WG), this.attnUniform(N, NH, KV, D));
       return;
     }
     const z = Math.ceil(N / 65535);

@@ -395,7 +395,7 @@ export class Matmul {
    * rows' own bucket counts (no stand-ins): a bucket without a pick keeps the storage form.
    */
   textureVariantFor(M: number): MatmulVariant | null {
-    const name = this.picks[`ntx:${shapeBucket({ form: "nt", M, N: 1, K: 4 })}`];
+    const name = this.picks[`ntx:${textureBucket(M)}`];
     return name && this.texKernels.has(name) ? findTextureVariant(name) : null;
   }
 
@@ -507,7 +507,23 @@ export function encodeSwigluTextureWith(
 /** The decode buckets the texture form serves. */
 export const TEXTURE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "skinny16", "skinny32"];
 
+/**
+ * The texture form's row tiers: its "vector" pick takes 1–4 rows and "skinny" 5–15 (a 4-row
+ * tile wastes less than an 8-row one below 5 rows, and a 1-row tile loads every weight once per
+ * row), then the shape buckets' 16–24 and 25–32.
+ */
+export function textureBucket(M: number): ShapeBucket {
+  return M <= 4 ? "vector" : M < 16 ? "skinny" : M <= 24 ? "skinny16" : M <= 32 ? "skinny32" : "small";
+}
+
+/** The texture tiers that M = 1..maxRows rows reach. */
+export function textureBuckets(maxRows: number): ShapeBucket[] {
+  const out = new Set<ShapeBucket>();
+  for (let m = 1; m <= Math.min(maxRows, 33); m++) out.add(textureBucket(m));
+  return TEXTURE_BUCKETS.filter((b) => out.has(b));
+}
+
 /** Texture-form variants for adapters whose tuning has none (llvmpipe's picks, ops/tuning.ts). */
 export const TEXTURE_DEFAULT_PICKS: Partial<Record<ShapeBucket, string>> = {
-  vector: "r1c16_wg32x1", skinny: "r8c32_wg8x1", skinny16: "r8c32_wg8x1", skinny32: "r8c32_wg8x1",
+  vector: "r4c16_wg8x1", skinny: "r8c32_wg8x1", skinny16: "r8c32_wg8x1", skinny32: "r8c32_wg8x1",
 };

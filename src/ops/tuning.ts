@@ -74,13 +74,19 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  * - decode A·Bᵀ at 16–32 rows (the ~30M preset's projections, 2-core EPYC, idle, 2026-11-25):
  *   row tiles that fit the rows, 16×16 at 16 rows (21–23 GFLOPS against 14–15 for r8c8/r8c16 on
  *   512–2816 outputs) and 32×16 at 32 (27–28 against 15; 24 rows: 19–21 against 14–17 for 16×16).
- * - decode A·Bᵀ at 8–15 rows against weight textures (ntx: model/weight_textures.ts): r8c32
- *   (the ~30M preset's decode step at 8 rows, per-op path, interleaved in one process, 2-core
- *   EPYC, 2026-11-25: 27.3–27.7 ms min / 30.4–31.9 median against 32.0–34.1 / 36.6–37.6 from
- *   storage; r8c16 from textures 28.3 / 31.9). At 1 row (r1c8, r1c16, r4c16) and at 32 rows
- *   (r8c32, r16c16, r32c16) textures gained nothing over storage (30M preset, same run), so
- *   those buckets keep storage and do not pay the texture kernels' compile (llvmpipe compiles a
- *   texture kernel again per texture shape class: r8c32 ~3 s, r32c16 11–16 s with a cold cache).
+ * - decode A·Bᵀ against weight textures (ntx: model/weight_textures.ts, row tiers of
+ *   matmul.ts's textureBucket), the ~30M preset's per-op decode step, interleaved in one process,
+ *   2-core EPYC, 2026-11-25, ms min / median (GL backend unless marked):
+ *   - 8 rows, r8c32: Vulkan 27.3–27.7 / 30.4–31.9 against 32.0–34.1 / 36.6–37.6 from storage
+ *     (r8c16 28.3 / 31.9), before the folded norms and SwiGLU (ntxs) that come with the texture
+ *     path; with them, GL 27.0–27.8 / 30.2–32.3 against 34.0–34.5 / 37.0–41.5;
+ *   - 1–7 rows ("vector"): storage's r1c8 loads every weight once per row: 2 rows 32.3 / 34.8,
+ *     4 rows 58.1 / 80.5, 6 rows 103 / 133 ms; r4c16 from textures 21.6 / 22.8, 22.4 / 23.3,
+ *     39.6 / 50.4 and r8c32 23.6 / 24.6, 24.1 / 25.8, 28.0 / 34.2; at 1 row a tie (storage
+ *     18.0–19.7 / 27–31, r4c16 21.6 / 23.5). So r4c16 for 1–4 rows, r8c32 for 5–15;
+ *   - 16 rows, r8c32 in two row tiles: 46.0–46.5 / 49–56 against 52.7–53.3 / 53–62;
+ *   - 32 rows: a tie (r8c32 88–89 / 95–97, storage r32c16 87–95 / 99–105), so storage.
+ *   Texture kernels compile again per class of texture shape on llvmpipe (r8c32 ~3 s cold).
  */
 export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }> = [
   {
@@ -96,7 +102,9 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
       "nt:skinny16": "r16c16_wg8x1",
       "nt:skinny32": "r32c16_wg8x1",
       "nt:vector": "r1c8_wg32x1",
+      "ntx:vector": "r4c16_wg8x1",
       "ntx:skinny": "r8c32_wg8x1",
+      "ntx:skinny16": "r8c32_wg8x1",
     },
   },
 ];

@@ -122,6 +122,7 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
 
     await t.step("lane attention over a long context with head_dim 128 equals the workgroup kernel", async () => {
       // 128 = the widest head the lane kernel takes (its head-dim loops unroll); 600 positions.
+      // Two query heads per kv head: the lane side runs the pair entry (attention_lane_g2).
       const w = await preset("tiny-qwen3:hd128", "F32");
       const tokens = Array.from({ length: 600 }, (_, i) => (i * 37 + 11) % 256 + 1);
       const rows: ModelRow[] = tokens.map((token, pos) => ({ token, slot: 0, pos }));

@@ -12,6 +12,8 @@ import {
   type MatmulShape,
   shapeBucket,
   TEXTURE_DEFAULT_PICKS,
+  textureBucket,
+  textureBuckets,
   variantSupports,
 } from "../../src/ops/matmul.ts";
 import { MATMUL_DRIVER_TUNING, MATMUL_TUNING, matmulPicks } from "../../src/ops/tuning.ts";
@@ -53,9 +55,11 @@ Deno.test("every pick names a known variant that computes its form", () => {
   for (const name of Object.values(TEXTURE_DEFAULT_PICKS)) findTextureVariant(name!);
 });
 
-Deno.test("texture-form picks: llvmpipe reads weight textures at 8–15 decode rows only; other adapters do not", async () => {
+Deno.test("texture-form picks: llvmpipe reads weight textures at 1–24 decode rows; other adapters do not", async () => {
   const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
-  assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), ["ntx:skinny"]);
+  assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), ["ntx:vector", "ntx:skinny", "ntx:skinny16"]);
+  assertEquals([1, 4, 5, 15, 16, 24, 25, 32].map(textureBucket), ["vector", "vector", "skinny", "skinny", "skinny16", "skinny16", "skinny32", "skinny32"]);
+  assertEquals(textureBuckets(6), ["vector", "skinny"]);
   assertEquals(Object.keys(matmulPicks(info("", "swiftshader"))).filter((k) => k.startsWith("ntx:")), []);
   const gpu = await Gpu.create();
   try {
@@ -64,8 +68,9 @@ Deno.test("texture-form picks: llvmpipe reads weight textures at 8–15 decode r
     // Forced (GpuModelOptions.weightTextures: true): every bucket asked for gets a kernel; the
     // rows' own bucket decides, with no stand-in.
     assert(m.canUseTextures(1) && m.canUseTextures(8) && m.canUseTextures(15));
-    assertEquals(m.canUseTextures(16), false);
+    assertEquals(m.canUseTextures(25), false); // 25–32 rows: no pick here, and none forced
     assertEquals(m.textureVariantFor(8)?.name, m.prefersTextures ? llvmpipe["ntx:skinny"] : TEXTURE_DEFAULT_PICKS.skinny);
+    assertEquals(m.textureVariantFor(3)?.name, m.prefersTextures ? llvmpipe["ntx:vector"] : TEXTURE_DEFAULT_PICKS.vector);
   } finally {
     gpu.destroy();
   }
