@@ -408,13 +408,24 @@ export class GpuModel {
     const needsNorm = (ws: ParamTensor[]) => !!this.lora || ws.some((w) => tex?.get(w)?.normEps === undefined);
     const raw = tex ? this.res[l] : null;
     if (needsNorm([lv.q, lv.k, lv.v])) K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
-    this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]], tex, raw);
-    if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
-      K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
-      K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
-    }
+    const tqkv = [lv.q, lv.k, lv.v].map((w) => tex?.get(w) ?? null);
     const { q, k } = this.qkUsed(l);
-    K.ropeStore(rec, N, NH, KV, D, s.meta, q, k, a.v, this.cos, this.sin, this.kCache[l], this.vCache[l]);
+    if (
+      tqkv[0] && tqkv[1] && tqkv[2] && !this.lora && !lv.qBias && !lv.kBias && !lv.vBias && !lv.qNorm &&
+      tqkv.every((t) => t!.normEps === tqkv[0]!.normEps) && this.ops.matmul.canRopeTexture(N, D)
+    ) {
+      // Decode textures, no adapters, biases or q/k norms: q/k/v, RoPE and the cache write in one dispatch.
+      this.ops.matmul.encodeQkvRopeTexture(rec, N, tqkv[0].normEps === undefined ? a.xn1 : raw!, [tqkv[0], tqkv[1], tqkv[2]], {
+        q, kc: this.kCache[l], vc: this.vCache[l], meta: s.meta, cos: this.cos, sin: this.sin, headDim: D, positions: K.cachePositions,
+      });
+    } else {
+      this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]], tex, raw);
+      if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
+        K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
+        K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
+      }
+      K.ropeStore(rec, N, NH, KV, D, s.meta, q, k, a.v, this.cos, this.sin, this.kCache[l], this.vCache[l]);
+    }
     K.attention(rec, N, NH, KV, D, s.meta, q, this.kCache[l], this.vCache[l], a.att, a.lse);
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.

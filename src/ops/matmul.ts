@@ -94,17 +94,26 @@ export interface TextureWeight {
  * grouped entry in shaders/matmul_tex_group.wgsl.
  */
 export const TEX_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [1, 16], [4, 16], [8, 16], [8, 32]];
+/** Texture tiles with a q/k/v + RoPE + K/V cache entry (shaders/matmul_tex_rope.wgsl). */
+export const ROPE_TILES: ReadonlyArray<readonly [number, number]> = [[4, 16], [8, 32]];
 
 /**
  * The texture-form kernel of a variant (a TEX_TILES tile): the plain entry, the grouped one
  * ("group"), or the gate/up pair with SwiGLU applied ("swiglu", the grouped bindings).
  */
-export function textureSpec(v: MatmulVariant, entry: "plain" | "group" | "swiglu" = "plain"): KernelSpec {
+export function textureSpec(v: MatmulVariant, entry: "plain" | "group" | "swiglu" | "rope" = "plain"): KernelSpec {
   if (v.kind !== "reg" || !TEX_TILES.some(([r, c]) => r === v.r && c === v.c)) {
     throw new KernelArgumentError(`matmul variant ${v.name} has no texture-form entry`);
   }
   const ro = "read-only-storage", rw = "storage", constants = { WGX: v.wgx!, WGY: v.wgy! };
   if (entry === "plain") return { shader: "matmul_tex", entry: `ntx_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", rw], constants };
+  if (entry === "rope") {
+    if (!ROPE_TILES.some(([r, c]) => r === v.r && c === v.c)) throw new KernelArgumentError(`matmul variant ${v.name} has no q/k/v RoPE entry`);
+    return {
+      shader: "matmul_tex_rope", entry: `ntxr_r${v.r}c${v.c}`,
+      bindings: ["uniform", ro, "texture", "texture", "texture", rw, rw, rw, ro, ro, ro], constants,
+    };
+  }
   const name = entry === "group" ? "ntxg" : "ntxs";
   return { shader: "matmul_tex_group", entry: `${name}_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", "texture", "texture", rw, rw, rw], constants };
 }
@@ -289,6 +298,7 @@ export class Matmul {
   private texKernels = new Map<string, Kernel>();
   private texGroupKernels = new Map<string, Kernel>();
   private texSwigluKernels = new Map<string, Kernel>();
+  private texRopeKernels = new Map<string, Kernel>();
 
   private constructor(private gpu: Gpu, private adapterClass: AdapterClass, private picks: Record<string, string>) {}
 
@@ -387,6 +397,9 @@ export class Matmul {
       if (!this.texKernels.has(name)) this.texKernels.set(name, await this.gpu.kernel(textureSpec(v)));
       if (!this.texGroupKernels.has(name)) this.texGroupKernels.set(name, await this.gpu.kernel(textureSpec(v, "group")));
       if (!this.texSwigluKernels.has(name)) this.texSwigluKernels.set(name, await this.gpu.kernel(textureSpec(v, "swiglu")));
+      if (ROPE_TILES.some(([r, c]) => r === v.r && c === v.c) && !this.texRopeKernels.has(name)) {
+        this.texRopeKernels.set(name, await this.gpu.kernel(textureSpec(v, "rope")));
+      }
     }));
   }
 
@@ -427,6 +440,30 @@ export class Matmul {
       return;
     }
     encodeGroupTextureWith(rec, k, v, M, a, parts, scratch);
+  }
+
+  /**
+   * Whether encodeQkvRopeTexture can run M rows of heads of `headDim` (a RoPE entry for the
+   * rows' tile, whose C/2 rotation pairs per lane divide head_dim/2).
+   */
+  canRopeTexture(M: number, headDim: number): boolean {
+    const v = this.textureVariantFor(M);
+    return !!v && this.texRopeKernels.has(v.name) && (headDim / 2) % (v.c! / 2) === 0;
+  }
+
+  /**
+   * q/k/v products from texture weights (the same K, rows per block and folded norm) with RoPE
+   * and the cache write: q [M, NH·D] roped into `q`, k roped and v into the layer's caches
+   * kc/vc [S, KV, P, D] at each row's (slot, pos) from `meta`; cos/sin the [P, D/2] tables.
+   * rope.wgsl's rope_store after encodeGroupTexture, in one dispatch (canRopeTexture must hold).
+   */
+  encodeQkvRopeTexture(
+    rec: Recorder, M: number, a: BufferRef, w: readonly [TextureWeight, TextureWeight, TextureWeight],
+    out: { q: BufferRef; kc: BufferRef; vc: BufferRef; meta: BufferRef; cos: BufferRef; sin: BufferRef; headDim: number; positions: number },
+  ): void {
+    const v = this.textureVariantFor(M);
+    if (!v || !this.canRopeTexture(M, out.headDim)) throw new KernelArgumentError(`matmul: no q/k/v RoPE texture kernel for ${M} rows of head_dim ${out.headDim}`);
+    encodeQkvRopeTextureWith(rec, this.texRopeKernels.get(v.name)!, v, M, a, w, out);
   }
 
   /**
@@ -501,6 +538,29 @@ export function encodeSwigluTextureWith(
   ]);
   rec.dispatch(kernel, [null, a, gate.binding, up.binding, up.binding, h, scratch, scratch], [
     Math.ceil(I / (v.c! / 2 * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1,
+  ], u);
+}
+
+/** Records encodeQkvRopeTexture with a compiled kernel (textureSpec(v, "rope")). */
+export function encodeQkvRopeTextureWith(
+  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, w: readonly [TextureWeight, TextureWeight, TextureWeight],
+  out: { q: BufferRef; kc: BufferRef; vc: BufferRef; meta: BufferRef; cos: BufferRef; sin: BufferRef; headDim: number; positions: number },
+): void {
+  const { cols: K, rowsPerBlock: H, normEps } = w[0], D = out.headDim;
+  if (w.some((t) => t.cols !== K || t.rowsPerBlock !== H || t.normEps !== normEps) || w[1].rows !== w[2].rows) {
+    throw new KernelArgumentError("matmul texture q/k/v RoPE: q, k, v with the same K, rows per block and folded norm, k and v of one width");
+  }
+  if (M <= 0 || K % 4 || D % 2 || (D / 2) % (v.c! / 2) || w[0].rows % D || w[1].rows % D) {
+    throw new KernelArgumentError(`matmul texture q/k/v RoPE: M ${M}, K ${K} % 4, head_dim ${D} with (D/2) % ${v.c! / 2} == 0 and whole heads`);
+  }
+  const cols = v.c! * v.wgx!;
+  const tiles = w.map((t) => Math.ceil(t.rows / cols));
+  const u = packUniform([
+    ["u32", M], ["u32", K], ["u32", w[0].rows], ["u32", w[1].rows], ["u32", w[2].rows], ["u32", tiles[0]], ["u32", tiles[1]], ["u32", H],
+    ["f32", normEps ?? 0], ["u32", normEps === undefined ? 0 : 1], ["u32", D], ["u32", out.positions],
+  ]);
+  rec.dispatch(kernel, [null, a, w[0].binding, w[1].binding, w[2].binding, out.q, out.kc, out.vc, out.meta, out.cos, out.sin], [
+    tiles[0] + tiles[1] + tiles[2], Math.ceil(M / (v.r! * v.wgy!)), 1,
   ], u);
 }
 

@@ -35,6 +35,15 @@ function tinyQwen2(): ModelWeights {
   }), { seed: 4, std: 0.3, normNoise: 0.2 });
 }
 
+/** Llama with head_dim 32 (wider than hidden/heads): its texture decode fuses RoPE and the cache write. */
+function llamaHd32(): ModelWeights {
+  return initModel(parseModelConfig({
+    model_type: "llama", vocab_size: 264, hidden_size: 64, intermediate_size: 128, num_hidden_layers: 2,
+    num_attention_heads: 4, num_key_value_heads: 2, head_dim: 32, rms_norm_eps: 1e-5, rope_theta: 10000,
+    max_position_embeddings: 1024, tie_word_embeddings: true, bos_token_id: 257, eos_token_id: 258,
+  }), { seed: 6, std: 0.3, normNoise: 0.2 });
+}
+
 const SEQS = [[257, 5, 9, 14, 3, 77, 101], [257, 200, 1, 7], [257, 33, 33, 33, 8, 90]];
 const SEQS3 = SEQS;
 /** Ten sequences: decode steps of 8–10 rows (the texture form's 8-row tiles). */
@@ -136,10 +145,10 @@ export function decodeCases(): DecodeCase[] {
       },
     },
     {
-      name: "decode steps reading weight textures (1–3 and 8–10 rows; Llama tied, Qwen2 biased and untied) equal the storage path and the reference",
+      name: "decode steps reading weight textures (1–3 and 8–10 rows; Llama tied, Qwen2 biased and untied, Llama head_dim 32 with RoPE fused) equal the storage path and the reference",
       async run(gpu) {
         let worst = 0;
-        for (const w of [tinyLlama(), tinyQwen2()]) {
+        for (const w of [tinyLlama(), tinyQwen2(), llamaHd32()]) {
           for (const seqs of [SEQS3, SEQS10]) {
             const storage = await decodeLogits(gpu, w, "ops", { weightTextures: false, seqs });
             let used = false;
