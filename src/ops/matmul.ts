@@ -408,7 +408,7 @@ export class Matmul {
    * rows' own bucket counts (no stand-ins): a bucket without a pick keeps the storage form.
    */
   textureVariantFor(M: number): MatmulVariant | null {
-    const name = this.picks[`ntx:${textureBucket(M)}`];
+    const bucket = textureBucket(M), name = bucket && this.picks[`ntx:${bucket}`];
     return name && this.texKernels.has(name) ? findTextureVariant(name) : null;
   }
 
@@ -568,18 +568,19 @@ export function encodeQkvRopeTextureWith(
 export const TEXTURE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "skinny16", "skinny32"];
 
 /**
- * The texture form's row tiers: its "vector" pick takes 1–4 rows and "skinny" 5–15 (a 4-row
+ * The texture form's row tiers: its "vector" pick takes 2–4 rows and "skinny" 5–15 (a 4-row
  * tile wastes less than an 8-row one below 5 rows, and a 1-row tile loads every weight once per
- * row), then the shape buckets' 16–24 and 25–32.
+ * row), then the shape buckets' 16–24 and 25–32; a single row (null) keeps the storage form,
+ * which was as fast or faster there (ops/tuning.ts).
  */
-export function textureBucket(M: number): ShapeBucket {
-  return M <= 4 ? "vector" : M < 16 ? "skinny" : M <= 24 ? "skinny16" : M <= 32 ? "skinny32" : "small";
+export function textureBucket(M: number): ShapeBucket | null {
+  return M <= 1 ? null : M <= 4 ? "vector" : M < 16 ? "skinny" : M <= 24 ? "skinny16" : M <= 32 ? "skinny32" : "small";
 }
 
 /** The texture tiers that M = 1..maxRows rows reach. */
 export function textureBuckets(maxRows: number): ShapeBucket[] {
   const out = new Set<ShapeBucket>();
-  for (let m = 1; m <= Math.min(maxRows, 33); m++) out.add(textureBucket(m));
+  for (let m = 2; m <= Math.min(maxRows, 33); m++) out.add(textureBucket(m)!);
   return TEXTURE_BUCKETS.filter((b) => out.has(b));
 }
 

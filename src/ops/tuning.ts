@@ -83,7 +83,8 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  *   - 1–7 rows ("vector"): storage's r1c8 loads every weight once per row: 2 rows 32.3 / 34.8,
  *     4 rows 58.1 / 80.5, 6 rows 103 / 133 ms; r4c16 from textures 21.6 / 22.8, 22.4 / 23.3,
  *     39.6 / 50.4 and r8c32 23.6 / 24.6, 24.1 / 25.8, 28.0 / 34.2; at 1 row a tie (storage
- *     18.0–19.7 / 27–31, r4c16 21.6 / 23.5). So r4c16 for 1–4 rows, r8c32 for 5–15;
+ *     18.0–19.7 / 27–31, r4c16 21.6 / 23.5; again 18.2–18.4 / 22–24 against 20.1–20.6 / 22–23,
+ *     r1c16 23.2–23.4 / 26–27). So storage for 1 row, r4c16 for 2–4, r8c32 for 5–15;
  *   - 16 rows, r8c32 in two row tiles: 46.0–46.5 / 49–56 against 52.7–53.3 / 53–62;
  *   - 32 rows: a tie (r8c32 88–89 / 95–97, storage r32c16 87–95 / 99–105), so storage.
  *   Texture kernels compile again per class of texture shape on llvmpipe (r8c32 ~3 s cold).

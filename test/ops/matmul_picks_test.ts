@@ -55,10 +55,10 @@ Deno.test("every pick names a known variant that computes its form", () => {
   for (const name of Object.values(TEXTURE_DEFAULT_PICKS)) findTextureVariant(name!);
 });
 
-Deno.test("texture-form picks: llvmpipe reads weight textures at 1–24 decode rows; other adapters do not", async () => {
+Deno.test("texture-form picks: llvmpipe reads weight textures at 2–24 decode rows; other adapters do not", async () => {
   const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
   assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), ["ntx:vector", "ntx:skinny", "ntx:skinny16"]);
-  assertEquals([1, 4, 5, 15, 16, 24, 25, 32].map(textureBucket), ["vector", "vector", "skinny", "skinny", "skinny16", "skinny16", "skinny32", "skinny32"]);
+  assertEquals([1, 2, 4, 5, 15, 16, 24, 25, 32].map(textureBucket), [null, "vector", "vector", "skinny", "skinny", "skinny16", "skinny16", "skinny32", "skinny32"]);
   assertEquals(textureBuckets(6), ["vector", "skinny"]);
   assertEquals(Object.keys(matmulPicks(info("", "swiftshader"))).filter((k) => k.startsWith("ntx:")), []);
   const gpu = await Gpu.create();
@@ -67,7 +67,8 @@ Deno.test("texture-form picks: llvmpipe reads weight textures at 1–24 decode r
     await m.prepareTextures(["vector", "skinny"], true);
     // Forced (GpuModelOptions.weightTextures: true): every bucket asked for gets a kernel; the
     // rows' own bucket decides, with no stand-in.
-    assert(m.canUseTextures(1) && m.canUseTextures(8) && m.canUseTextures(15));
+    assert(m.canUseTextures(2) && m.canUseTextures(8) && m.canUseTextures(15));
+    assertEquals(m.canUseTextures(1), false); // one row keeps the storage form
     assertEquals(m.canUseTextures(25), false); // 25–32 rows: no pick here, and none forced
     assertEquals(m.textureVariantFor(8)?.name, m.prefersTextures ? llvmpipe["ntx:skinny"] : TEXTURE_DEFAULT_PICKS.skinny);
     assertEquals(m.textureVariantFor(3)?.name, m.prefersTextures ? llvmpipe["ntx:vector"] : TEXTURE_DEFAULT_PICKS.vector);
