@@ -435,7 +435,7 @@ export class GpuModel {
     const [tg, tu] = [tex?.get(lv.gate), tex?.get(lv.up)];
     if (tg && tu && !this.lora && tg.normEps === tu.normEps) {
       // Decode textures without adapters: the gate/up products and SwiGLU in one dispatch.
-      this.ops.matmul.encodeSwigluTexture(rec, N, tg.normEps === undefined ? a.xn2 : xmid, tg, tu, a.h, this.scratch.unused);
+      this.ops.matmul.encodeSwigluTexture(rec, N, tg.normEps === undefined ? a.xn2 : xmid, tg, tu, a.h);
     } else {
       this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]], tex, tex ? xmid : null);
       K.swiglu(rec, N * I, a.gate, a.up, a.h);

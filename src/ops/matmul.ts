@@ -469,13 +469,19 @@ export class Matmul {
   /**
    * h [M, I] = silu(A · gateᵀ) · (A · upᵀ) for texture weights gate and up [I, K] (the same K,
    * rows per block and folded norm): the gate/up products and SwiGLU in one dispatch.
-   * `scratch` (≥ 4 bytes, not h) fills the unused output slots.
    */
-  encodeSwigluTexture(rec: Recorder, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef, scratch: BufferRef): void {
+  encodeSwigluTexture(rec: Recorder, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef): void {
     const v = this.textureVariantFor(M);
     if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`);
-    encodeSwigluTextureWith(rec, this.texSwigluKernels.get(v.name)!, v, M, a, gate, up, h, scratch);
+    this.unusedOut ??= [this.gpu.zeros(4, "matmul.unused0"), this.gpu.zeros(4, "matmul.unused1")];
+    encodeSwigluTextureWith(rec, this.texSwigluKernels.get(v.name)!, v, M, a, gate, up, h, this.unusedOut);
   }
+
+  /**
+   * Two distinct 4-byte buffers for the unused output slots of the SwiGLU entry: a dispatch may
+   * not bind one buffer to two writable slots (Dawn rejects it; wgpu does not check).
+   */
+  private unusedOut: [GPUBuffer, GPUBuffer] | null = null;
 
   get adapter(): AdapterClass {
     return this.adapterClass;
@@ -525,7 +531,8 @@ export function encodeGroupTextureWith(
 
 /** Records encodeSwigluTexture with a compiled kernel (textureSpec(v, "swiglu")). */
 export function encodeSwigluTextureWith(
-  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef, scratch: BufferRef,
+  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef,
+  unused: readonly [BufferRef, BufferRef],
 ): void {
   const { rows: I, cols: K, rowsPerBlock: H, normEps } = gate;
   if (up.rows !== I || up.cols !== K || up.rowsPerBlock !== H || up.normEps !== normEps) {
@@ -536,7 +543,7 @@ export function encodeSwigluTextureWith(
     ["u32", M], ["u32", K], ["u32", I], ["u32", 0], ["u32", 0], ["u32", 0], ["u32", 0], ["u32", H],
     ["f32", normEps ?? 0], ["u32", normEps === undefined ? 0 : 1], ["u32", 0], ["u32", 0],
   ]);
-  rec.dispatch(kernel, [null, a, gate.binding, up.binding, up.binding, h, scratch, scratch], [
+  rec.dispatch(kernel, [null, a, gate.binding, up.binding, up.binding, h, unused[0], unused[1]], [
     Math.ceil(I / (v.c! / 2 * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1,
   ], u);
 }

@@ -195,7 +195,7 @@ async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number, normEps?: 
 async function runTextureSwiglu(gpu: Gpu, v: MatmulVariant, M: number, normEps?: number): Promise<number> {
   const K = 36, H = 9, I = 45;
   const a = seededValues(M * K, 1), gw = seededValues(I * K, 5), uw = seededValues(I * K, 6), an = rmsRows(a, M, K, normEps);
-  const A = gpu.upload(a), h = gpu.zeros(M * I), scratch = gpu.zeros(4);
+  const A = gpu.upload(a), h = gpu.zeros(M * I), scratch = [gpu.zeros(4), gpu.zeros(4)] as const;
   const g = textureWeight(gpu, gw, I, K, H, normEps), u = textureWeight(gpu, uw, I, K, H, normEps);
   const rec = gpu.recorder("texture swiglu case");
   encodeSwigluTextureWith(rec, await gpu.kernel(textureSpec(v, "swiglu")), v, M, A, g.weight, u.weight, h, scratch);
@@ -204,7 +204,7 @@ async function runTextureSwiglu(gpu: Gpu, v: MatmulVariant, M: number, normEps?:
   const zeros = new Float32Array(M * I);
   const gr = matmulRef({ form: "nt", M, N: I, K }, an, gw, zeros), ur = matmulRef({ form: "nt", M, N: I, K }, an, uw, zeros);
   const ref = gr.map((x, i) => x / (1 + Math.exp(-x)) * ur[i]);
-  [A, h, scratch].forEach((x) => x.destroy());
+  [A, h, ...scratch].forEach((x) => x.destroy());
   [g, u].forEach((x) => x.texture.destroy());
   return toleranceRatio(got, ref, 1e-5 * Math.sqrt(K) + 1e-6, 1e-4);
 }
