@@ -257,11 +257,6 @@ export class GpuModel {
     return this.textures !== null && this.textures.version === this.paramsVersion;
   }
 
-  /** Bytes of texture copies of the weights this model holds (0 without). */
-  get weightTextureBytes(): number {
-    return this.textures?.bytes ?? 0;
-  }
-
   /**
    * Compiles the fused decode forward where this model uses it, for the LoRA adapters attached
    * now (a no-op otherwise, and once per variant). Until then decode steps take the per-op path:

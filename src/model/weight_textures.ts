@@ -113,18 +113,6 @@ export class WeightTextures {
     return this.entries.get(t)?.weight ?? null;
   }
 
-  /** Number of weights with a texture copy. */
-  get count(): number {
-    return this.entries.size;
-  }
-
-  /** Bytes the copies take. */
-  get bytes(): number {
-    let n = 0;
-    for (const e of this.entries.values()) n += e.texture.width * 16 * e.texture.height;
-    return n;
-  }
-
   /**
    * Fills the textures from the current parameters (submitted after the work already queued, so
    * after any optimizer step recorded before) and marks them as of `version`.
