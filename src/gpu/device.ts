@@ -41,6 +41,8 @@ export interface GpuContext {
   info: AdapterDescription;
   features: ReadonlySet<string>;
   limits: GPUSupportedLimits;
+  /** navigator.gpu.wgslLanguageFeatures (empty where the implementation does not list them). */
+  wgslFeatures: ReadonlySet<string>;
   /** Resolves once, if the device is lost; `destroy()` losses are reported too. */
   lost: Promise<DeviceLostError>;
   /** min(CreateGpuOptions.maxBindingBytes, limits.maxStorageBufferBindingSize). */
@@ -162,6 +164,7 @@ export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuCont
     info,
     features,
     limits: device.limits,
+    wgslFeatures: new Set<string>([...(gpu as { wgslLanguageFeatures?: Iterable<string> }).wgslLanguageFeatures ?? []]),
     lost,
     maxBindingBytes: Math.min(capCheck, device.limits.maxStorageBufferBindingSize),
     has: (f) => features.has(f),

@@ -53,6 +53,14 @@ export class Gpu {
     return this.ctx.info.adapterClass;
   }
 
+  /**
+   * Whether WGSL may read storage textures (`texture_storage_2d<F, read>`, the language feature
+   * readonly_and_readwrite_storage_textures): the weight-texture kernels need it.
+   */
+  get readOnlyStorageTextures(): boolean {
+    return this.ctx.wgslFeatures.has("readonly_and_readwrite_storage_textures");
+  }
+
   describe(): string {
     return describeGpu(this.ctx);
   }

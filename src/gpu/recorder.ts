@@ -10,7 +10,7 @@ import { activeProfiler } from "./profiler.ts";
 
 type Workgroups = readonly [number, number?, number?];
 
-/** A texture bound to a "texture" or "texture-write" slot: its view, and an id naming it in bind-group keys. */
+/** A texture bound to a "texture-read" or "texture-write" slot: its view, and an id naming it in bind-group keys. */
 export interface TextureBinding {
   readonly view: GPUTextureView;
   readonly id: string;
@@ -172,7 +172,7 @@ export class Recorder {
       if (!b && (kinds[i] !== "uniform" || !uniform)) {
         throw new KernelArgumentError(`${kernel.key}: binding ${i} is null but no uniform block was given for it`);
       }
-      if (b && isTexture(b) !== (kinds[i] === "texture" || kinds[i] === "texture-write")) {
+      if (b && isTexture(b) !== (kinds[i] === "texture-read" || kinds[i] === "texture-write")) {
         throw new KernelArgumentError(`${kernel.key}: binding ${i} is a ${kinds[i]} slot, given a ${isTexture(b) ? "texture" : "buffer"}`);
       }
     });

@@ -3,11 +3,17 @@
 // load runs as a per-lane loop with a bounds-check branch for every component, while a texel
 // load of an rgba32float texture does not branch, and at decode's few rows the weight loads are
 // most of a projection's time: 8 rows against the ~30M preset's projections, the texture form
-// ran 1.3–1.7× faster than the storage form (gen_matmul_reg.ts's TEX_TILES note).
+// ran 1.3–1.7× faster than the storage form (gen_matmul_reg.ts's TEX_TILES note), read as storage
+// textures faster still (gpu/pipelines.ts "texture-read").
 //
 // A weight W [N, K] (HF Linear layout [out, in]) becomes an rgba32float 2D texture: row n at texel
-// row n % H, texel columns (n / H)·K/4 + [0, K/4), H the adapter's maxTextureDimension2D, so the
-// vocabulary-sized LM head of a real model fits as a few blocks of columns. (2D, not 2D-array:
+// row n % H, texel columns (n / H)·K/4 + [0, K/4), H the largest height under the adapter's
+// maxTextureDimension2D that is not a power of two, so the vocabulary-sized LM head of a real model
+// fits as a few blocks of columns. Every texture's width and height are kept off powers of two
+// (npot): llvmpipe compiles a kernel again for each class of its textures' shapes, and whether a
+// side is a power of two is what the class records, so with all sides npot each kernel compiles
+// once. (Measured: the ~30M preset's first per-op decode step on a cold Mesa shader cache took
+// 38.6 s with the kernels compiled per shape class, against 4.9 s on the storage path.) (2D, not 2D-array:
 // wgpu's OpenGL backend binds a one-layer texture as a plain 2D one, and an array view of it
 // reads wrong values there.) A weight that follows an
 // RMSNorm (q/k/v after the input norm, gate/up after the post-attention norm, the LM head after
@@ -50,9 +56,26 @@ export function textureUnfit(t: ParamTensor, params: GpuParams, limits: GPUSuppo
   const [N, K] = t.shape;
   if (params.chunks(t).length !== 1) return `${t.name} is split across bindings`;
   if (K % 4) return `${t.name}'s rows (${K} floats) are not a multiple of 4`;
-  const width = Math.ceil(N / limits.maxTextureDimension2D) * K / 4;
+  const width = textureSize(N, K, limits.maxTextureDimension2D)[0];
   if (width > limits.maxTextureDimension2D) return `${t.name} would take ${width} texels of width, over the adapter's ${limits.maxTextureDimension2D}`;
   return null;
+}
+
+/** n, or the next integer above it that is not a power of two (n ≥ 1). */
+export function npot(n: number): number {
+  while ((n & (n - 1)) === 0) n++;
+  return n;
+}
+
+/** Rows per block of a weight texture: the largest npot height within the adapter's limit. */
+export function textureRowsPerBlock(maxDim: number): number {
+  return (maxDim & (maxDim - 1)) === 0 ? maxDim - 1 : maxDim;
+}
+
+/** [width, height] in texels of W [N, K]'s texture: blocks of K/4 columns, both sides npot. */
+export function textureSize(N: number, K: number, maxDim: number): [number, number] {
+  const H = textureRowsPerBlock(maxDim);
+  return [npot(Math.ceil(N / H) * K / 4), npot(Math.min(N, H))];
 }
 
 export class WeightTextures {
@@ -70,7 +93,7 @@ export class WeightTextures {
   static async create(
     gpu: Gpu, layout: ParamLayout, params: GpuParams, opts: { foldNorms?: boolean; maxBytes?: number } = {},
   ): Promise<WeightTextures | null> {
-    const limits = gpu.device.limits, H = limits.maxTextureDimension2D, eps = layout.config.rmsNormEps;
+    const limits = gpu.device.limits, H = textureRowsPerBlock(limits.maxTextureDimension2D), eps = layout.config.rmsNormEps;
     const fold = opts.foldNorms ?? true, maxBytes = opts.maxBytes ?? WEIGHT_TEXTURES_MAX_BYTES;
     const tensors: [ParamTensor, ParamTensor | null][] = [];
     for (let l = 0; l < layout.config.numLayers; l++) {
@@ -88,14 +111,14 @@ export class WeightTextures {
       const norm = fold ? n : null;
       if (norm && params.chunks(norm).length !== 1) continue;
       const [N, K] = t.shape;
-      const blocks = Math.ceil(N / H), size = blocks * Math.min(N, H) * K * 4;
+      const [width, height] = textureSize(N, K, limits.maxTextureDimension2D), size = width * height * 16;
       if (bytes + size > maxBytes) break;
       bytes += size;
       const texture = gpu.device.createTexture({
         label: `weight_texture.${t.name}`,
-        size: [blocks * K / 4, Math.min(N, H)],
+        size: [width, height],
         format: "rgba32float",
-        usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.STORAGE_BINDING,
+        usage: GPUTextureUsage.STORAGE_BINDING,
       });
       const view = texture.createView(), id = `wt:${t.name}:${nextId++}`;
       entries.set(t, {

@@ -106,16 +106,16 @@ export function textureSpec(v: MatmulVariant, entry: "plain" | "group" | "swiglu
     throw new KernelArgumentError(`matmul variant ${v.name} has no texture-form entry`);
   }
   const ro = "read-only-storage", rw = "storage", constants = { WGX: v.wgx!, WGY: v.wgy! };
-  if (entry === "plain") return { shader: "matmul_tex", entry: `ntx_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", rw], constants };
+  if (entry === "plain") return { shader: "matmul_tex", entry: `ntx_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture-read", rw], constants };
   if (entry === "rope") {
     if (!ROPE_TILES.some(([r, c]) => r === v.r && c === v.c)) throw new KernelArgumentError(`matmul variant ${v.name} has no q/k/v RoPE entry`);
     return {
       shader: "matmul_tex_rope", entry: `ntxr_r${v.r}c${v.c}`,
-      bindings: ["uniform", ro, "texture", "texture", "texture", rw, rw, rw, ro, ro, ro], constants,
+      bindings: ["uniform", ro, "texture-read", "texture-read", "texture-read", rw, rw, rw, ro, ro, ro], constants,
     };
   }
   const name = entry === "group" ? "ntxg" : "ntxs";
-  return { shader: "matmul_tex_group", entry: `${name}_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture", "texture", "texture", rw, rw, rw], constants };
+  return { shader: "matmul_tex_group", entry: `${name}_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture-read", "texture-read", "texture-read", rw, rw, rw], constants };
 }
 
 function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
@@ -378,15 +378,17 @@ export class Matmul {
    * "ntx:<bucket>"; llvmpipe's, see tuning.ts): the caller then keeps TextureWeights.
    */
   get prefersTextures(): boolean {
-    return TEXTURE_BUCKETS.some((b) => this.picks[`ntx:${b}`]);
+    return this.gpu.readOnlyStorageTextures && TEXTURE_BUCKETS.some((b) => this.picks[`ntx:${b}`]);
   }
 
   /**
    * Compiles the texture-form picks (and their grouped entries) for these buckets; once each.
    * `force`: buckets this adapter has no pick for take TEXTURE_DEFAULT_PICKS (tests, and
-   * GpuModelOptions.weightTextures: true on any adapter).
+   * GpuModelOptions.weightTextures: true on any adapter). Nothing where WGSL cannot read storage
+   * textures (Gpu.readOnlyStorageTextures): the storage form then runs every product.
    */
   async prepareTextures(buckets: readonly ShapeBucket[] = TEXTURE_BUCKETS, force = false): Promise<void> {
+    if (!this.gpu.readOnlyStorageTextures) return; // the kernels read storage textures: storage form only
     for (const b of buckets) {
       const dflt = TEXTURE_DEFAULT_PICKS[b];
       if (force && dflt) this.picks[`ntx:${b}`] ??= dflt;

@@ -86,8 +86,15 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  *     18.0–19.7 / 27–31, r4c16 21.6 / 23.5; again 18.2–18.4 / 22–24 against 20.1–20.6 / 22–23,
  *     r1c16 23.2–23.4 / 26–27). So storage for 1 row, r4c16 for 2–4, r8c32 for 5–15;
  *   - 16 rows, r8c32 in two row tiles: 46.0–46.5 / 49–56 against 52.7–53.3 / 53–62;
- *   - 32 rows: a tie (r8c32 88–89 / 95–97, storage r32c16 87–95 / 99–105), so storage.
- *   Texture kernels compile again per class of texture shape on llvmpipe (r8c32 ~3 s cold).
+ *   - 32 rows: a tie (r8c32 88–89 / 95–97, storage r32c16 87–95 / 99–105), so storage then.
+ *   Those figures are from sampled textures. Read-only storage textures (pipelines.ts's
+ *   "texture-read": llvmpipe loads them inline, not through its generic texel function) made
+ *   the 8-row step 24.1 → 19.7 ms (profiled kernel sums) and 32 rows 59.1 / 59.9 against
+ *   storage's 80.3 / 82.6 (GL), so r8c32 runs 25–32 rows as well. In a micro A/B at 32 rows
+ *   r8c32 stayed ahead of r16c16, r16c8 and r32c8 (41 against 38, 28, 27 GFLOPS on 512×2816).
+ *   Texture kernels compile again per class of texture shape on llvmpipe; inline storage-texture
+ *   loads take longer to compile than the texel-function calls did (r8c32's grouped entry ~13 s
+ *   cold against ~3 s).
  */
 export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }> = [
   {
@@ -106,6 +113,7 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
       "ntx:vector": "r4c16_wg8x1",
       "ntx:skinny": "r8c32_wg8x1",
       "ntx:skinny16": "r8c32_wg8x1",
+      "ntx:skinny32": "r8c32_wg8x1",
     },
   },
 ];

@@ -113,8 +113,9 @@ interface NtTile {
   /** One scalar accumulator per output (dot of the two vec4s) instead of four k-lane partials. */
   dot: boolean;
   /**
-   * B is a texture_2d<f32> named `B` holding row n of B [N, K] at texel row n % H, in the
-   * n / H-th block of K/4 texel columns (H = this expression): textureLoad, not storage loads.
+   * B is a read-only rgba32float storage texture named `B` holding row n of B [N, K] at texel
+   * row n % H, in the n / H-th block of K/4 texel columns (H = this expression): textureLoad,
+   * not storage loads.
    */
   textureRows?: string;
   /**
@@ -143,7 +144,7 @@ function ntLines(R: number, Cc: number, o: NtTile): string[] {
   if (o.normIf) L.push(`${p}var ss: array<f32, ${R}>;`);
   L.push(`${p}for (var k4 = 0u; k4 < K4; k4++) {`);
   for (let c = 0; c < Cc; c++) {
-    L.push(H ? `${q}let b${c} = textureLoad(${o.B}, vec2<i32>(xb${c} + i32(k4), yb${c}), 0);` : `${q}let b${c} = ${o.B}[rb${c} + k4];`);
+    L.push(H ? `${q}let b${c} = textureLoad(${o.B}, vec2<i32>(xb${c} + i32(k4), yb${c}));` : `${q}let b${c} = ${o.B}[rb${c} + k4];`);
   }
   for (let r = 0; r < R; r++) {
     L.push(`${q}let a${r} = A[ra${r} + k4];`);
@@ -280,7 +281,7 @@ struct TexParams { M: u32, N: u32, K: u32, H: u32, alpha: f32, beta: f32, eps: f
 
 @group(0) @binding(0) var<uniform> p: TexParams;
 @group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
-@group(0) @binding(2) var B: texture_2d<f32>;
+@group(0) @binding(2) var B: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(3) var<storage, read_write> C: array<f32>;
 
 override WGX: u32 = 8u;
@@ -320,9 +321,9 @@ struct TexGroupParams { M: u32, K: u32, N0: u32, N1: u32, N2: u32, t0: u32, t1: 
 
 @group(0) @binding(0) var<uniform> gp: TexGroupParams;
 @group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
-@group(0) @binding(2) var B0: texture_2d<f32>;
-@group(0) @binding(3) var B1: texture_2d<f32>;
-@group(0) @binding(4) var B2: texture_2d<f32>;
+@group(0) @binding(2) var B0: texture_storage_2d<rgba32float, read>;
+@group(0) @binding(3) var B1: texture_storage_2d<rgba32float, read>;
+@group(0) @binding(4) var B2: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(5) var<storage, read_write> C0: array<f32>;
 @group(0) @binding(6) var<storage, read_write> C1: array<f32>;
 @group(0) @binding(7) var<storage, read_write> C2: array<f32>;
@@ -370,7 +371,7 @@ function ntTexSwiglu(R: number, Cc: number): string {
   L.push(`${p}var sg: array<f32, ${R * P}>;`, `${p}var su: array<f32, ${R * P}>;`, `${p}var ss: array<f32, ${R}>;`);
   L.push(`${p}for (var k4 = 0u; k4 < K4; k4++) {`);
   for (let c = 0; c < P; c++) {
-    L.push(`${q}let g${c} = textureLoad(B0, vec2<i32>(xb${c} + i32(k4), yb${c}), 0);`, `${q}let u${c} = textureLoad(B1, vec2<i32>(xb${c} + i32(k4), yb${c}), 0);`);
+    L.push(`${q}let g${c} = textureLoad(B0, vec2<i32>(xb${c} + i32(k4), yb${c}));`, `${q}let u${c} = textureLoad(B1, vec2<i32>(xb${c} + i32(k4), yb${c}));`);
   }
   for (let r = 0; r < R; r++) {
     L.push(`${q}let a${r} = A[ra${r} + k4];`, `${q}ss[${r}] += dot(a${r}, a${r});`);
@@ -411,7 +412,7 @@ function ntTexRope(R: number, Cc: number): string {
     for (let c = 0; c < Cc; c++) L.push(`${p}let yb${c} = i32(n${c} % gp.H);`, `${p}let xb${c} = i32(n${c} / gp.H * K4);`);
     for (let r = 0; r < R; r++) L.push(`${p}let ra${r} = min(row0 + ${r}u, gp.M - 1u) * K4;`);
     L.push(`${p}var s: array<f32, ${R * Cc}>;`, `${p}var ss: array<f32, ${R}>;`, `${p}for (var k4 = 0u; k4 < K4; k4++) {`);
-    for (let c = 0; c < Cc; c++) L.push(`${q}let b${c} = textureLoad(B${g}, vec2<i32>(xb${c} + i32(k4), yb${c}), 0);`);
+    for (let c = 0; c < Cc; c++) L.push(`${q}let b${c} = textureLoad(B${g}, vec2<i32>(xb${c} + i32(k4), yb${c}));`);
     for (let r = 0; r < R; r++) {
       L.push(`${q}let a${r} = A[ra${r} + k4];`, `${q}ss[${r}] += dot(a${r}, a${r});`);
       for (let c = 0; c < Cc; c++) L.push(`${q}s[${r * Cc + c}] += dot(a${r}, b${c});`);

@@ -144,7 +144,7 @@ function rmsRows(a: Float32Array, M: number, K: number, eps?: number): Float32Ar
 function textureWeight(gpu: Gpu, b: Float32Array, N: number, K: number, H: number, normEps?: number): { weight: TextureWeight; texture: GPUTexture } {
   const blocks = Math.ceil(N / H);
   const texture = gpu.device.createTexture({
-    size: [blocks * K / 4, Math.min(N, H)], format: "rgba32float", usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+    size: [blocks * K / 4, Math.min(N, H)], format: "rgba32float", usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST,
   });
   for (let l = 0; l < blocks; l++) {
     const rows = Math.min(H, N - l * H);

@@ -55,9 +55,9 @@ Deno.test("every pick names a known variant that computes its form", () => {
   for (const name of Object.values(TEXTURE_DEFAULT_PICKS)) findTextureVariant(name!);
 });
 
-Deno.test("texture-form picks: llvmpipe reads weight textures at 2–24 decode rows; other adapters do not", async () => {
+Deno.test("texture-form picks: llvmpipe reads weight textures at 2–32 decode rows; other adapters do not", async () => {
   const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
-  assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), ["ntx:vector", "ntx:skinny", "ntx:skinny16"]);
+  assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), ["ntx:vector", "ntx:skinny", "ntx:skinny16", "ntx:skinny32"]);
   assertEquals([1, 2, 4, 5, 15, 16, 24, 25, 32].map(textureBucket), [null, "vector", "vector", "skinny", "skinny", "skinny16", "skinny16", "skinny32", "skinny32"]);
   assertEquals(textureBuckets(6), ["vector", "skinny"]);
   assertEquals(Object.keys(matmulPicks(info("", "swiftshader"))).filter((k) => k.startsWith("ntx:")), []);
@@ -69,9 +69,21 @@ Deno.test("texture-form picks: llvmpipe reads weight textures at 2–24 decode r
     // rows' own bucket decides, with no stand-in.
     assert(m.canUseTextures(2) && m.canUseTextures(8) && m.canUseTextures(15));
     assertEquals(m.canUseTextures(1), false); // one row keeps the storage form
-    assertEquals(m.canUseTextures(25), false); // 25–32 rows: no pick here, and none forced
+    // 25–32 rows: llvmpipe picks the same tile as for 8–15, compiled above; elsewhere no pick
+    // and none forced.
+    assertEquals(m.canUseTextures(25), m.prefersTextures);
     assertEquals(m.textureVariantFor(8)?.name, m.prefersTextures ? llvmpipe["ntx:skinny"] : TEXTURE_DEFAULT_PICKS.skinny);
     assertEquals(m.textureVariantFor(3)?.name, m.prefersTextures ? llvmpipe["ntx:vector"] : TEXTURE_DEFAULT_PICKS.vector);
+    // Where WGSL cannot read storage textures the texture kernels cannot compile: nothing is
+    // prepared, even forced, and every product keeps the storage form.
+    assert(gpu.readOnlyStorageTextures, "this suite's adapters list readonly_and_readwrite_storage_textures");
+    // deno-lint-ignore no-explicit-any
+    const bare: Gpu = new (Gpu as any)({ ...gpu.ctx, wgslFeatures: new Set<string>() }, gpu);
+    assertEquals(bare.readOnlyStorageTextures, false);
+    const m2 = await Matmul.create(bare, {}, ["vector", "skinny"]);
+    await m2.prepareTextures(["vector", "skinny"], true);
+    assertEquals([2, 8, 15].map((r) => m2.canUseTextures(r)), [false, false, false]);
+    assertEquals(m2.prefersTextures, false);
   } finally {
     gpu.destroy();
   }
