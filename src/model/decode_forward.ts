@@ -1,4 +1,5 @@
-// The fused decode forward (shaders/decode_forward.wgsl): a small model's whole forward pass for
+// The fused decode forward (shaders/decode_forward_core.wgsl, bound by decode_forward.wgsl or,
+// weights from the parameter atlas, decode_forward_atlas.wgsl): a small model's whole forward pass for
 // one decode step (every row its own sequence) in one dispatch. GpuModel uses it on CPU adapters,
 // where a tiny model's step is bound by dispatch count rather than arithmetic. Rows' LoRA
 // adapters apply inside it (a kernel variant per rank). Its entry point decode_sample also
@@ -14,6 +15,7 @@ import type { ModelConfig } from "./config.ts";
 import type { BufferRange, GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
 import { LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
+import { ParamAtlas } from "./param_atlas.ts";
 import { ropeTable } from "./rope_table.ts";
 import { laneLoopBound } from "./sampling.ts";
 
@@ -74,8 +76,18 @@ export interface DecodeForwardOptions {
    * workgroup slower than 8 at any width; room for 16 accumulators rather than 64: 2-3% faster.
    */
   cols?: number;
-  /** The shader's name (default "decode_forward"; the kernel lab registers variants of it). */
+  /**
+   * The shader's name (default "decode_forward", or "decode_forward_atlas" with the atlas; the
+   * kernel lab registers variants of them).
+   */
   shader?: string;
+  /**
+   * Read the projection weights from the parameter atlas (param_atlas.ts: a texture copy of the
+   * parameters) rather than their storage binding. Taken only where WGSL reads storage textures
+   * (Gpu.readOnlyStorageTextures) and the parameters fit a texture. Default false; GpuModel asks
+   * for it where its decode steps use weight textures (GpuModelOptions.weightTextures).
+   */
+  atlas?: boolean;
   /** Workgroups a step should spread over at least (default: the host's logical cores). */
   cores?: number;
   /**
@@ -199,6 +211,8 @@ export class DecodeForwardKernel {
     /** The cos and sin tables one binding: cos [maxPos, D/2], then sin at sinAt floats. */
     private rope: GPUBuffer,
     private sinAt: number,
+    /** The parameter atlas the kernels read their projection weights from, or null (W). */
+    private atlas: ParamAtlas | null,
   ) {
     this.noAdapters = gpu.zeros(4, "decode_forward.noAdapters");
   }
@@ -209,6 +223,7 @@ export class DecodeForwardKernel {
   /** Frees the kernel's buffers (the model's destroy calls it). */
   destroy() {
     for (const b of [this.scratch, this.noAdapters, this.rope]) b.destroy();
+    this.atlas?.destroy();
   }
 
   /**
@@ -227,11 +242,14 @@ export class DecodeForwardKernel {
     // The RoPE tables as rope_table.ts makes them for the model (the same floats), in one binding.
     const rt = ropeTable(c.headDim, c.ropeTheta, cachePositions);
     const sinAt = Math.ceil(rt.cos.length / 4) * 4;
-    const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), opts.shader ?? "decode_forward",
+    const atlas = opts.atlas && gpu.readOnlyStorageTextures ? ParamAtlas.create(gpu, params) : null;
+    const shader = opts.shader ?? (atlas ? "decode_forward_atlas" : "decode_forward");
+    const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), shader,
       gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"),
       gpu.device.limits.maxStorageBuffersPerShaderStage >= SAMPLE_STORAGE_BINDINGS,
       gpu.upload(new Float32Array([...rt.cos, ...new Float32Array(sinAt - rt.cos.length), ...rt.sin]), "decode_forward.rope"),
       sinAt,
+      atlas,
     );
     await k.prepare(null);
     return k;
@@ -245,14 +263,15 @@ export class DecodeForwardKernel {
     const rank4 = lora ? lora.cfg.rank / 4 : 0, key = variantKey(rank4, sample);
     let k = this.kernels.get(key);
     if (!k) {
+      const forward: BindingKind[] = this.atlas ? [...FORWARD_BINDINGS, "texture-read"] : [...FORWARD_BINDINGS];
       k = Promise.all(this.rows.map(async (R) =>
         [R, await this.gpu.kernel({
           shader: this.shader,
           entry: sample ? "decode_sample" : "decode_forward",
-          bindings: sample ? [...FORWARD_BINDINGS, "storage", "storage"] : FORWARD_BINDINGS,
+          bindings: sample ? [...forward, "storage", "storage"] : forward,
           constants: {
             WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4),
-            SU: R * 3 * Math.max(1, rank4),
+            SU: R * 3 * Math.max(1, rank4), ...(this.atlas ? { ATLAS_SHIFT: this.atlas.shift } : {}),
           },
         })] as [number, Kernel]
       ));
@@ -298,16 +317,23 @@ export class DecodeForwardKernel {
     return { kernel, rows: Math.min(R, want) };
   }
 
+  /** Whether the kernels read their projection weights from the parameter atlas. */
+  get usesAtlas(): boolean {
+    return this.atlas !== null;
+  }
+
   /**
    * Records the forward of N rows of distinct slots whose ids and (slot, pos) are in `ids` and
    * `meta`: caches written at each row's position, logits [N, V] written, each row's adapter
    * applied when `lora` is given (`readyFor` must hold). `cacheStride` is the float distance
-   * between layers' caches in kc and vc.
+   * between layers' caches in kc and vc. `paramsVersion` (GpuModel's count of parameter
+   * changes): the atlas, where used, is copied from `params` now if it holds another version, so
+   * the recorded step reads the parameters as they are when it is recorded.
    */
   encode(
     rec: Recorder, N: number, params: GpuParams, ids: GPUBuffer, meta: GPUBuffer,
     kc: GPUBuffer, vc: GPUBuffer, cacheStride: number, logits: BufferRange, lora: LoraAdapters | null,
-    sample: DecodeSampleStep | null = null,
+    sample: DecodeSampleStep | null = null, paramsVersion = 0,
   ) {
     const c = this.config, L = lora?.layout ?? null;
     const count = sample?.count ?? 1, most = sample ? this.stepsPerDispatch(L) : 1;
@@ -329,7 +355,11 @@ export class DecodeForwardKernel {
       ["u32", sample?.step ?? 0], ["u32", sample?.steps ?? 0], ["u32", count], ["u32", this.sinAt / 4],
     ]);
     new Uint8Array(block).set(new Uint8Array(header));
-    const bindings = [null, params.buffers[0], meta, ids, this.rope, kc, vc, logits, lw, adapterOf, this.scratch];
+    const bindings: Parameters<Recorder["dispatch"]>[1] = [null, params.buffers[0], meta, ids, this.rope, kc, vc, logits, lw, adapterOf, this.scratch];
+    if (this.atlas) {
+      this.atlas.ensure(params, paramsVersion);
+      bindings.push(this.atlas.binding);
+    }
     rec.dispatch(kernel, sample ? [...bindings, sample.params, sample.out] : bindings, [Math.ceil(N / rpg)], block);
   }
 

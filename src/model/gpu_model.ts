@@ -53,8 +53,10 @@ export interface GpuModelOptions {
   decodeVariant?: "fused" | "ops";
   decodeForward?: DecodeForwardOptions;
   /**
-   * Whether per-op decode steps read the projection weights from texture copies
-   * (weight_textures.ts). Default: where the adapter's matmul picks ask for it (llvmpipe).
+   * Whether decode steps read the projection weights from texture copies: per-op steps from
+   * weight_textures.ts's, the fused step from the parameter atlas (param_atlas.ts; unless
+   * decodeForward.atlas says otherwise). Default: where the adapter's matmul picks ask for it
+   * (llvmpipe). Either needs WGSL to read storage textures (Gpu.readOnlyStorageTextures).
    */
   weightTextures?: boolean;
 }
@@ -217,7 +219,8 @@ export class GpuModel {
         }),
         params.anySplit ? SplitKernels.create(gpu) : null,
       ]);
-      const fusedDecode = fused && !unfit ? opts.decodeForward ?? {} : null;
+      // The fused step reads its weights from the parameter atlas where decode reads textures.
+      const fusedDecode = fused && !unfit ? { atlas: opts.weightTextures ?? ops.matmul.prefersTextures, ...opts.decodeForward } : null;
       return new GpuModel(gpu, weights, params, ops, kernels, split, fusedDecode, opts.slots, opts.maxLen, opts);
     } catch (e) {
       params.destroy();
@@ -250,6 +253,11 @@ export class GpuModel {
   private decodeTextures(N: number): WeightTextures | null {
     const t = this.textures;
     return t && t.version === this.paramsVersion && this.ops.matmul.canUseTextures(N) ? t : null;
+  }
+
+  /** Whether the fused decode step (once prepared) reads its weights from the parameter atlas. */
+  get decodeAtlas(): boolean {
+    return this.decodeKernel?.usesAtlas ?? false;
   }
 
   /** Whether weight textures exist and are as current as the parameters (decode steps use them). */
@@ -315,7 +323,7 @@ export class GpuModel {
   encodeSampleStep(rec: Recorder, N: number, sample: DecodeSampleStep) {
     if (!this.canSampleInStep) throw new KernelArgumentError("encodeSampleStep: call prepareDecode({ sample: true }) first, and check canSampleInStep");
     const s = this.scratch, kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-    this.decodeKernel!.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora, sample);
+    this.decodeKernel!.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora, sample, this.paramsVersion);
   }
 
   p(t: ParamTensor | null): BufferRef {
@@ -485,7 +493,7 @@ export class GpuModel {
     if (decode && nSel !== N) throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
     if (decode && this.decodeKernel?.readyFor(this.lora)) {
       const kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora);
+      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora, null, this.paramsVersion);
       return;
     }
     const embed = this.params.chunks(lay.embed);

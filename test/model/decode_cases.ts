@@ -51,14 +51,21 @@ const SEQS10 = Array.from({ length: 10 }, (_, i) => [257, ...Array.from({ length
 
 /**
  * Logits of each decode step (teacher-forced) after a 2-token prefill, per-op or fused;
- * `weightTextures` pins GpuModelOptions.weightTextures. `before(model)` runs after creation.
+ * `weightTextures` pins GpuModelOptions.weightTextures, `atlas` the fused step's parameter atlas.
+ * `before(model)` runs after creation.
  */
 async function decodeLogits(
   gpu: Gpu, w: ModelWeights, decodeVariant: "fused" | "ops",
-  o: { weightTextures?: boolean; seqs?: number[][]; before?: (m: GpuModel) => Promise<void>; prepare?: boolean; after?: (m: GpuModel) => void } = {},
+  o: {
+    weightTextures?: boolean; atlas?: boolean; seqs?: number[][]; before?: (m: GpuModel) => Promise<void>; prepare?: boolean;
+    after?: (m: GpuModel) => void;
+  } = {},
 ): Promise<Float32Array[]> {
   const SEQS = o.seqs ?? SEQS3;
-  const model = await GpuModel.create(gpu, w, { slots: SEQS.length, maxLen: 16, decodeVariant, weightTextures: o.weightTextures });
+  const model = await GpuModel.create(gpu, w, {
+    slots: SEQS.length, maxLen: 16, decodeVariant, weightTextures: o.weightTextures,
+    ...(o.atlas !== undefined ? { decodeForward: { atlas: o.atlas } } : {}),
+  });
   try {
     await o.before?.(model);
     if (o.prepare !== false) await model.prepareDecode();
@@ -159,6 +166,46 @@ export function decodeCases(): DecodeCase[] {
           }
         }
         return worst;
+      },
+    },
+    {
+      name: "the fused step reading the parameter atlas (Llama tied, Qwen2 biased and untied) equals the fused step reading storage and the reference",
+      async run(gpu) {
+        if (!gpu.readOnlyStorageTextures) return 0; // the atlas needs storage-texture reads
+        let worst = 0;
+        for (const w of [tinyLlama(), tinyQwen2()]) {
+          const used: boolean[] = [];
+          const storage = await decodeLogits(gpu, w, "fused", { atlas: false, seqs: SEQS10, after: (m) => used.push(m.decodeAtlas) });
+          const atlas = await decodeLogits(gpu, w, "fused", { atlas: true, seqs: SEQS10, after: (m) => used.push(m.decodeAtlas) });
+          if (used.join() !== "false,true") return Infinity; // each must have taken its path
+          worst = Math.max(worst, againstReference(w, SEQS10, atlas, storage));
+        }
+        return worst;
+      },
+    },
+    {
+      name: "the parameter atlas follows the parameters: after paramsChanged the next fused step reads the new ones",
+      async run(gpu) {
+        if (!gpu.readOnlyStorageTextures) return 0;
+        const w0 = tinyLlama(), w1 = tinyQwen2Like(w0);
+        let atlas = false;
+        // The atlas filled from w0 by a first step, then the parameters become w1 on the GPU (as
+        // an optimizer step does) and the model is told.
+        const steps = await decodeLogits(gpu, w0, "fused", {
+          atlas: true, seqs: SEQS10, before: async (m) => {
+            await m.prepareDecode();
+            atlas = m.decodeAtlas;
+            const rec = gpu.recorder("fills the atlas");
+            m.writeRows([{ token: 3, slot: 0, pos: 0 }], [0]);
+            m.encodeForward(rec, 1, 1, true);
+            rec.submit();
+            await gpu.sync();
+            overwriteParams(gpu, m, w1);
+            m.paramsChanged();
+          },
+        });
+        if (!atlas) return Infinity;
+        return againstReference(w1, SEQS10, steps);
       },
     },
     {

@@ -159,10 +159,10 @@ Deno.test("fused decode forward", async (t) => {
     });
 
     await t.step("the host's limits are the shader's", async () => {
-      const wgsl = await Deno.readTextFile(new URL("../../shaders/decode_forward.wgsl", import.meta.url));
+      const wgsl = await Deno.readTextFile(new URL("../../shaders/decode_forward_core.wgsl", import.meta.url));
       for (const [name, value] of Object.entries(DECODE_FORWARD_LIMITS)) {
         const m = wgsl.match(new RegExp(`^const ${name}: u32 = (\\d+)u;`, "m"));
-        assertEquals(Number(m?.[1]), value, `${name} in decode_forward.wgsl`);
+        assertEquals(Number(m?.[1]), value, `${name} in decode_forward_core.wgsl`);
       }
     });
 
