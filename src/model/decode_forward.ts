@@ -61,9 +61,11 @@ export interface DecodeForwardOptions {
   /**
    * The most rows (sequences) a workgroup takes, 1..16: each weight vec4 loaded serves its rows.
    * A step of N rows gives each workgroup ⌈N / cores⌉ of them (every core gets a workgroup), at
-   * most this. Default: a kernel for up to 4 rows and, where the model has more slots than
-   * 4 · cores and it fits, one for up to 8 (a kernel compiled for 8 rows is ~20% slower on 4
-   * than one compiled for 4, and ~20% faster on 8; measured on llvmpipe, tiny-llama).
+   * most this. Default 4. A kernel for up to 8 rows holds 16 accumulator vec4s a lane (with 8
+   * columns): on llvmpipe's GL backend it was 7–8% faster than the 4-row kernel at 32 and 64
+   * rows (a tie at 16), on its Vulkan backend 1.5× slower (tiny-llama, 32 rows, with the
+   * parameter atlas: GL 0.90 against 0.97 ms a step, Vulkan 1.62–1.70 against 1.11; 8 rows of 4
+   * columns: GL 1.13, Vulkan 1.29), so the default is the kernel that is good on both.
    */
   rows?: number;
   /**
@@ -88,6 +90,11 @@ export interface DecodeForwardOptions {
    * for it where its decode steps use weight textures (GpuModelOptions.weightTextures).
    */
   atlas?: boolean;
+  /**
+   * Keep the projections' inputs in workgroup memory (default: where the adapter's limit holds
+   * them); false keeps them in the storage scratch, as models too wide for it do.
+   */
+  workgroupInputs?: boolean;
   /** Workgroups a step should spread over at least (default: the host's logical cores). */
   cores?: number;
   /**
@@ -153,6 +160,16 @@ function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
 }
 
 /**
+ * The override constants that place the projections' inputs (sX, sQ, sH) in workgroup memory
+ * where the adapter's limit holds them beside the attention sums, else leave them in Scr.
+ */
+function inputPlacement(c: ModelConfig, R: number, wg: number, maxWorkgroupBytes: number, wanted: boolean) {
+  const s = sizes(c, R, wg);
+  const fits = wanted && workgroupBytes(c, R, wg) + 16 * (s.SC + s.SQ + s.SI) <= maxWorkgroupBytes;
+  return fits ? { WGIN: 1, SCW: s.SC, SQW: s.SQ, SIW: s.SI } : { WGIN: 0, SCW: 1, SQW: 1, SIW: 1 };
+}
+
+/**
  * Why the fused forward cannot run this model on this placement (a sentence), or null when it
  * can: its shapes, the shader's limits, workgroup memory, and every parameter in one binding.
  */
@@ -213,6 +230,8 @@ export class DecodeForwardKernel {
     private sinAt: number,
     /** The parameter atlas the kernels read their projection weights from, or null (W). */
     private atlas: ParamAtlas | null,
+    /** Whether the projections' inputs may live in workgroup memory (where they fit). */
+    private workgroupInputs: boolean,
   ) {
     this.noAdapters = gpu.zeros(4, "decode_forward.noAdapters");
   }
@@ -236,9 +255,7 @@ export class DecodeForwardKernel {
   ): Promise<DecodeForwardKernel> {
     const wg = opts.workgroup ?? 16;
     const cores = opts.cores ?? Math.max(1, globalThis.navigator?.hardwareConcurrency ?? 2);
-    const limits = { maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize, maxBindingBytes: gpu.maxBindingBytes };
-    const rows = opts.rows !== undefined ? [opts.rows] : [4];
-    if (opts.rows === undefined && slots > 4 * cores && !decodeForwardUnfit(c, cachePositions, params, limits, { ...opts, rows: 8 })) rows.push(8);
+    const rows = [opts.rows ?? 4];
     // The RoPE tables as rope_table.ts makes them for the model (the same floats), in one binding.
     const rt = ropeTable(c.headDim, c.ropeTheta, cachePositions);
     const sinAt = Math.ceil(rt.cos.length / 4) * 4;
@@ -250,6 +267,7 @@ export class DecodeForwardKernel {
       gpu.upload(new Float32Array([...rt.cos, ...new Float32Array(sinAt - rt.cos.length), ...rt.sin]), "decode_forward.rope"),
       sinAt,
       atlas,
+      opts.workgroupInputs ?? true,
     );
     await k.prepare(null);
     return k;
@@ -272,6 +290,7 @@ export class DecodeForwardKernel {
           constants: {
             WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4),
             SU: R * 3 * Math.max(1, rank4), ...(this.atlas ? { ATLAS_SHIFT: this.atlas.shift } : {}),
+            ...inputPlacement(this.config, R, this.wg, this.gpu.device.limits.maxComputeWorkgroupStorageSize, this.workgroupInputs),
           },
         })] as [number, Kernel]
       ));

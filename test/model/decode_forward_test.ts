@@ -109,10 +109,15 @@ Deno.test("fused decode forward", async (t) => {
       });
     }
 
-    await t.step("rows per workgroup, columns per lane and workgroup size do not change the result", async () => {
+    await t.step("rows per workgroup, columns per lane, workgroup size, where the inputs live and where the weights are read do not change the result", async () => {
       const w = weights(await preset("tiny-llama"));
       const base = await decodeSteps(gpu, w, { decodeVariant: "fused" });
-      for (const decodeForward of [{ rows: 1 }, { rows: 3, workgroup: 24, cores: 1 }, { rows: 8, cores: 1 }, { cols: 4 }, { cols: 16, rows: 2 }, { rows: 16, cores: 1, cols: 4 }]) {
+      for (
+        const decodeForward of [
+          { rows: 1 }, { rows: 3, workgroup: 24, cores: 1 }, { rows: 8, cores: 1 }, { cols: 4 }, { cols: 16, rows: 2 }, { rows: 16, cores: 1, cols: 4 },
+          { workgroupInputs: false }, { atlas: true, workgroupInputs: false, rows: 8 }, { atlas: false },
+        ]
+      ) {
         const got = await decodeSteps(gpu, w, { decodeVariant: "fused", decodeForward });
         got.forEach((s, k) => {
           assertEquals(s.dispatches, 1);
