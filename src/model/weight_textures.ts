@@ -12,8 +12,9 @@
 // fits as a few blocks of columns. Every texture's width and height are kept off powers of two
 // (npot): llvmpipe compiles a kernel again for each class of its textures' shapes, and whether a
 // side is a power of two is what the class records, so with all sides npot each kernel compiles
-// once. (Measured: the ~30M preset's first per-op decode step on a cold Mesa shader cache took
-// 38.6 s with the kernels compiled per shape class, against 4.9 s on the storage path.) (2D, not 2D-array:
+// once (measured: r8c32's plain entry compiles once for the ~30M preset's o, down and LM head
+// textures; the preset's first decode step on a cold Mesa shader cache still takes ~37 s, ~25 s
+// of it for the q/k/v + RoPE entry, against 5 s on the storage path). (2D, not 2D-array:
 // wgpu's OpenGL backend binds a one-layer texture as a plain 2D one, and an array view of it
 // reads wrong values there.) A weight that follows an
 // RMSNorm (q/k/v after the input norm, gate/up after the post-attention norm, the LM head after
