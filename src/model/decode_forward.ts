@@ -205,18 +205,16 @@ export function decodeForwardUnfit(
 }
 
 export class DecodeForwardKernel {
-  /**
-   * Kernels by variant key (LoRA rank/4, 0 without; and whether it samples), each ascending by
-   * the most rows it takes.
-   */
-  private kernels = new Map<string, Promise<[number, Kernel][]>>();
+  /** Kernels by variant key (LoRA rank/4, 0 without; and whether it samples). */
+  private kernels = new Map<string, Promise<Kernel>>();
 
   private constructor(
     private gpu: Gpu,
     private config: ModelConfig,
     private cachePositions: number,
     private offsets: number[],
-    private rows: number[],
+    /** The most rows a workgroup takes (DecodeForwardOptions.rows). */
+    private rows: number,
     private cores: number,
     private wg: number,
     private cg: number,
@@ -255,14 +253,14 @@ export class DecodeForwardKernel {
   ): Promise<DecodeForwardKernel> {
     const wg = opts.workgroup ?? 16;
     const cores = opts.cores ?? Math.max(1, globalThis.navigator?.hardwareConcurrency ?? 2);
-    const rows = [opts.rows ?? 4];
+    const rows = opts.rows ?? 4;
     // The RoPE tables as rope_table.ts makes them for the model (the same floats), in one binding.
     const rt = ropeTable(c.headDim, c.ropeTheta, cachePositions);
     const sinAt = Math.ceil(rt.cos.length / 4) * 4;
     const atlas = opts.atlas && gpu.readOnlyStorageTextures ? ParamAtlas.create(gpu, params) : null;
     const shader = opts.shader ?? (atlas ? "decode_forward_atlas" : "decode_forward");
     const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), shader,
-      gpu.zeros(4 * slots * Math.max(...rows.map((R) => sizes(c, R, wg).WS)), "decode_forward.scratch"),
+      gpu.zeros(4 * slots * sizes(c, rows, wg).WS, "decode_forward.scratch"),
       gpu.device.limits.maxStorageBuffersPerShaderStage >= SAMPLE_STORAGE_BINDINGS,
       gpu.upload(new Float32Array([...rt.cos, ...new Float32Array(sinAt - rt.cos.length), ...rt.sin]), "decode_forward.rope"),
       sinAt,
@@ -282,34 +280,33 @@ export class DecodeForwardKernel {
     let k = this.kernels.get(key);
     if (!k) {
       const forward: BindingKind[] = this.atlas ? [...FORWARD_BINDINGS, "texture-read"] : [...FORWARD_BINDINGS];
-      k = Promise.all(this.rows.map(async (R) =>
-        [R, await this.gpu.kernel({
-          shader: this.shader,
-          entry: sample ? "decode_sample" : "decode_forward",
-          bindings: sample ? [...forward, "storage", "storage"] : forward,
-          constants: {
-            WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4),
-            SU: R * 3 * Math.max(1, rank4), ...(this.atlas ? { ATLAS_SHIFT: this.atlas.shift } : {}),
-            ...inputPlacement(this.config, R, this.wg, this.gpu.device.limits.maxComputeWorkgroupStorageSize, this.workgroupInputs),
-          },
-        })] as [number, Kernel]
-      ));
+      const R = this.rows;
+      k = this.gpu.kernel({
+        shader: this.shader,
+        entry: sample ? "decode_sample" : "decode_forward",
+        bindings: sample ? [...forward, "storage", "storage"] : forward,
+        constants: {
+          WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4),
+          SU: R * 3 * Math.max(1, rank4), ...(this.atlas ? { ATLAS_SHIFT: this.atlas.shift } : {}),
+          ...inputPlacement(this.config, R, this.wg, this.gpu.device.limits.maxComputeWorkgroupStorageSize, this.workgroupInputs),
+        },
+      });
       this.kernels.set(key, k);
-      k.then((ks) => this.ready.set(key, ks), () => this.kernels.delete(key));
+      k.then((kernel) => this.ready.set(key, kernel), () => this.kernels.delete(key));
     }
     return k;
   }
 
-  private ready = new Map<string, [number, Kernel][]>();
+  private ready = new Map<string, Kernel>();
 
   /** Whether `prepare` has finished for these adapters (and for sampling steps, `sample`). */
   readyFor(lora: LoraAdapters | null, sample = false): boolean {
     return this.ready.has(variantKey(lora ? lora.layout.cfg.rank / 4 : 0, sample));
   }
 
-  /** The worst case of a step's loop iterations (decodeForwardLoopBound) over the kernels' rows. */
+  /** The worst case of a step's loop iterations (decodeForwardLoopBound). */
   private loopBound(rank4: number): number {
-    return Math.max(...this.rows.map((R) => decodeForwardLoopBound(this.config, this.cachePositions, R, this.wg, this.cg, rank4)));
+    return decodeForwardLoopBound(this.config, this.cachePositions, this.rows, this.wg, this.cg, rank4);
   }
 
   /** Whether rows' adapters of this rank fit the kernel's loops (else they take the per-op path). */
@@ -330,10 +327,7 @@ export class DecodeForwardKernel {
 
   /** The kernel and rows per workgroup for a step of N rows: a workgroup per core where rows allow. */
   private pick(N: number, key: string): { kernel: Kernel; rows: number } {
-    const ks = this.ready.get(key)!;
-    const want = Math.max(1, Math.ceil(N / this.cores));
-    const [R, kernel] = ks.find(([r]) => r >= want) ?? ks[ks.length - 1];
-    return { kernel, rows: Math.min(R, want) };
+    return { kernel: this.ready.get(key)!, rows: Math.min(this.rows, Math.max(1, Math.ceil(N / this.cores))) };
   }
 
   /** Whether the kernels read their projection weights from the parameter atlas. */

@@ -238,21 +238,27 @@ export class GpuModel {
   /** The texture copies of the projection weights, made by prepareDecode where used. */
   private textures: WeightTextures | null = null;
   private texturesTried = false;
-  /** Counts changes of the parameters (paramsChanged): stale texture copies are not used. */
+  /** Counts changes of the parameters (paramsChanged): texture copies are refreshed by it. */
   private paramsVersion = 0;
 
   /**
    * Tells the model its parameters changed on the GPU (an optimizer step on the full weights):
-   * copies made from them (the weight textures) are stale until the next prepareDecode.
+   * copies made from them (the per-op path's weight textures, the fused step's parameter atlas)
+   * are copied again when the next decode step is recorded.
    */
   paramsChanged() {
     this.paramsVersion++;
   }
 
-  /** The weight textures when current, for a decode step of N rows; else null (storage path). */
+  /**
+   * The weight textures for a decode step of N rows, brought up to date with the parameters
+   * first (a fill submitted now, so before the step); null where there are none for N rows.
+   */
   private decodeTextures(N: number): WeightTextures | null {
     const t = this.textures;
-    return t && t.version === this.paramsVersion && this.ops.matmul.canUseTextures(N) ? t : null;
+    if (!t || !this.ops.matmul.canUseTextures(N)) return null;
+    if (t.version !== this.paramsVersion) t.refresh(this.params, this.paramsVersion);
+    return t;
   }
 
   /** Whether the fused decode step (once prepared) reads its weights from the parameter atlas. */
@@ -275,18 +281,15 @@ export class GpuModel {
   async prepareDecode(opts: { sample?: boolean } = {}): Promise<void> {
     await this.prepareDecodeForward(opts);
     // Decode steps the fused kernel does not take run per op: their projections read weight
-    // textures where the adapter wants them, refreshed here if the parameters changed.
-    if (this.useTextures && !this.decodeKernel?.readyFor(this.lora)) {
-      if (!this.texturesTried) {
-        this.texturesTried = true;
-        const rows = Math.min(this.slots, this.chunkRows);
-        const m = this.ops.matmul;
-        await m.prepareTextures(textureBuckets(rows), this.forceTextures);
-        if (Array.from({ length: rows }, (_, i) => i + 1).some((r) => m.canUseTextures(r))) {
-          this.textures = await WeightTextures.create(this.gpu, this.weights.layout, this.params);
-        }
+    // textures where the adapter wants them (filled when a decode step is recorded).
+    if (this.useTextures && !this.texturesTried && !this.decodeKernel?.readyFor(this.lora)) {
+      this.texturesTried = true;
+      const rows = Math.min(this.slots, this.chunkRows);
+      const m = this.ops.matmul;
+      await m.prepareTextures(textureBuckets(rows), this.forceTextures);
+      if (Array.from({ length: rows }, (_, i) => i + 1).some((r) => m.canUseTextures(r))) {
+        this.textures = await WeightTextures.create(this.gpu, this.weights.layout, this.params);
       }
-      if (this.textures && this.textures.version !== this.paramsVersion) this.textures.refresh(this.params, this.paramsVersion);
     }
   }
 

@@ -38,8 +38,8 @@ export class ParamAtlas {
   ) {}
 
   /**
-   * An atlas for a model whose parameters are one buffer of `bytes` (a multiple of 16), or null
-   * where they are not one buffer or do not fit the adapter's texture size limit.
+   * An atlas for a model whose parameters are one buffer (a whole number of vec4s), or null
+   * where they are split or do not fit the adapter's texture size limit.
    */
   static create(gpu: Gpu, params: GpuParams): ParamAtlas | null {
     if (params.anySplit || params.buffers.length !== 1) return null;
@@ -48,7 +48,7 @@ export class ParamAtlas {
     const shift = Math.min(SHIFT, Math.floor(Math.log2(max)));
     // An npot height, like the weight textures' sides (weight_textures.ts: one compile per kernel).
     const texels = Math.ceil(bytes / 16), width = 2 ** shift, height = npot(Math.ceil(texels / width));
-    if (bytes % 16 || height > max || width * 16 % 256) return null;
+    if (bytes % 16 || height > max) return null;
     const texture = gpu.device.createTexture({
       label: "param_atlas",
       size: [width, height],

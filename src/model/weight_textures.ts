@@ -23,7 +23,7 @@
 // so a decode step needs no RMSNorm dispatch and no normalized copy of the activations. The
 // copies follow the parameters by version: GpuModel counts parameter changes (paramsChanged,
 // which the trainer calls after every optimizer step that updates the model's own weights), and
-// a stale copy is not used until refresh brings it up to date (GpuModel.prepareDecode does).
+// a stale copy is refreshed when the next decode step is recorded (GpuModel.decodeTextures).
 
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";

@@ -207,7 +207,7 @@ export class ModelTrainer {
     const rec = this.gpu.recorder("optimizer");
     this.optimizer.encodeStep(rec, { ranges: this.ranges, lr: plan.lr, step: plan.t });
     rec.submit();
-    if (!this.lora) this.model.paramsChanged(); // copies of the weights (decode textures) are stale
+    if (!this.lora) this.model.paramsChanged(); // copies of the weights (decode textures, atlas) follow
     this.counter.stepDone();
     const [loss, optimizer] = await Promise.all([this.lossHead.readMetrics(), this.optimizer.readStats()]);
     return {

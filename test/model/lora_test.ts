@@ -73,7 +73,6 @@ Deno.test("LoRA adapters", async (t) => {
         model.attachLora(lora);
         try {
           await model.prepareDecode();
-          assert(model.weightTexturesCurrent, "the decode steps must read the weight textures");
           await model.forward(SEQS.flatMap((s, slot) => s.slice(0, 2).map((token, pos) => ({ token, slot, pos, adapter: ADAPTER[slot] }))), []);
           for (let pos = 2; pos < Math.max(...SEQS.map((s) => s.length)); pos++) {
             const rows = SEQS.map((s, slot) => ({ s, slot })).filter(({ s }) => pos < s.length)
@@ -88,6 +87,7 @@ Deno.test("LoRA adapters", async (t) => {
               assert(ratio <= 1, `pos ${pos} slot ${r.slot}: ${ratio.toFixed(2)}× tolerance`);
             });
           }
+          assert(model.weightTexturesCurrent, "the decode steps must have read the weight textures");
         } finally {
           lora.destroy();
           model.destroy();
