@@ -1,42 +1,64 @@
-// `deno task experiment paper-table [--tasks a,b] [--seeds N] [--steps N] [--methods ...]
-// [--spec FILE] [--out DIR] [--json]`: the paper's table in miniature (src/rl/experiment.ts).
-// Every (task, method, seed) run is a normal run directory under OUT; results.json is rewritten
-// after each run (a long experiment stopped half-way keeps what it measured), table.md at the end.
+// `deno task experiment paper-table [--tasks a,b] [--methods a,b] [--seeds N] [--first-seed K]
+// [--steps N] [--no-sweep] [--spec FILE] [--out DIR] [--json]`: the paper's table in miniature
+// (src/rl/experiment.ts), over seeds K..K+N−1. Every (task, method, seed) run is a normal run
+// directory under OUT/runs; results.json is rewritten after each run (a long experiment stopped
+// half-way keeps what it measured), curves_<task>.svg and rewards_<task>.svg after each task,
+// table.md at the end. With the spec's sweep.single_grpo, single_grpo's learning rate is chosen
+// per task on the training split first (the sweep's run at the chosen lr stands as its seed's
+// single_grpo result when that seed is among the invocation's seeds: it is the same config).
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { Gpu } from "../gpu/mod.ts";
+import type { CodeExecutor } from "../envs/types.ts";
 import { getEnv } from "../envs/registry.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import { latestCheckpoint, loadCheckpoint } from "../train/checkpoint_dir.ts";
+import type { RunConfig } from "../rl/config.ts";
 import { envForConfig } from "../rl/env_for.ts";
 import {
   aggregate,
+  BASELINE_OF,
+  curvesFromMetrics,
   evaluateWith,
   type ExperimentSpec,
   hasSolo,
+  lrFragment,
   markdownTable,
   METHOD_SPECS,
   methodConfig,
   type MethodId,
   METHODS,
+  pairedTable,
   type RunResult,
+  runLrSweep,
   swapRoleAdapters,
+  type SweepRecord,
+  sweepTable,
+  withStepZero,
 } from "../rl/experiment.ts";
+import { taskPlots } from "../rl/experiment_plots.ts";
 import type { EvalResult } from "../rl/evaluate.ts";
 import { loadBase, train } from "../rl/train.ts";
 
 export const EXPERIMENT_CLI = defineCli({
   command: "deno task experiment paper-table",
-  summary: "The paper's table in miniature: single agent vs MAS, untrained vs RL, per task, over seeds (README: Paper table).",
+  summary:
+    "The paper's table in miniature: single agent vs MAS, untrained vs RL, per task, over seeds, with paired tests and learning curves (README: Paper table).",
   flags: {
     tasks: { type: "string", metavar: "a,b", help: "tasks of the spec to run (default: all)" },
     methods: { type: "string", metavar: "a,b", help: `methods (default: all): ${METHODS.join(", ")}, ablation` },
     seeds: { type: "number", integer: true, min: 1, help: "seeds per method (default: the spec's)" },
+    "first-seed": { type: "number", integer: true, min: 0, default: 0, metavar: "K", help: "run seeds K..K+N−1 (N: --seeds or the spec's seeds)" },
     steps: { type: "number", integer: true, min: 1, help: "RL steps of trained methods (default: the spec's)" },
-    spec: { type: "string", default: "configs/experiments/paper_table.json", metavar: "FILE", help: "experiment spec" },
-    out: { type: "string", metavar: "DIR", help: "output folder (default runs/experiments/paper-table/<timestamp>)" },
-    json: { type: "boolean", help: "last stdout line: the aggregated results as JSON" },
+    "no-sweep": {
+      type: "boolean",
+      help:
+        "skip the spec's learning-rate sweep (sweep.single_grpo: {lrs, seed, episodes}: each lr trains single_grpo on one seed, the lr with the best train-split success trains every seed); single_grpo then trains at its configured lr",
+    },
+    spec: { type: "string", default: "configs/experiments/paper_table.json", metavar: "FILE", help: "experiment spec (evalEvery: validate trained runs every N steps for the curves)" },
+    out: { type: "string", metavar: "DIR", help: "output folder (default runs/experiments/paper-table/<timestamp>): results.json, table.md, curves_<task>.svg, rewards_<task>.svg, runs/" },
+    json: { type: "boolean", help: "last stdout line: {out, aggregates (mean, std as fractions, perSeed, pVsSingleGrpo, pVsMas), sweeps, notes} as JSON" },
   },
 });
 
@@ -54,9 +76,166 @@ const withoutSamples = (e: EvalResult): Omit<EvalResult, "samples"> => {
   return rest;
 };
 
-async function trainedSamples(runDir: string): Promise<number> {
-  const lines = (await Deno.readTextFile(joinPath(runDir, "metrics.jsonl"))).trim().split("\n");
-  return lines.map((l) => JSON.parse(l)).reduce((a, m) => a + (m.samples ?? 0), 0);
+async function readMetrics(runDir: string): Promise<Record<string, unknown>[]> {
+  const text = (await Deno.readTextFile(joinPath(runDir, "metrics.jsonl"))).trim();
+  return text ? text.split("\n").map((l) => JSON.parse(l)) : [];
+}
+
+/** Runs fn with a code sandbox where the config's env has tool agents, closing it after. */
+async function withExecutor<T>(cfg: RunConfig, fn: (executor: CodeExecutor | undefined) => Promise<T>): Promise<T> {
+  const executor = envForConfig(cfg).toolAgents.length ? new SandboxPool() : undefined;
+  try {
+    return await fn(executor);
+  } finally {
+    await executor?.close();
+  }
+}
+
+/** A trained run: its held-out result after the last step, samples and curves from metrics.jsonl. */
+async function trainedRun(cfg: RunConfig, task: string, method: MethodId, lr?: number): Promise<RunResult> {
+  const s = await train(cfg, { log: () => {} });
+  const metrics = await readMetrics(s.runDir);
+  const samples = metrics.reduce((a, m) => a + ((m.samples as number | undefined) ?? 0), 0);
+  const { curve, rewardCurve } = curvesFromMetrics(metrics);
+  return {
+    task, method, seed: cfg.run.seed, successRate: s.after!.successRate, samples, steps: s.steps, runDir: s.runDir, eval: withoutSamples(s.after!),
+    ...(lr === undefined ? {} : { lr }), curve, rewardCurve,
+  };
+}
+
+/** An untrained method: the base policies on the held-out tasks. */
+async function untrainedRun(gpu: Gpu, cfg: RunConfig, task: string, method: MethodId): Promise<RunResult> {
+  const { weights, tokenizer } = await loadBase(cfg);
+  const ev = await withExecutor(cfg, (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }));
+  return { task, method, seed: cfg.run.seed, successRate: ev.successRate, samples: 0, steps: 0, runDir: null, eval: withoutSamples(ev) };
+}
+
+/** A trained run's final checkpoint evaluated on `episodes` train-split tasks (the sweep's score). */
+async function trainSplitSuccess(gpu: Gpu, cfg: RunConfig, runDir: string, episodes: number): Promise<number> {
+  const { weights, tokenizer } = await loadBase(cfg);
+  const ckDir = await latestCheckpoint(joinPath(runDir, "checkpoints"));
+  if (!ckDir) throw new Error(`${runDir} has no checkpoint to score`);
+  const ck = await loadCheckpoint(ckDir, { base: weights.config });
+  const ev = await withExecutor(cfg, (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck, { split: "train", episodes }));
+  return ev.successRate;
+}
+
+/** The paper's ablation: the L2 run's final checkpoint with its two role adapters swapped. */
+async function ablationRun(gpu: Gpu, l2: RunResult, cfg: RunConfig): Promise<RunResult> {
+  const { weights, tokenizer } = await loadBase(cfg);
+  const ckDir = await latestCheckpoint(joinPath(l2.runDir!, "checkpoints"));
+  const ck = swapRoleAdapters(await loadCheckpoint(ckDir!, { base: weights.config }), cfg);
+  const ev = await withExecutor(cfg, (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck));
+  return { task: l2.task, method: "ablation_swapped", seed: l2.seed, successRate: ev.successRate, samples: 0, steps: 0, runDir: l2.runDir, eval: withoutSamples(ev) };
+}
+
+/** What one invocation is doing: its settings, and what it has measured so far. */
+interface Experiment {
+  spec: ExperimentSpec;
+  out: string;
+  methods: string[];
+  firstSeed: number;
+  seeds: number;
+  steps: number;
+  sweep: boolean;
+  gpu: Gpu;
+  results: RunResult[];
+  sweeps: SweepRecord[];
+  notes: string[];
+  save(): Promise<void>;
+}
+
+/** Adds a result (a trained curve gets its step 0 from the untrained method of the same seed) and saves. */
+async function record(x: Experiment, r: RunResult, t0: number) {
+  const base = BASELINE_OF[r.method as MethodId];
+  if (r.curve && base) r.curve = withStepZero(r.curve, x.results.find((b) => b.task === r.task && b.method === base && b.seed === r.seed));
+  x.results.push(r);
+  await x.save();
+  const what = r.method === "ablation_swapped" ? "ablation (L2 adapters swapped)" : r.method;
+  console.log(`${r.task} ${what} seed ${r.seed}: held-out success ${(r.successRate * 100).toFixed(1)}% (${r.samples} training samples${r.lr === undefined ? "" : `, lr ${r.lr}`}, ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+}
+
+/** spec.sweep.single_grpo for one task; returns the chosen lr and the run that may stand for its seed. */
+async function sweepTask(x: Experiment, task: string): Promise<{ lr: number; run: RunResult; seed: number }> {
+  const sweepsBefore = x.sweeps.length;
+  const { record: rec, chosen } = await runLrSweep(x.spec, task, { seed: x.firstSeed, steps: x.steps, outDir: joinPath(x.out, "runs") }, {
+    train: async (cfg) => {
+      const run = await trainedRun(cfg, task, "single_grpo", cfg.update.optimizer.lr);
+      return { runDir: run.runDir!, kept: run };
+    },
+    scoreOnTrain: (cfg, runDir, episodes) => trainSplitSuccess(x.gpu, cfg, runDir, episodes),
+    onPoint: async (r) => {
+      x.sweeps.splice(sweepsBefore, 1, r);
+      await x.save();
+      const p = r.points[r.points.length - 1];
+      console.log(`${task} sweep single_grpo lr ${p.lr} seed ${r.seed}: train-split success ${(p.trainSuccess * 100).toFixed(1)}% (${r.episodes} tasks)`);
+    },
+  });
+  x.sweeps.splice(sweepsBefore, 1, rec);
+  await x.save();
+  console.log(`${task} sweep: single_grpo lr ${rec.chosenLr} chosen on the training split`);
+  return { lr: rec.chosenLr!, run: chosen, seed: rec.seed };
+}
+
+/** One task: the sweep, every method of every seed, the ablation, then its plots. */
+async function runTask(x: Experiment, task: string) {
+  const envId = (x.spec.tasks[task].env as { id: string }).id;
+  const solo = hasSolo(envId);
+  const wantSweep = x.sweep && x.methods.includes("single_grpo") && solo && (x.spec.sweep?.single_grpo?.lrs.length ?? 0) > 0;
+  const swept = wantSweep ? await sweepTask(x, task) : null;
+  for (let seed = x.firstSeed; seed < x.firstSeed + x.seeds; seed++) {
+    let l2: { run: RunResult; cfg: RunConfig } | null = null;
+    for (const method of x.methods.filter((m) => m !== "ablation") as MethodId[]) {
+      if (METHOD_SPECS[method].level === "L0" && !solo) {
+        if (seed === x.firstSeed) x.notes.push(`${task}: no single-agent variant of ${envId}; ${method} skipped`);
+        continue;
+      }
+      const lr = method === "single_grpo" ? swept?.lr : undefined;
+      const cfg = methodConfig(x.spec, task, method, seed, x.steps, joinPath(x.out, "runs"), lr === undefined ? {} : lrFragment(lr));
+      const t0 = performance.now();
+      let r: RunResult;
+      if (lr !== undefined && swept?.seed === seed) r = swept.run; // the sweep's run at the chosen lr: the same config
+      else if (METHOD_SPECS[method].train) r = await trainedRun(cfg, task, method, lr);
+      else r = await untrainedRun(x.gpu, cfg, task, method);
+      if (method === "mas_l2") l2 = { run: r, cfg };
+      await record(x, r, t0);
+    }
+    if (!x.methods.includes("ablation")) continue;
+    if (!l2) {
+      if (seed === x.firstSeed) x.notes.push(`${task}: ablation needs the mas_l2 method in the same invocation; skipped`);
+      continue;
+    }
+    const roles = getEnv(envId).possibleAgents;
+    if (roles.length !== 2) {
+      if (seed === x.firstSeed) x.notes.push(`${task}: ablation needs two roles (${envId} has ${roles.length}); skipped`);
+      continue;
+    }
+    const t0 = performance.now();
+    await record(x, await ablationRun(x.gpu, l2.run, l2.cfg), t0);
+  }
+  for (const p of await taskPlots(x.results, task)) await writeFileAtomic(joinPath(x.out, p.name), p.svg);
+}
+
+/** table.md: the table, per-seed results and paired tests, the sweeps, samples, plots and notes. */
+function tableMarkdown(x: Experiment, specPath: string, tasks: readonly string[], plots: readonly string[]): string {
+  const aggs = aggregate(x.results);
+  const seedRange = x.seeds > 1 ? `seeds ${x.firstSeed}..${x.firstSeed + x.seeds - 1}` : `seed ${x.firstSeed}`;
+  return [
+    `Held-out success (%), mean ± std over ${x.seeds} seed(s) (${seedRange}); ${x.steps} RL steps per trained method; spec ${specPath}.`,
+    "",
+    markdownTable(aggs, tasks),
+    "",
+    "Per seed, and paired tests: two-sided exact McNemar test on the per-task held-out outcomes, each seed against the comparator's same seed (its first seed where it has no such seed), all (seed, task) pairs pooled; (x:y) = tasks only this method solved : tasks only the comparator solved.",
+    "",
+    pairedTable(aggs, tasks),
+    ...(x.sweeps.length
+      ? ["", "single agent + GRPO learning rate, chosen per task on the training split (the final policy of one seed on train-split tasks; ties: the lower lr):", "", sweepTable(x.sweeps)]
+      : []),
+    "",
+    "Training samples per run (mean): " + aggs.filter((a) => a.samples > 0).map((a) => `${a.task}/${a.method} ${a.samples.toFixed(0)}`).join(", "),
+    ...(plots.length ? ["", `Plots: ${plots.join(", ")}`] : []),
+    ...(x.notes.length ? ["", ...x.notes.map((n) => `- ${n}`)] : []),
+  ].join("\n");
 }
 
 if (import.meta.main) {
@@ -71,88 +250,34 @@ if (import.meta.main) {
     const spec = JSON.parse(await Deno.readTextFile(args.spec)) as ExperimentSpec;
     const tasks = list(args.tasks, Object.keys(spec.tasks), "tasks");
     const methods = list(args.methods, [...METHODS, "ablation"], "methods");
-    const seeds = args.seeds ?? spec.seeds, steps = args.steps ?? spec.steps;
+    const seeds = args.seeds ?? spec.seeds, steps = args.steps ?? spec.steps, firstSeed = args.firstSeed;
     const out = args.out ?? `runs/experiments/paper-table/${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await Deno.mkdir(out, { recursive: true });
     await writeFileAtomic(joinPath(out, "spec.json"), JSON.stringify(spec, null, 1) + "\n"); // what this run used
-    console.log(`experiment paper-table: tasks ${tasks.join(", ")}; methods ${methods.join(", ")}; ${seeds} seed(s); ${steps} steps; output ${out}`);
-    const results: RunResult[] = [];
-    const notes: string[] = [];
-    const save = () => writeFileAtomic(joinPath(out, "results.json"), JSON.stringify({ spec: args.spec, tasks, methods, seeds, steps, results, notes }, null, 1) + "\n");
+    const sweep = !args.noSweep && !!spec.sweep?.single_grpo;
+    console.log(
+      `experiment paper-table: tasks ${tasks.join(", ")}; methods ${methods.join(", ")}; seeds ${firstSeed}..${firstSeed + seeds - 1}; ${steps} steps; lr sweep ${sweep ? "on" : "off"}; output ${out}`,
+    );
     const gpu = await Gpu.create();
+    const x: Experiment = {
+      spec, out, methods, firstSeed, seeds, steps, sweep, gpu, results: [], sweeps: [], notes: [],
+      save: () =>
+        writeFileAtomic(
+          joinPath(out, "results.json"),
+          JSON.stringify({ spec: args.spec, tasks, methods, firstSeed, seeds, steps, evalEvery: spec.evalEvery ?? null, sweep, results: x.results, sweeps: x.sweeps, aggregates: aggregate(x.results), notes: x.notes }, null, 1) + "\n",
+        ),
+    };
     try {
-      for (const task of tasks) {
-        const envId = (spec.tasks[task].env as { id: string }).id;
-        for (let seed = 0; seed < seeds; seed++) {
-          let l2Run: { dir: string; cfg: ReturnType<typeof methodConfig> } | null = null;
-          for (const method of methods.filter((m) => m !== "ablation") as MethodId[]) {
-            if (METHOD_SPECS[method].level === "L0" && !hasSolo(envId)) {
-              if (seed === 0) notes.push(`${task}: no single-agent variant of ${envId}; ${method} skipped`);
-              continue;
-            }
-            const cfg = methodConfig(spec, task, method, seed, steps, joinPath(out, "runs"));
-            const t0 = performance.now();
-            let r: RunResult;
-            if (METHOD_SPECS[method].train) {
-              const s = await train(cfg, { log: () => {} });
-              r = { task, method, seed, successRate: s.after!.successRate, samples: await trainedSamples(s.runDir), steps: s.steps, runDir: s.runDir, eval: withoutSamples(s.after!) };
-              if (method === "mas_l2") l2Run = { dir: s.runDir, cfg };
-            } else {
-              const { weights, tokenizer } = await loadBase(cfg);
-              const env = envForConfig(cfg);
-              const executor = env.toolAgents.length ? new SandboxPool() : undefined;
-              try {
-                const ev = await evaluateWith(cfg, { gpu, weights, tokenizer, executor });
-                r = { task, method, seed, successRate: ev.successRate, samples: 0, steps: 0, runDir: null, eval: withoutSamples(ev) };
-              } finally {
-                await executor?.close();
-              }
-            }
-            results.push(r);
-            await save();
-            console.log(`${task} ${method} seed ${seed}: held-out success ${(r.successRate * 100).toFixed(1)}% (${r.samples} training samples, ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
-          }
-          if (methods.includes("ablation")) {
-            if (!l2Run) {
-              if (seed === 0) notes.push(`${task}: ablation needs the mas_l2 method in the same invocation; skipped`);
-              continue;
-            }
-            const roles = getEnv(envId).possibleAgents;
-            if (roles.length !== 2) {
-              if (seed === 0) notes.push(`${task}: ablation needs two roles (${envId} has ${roles.length}); skipped`);
-              continue;
-            }
-            const { weights, tokenizer } = await loadBase(l2Run.cfg);
-            const ckDir = await latestCheckpoint(joinPath(l2Run.dir, "checkpoints"));
-            const ck = swapRoleAdapters(await loadCheckpoint(ckDir!, { base: weights.config }), l2Run.cfg);
-            const executor = getEnv(envId).toolAgents.length ? new SandboxPool() : undefined;
-            try {
-              const ev = await evaluateWith(l2Run.cfg, { gpu, weights, tokenizer, executor }, ck);
-              results.push({ task, method: "ablation_swapped", seed, successRate: ev.successRate, samples: 0, steps: 0, runDir: l2Run.dir, eval: withoutSamples(ev) });
-              await save();
-              console.log(`${task} ablation (L2 adapters swapped) seed ${seed}: held-out success ${(ev.successRate * 100).toFixed(1)}%`);
-            } finally {
-              await executor?.close();
-            }
-          }
-        }
-      }
+      for (const task of tasks) await runTask(x, task);
     } finally {
       gpu.destroy();
     }
-    const aggs = aggregate(results);
-    const table = markdownTable(aggs, tasks);
-    const md = [
-      `Held-out success (%), mean ± std over ${seeds} seed(s); ${steps} RL steps per trained method; spec ${args.spec}.`,
-      "",
-      table,
-      "",
-      "Training samples per run (mean): " + aggs.filter((a) => a.samples > 0).map((a) => `${a.task}/${a.method} ${a.samples.toFixed(0)}`).join(", "),
-      ...(notes.length ? ["", ...notes.map((n) => `- ${n}`)] : []),
-    ].join("\n");
+    const plots: string[] = [];
+    for await (const e of Deno.readDir(out)) if (e.isFile && e.name.endsWith(".svg")) plots.push(e.name);
+    const md = tableMarkdown(x, args.spec, tasks, plots.sort());
     await writeFileAtomic(joinPath(out, "table.md"), md + "\n");
-    await save();
+    await x.save();
     console.log("\n" + md);
-    if (args.json) console.log(JSON.stringify({ out, aggregates: aggs, notes }));
+    if (args.json) console.log(JSON.stringify({ out, firstSeed, seeds, steps, aggregates: aggregate(x.results), sweeps: x.sweeps, notes: x.notes }));
   });
 }

@@ -14,6 +14,11 @@
 // proposal would earn if the plan agent committed it (plus the fail penalty if it would not solve
 // the task), so its K candidates get distinct rewards. The plan agent's commit earns the team
 // reward. Unusable text or tool output scores FORMAT_PENALTY (−2, PAPER.md) for its agent.
+//
+// Reward knobs (config `rewards.shaping`, `rewards.success`; types.ts RewardKnobs): a game names
+// its shaping term (a key of its evaluation's breakdown) and the weight under which success
+// dominates; `withRewards` rescales that term or makes every move's reward binary (1 if it solves
+// the task). The registered envs keep the paper's weights (shaping 1, shaped).
 
 import {
   advanceClock,
@@ -39,6 +44,7 @@ import type {
   Prompt,
   PromptStyle,
   Rendered,
+  RewardKnobs,
   StepResult,
 } from "./types.ts";
 
@@ -79,6 +85,12 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
   testFraction: number;
   /** Added to the team reward when the episode ends unsolved (PAPER "fail"). */
   failPenalty: number;
+  /**
+   * The shaping term: its key in Evaluation.breakdown (already at the paper's weight), the
+   * weight under which a solving move always out-scores the rest of a group by a clear margin,
+   * and one line saying what it pays for.
+   */
+  shaping: { key: string; successDominant: number; doc: string };
   generate(seed: number, opts: GenerateOptions<D>): T;
   taskKey(task: T): string;
   maxTurns(task: T): number;
@@ -93,7 +105,7 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
    * fixed width puts each part of the answer at a constant distance from where the plan's copy of
    * it goes, a copy a tiny model can learn (Sudoku's 16 cells have it by nature).
    */
-  formatToolCompact?(answer: Ans): string;
+  formatToolCompact?(answer: Ans, task: T): string;
   toolPrelude: string;
   toolGlobals(task: T, game: G): Record<string, unknown>;
   /** Board and situation as text, for both prompt styles. */
@@ -109,6 +121,19 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
   oracleToolCode: string;
   render(state: ToolPlanState<T, G, Ans>): Rendered;
 }
+
+/** The paper's rewards: what the registered envs use. */
+export const PAPER_REWARDS: RewardKnobs = { shaping: 1, success: "shaped" };
+
+/** A move's reward under the knobs: the shaping term rescaled, or 1/0 for solved/not. */
+function score<G>(shapingKey: string, e: Evaluation<G>, k: RewardKnobs): number {
+  if (k.success === "binary") return e.solved ? 1 : 0;
+  return round6(e.reward + (k.shaping - 1) * (e.breakdown[shapingKey] ?? 0));
+}
+
+/** The fail penalty under the knobs (none with binary rewards). */
+const failOf = <T, G, Ans, D extends Difficulty>(g: ToolPlanGame<T, G, Ans, D>, k: RewardKnobs) =>
+  k.success === "binary" ? 0 : g.failPenalty;
 
 const AGENTS = ["tool", "plan"] as const;
 const SOLO_AGENTS = ["plan"] as const;
@@ -205,13 +230,14 @@ function stepTool<T, G, Ans, D extends Difficulty>(
   g: ToolPlanGame<T, G, Ans, D>,
   s: ToolPlanState<T, G, Ans>,
   a: ToolPlanAction<Ans> | Invalid,
+  k: RewardKnobs,
 ): StepResult<ToolPlanState<T, G, Ans>> {
   const report = readTool(g, a);
   const info: Record<string, unknown> = { tool: report };
   let local = FORMAT_PENALTY;
   if (report.answer !== null) {
     const e = g.evaluate(s.task, s.game, report.answer);
-    local = round6(e.reward + (e.solved ? 0 : g.failPenalty));
+    local = round6(score(g.shaping.key, e, k) + (e.solved ? 0 : failOf(g, k)));
     info.proposal = e.breakdown;
     info.proposalSolves = e.solved;
   } else {
@@ -245,13 +271,14 @@ function stepPlan<T, G, Ans, D extends Difficulty>(
   s: ToolPlanState<T, G, Ans>,
   a: ToolPlanAction<Ans> | Invalid,
   agents: readonly string[],
+  k: RewardKnobs,
 ): StepResult<ToolPlanState<T, G, Ans>> {
   const answer = !isInvalid(a) && a.kind === "answer" ? a.answer : null;
   const e = answer === null ? null : g.evaluate(s.task, s.game, answer);
   const terminated = e !== null && (e.solved || e.dead);
   const clock = advanceClock(s, agents.length, g.maxTurns(s.task), terminated);
   const solved = e?.solved ?? false;
-  const fail = !solved && (terminated || clock.truncated) ? g.failPenalty : 0;
+  const fail = !solved && (terminated || clock.truncated) ? failOf(g, k) : 0;
   const info: Record<string, unknown> = { evaluation: e?.breakdown ?? null, fail };
   if (answer === null) {
     info.invalid = isInvalid(a)
@@ -272,7 +299,7 @@ function stepPlan<T, G, Ans, D extends Difficulty>(
   }
   return {
     state,
-    teamReward: round6((e?.reward ?? 0) + fail),
+    teamReward: round6((e === null ? 0 : score(g.shaping.key, e, k)) + fail),
     localReward: answer === null ? FORMAT_PENALTY : 0,
     terminated: state.terminated,
     truncated: state.truncated,
@@ -302,7 +329,7 @@ function observe<T, G, Ans, D extends Difficulty>(
     : s.tool.answer !== null
     ? g.formatAnswer(s.tool.answer)
     : `error (${s.tool.problem})`;
-  const toolCompact = s.tool?.answer != null && g.formatToolCompact ? g.formatToolCompact(s.tool.answer) : tool;
+  const toolCompact = s.tool?.answer != null && g.formatToolCompact ? g.formatToolCompact(s.tool.answer, s.task) : tool;
   return buildPrompt(style, {
     system: g.systemPlan,
     user: `${head}\n${d.full}${hist}\nTool output: ${tool}\nGive the final answer.`,
@@ -330,6 +357,7 @@ function oracle<T, G, Ans, D extends Difficulty>(
 
 export function defineToolPlanEnv<T, G, Ans, D extends Difficulty>(
   g: ToolPlanGame<T, G, Ans, D>,
+  knobs: RewardKnobs = PAPER_REWARDS,
 ): EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> {
   const env: EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> = {
     id: g.id,
@@ -349,14 +377,22 @@ export function defineToolPlanEnv<T, G, Ans, D extends Difficulty>(
     execute: (s, agent, a, executor) => execute(g, s, agent, a, executor),
     step: (s, agent, a) => {
       assertTurn(env, s, agent);
-      return agent === "tool" ? stepTool(g, s, a) : stepPlan(g, s, a, AGENTS);
+      return agent === "tool" ? stepTool(g, s, a, knobs) : stepPlan(g, s, a, AGENTS, knobs);
     },
     success: (s) => s.solved,
     oracle: (s, agent) => oracle(g, s, agent),
     solve: (task) => oracleRollout(env, task),
     render: g.render,
+    rewardKnobs: rewardKnobsOf(g, (k) => defineToolPlanEnv(g, k)),
   };
   return env;
+}
+
+function rewardKnobsOf<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  make: (k: RewardKnobs) => EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D>,
+) {
+  return { defaultShaping: g.shaping.successDominant, shapingDoc: g.shaping.doc, withRewards: make };
 }
 
 /** The single-agent view: the MAS plan prompt without the tool's output, under its own header. */
@@ -382,6 +418,7 @@ function observeSolo<T, G, Ans, D extends Difficulty>(
  */
 export function defineSoloPlanEnv<T, G, Ans, D extends Difficulty>(
   g: ToolPlanGame<T, G, Ans, D>,
+  knobs: RewardKnobs = PAPER_REWARDS,
 ): EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> {
   const id = soloIdOf(g.id);
   const short = g.id.replace(/_v\d+$/, "");
@@ -405,12 +442,13 @@ export function defineSoloPlanEnv<T, G, Ans, D extends Difficulty>(
     parseAction: (_agent, text) => parseAction(g, "plan", text),
     step: (s, agent, a) => {
       assertTurn(env, s, agent);
-      return stepPlan(g, s, a, SOLO_AGENTS);
+      return stepPlan(g, s, a, SOLO_AGENTS, knobs);
     },
     success: (s) => s.solved,
     oracle: (s) => oracle(g, s, "plan"),
     solve: (task) => oracleRollout(env, task),
     render: g.render,
+    rewardKnobs: rewardKnobsOf(g, (k) => defineSoloPlanEnv(g, k)),
   };
   return env;
 }

@@ -186,6 +186,17 @@ export interface Solution<S> {
  * Everything is a pure function of its arguments except `execute`, which is async only because
  * the executor is.
  */
+/**
+ * A run's reward settings for envs that have them (config `rewards.shaping`, `rewards.success`):
+ * `shaping` scales the env's shaping term (1 = the paper's weight, 0 = none); `success: "binary"`
+ * replaces every reward of a move with 1 when it solves the task and 0 otherwise (no step
+ * costs, bonuses, shaping or fail penalty; format penalties for unusable text stay).
+ */
+export interface RewardKnobs {
+  readonly shaping: number;
+  readonly success: "shaped" | "binary";
+}
+
 export interface EnvDefinition<
   T = unknown,
   S extends EnvState = EnvState,
@@ -217,6 +228,18 @@ export interface EnvDefinition<
    * train/test splits (hashed under that id: use `splitOfTask`, not `splitOfKey(env.id, ...)`).
    */
   readonly soloOf?: EnvId;
+
+  /**
+   * Envs with reward knobs: the shaping weight under which success dominates (what a config's
+   * `rewards.shaping: null` means), and the env with the knobs applied. Absent: the env's rewards
+   * are fixed, and a config that sets the knobs is refused.
+   */
+  readonly rewardKnobs?: {
+    readonly defaultShaping: number;
+    /** What the shaping term is, for docs and errors. */
+    readonly shapingDoc: string;
+    withRewards(k: RewardKnobs): EnvDefinition<T, S, A, D>;
+  };
 
   /** Deterministic in (seed, split, difficulty); train and test tasks never coincide. */
   generate(seed: number, opts: GenerateOptions<D>): T;

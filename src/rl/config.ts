@@ -120,6 +120,18 @@ export const SCHEMA = {
     filterFraction: num(0.25,
       "Fraction of groups drop-lowest-mean removes each step (rounded down).",
       { min: 0, max: 1, exclusive: "max", why: "dropping every group leaves nothing to train on" }),
+    shaping: nullable(num(1,
+      "Weight of the env's shaping term (Plan-Path: γΦ′ − Φ, Φ = −Manhattan distance; Sokoban: box distance; Sudoku: progress), " +
+        "1 = the paper's. null: the env's success-dominant weight (Plan-Path 0.1, Sokoban 1, Sudoku 1), under which a solving " +
+        "move out-scores every non-solving one by a clear margin. Only for envs with reward knobs (the tool → plan tasks).",
+      { paper: "1", min: 0 })),
+    success: oneOf(["shaped", "binary"], "shaped",
+      "shaped: the env's rewards (step costs, bonuses, shaping at rewards.shaping, fail penalty). binary: a move earns 1 if it " +
+        "solves the task, else 0 (format penalties stay). Only for envs with reward knobs."),
+    toolCredit: oneOf(["lookahead", "none"], "lookahead",
+      "Team reward of a tool agent's candidate (tree rollouts): lookahead: the team reward of the next agent's step on the state " +
+        "the candidate leaves (one sample of that agent's policy per candidate, not trained on), so r = α·team + local trains the " +
+        "tool to help its partner; none: the tool gets its local reward only."),
   },
   update: {
     mode: oneOf(["lora", "full"], "lora",
@@ -390,6 +402,10 @@ function envIssues(c: RunConfig): ConfigIssue[] {
     if (!(k in defaults)) out.push(issue(`env.difficulty.${k}`, `${c.env.id} has no knob "${k}"${didYouMean(k, knobNames)}; knobs: ${knobNames.join(", ")}`));
     else if (typeof v !== typeof defaults[k]) out.push(issue(`env.difficulty.${k}`, `must be a ${typeof defaults[k]} like the default ${show(defaults[k])}, got ${show(v)}`));
   }
+  if (!env.rewardKnobs) {
+    if (c.rewards.shaping !== null) out.push(issue("rewards.shaping", `${c.env.id} has no shaping term to weigh; leave it null`));
+    if (c.rewards.success !== "shaped") out.push(issue("rewards.success", `${c.env.id} has fixed rewards (no reward knobs); use "shaped"`));
+  }
   if (out.length) return out;
   for (const [split, seed] of [["train", c.env.trainSeed], ["test", c.env.testSeed]] as const) {
     try {
@@ -524,6 +540,7 @@ export function parseConfig(raw: unknown, opts: ParseOptions = {}): RunConfig {
   return {
     ...c,
     env: { ...c.env, difficulty: { ...getEnv(c.env.id).defaultDifficulty, ...c.env.difficulty } },
+    rewards: { ...c.rewards, shaping: c.rewards.shaping ?? getEnv(c.env.id).rewardKnobs?.defaultShaping ?? null },
     eval: { ...c.eval, temperature: evalTemperature(c) },
     run: { ...c.run, name: c.run.name || base.replace(/[^A-Za-z0-9._-]/g, "_") || "run" },
   };

@@ -1,10 +1,16 @@
 // The environment a config runs: the env named by env.id, or at level L0 its single-agent variant
-// (one agent doing the whole task, the paper's "single agent" baseline; env.id stays the team's id).
+// (one agent doing the whole task, the paper's "single agent" baseline; env.id stays the team's id),
+// with the config's reward knobs applied.
 
 import { getEnv, soloEnvFor } from "../envs/registry.ts";
 import type { AnyEnvDefinition } from "../envs/types.ts";
 import type { RunConfig } from "./config.ts";
 
-export function envForConfig(cfg: Pick<RunConfig, "env" | "level">): AnyEnvDefinition {
-  return cfg.level === "L0" ? soloEnvFor(cfg.env.id) : getEnv(cfg.env.id);
+export function envForConfig(cfg: Pick<RunConfig, "env" | "level"> & { rewards?: Pick<RunConfig["rewards"], "shaping" | "success"> }): AnyEnvDefinition {
+  const env = cfg.level === "L0" ? soloEnvFor(cfg.env.id) : getEnv(cfg.env.id);
+  // Reward knobs (rewards.shaping, rewards.success) where the env has them; parseConfig resolved
+  // a null shaping to the env's success-dominant weight.
+  const k = env.rewardKnobs, r = cfg.rewards;
+  if (!k || !r) return env;
+  return k.withRewards({ shaping: r.shaping ?? k.defaultShaping, success: r.success });
 }

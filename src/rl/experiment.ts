@@ -12,7 +12,12 @@
 // single agent has one agent, so it gets A× the environments per step. The samples each run
 // actually trained on are recorded beside its result (episodes end early when solved).
 // Reported: held-out success after the last step (not the best step: choosing the best on the
-// same held-out tasks would flatter every trained method), mean ± std over seeds.
+// same held-out tasks would flatter every trained method), mean ± std over seeds, each seed's
+// success, and exact McNemar p-values (experiment_stats.ts) against single_grpo and against mas on
+// the per-task outcomes (every method plays the same held-out tasks, so results pair task by task).
+// single_grpo's learning rate may be swept first (spec.sweep), chosen on the training split only.
+// Learning curves: trained runs validate every spec.evalEvery steps; step 0 of a curve is the
+// untrained method's result of the same seed (single for single_grpo, mas for the MAS methods).
 
 import type { Gpu } from "../gpu/mod.ts";
 import { getEnv, soloEnvFor } from "../envs/registry.ts";
@@ -22,6 +27,7 @@ import type { ModelWeights } from "../model/weights.ts";
 import type { LoadedCheckpoint } from "../train/checkpoint.ts";
 import { type Level, parseConfig, type RunConfig } from "./config.ts";
 import type { EvalResult } from "./evaluate.ts";
+import { type PairedTest, pairedTest } from "./experiment_stats.ts";
 import { policyMapFor } from "./policy_map.ts";
 import { RlSession } from "./session.ts";
 
@@ -56,6 +62,26 @@ export interface ExperimentSpec {
   tasks: Record<string, Record<string, unknown>>;
   /** Method → RunConfig fragment applied last (e.g. a full-model learning rate for mas_l3). */
   methods?: Partial<Record<MethodId, Record<string, unknown>>>;
+  /**
+   * Trained runs validate on the held-out tasks every N steps (the learning curves) and after the
+   * last step; default: after the last step only.
+   */
+  evalEvery?: number;
+  /** Learning-rate sweeps, chosen on the training split, before a task's seeds run (single_grpo). */
+  sweep?: { single_grpo?: LrSweepSpec };
+}
+
+/**
+ * spec.sweep.single_grpo: each lr trains single_grpo on `seed` (same steps and budget); its final
+ * policy plays `episodes` train-split tasks (numbered from env.testSeed, split "train"); the lr
+ * with the highest train-split success (ties: the lower lr) trains every seed.
+ */
+export interface LrSweepSpec {
+  lrs: number[];
+  /** The seed the candidates train with (default: the first seed of the invocation). */
+  seed?: number;
+  /** Train-split tasks each candidate plays (default: the config's eval.episodes). */
+  episodes?: number;
 }
 
 function merge(a: unknown, b: unknown): unknown {
@@ -65,8 +91,19 @@ function merge(a: unknown, b: unknown): unknown {
   return out;
 }
 
-/** The run config of (task, method, seed): same base, tasks and eval; level, mode and budget per method. */
-export function methodConfig(spec: ExperimentSpec, task: string, method: MethodId, seed: number, steps: number, outDir: string): RunConfig {
+/**
+ * The run config of (task, method, seed): same base, tasks and eval; level, mode and budget per
+ * method. `extra` is a RunConfig fragment applied last (a swept learning rate, a run name).
+ */
+export function methodConfig(
+  spec: ExperimentSpec,
+  task: string,
+  method: MethodId,
+  seed: number,
+  steps: number,
+  outDir: string,
+  extra: Record<string, unknown> = {},
+): RunConfig {
   const t = spec.tasks[task];
   if (!t) throw new RangeError(`unknown task "${task}"; the spec has ${Object.keys(spec.tasks).join(", ")}`);
   const m = METHOD_SPECS[method];
@@ -93,10 +130,14 @@ export function methodConfig(spec: ExperimentSpec, task: string, method: MethodI
       saveRollouts: false,
     },
     env: { trainSeed: 1_000_000 * (seed + 1) },
-    eval: { beforeTraining: !m.train, everySteps: Math.max(1, steps) },
+    // Trained runs get their step 0 from the untrained method of the same seed (same base, tasks).
+    eval: { beforeTraining: !m.train, everySteps: spec.evalEvery ?? Math.max(1, steps) },
   };
-  return parseConfig(merge(merge(raw, overrides), spec.methods?.[method] ?? {}));
+  return parseConfig(merge(merge(merge(raw, overrides), spec.methods?.[method] ?? {}), extra));
 }
+
+/** A RunConfig fragment setting the optimizer's learning rate. */
+export const lrFragment = (lr: number): Record<string, unknown> => ({ update: { optimizer: { lr } } });
 
 export interface RunResult {
   task: string;
@@ -108,6 +149,22 @@ export interface RunResult {
   steps: number;
   runDir: string | null;
   eval: Omit<EvalResult, "samples">;
+  /** The learning rate the run trained at, where a sweep chose it. */
+  lr?: number;
+  /** Held-out success per validation step (trained runs; step 0 is the untrained method's). */
+  curve?: CurvePoint[];
+  /** Mean training reward per agent (over its turns) per RL step (trained runs). */
+  rewardCurve?: RewardPoint[];
+}
+
+export interface CurvePoint {
+  step: number;
+  successRate: number;
+}
+
+export interface RewardPoint {
+  step: number;
+  byAgent: Record<string, number>;
 }
 
 export interface Aggregate {
@@ -118,6 +175,14 @@ export interface Aggregate {
   mean: number;
   std: number;
   samples: number;
+  /** Each seed's held-out success, by seed. */
+  perSeed: { seed: number; successRate: number }[];
+  /** Exact McNemar p-value against single_grpo (null: this is single_grpo, or it did not run). */
+  pVsSingleGrpo: number | null;
+  /** Exact McNemar p-value against mas (null: this is mas, or it did not run). */
+  pVsMas: number | null;
+  /** The paired tests behind the p-values: b = tasks only this method solved, c = only the comparator. */
+  tests: { single_grpo: PairedTest | null; mas: PairedTest | null };
 }
 
 const LABELS: Record<string, string> = {
@@ -125,15 +190,39 @@ const LABELS: Record<string, string> = {
   ablation_swapped: "ablation: L2 role adapters swapped (the paper's, on Plan-Path)",
 };
 
-/** Mean and sample standard deviation (n − 1; 0 for one value) of the success rates per (task, method). */
+const bySeed = (rs: readonly RunResult[]) => [...rs].sort((a, b) => a.seed - b.seed);
+
+/**
+ * The paired test of a method's runs against a comparator's on the per-task held-out outcomes:
+ * seed s pairs with the comparator's seed s, or with its first seed where it has no seed s; all
+ * (seed, task) pairs are pooled. Null where the comparator did not run or the tasks differ.
+ */
+export function compareRuns(rs: readonly RunResult[], cs: readonly RunResult[]): PairedTest | null {
+  if (!rs.length || !cs.length) return null;
+  const first = bySeed(cs)[0];
+  const a = bySeed(rs), b = a.map((r) => cs.find((c) => c.seed === r.seed) ?? first);
+  if (a.some((r, i) => r.eval.successes.length !== b[i].eval.successes.length)) return null;
+  return pairedTest(a.map((r) => r.eval.successes), b.map((c) => c.eval.successes));
+}
+
+/**
+ * Per (task, method): mean and sample standard deviation (n − 1; 0 for one value) of the success
+ * rates, each seed's, and the paired tests against single_grpo and mas of the same task.
+ */
 export function aggregate(results: readonly RunResult[]): Aggregate[] {
   const by = new Map<string, RunResult[]>();
   for (const r of results) by.set(`${r.task}|${r.method}`, [...(by.get(`${r.task}|${r.method}`) ?? []), r]);
+  const test = (rs: RunResult[], vs: MethodId) => rs[0].method === vs ? null : compareRuns(rs, by.get(`${rs[0].task}|${vs}`) ?? []);
   return [...by.values()].map((rs) => {
     const xs = rs.map((r) => r.successRate), n = xs.length;
     const mean = xs.reduce((a, b) => a + b, 0) / n;
     const std = n > 1 ? Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1)) : 0;
-    return { task: rs[0].task, method: rs[0].method, label: LABELS[rs[0].method], n, mean, std, samples: rs.reduce((a, r) => a + r.samples, 0) / n };
+    const tests = { single_grpo: test(rs, "single_grpo"), mas: test(rs, "mas") };
+    return {
+      task: rs[0].task, method: rs[0].method, label: LABELS[rs[0].method], n, mean, std, samples: rs.reduce((a, r) => a + r.samples, 0) / n,
+      perSeed: bySeed(rs).map((r) => ({ seed: r.seed, successRate: r.successRate })),
+      pVsSingleGrpo: tests.single_grpo?.p ?? null, pVsMas: tests.mas?.p ?? null, tests,
+    };
   });
 }
 
@@ -150,6 +239,123 @@ export function markdownTable(aggs: readonly Aggregate[], tasks: readonly string
   return [head, rule, ...rows].join("\n");
 }
 
+const pct = (x: number) => (x * 100).toFixed(1);
+const pCell = (t: PairedTest | null) => t ? `${t.p < 0.001 ? "<0.001" : t.p.toFixed(3)} (${t.b}:${t.c})` : "—";
+
+/**
+ * Rows = (task, method): each seed's held-out success (%) and the paired tests' p-values against
+ * single agent + GRPO and against the untrained MAS, with the discordant counts (this method
+ * only : the comparator only).
+ */
+export function pairedTable(aggs: readonly Aggregate[], tasks: readonly string[]): string {
+  const order = [...METHODS, "ablation_swapped"];
+  const head = `| task | method | success per seed (%) | p vs ${LABELS.single_grpo} | p vs ${LABELS.mas} |`;
+  const rows = tasks.flatMap((t) =>
+    aggs.filter((a) => a.task === t).sort((a, b) => order.indexOf(a.method) - order.indexOf(b.method)).map((a) => {
+      const seeds = a.perSeed.map((s) => `s${s.seed} ${pct(s.successRate)}`).join(", ");
+      return `| ${t} | ${a.label} | ${seeds} | ${pCell(a.tests.single_grpo)} | ${pCell(a.tests.mas)} |`;
+    })
+  );
+  return [head, "|---|---|---|---|---|", ...rows].join("\n");
+}
+
+/** One learning-rate sweep: each candidate's train-split success and the lr chosen. */
+export interface SweepRecord {
+  task: string;
+  method: "single_grpo";
+  seed: number;
+  split: "train";
+  episodes: number;
+  points: { lr: number; trainSuccess: number; runDir: string }[];
+  /** Null until every candidate has been scored. */
+  chosenLr: number | null;
+}
+
+/** The lr with the highest train-split success; ties go to the lower lr. */
+export function chooseLr(points: readonly { lr: number; trainSuccess: number }[]): number {
+  if (!points.length) throw new RangeError("chooseLr: no candidates");
+  return [...points].sort((a, b) => b.trainSuccess - a.trainSuccess || a.lr - b.lr)[0].lr;
+}
+
+/** What runLrSweep needs from its host: training a candidate and scoring it on the train split. */
+export interface SweepDeps<T> {
+  /** Trains one candidate; `kept` is what the host keeps of it (the chosen one is returned). */
+  train(cfg: RunConfig): Promise<{ runDir: string; kept: T }>;
+  /** The trained run's final policy's success on `episodes` train-split tasks. */
+  scoreOnTrain(cfg: RunConfig, runDir: string, episodes: number): Promise<number>;
+  /** After each candidate (results.json is rewritten). */
+  onPoint?(record: SweepRecord): Promise<void>;
+}
+
+/**
+ * spec.sweep.single_grpo for one task: trains single_grpo at each lr on one seed, scores each
+ * final policy on the train split, chooses the lr (chooseLr). Returns the record and what the
+ * host kept of the run at the chosen lr (it may stand as that seed's result: same config).
+ */
+export async function runLrSweep<T>(
+  spec: ExperimentSpec,
+  task: string,
+  opts: { seed: number; steps: number; outDir: string },
+  deps: SweepDeps<T>,
+): Promise<{ record: SweepRecord; chosen: T }> {
+  const sw = spec.sweep?.single_grpo;
+  if (!sw?.lrs.length) throw new RangeError("runLrSweep: the spec has no sweep.single_grpo.lrs");
+  const seed = sw.seed ?? opts.seed;
+  const cfgFor = (lr: number) =>
+    methodConfig(spec, task, "single_grpo", seed, opts.steps, opts.outDir, { ...lrFragment(lr), run: { name: `${task}-single_grpo-lr${lr}-seed${seed}` } });
+  const episodes = sw.episodes ?? cfgFor(sw.lrs[0]).eval.episodes;
+  const record: SweepRecord = { task, method: "single_grpo", seed, split: "train", episodes, points: [], chosenLr: null };
+  const kept = new Map<number, T>();
+  for (const lr of sw.lrs) {
+    const cfg = cfgFor(lr);
+    const run = await deps.train(cfg);
+    kept.set(lr, run.kept);
+    record.points.push({ lr, trainSuccess: await deps.scoreOnTrain(cfg, run.runDir, episodes), runDir: run.runDir });
+    await deps.onPoint?.(record);
+  }
+  record.chosenLr = chooseLr(record.points);
+  return { record, chosen: kept.get(record.chosenLr)! };
+}
+
+/** Rows = (task, lr): the train-split success of each sweep candidate, the chosen one marked. */
+export function sweepTable(sweeps: readonly SweepRecord[]): string {
+  const rows = sweeps.flatMap((s) =>
+    s.points.map((p) => `| ${s.task} | ${p.lr} | ${pct(p.trainSuccess)} (${s.episodes} tasks, seed ${s.seed}) | ${p.lr === s.chosenLr ? "chosen" : ""} |`)
+  );
+  return [`| task | ${LABELS.single_grpo} lr | train-split success (%) | |`, "|---|---|---|---|", ...rows].join("\n");
+}
+
+/** The untrained method whose result is a trained method's step 0 (same base, same tasks). */
+export const BASELINE_OF: Partial<Record<MethodId, MethodId>> = { single_grpo: "single", mas_l1: "mas", mas_l2: "mas", mas_l3: "mas" };
+
+/**
+ * A trained run's curves from its metrics.jsonl lines: held-out success at each step that
+ * validated, and each agent's training reward per step (the mean over its turns).
+ */
+export function curvesFromMetrics(lines: readonly Record<string, unknown>[]): { curve: CurvePoint[]; rewardCurve: RewardPoint[] } {
+  const curve: CurvePoint[] = [], rewardCurve: RewardPoint[] = [];
+  for (const m of lines) {
+    const step = m.step as number;
+    const ev = m.eval as { successRate?: number } | undefined;
+    if (typeof ev?.successRate === "number") curve.push({ step, successRate: ev.successRate });
+    const rba = m.rewardByAgent as Record<string, Record<string, number>> | undefined;
+    if (rba) {
+      const byAgent = Object.fromEntries(Object.entries(rba).map(([a, turns]) => {
+        const vs = Object.values(turns);
+        return [a, vs.reduce((s, v) => s + v, 0) / Math.max(1, vs.length)];
+      }));
+      rewardCurve.push({ step, byAgent });
+    }
+  }
+  return { curve, rewardCurve };
+}
+
+/** A curve with step 0 taken from the baseline's result where the run did not validate at step 0. */
+export function withStepZero(curve: readonly CurvePoint[], baseline: RunResult | undefined): CurvePoint[] {
+  if (!baseline || curve.some((p) => p.step === 0)) return [...curve];
+  return [{ step: 0, successRate: baseline.successRate }, ...curve];
+}
+
 /** A checkpoint with two role adapters exchanged (the paper's "role policies swapped" ablation). */
 export function swapRoleAdapters(ck: LoadedCheckpoint, cfg: RunConfig): LoadedCheckpoint {
   const map = policyMapFor(cfg);
@@ -161,15 +367,19 @@ export function swapRoleAdapters(ck: LoadedCheckpoint, cfg: RunConfig): LoadedCh
   return { ...ck, adapters };
 }
 
-/** Held-out evaluation of a checkpoint's policies (or of the base when ck is undefined). */
+/**
+ * Evaluation of a checkpoint's policies (or of the base when ck is undefined): held-out by
+ * default; opts.split "train" plays train-split tasks (numbered from env.testSeed) instead.
+ */
 export async function evaluateWith(
   cfg: RunConfig,
   deps: { gpu: Gpu; weights: ModelWeights; tokenizer: Tokenizer; executor?: CodeExecutor },
   ck?: LoadedCheckpoint,
+  opts: { split?: "train" | "test"; episodes?: number } = {},
 ): Promise<EvalResult> {
   const session = await RlSession.create(cfg, { ...deps, warmStart: ck ? { kind: "checkpoint", checkpoint: ck } : undefined });
   try {
-    return await session.evaluate();
+    return await session.evaluate(opts);
   } finally {
     session.destroy();
   }

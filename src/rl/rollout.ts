@@ -57,6 +57,13 @@ export interface RolloutOptions {
    * there, unfinished, as the env's own turn limit also ends it. Unset: only the env's limit.
    */
   maxTurns?: number;
+  /**
+   * Team credit of a tool agent's candidates (tree mode, K > 1, agents that act in turn):
+   * "lookahead" samples the next agent once on each candidate's state and credits the candidate
+   * with that step's team reward (the lookahead samples are not group members); "none" or unset:
+   * the candidate's own step's team reward (0 for the tool → plan games).
+   */
+  toolCredit?: "lookahead" | "none";
 }
 
 /** Whether a branch still has a move to make: the env names an agent and the round cap is not reached. */
@@ -194,6 +201,36 @@ async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Bran
   return { prompts, results, texts, steps, clipped };
 }
 
+/**
+ * The team reward each tool candidate leads to: the next agent of the same turn samples once on
+ * every candidate's state (one batched generation) and its step's team reward is the candidate's.
+ * Candidates whose state ends the turn or the episode keep their own team reward. Returns one
+ * value per candidate, in `steps` order, and the tokens generated.
+ */
+async function lookaheadTeam(deps: RolloutDeps, o: RolloutOptions, bs: Branch[], steps: StepResult<EnvState>[], K: number, secs: { generate: number; env: number }) {
+  const { env } = deps;
+  const team = steps.map((s) => s.teamReward);
+  const next = steps.map((s, j) => {
+    const b = bs[Math.floor(j / K)];
+    const n = currentAgent(env, s.state);
+    return n !== null && s.state.turn === b.state.turn && !env.toolAgents.includes(n) ? n : null;
+  });
+  let tokens = 0;
+  for (const agent of new Set(next.filter((n): n is string => n !== null))) {
+    const js = next.flatMap((n, j) => (n === agent ? [j] : []));
+    // Pseudo-branches on each candidate's state; traj 512 + candidate keeps their sampling
+    // streams apart from the real candidates' (traj 0) of the same (step, env, turn, agent).
+    const look: Branch[] = js.map((j) => {
+      const b = bs[Math.floor(j / K)];
+      return { env: b.env, state: steps[j].state, traj: 512 + (j % K), startTurn: b.startTurn };
+    });
+    const r = await sampleAndAct(deps, o, look, agent, 1, secs);
+    js.forEach((j, i) => (team[j] = r.steps[i].teamReward));
+    tokens += r.results.reduce((a, x) => a + x.ids.length, 0);
+  }
+  return { team, tokens };
+}
+
 /** Tree-structured AT-GRPO rollouts over `tasks` (one environment each). */
 export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
   const { env } = deps;
@@ -210,6 +247,12 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
     for (const [agent, bs] of byAgent) {
       const { prompts, results, texts, steps, clipped } = await sampleAndAct(deps, o, bs, agent, o.K, secs);
       clippedPrompts += clipped;
+      let team = steps.map((s) => s.teamReward);
+      if (o.toolCredit === "lookahead" && o.K > 1 && !env.parallel && env.toolAgents.includes(agent)) {
+        const look = await lookaheadTeam(deps, o, bs, steps, o.K, secs);
+        team = look.team;
+        generatedTokens += look.tokens;
+      }
       bs.forEach((b, i) => {
         const turn = b.state.turn;
         const samples: Sample[] = Array.from({ length: o.K }, (_, c) => {
@@ -217,7 +260,7 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
           generatedTokens += r.ids.length;
           return {
             env: b.env, agent, turn, candidate: c, promptIds: prompts[i], completionIds: r.ids, oldLogp: r.logprobs,
-            text: texts[j], reward: o.alpha * s.teamReward + s.localReward, team: s.teamReward, local: s.localReward,
+            text: texts[j], reward: o.alpha * team[j] + s.localReward, team: team[j], local: s.localReward,
             chosen: false, invalid: s.info.invalid?.code,
           };
         });

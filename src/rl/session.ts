@@ -93,6 +93,9 @@ export function toSequence(s: Sample, advantage: number, adapter: number | null)
   };
 }
 
+/** Whether a training sequence can move its policy: a non-zero advantage (the PPO loss's only signal). */
+const hasSignal = (q: TrainSequence) => (q.advantage ?? 0) !== 0;
+
 /** Deterministic shuffle (mulberry32) so PPO mini-batches are the same on resume. */
 export function shuffled<T>(xs: readonly T[], seed: number): T[] {
   const a = [...xs];
@@ -197,7 +200,7 @@ export class RlSession {
   }
 
   /** Held-out evaluation with the current policies (greedy, or the config's temperature). */
-  async evaluate(opts: { episodes?: number; temperature?: number } = {}): Promise<EvalResult> {
+  async evaluate(opts: { episodes?: number; temperature?: number; split?: "train" | "test" } = {}): Promise<EvalResult> {
     return await evaluate({ env: this.env, tokenizer: this.tokenizer, policies: this.policies, executor: this.executor }, this.cfg, opts);
   }
 
@@ -215,6 +218,7 @@ export class RlSession {
       sampling: cfg.rollout.sampling, style: cfg.rollout.promptStyle, seed: cfg.run.seed, step,
       maxPromptTokens: cfg.rollout.maxPromptTokens,
       maxTurns: cfg.rollout.maxTurns,
+      toolCredit: cfg.rewards.toolCredit,
     };
     const r = ro.mode === "independent" ? await rolloutIndependent(deps, tasks, ro) : await rolloutTree(deps, tasks, ro);
     const tRoll = performance.now();
@@ -241,15 +245,27 @@ export class RlSession {
       else tooLong++;
     }
     const updates: Record<string, unknown>[] = [];
-    let skipped = 0;
+    let skipped = 0, noSignal = 0;
+    const idle: string[] = [];
     for (const [ti, rolled] of perTrainer.entries()) {
-      if (!rolled.length) continue;
+      // No sample with a learning signal (every advantage 0: zero-variance or filtered groups):
+      // no optimizer step. AdamW would otherwise still move on its momentum and weight decay,
+      // replaying the last step's direction with nothing new to learn from.
+      if (!rolled.some(hasSignal)) {
+        idle.push(policies.map.trainers[ti].name);
+        continue;
+      }
       const seqs = this.reference ? await this.reference.score(ti, rolled) : rolled;
       for (let epoch = 0; epoch < cfg.update.ppoEpochs; epoch++) {
         const order = shuffled(seqs, cfg.run.seed * 1000003 + step * 31 + epoch);
         for (let i = 0; i < order.length; i += cfg.update.miniBatchSize) {
+          const batch = order.slice(i, i + cfg.update.miniBatchSize);
+          if (!batch.some(hasSignal)) {
+            noSignal++;
+            continue;
+          }
           // Every update of RL step `step` takes the schedule's lr after step − 1 completed RL steps.
-          const m = await policies.trainers[ti].step(order.slice(i, i + cfg.update.miniBatchSize), { scheduleStep: step - 1 });
+          const m = await policies.trainers[ti].step(batch, { scheduleStep: step - 1 });
           if (!m.optimizer.finite) skipped++;
           updates.push({ trainer: policies.map.trainers[ti].name, ...m.loss, gradNorm: m.optimizer.gradNorm, lr: m.lr, finite: m.optimizer.finite });
         }
@@ -270,6 +286,10 @@ export class RlSession {
       tooLongSamples: tooLong,
       clippedPrompts: r.clippedPrompts,
       skippedUpdates: skipped,
+      /** Policies that took no optimizer step: none of their samples had a non-zero advantage. */
+      idlePolicies: idle,
+      /** Mini-batches skipped because every sample in them had advantage 0. */
+      noSignalBatches: noSignal,
       updates,
       generatedTokens: r.generatedTokens,
       rolloutTokensPerS: r.generatedTokens / ((tRoll - t0) / 1000),
@@ -338,6 +358,8 @@ export async function runSession(s: RlSession, sink: RunSink, control: LoopContr
     const { metrics: m, groups } = outcome;
     const step = s.step;
     if ((m.skippedUpdates as number) > 0) sink.log(`step ${step}: non-finite gradient in ${m.skippedUpdates} update(s): skipped`);
+    const idle = m.idlePolicies as string[];
+    if (idle.length) sink.log(`step ${step}: no sample with a learning signal for ${idle.join(", ")} (every advantage 0): no update, skipped`);
     if (step % cfg.eval.everySteps === 0 || step === cfg.run.steps) {
       const ev = await s.evaluate();
       m.eval = ev;

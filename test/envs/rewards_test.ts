@@ -96,6 +96,35 @@ Deno.test("plan_path: unusable tool output and unparseable plans cost −2", () 
   assertEquals([r.localReward, r.teamReward], [FORMAT_PENALTY, 0]);
 });
 
+Deno.test("plan_path reward knobs: the shaping weight scales only the shaping term; binary pays 1 for solving", () => {
+  // Weight 0.1: 0.406 shaping − 0.04 steps + 1 goal + 0.5 shortest = 1.866 for the shortest path.
+  const knobbed = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
+  const t = knobbed.step(knobbed.reset(PATH_TASK), "tool", code("R R D D\n"));
+  near(t.localReward, 1.866, "tool proposal at shaping 0.1");
+  const p = knobbed.parseAction("plan", "#### R R D D");
+  assert(p.ok);
+  near(knobbed.step(t.state, "plan", p.action).teamReward, 1.866, "plan commit at shaping 0.1");
+  // A wrong path that comes closer now earns less than reaching the goal by far: D D R stops at
+  // d 1 (shaping 0.1·(1.03 + 1.02 + 1.01), −0.03 steps, −1 out of turns on a one-turn task) = −0.724.
+  const one = knobbed.step(knobbed.reset({ ...PATH_TASK, maxTurns: 1 }), "tool", code("D D R\n"));
+  near(one.localReward, 0.306 - 0.03 - 1, "a near miss at shaping 0.1");
+  // Binary: 1 for a solving commit (team) or proposal (tool local), 0 otherwise, no fail penalty.
+  const bin = planPath.rewardKnobs!.withRewards({ shaping: 1, success: "binary" });
+  const bt = bin.step(bin.reset({ ...PATH_TASK, maxTurns: 1 }), "tool", code("R R D D\n"));
+  assertEquals(bt.localReward, 1);
+  const miss = bin.parseAction("plan", "#### D D R");
+  assert(miss.ok);
+  const bp = bin.step(bt.state, "plan", miss.action);
+  assertEquals([bp.teamReward, bp.localReward, bp.truncated], [0, 0, true]);
+  // Format penalties stay under binary rewards.
+  const junk = bin.parseAction("plan", "no idea");
+  assert(!junk.ok);
+  assertEquals(bin.step(bt.state, "plan", junk.invalid).localReward, FORMAT_PENALTY);
+  // The registered env keeps the paper's weights, and the knobbed env keeps its id and tasks.
+  assertEquals(planPath.rewardKnobs!.defaultShaping, 0.1);
+  assertEquals(knobbed.id, planPath.id);
+});
+
 // 5×5 room, floor 3×3. Box under the goal, player bottom-left: "R U" pushes the box onto the goal.
 const ROOM: SokobanTask = {
   grid: ["#####", "#...#", "#...#", "#...#", "#####"],

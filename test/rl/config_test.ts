@@ -258,3 +258,13 @@ Deno.test("MODEL_PRESETS matches configs/models/", () => {
     .filter((e) => e.name.endsWith(".json")).map((e) => e.name.replace(/\.json$/, "")).sort();
   assertEquals(files, [...MODEL_PRESETS].sort());
 });
+
+Deno.test("reward knobs: a null shaping weight resolves to the env's success-dominant one; envs without knobs refuse them", () => {
+  assertEquals(parseConfig({ env: { id: "plan_path_v1" } }).rewards.shaping, 0.1);
+  assertEquals(parseConfig({ env: { id: "sokoban_v1" } }).rewards.shaping, 1);
+  assertEquals(parseConfig({ env: { id: "plan_path_v1" }, rewards: { shaping: 1 } }).rewards.shaping, 1);
+  assertEquals(parseConfig({ env: { id: "tic_tac_toe_v1" }, level: "L1" }).rewards.shaping, null);
+  rejects({ env: { id: "tic_tac_toe_v1" }, level: "L1", rewards: { success: "binary" } }, "rewards.success", "fixed rewards");
+  rejects({ env: { id: "hanabi_v1" }, level: "L1", rewards: { shaping: 0.5 } }, "rewards.shaping", "no shaping term");
+  assertEquals(parseConfig({}).rewards.toolCredit, "lookahead");
+});

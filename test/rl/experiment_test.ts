@@ -1,17 +1,32 @@
 // The paper-table experiment: the method configs keep everything but the method equal (base,
-// held-out tasks, samples per step), the table math, the role-swap ablation, and a tiny end-to-end
-// run of the command (one task, one seed, one step, every method) whose files hold real results.
+// held-out tasks, samples per step), the table math and paired tests, the curves read from
+// metrics lines, the learning-rate sweep's choice, the role-swap ablation, and a tiny end-to-end
+// run of the command (one task, one seed from --first-seed, one step, every method, a two-lr
+// sweep) whose files hold real results, curves and plots.
 
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
+import { usage } from "../../src/cli/cli_args.ts";
+import { EXPERIMENT_CLI } from "../../src/cli/experiment.ts";
+import { getEnv, soloEnvFor } from "../../src/envs/registry.ts";
+import type { RunConfig } from "../../src/rl/config.ts";
 import {
   aggregate,
+  BASELINE_OF,
+  chooseLr,
+  curvesFromMetrics,
   type ExperimentSpec,
   markdownTable,
   methodConfig,
   METHODS,
+  pairedTable,
   type RunResult,
+  runLrSweep,
   swapRoleAdapters,
+  type SweepRecord,
+  sweepTable,
+  withStepZero,
 } from "../../src/rl/experiment.ts";
+import { mcnemarExact } from "../../src/rl/experiment_stats.ts";
 import type { LoadedCheckpoint } from "../../src/train/checkpoint.ts";
 
 const spec: ExperimentSpec = {
@@ -51,6 +66,121 @@ Deno.test("method configs differ only in what the method is", () => {
   assertEquals(methodConfig(withL3, "plan_path", "mas_l2", 0, 5, "/tmp/x").update.optimizer.lr, 0.002);
 });
 
+Deno.test("evalEvery sets the trained runs' validation interval; extra fragments apply last", () => {
+  const every = { ...spec, evalEvery: 2, methods: { single_grpo: { update: { optimizer: { lr: 0.01 } } } } };
+  assertEquals(methodConfig(spec, "plan_path", "mas_l1", 0, 6, "/tmp/x").eval.everySteps, 6, "default: after the last step only");
+  const l1 = methodConfig(every, "plan_path", "mas_l1", 0, 6, "/tmp/x");
+  assertEquals([l1.eval.everySteps, l1.eval.beforeTraining], [2, false], "step 0 comes from the untrained method");
+  assertEquals(methodConfig(every, "plan_path", "mas", 0, 6, "/tmp/x").eval.beforeTraining, true);
+  const swept = methodConfig(every, "plan_path", "single_grpo", 0, 6, "/tmp/x", { update: { optimizer: { lr: 5e-4 } }, run: { name: "n" } });
+  assertEquals([swept.update.optimizer.lr, swept.run.name, swept.run.steps], [5e-4, "n", 6]);
+  assertEquals(methodConfig(every, "plan_path", "single_grpo", 0, 6, "/tmp/x").update.optimizer.lr, 0.01);
+});
+
+Deno.test("the CLI's usage names --first-seed and --no-sweep", () => {
+  const u = usage(EXPERIMENT_CLI);
+  for (const f of ["--first-seed K", "--no-sweep", "--seeds N", "--methods a,b", "--json"]) assert(u.includes(f), `${f}: ${u}`);
+});
+
+const result = (method: RunResult["method"], seed: number, successes: number[], extra: Partial<RunResult> = {}): RunResult => {
+  const successRate = successes.reduce((a, b) => a + b, 0) / successes.length;
+  return {
+    task: "plan_path", method, seed, successRate, samples: 0, steps: 1, runDir: null,
+    eval: { episodes: successes.length, successRate, avgTurns: 1, rewardByAgent: {}, temperature: 0, split: "test", successes, clippedPrompts: 0 },
+    ...extra,
+  };
+};
+
+Deno.test("aggregate: per-seed successes and exact McNemar p-values against single_grpo and mas", () => {
+  const rs = [
+    result("mas", 0, [0, 0, 1, 0]),
+    result("mas", 1, [0, 1, 0, 1]),
+    result("single_grpo", 0, [1, 0, 0, 0]), // one seed only: seed 1 of the others pairs with it
+    result("mas_l1", 1, [1, 1, 1, 1]),
+    result("mas_l1", 0, [1, 1, 1, 0]),
+  ];
+  const aggs = aggregate(rs), of = (m: string) => aggs.find((a) => a.method === m)!;
+  const l1 = of("mas_l1");
+  assertEquals(l1.perSeed, [{ seed: 0, successRate: 0.75 }, { seed: 1, successRate: 1 }], "sorted by seed");
+  // vs mas, seed by seed: seed 0 → only-l1 at tasks 0, 1; seed 1 → only-l1 at tasks 0, 2.
+  assertEquals([l1.tests.mas!.b, l1.tests.mas!.c, l1.tests.mas!.n], [4, 0, 8]);
+  assertEquals(l1.pVsMas, 2 / 16);
+  // vs single_grpo: seed 0 → only-l1 at 1, 2; seed 1 (paired with grpo seed 0) → only-l1 at 1, 2, 3.
+  assertEquals([l1.tests.single_grpo!.b, l1.tests.single_grpo!.c], [5, 0]);
+  assertEquals(l1.pVsSingleGrpo, 2 / 32);
+  assertEquals([of("mas").pVsMas, of("single_grpo").pVsSingleGrpo], [null, null], "no test of a method against itself");
+  // grpo vs mas: seed 0 only → only-grpo at 0, only-mas at 2: b = c = 1.
+  assertEquals([of("single_grpo").tests.mas!.b, of("single_grpo").tests.mas!.c, of("single_grpo").pVsMas], [1, 1, 1]);
+  const alone = aggregate([result("mas_l2", 0, [1, 0])])[0];
+  assertEquals([alone.pVsSingleGrpo, alone.pVsMas, alone.tests.mas], [null, null, null], "the comparators did not run");
+  const otherTasks = aggregate([result("mas", 0, [1, 0]), result("mas_l2", 0, [1, 0, 1])]).find((a) => a.method === "mas_l2")!;
+  assertEquals(otherTasks.pVsMas, null, "different task lists do not pair");
+  const md = pairedTable(aggs, ["plan_path"]);
+  assert(md.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 | 0.063 (5:0) | 0.125 (4:0) |"), md);
+  // mas vs single_grpo: both mas seeds pair with grpo's seed 0: 1:1 and 2:1.
+  assert(md.includes("| plan_path | MAS (untrained) | s0 25.0, s1 50.0 | 1.000 (3:2) | — |"), md);
+  const rows = md.split("\n").slice(2).map((l) => l.split(" | ")[1]);
+  assertEquals(rows, ["single agent + GRPO", "MAS (untrained)", "MAS + AT-GRPO, shared (L1)"], "rows in method order");
+});
+
+Deno.test("curves: held-out success per validation, reward by agent averaged over turns, step 0 from the baseline", () => {
+  const lines = [
+    { step: 1, rewardByAgent: { plan: { "0": 0.2, "1": 0.6 }, tool: { "0": 1 } }, samples: 8 },
+    { step: 2, rewardByAgent: { plan: { "0": 0.5 } }, eval: { successRate: 0.25, successes: [0, 1, 0, 0] } },
+    { step: 3, rewardByAgent: {} },
+  ];
+  const { curve, rewardCurve } = curvesFromMetrics(lines);
+  assertEquals(curve, [{ step: 2, successRate: 0.25 }]);
+  assertEquals(rewardCurve.map((p) => p.step), [1, 2, 3]);
+  assert(Math.abs(rewardCurve[0].byAgent.plan - 0.4) < 1e-12 && rewardCurve[0].byAgent.tool === 1, JSON.stringify(rewardCurve[0]));
+  assertEquals([rewardCurve[1].byAgent, rewardCurve[2].byAgent], [{ plan: 0.5 }, {}]);
+  assertEquals(curvesFromMetrics([{ step: 0, eval: { successRate: 0.5 } }]).curve, [{ step: 0, successRate: 0.5 }], "a step-0 validation is kept");
+  const base = result("mas", 0, [1, 0, 0, 0]);
+  assertEquals(withStepZero(curve, base), [{ step: 0, successRate: 0.25 }, { step: 2, successRate: 0.25 }]);
+  assertEquals(withStepZero([{ step: 0, successRate: 0.5 }], base), [{ step: 0, successRate: 0.5 }], "a run's own step 0 wins");
+  assertEquals(withStepZero(curve, undefined), curve);
+  assertEquals([BASELINE_OF.single_grpo, BASELINE_OF.mas_l1, BASELINE_OF.mas_l2, BASELINE_OF.mas_l3, BASELINE_OF.mas], ["single", "mas", "mas", "mas", undefined]);
+});
+
+Deno.test("the lr sweep trains each lr on one seed and keeps the best train-split success (ties: the lower lr)", async () => {
+  assertEquals(chooseLr([{ lr: 2e-3, trainSuccess: 0.5 }, { lr: 1e-3, trainSuccess: 0.5 }, { lr: 4e-3, trainSuccess: 0.25 }]), 1e-3);
+  assertEquals(chooseLr([{ lr: 1e-4, trainSuccess: 0 }, { lr: 1e-3, trainSuccess: 0.1 }]), 1e-3);
+  assertThrows(() => chooseLr([]), "RangeError");
+  const swept: ExperimentSpec = { ...spec, sweep: { single_grpo: { lrs: [3e-4, 1e-3, 2e-3] } } };
+  const score: Record<number, number> = { 3e-4: 0.5, 1e-3: 0.75, 2e-3: 0.75 };
+  const trained: RunConfig[] = [], scored: [number, string, number][] = [], points: number[] = [];
+  const { record, chosen } = await runLrSweep(swept, "plan_path", { seed: 4, steps: 3, outDir: "/tmp/x" }, {
+    train: (cfg) => {
+      trained.push(cfg);
+      return Promise.resolve({ runDir: `/runs/${cfg.update.optimizer.lr}`, kept: `kept ${cfg.update.optimizer.lr}` });
+    },
+    scoreOnTrain: (cfg, runDir, episodes) => {
+      scored.push([cfg.update.optimizer.lr, runDir, episodes]);
+      return Promise.resolve(score[cfg.update.optimizer.lr]);
+    },
+    onPoint: (r) => Promise.resolve(void points.push(r.points.length)),
+  });
+  assertEquals(trained.map((c) => [c.update.optimizer.lr, c.level, c.run.seed, c.run.steps, c.run.name]), [
+    [3e-4, "L0", 4, 3, "plan_path-single_grpo-lr0.0003-seed4"],
+    [1e-3, "L0", 4, 3, "plan_path-single_grpo-lr0.001-seed4"],
+    [2e-3, "L0", 4, 3, "plan_path-single_grpo-lr0.002-seed4"],
+  ]);
+  assertEquals(scored, [[3e-4, "/runs/0.0003", 3], [1e-3, "/runs/0.001", 3], [2e-3, "/runs/0.002", 3]], "train split, eval.episodes tasks");
+  assertEquals(points, [1, 2, 3], "recorded after each candidate");
+  assertEquals([record.chosenLr, record.seed, record.split, record.episodes, chosen], [1e-3, 4, "train", 3, "kept 0.001"]);
+  assertEquals(record.points.map((p) => p.trainSuccess), [0.5, 0.75, 0.75]);
+  // The spec's seed and episodes win over the defaults.
+  const fixed: ExperimentSpec = { ...spec, sweep: { single_grpo: { lrs: [1e-3], seed: 9, episodes: 7 } } };
+  const one = await runLrSweep(fixed, "plan_path", { seed: 4, steps: 3, outDir: "/tmp/x" }, {
+    train: (cfg) => Promise.resolve({ runDir: "/r", kept: cfg.run.seed }),
+    scoreOnTrain: (_c, _r, episodes) => Promise.resolve(episodes / 10),
+  });
+  assertEquals([one.record.seed, one.record.episodes, one.record.points[0].trainSuccess, one.chosen], [9, 7, 0.7, 9]);
+  await assertRejects(() => runLrSweep(spec, "plan_path", { seed: 0, steps: 1, outDir: "/tmp/x" }, { train: () => Promise.reject(), scoreOnTrain: () => Promise.reject() }), "RangeError");
+  const md = sweepTable([record as SweepRecord]);
+  assert(md.includes("| plan_path | 0.001 | 75.0 (3 tasks, seed 4) | chosen |") && md.includes("| plan_path | 0.002 | 75.0 (3 tasks, seed 4) |  |"), md);
+});
+
 Deno.test("aggregate: mean and sample std over seeds; the table has a cell per (method, task)", () => {
   const r = (method: RunResult["method"], seed: number, successRate: number): RunResult => ({
     task: "plan_path", method, seed, successRate, samples: method === "mas" ? 0 : 32, steps: 1, runDir: null,
@@ -83,12 +213,13 @@ Deno.test("the ablation swaps the two role adapters and nothing else", () => {
   assert(err?.message.includes("needs an L2 run"), String(err));
 });
 
-Deno.test("deno task experiment paper-table: a tiny run of every method writes the table", async () => {
+Deno.test("deno task experiment paper-table: a tiny run of every method writes the table, tests and plots", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(spec));
+    const e2e: ExperimentSpec = { ...spec, sweep: { single_grpo: { lrs: [0.004, 0.002] } } };
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(e2e));
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "src/cli/experiment.ts", "paper-table", "--spec", `${dir}/spec.json`, "--out", `${dir}/out`, "--json"],
+      args: ["run", "-A", "src/cli/experiment.ts", "paper-table", "--spec", `${dir}/spec.json`, "--out", `${dir}/out`, "--first-seed", "3", "--json"],
       stdout: "piped", stderr: "piped",
     }).output();
     const stdout = new TextDecoder().decode(out.stdout);
@@ -96,17 +227,58 @@ Deno.test("deno task experiment paper-table: a tiny run of every method writes t
     const last = JSON.parse(stdout.trim().split("\n").pop()!);
     const methods = last.aggregates.map((a: { method: string }) => a.method).sort();
     assertEquals(methods, [...METHODS, "ablation_swapped"].sort());
-    const results = JSON.parse(await Deno.readTextFile(`${dir}/out/results.json`)).results as RunResult[];
+    const saved = JSON.parse(await Deno.readTextFile(`${dir}/out/results.json`));
+    const results = saved.results as RunResult[];
     for (const r of results) {
-      assertEquals(r.eval.episodes, 3, r.method);
+      assertEquals([r.eval.episodes, r.eval.successes.length, r.seed], [3, 3, 3], r.method);
       assert(r.successRate >= 0 && r.successRate <= 1);
     }
+    const of = (m: string) => results.find((r) => r.method === m)!;
     // Trained methods trained, on the same budget of samples per step (episodes may end early).
-    const samples = (m: string) => results.find((r) => r.method === m)!.samples;
-    for (const m of ["single_grpo", "mas_l1", "mas_l2", "mas_l3"]) assert(samples(m) > 0, `${m} used no samples`);
-    assertEquals(samples("single_grpo"), samples("mas_l1"), "one-turn episodes: 2 envs × 1 agent × K = 1 env × 2 agents × K");
+    for (const m of ["single_grpo", "mas_l1", "mas_l2", "mas_l3"]) assert(of(m).samples > 0, `${m} used no samples`);
+    assertEquals(of("single_grpo").samples, of("mas_l1").samples, "one-turn episodes: 2 envs × 1 agent × K = 1 env × 2 agents × K");
+    // Aggregates: per seed (the one seed, 3), and paired p-values where a comparator ran.
+    type Agg = { method: string; n: number; mean: number; perSeed: { seed: number; successRate: number }[]; pVsSingleGrpo: number | null; pVsMas: number | null };
+    for (const a of last.aggregates as Agg[]) {
+      const r = results.find((x) => x.method === a.method)!;
+      assertEquals([a.n, a.mean, a.perSeed], [1, r.successRate, [{ seed: 3, successRate: r.successRate }]], a.method);
+      assertEquals(a.pVsSingleGrpo === null, a.method === "single_grpo", `${a.method} vs single_grpo`);
+      assertEquals(a.pVsMas === null, a.method === "mas", `${a.method} vs mas`);
+    }
+    const discordant = (x: number[], y: number[]) => [x.filter((v, i) => v && !y[i]).length, x.filter((v, i) => !v && y[i]).length];
+    const [b, c] = discordant(of("mas_l1").eval.successes, of("mas").eval.successes);
+    assertEquals(last.aggregates.find((a: Agg) => a.method === "mas_l1").pVsMas, mcnemarExact(b, c));
+    // The sweep: both lrs trained on the first seed and scored on the train split; single_grpo
+    // trained at the chosen lr, and the sweep's run at that lr stands as seed 3's result.
+    const sweeps = saved.sweeps as SweepRecord[];
+    assertEquals(sweeps.length, 1);
+    const sw = sweeps[0];
+    assertEquals([sw.seed, sw.split, sw.episodes, sw.points.map((p) => p.lr)], [3, "train", 3, [0.004, 0.002]]);
+    const best = Math.max(...sw.points.map((p) => p.trainSuccess));
+    assertEquals(sw.chosenLr, Math.min(...sw.points.filter((p) => p.trainSuccess === best).map((p) => p.lr)));
+    assertEquals([of("single_grpo").lr, of("single_grpo").runDir], [sw.chosenLr, sw.points.find((p) => p.lr === sw.chosenLr)!.runDir]);
+    const grpoCfg = JSON.parse(await Deno.readTextFile(`${of("single_grpo").runDir}/config.json`)) as RunConfig;
+    assertEquals([grpoCfg.update.optimizer.lr, grpoCfg.run.seed], [sw.chosenLr, 3]);
+    assertEquals(last.sweeps, sweeps);
+    // Curves: step 0 is the untrained method's result of the seed, step 1 the run's held-out result.
+    const soloAgents = soloEnvFor("plan_path_v1").possibleAgents, roles = getEnv("plan_path_v1").possibleAgents;
+    for (const m of ["single_grpo", "mas_l1", "mas_l2", "mas_l3"]) {
+      const r = of(m);
+      assertEquals(r.curve, [{ step: 0, successRate: of(m === "single_grpo" ? "single" : "mas").successRate }, { step: 1, successRate: r.successRate }], m);
+      assertEquals(r.rewardCurve!.map((p) => p.step), [1], m);
+      const agents = Object.keys(r.rewardCurve![0].byAgent);
+      assert(agents.length > 0 && agents.every((a) => (m === "single_grpo" ? soloAgents : roles).includes(a)), `${m}: ${agents}`);
+      assert(Object.values(r.rewardCurve![0].byAgent).every(Number.isFinite), m);
+    }
+    const curves = await Deno.readTextFile(`${dir}/out/curves_plan_path.svg`);
+    assert(curves.startsWith("<svg") && curves.includes("RL step") && curves.includes("held-out success (%)"), curves.slice(0, 200));
+    assertEquals(curves.match(/aria-roledescription="line mark"/g)?.length, 6, "one line per method (the ablation has none)");
+    const rewards = await Deno.readTextFile(`${dir}/out/rewards_plan_path.svg`);
+    assert(rewards.includes("training reward") && rewards.includes("single agent + GRPO"), rewards.slice(0, 200));
     const table = await Deno.readTextFile(`${dir}/out/table.md`);
     assert(table.includes("| single agent + GRPO |") && table.includes("role adapters swapped"), table);
+    assert(table.includes("(seed 3)") && table.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s3 ") && table.includes("| chosen |"), table);
+    assert(table.includes("curves_plan_path.svg, rewards_plan_path.svg"), table);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -164,3 +164,53 @@ Deno.test("an env step that fails while the GPU still decodes fails the rollout,
   const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
   await assertRejects(() => rolloutTree({ env: failing, tokenizer: tok, policyOf: () => ({ generator: sampler }) }, tasks.slice(0, 1), opts), "Error", "env step failed");
 });
+
+Deno.test("tool credit by lookahead: each tool candidate gets the team reward of its partner's next step", async () => {
+  // One-turn 3×3 Plan-Path: tool candidate 0 prints the shortest path, candidate 1 a move that
+  // stops short. The plan agent copies whatever the tool printed, so its step on candidate 0's
+  // state solves the task (team reward at the config's weights) and on candidate 1's fails.
+  const { planPath } = await import("../../src/envs/plan_path/env.ts");
+  const { trustedExecutor } = await import("../envs/trusted_executor.ts");
+  const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
+  const task = { size: 3, grid: ["...", ".#.", "..."], start: [0, 0] as [number, number], goal: [2, 2] as [number, number], shortest: 4, maxTurns: 1 };
+  const toolTexts = ["```javascript\nconsole.log(\"R R D D\")\n```", "```javascript\nconsole.log(\"D\")\n```"];
+  const planPrompts: string[] = [];
+  const copier: CompletionSampler = {
+    generate(reqs) {
+      return Promise.resolve(reqs.map((r) => {
+        const text = tok.decode(r.prompt, { skipSpecialTokens: true });
+        planPrompts.push(text);
+        const ids = tok.encode(`#### ${/tool:(.*)\n/.exec(text)![1]}`, { addSpecialTokens: false });
+        return { ids, logprobs: ids.map(() => -1), finish: "stop" as const };
+      }));
+    },
+  };
+  const deps = {
+    env: pp, tokenizer: tok, executor: trustedExecutor,
+    policyOf: (a: string) => ({ generator: a === "tool" ? scripted(toolTexts) : copier }),
+  };
+  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 16, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
+  const solve = 0.1 * (1.03 + 1.02 + 1.01 + 1.0) - 0.04 + 1 + 0.5; // shaping, steps, goal, shortest
+  const short = 0.1 * 1.03 - 0.01 - 1; // one move closer, then out of turns
+
+  const look = await rolloutTree(deps, [task], { ...opts, toolCredit: "lookahead" });
+  const tool = look.groups.find((g) => g.agent === "tool")!.samples;
+  near(tool[0].team, solve, "team credit of the solving proposal");
+  near(tool[1].team, short, "team credit of the short proposal");
+  for (const s of tool) near(s.reward, s.team + s.local, "r = α·team + local");
+  assert(tool[0].chosen, "the solving proposal is chosen");
+  // The lookahead samples (one per tool candidate) are not group members: the plan's group is
+  // its K candidates on the chosen state, and only those were prompted with the chosen output.
+  assertEquals(planPrompts.length, 2 + 2);
+  assertEquals(look.groups.find((g) => g.agent === "plan")!.samples.length, 2);
+  assertEquals(look.episodes[0].success, true);
+
+  planPrompts.length = 0;
+  const none = await rolloutTree(deps, [task], { ...opts, toolCredit: "none" });
+  assertEquals(none.groups.find((g) => g.agent === "tool")!.samples.map((s) => s.team), [0, 0]);
+  assertEquals(planPrompts.length, 2, "no lookahead samples without it");
+});
+
+function near(a: number, b: number, what: string) {
+  assert(Math.abs(a - b) < 1e-6, `${what}: ${a} != ${b}`);
+}

@@ -77,13 +77,19 @@ Deno.test("RlSession", async (t) => {
     });
 
     await t.step("the lr schedule runs in RL steps: every mini-batch update of a step takes that step's lr", async () => {
-      const cfg = cfgFor("L2", 3, { update: { miniBatchSize: 2, optimizer: { lr: 0.01 }, schedule: { kind: "linear", warmupSteps: 1 } } });
-      const s = await RlSession.create(cfg, { gpu, weights, tokenizer, executor: tool });
+      // The warm start, so groups have a spread (mini-batches without one are skipped).
+      const cfg = cfgFor("L2", 3, {
+        model: { preset: null, folder: "models/plan_path_tiny" },
+        rollout: { k: 4, maxNewTokens: 12 },
+        update: { miniBatchSize: 2, optimizer: { lr: 0.01 }, schedule: { kind: "linear", warmupSteps: 1 } },
+      });
+      const warm = await loadBase(cfg);
+      const s = await RlSession.create(cfg, { gpu, weights: warm.weights, tokenizer: warm.tokenizer, executor: tool });
       try {
         for (const want of [0, 0.01]) { // RL step 1: warmup's lr·0; step 2: the full lr
           const { metrics } = await s.trainStep();
           const lrs = (metrics.updates as { lr: number }[]).map((u) => u.lr);
-          assert(lrs.length >= 4, `only ${lrs.length} updates: the check needs several per step`);
+          assert(lrs.length >= 3, `only ${lrs.length} updates: the check needs several per step`);
           assert(lrs.every((lr) => Math.abs(lr - want) < 1e-12), `step ${metrics.step}: lrs ${lrs}, expected all ${want}`);
         }
       } finally {
@@ -174,6 +180,25 @@ Deno.test("RlSession", async (t) => {
           moved = Math.max(moved, Math.abs(policy[t] - base[t]));
         });
         assert(moved > 1e-3, `the adapters did not move (${moved}): the frozen check is vacuous`);
+      } finally {
+        s.destroy();
+      }
+    });
+
+    await t.step("no sample with a learning signal: no optimizer step (no ghost update on momentum or weight decay)", async () => {
+      // An untrained byte model writes no `####` answer in 8 tokens and its tool code (if any
+      // parses) prints the same move: every candidate of every group scores alike, so every
+      // advantage is 0. AdamW would still move the adapters (weight decay; momentum later on).
+      const cfg = cfgFor("L2", 5, { update: { optimizer: { lr: 0.01, weightDecay: 0.1 } } });
+      const s = await RlSession.create(cfg, { gpu, weights, tokenizer, executor: tool });
+      try {
+        const before = (await s.policies.trainers[0].readLora())!;
+        const { metrics } = await s.trainStep();
+        assertEquals(metrics.zeroVarianceGroups, 1, "precondition: every group has zero variance");
+        assertEquals(metrics.idlePolicies, ["base"]);
+        assertEquals((metrics.updates as unknown[]).length, 0, "no optimizer update ran");
+        const after = (await s.policies.trainers[0].readLora())!;
+        assert(after.every((x, i) => x === before[i]), "the adapters moved without a learning signal");
       } finally {
         s.destroy();
       }

@@ -26,6 +26,12 @@ export interface PlanPathDifficulty {
   maxTurns: number;
   /** Shortest start→goal distance must be at least this. */
   minDistance: number;
+  /**
+   * Compact prompts only: the tool's moves in the plan agent's prompt padded with `_` to this many
+   * bytes (0 = unpadded), so each move sits at a constant distance from the plan's copy of it, a
+   * copy a tiny model can learn (as Sokoban's 19-byte tool line). Longer move lists show as they are.
+   */
+  toolWidth: number;
 }
 
 export const DEFAULT_DIFFICULTY: PlanPathDifficulty = {
@@ -33,6 +39,7 @@ export const DEFAULT_DIFFICULTY: PlanPathDifficulty = {
   wallDensity: 0.22,
   maxTurns: 4,
   minDistance: 2,
+  toolWidth: 0,
 };
 
 export interface PlanPathTask {
@@ -44,6 +51,8 @@ export interface PlanPathTask {
   /** BFS distance start→goal: the "shortest path" bonus compares against it. */
   shortest: number;
   maxTurns: number;
+  /** Compact prompts' tool-line width (difficulty.toolWidth; absent or 0: unpadded). */
+  toolWidth?: number;
 }
 
 export function taskKey(t: PlanPathTask): string {
@@ -58,6 +67,7 @@ export function generate(seed: number, opts: GenerateOptions<PlanPathDifficulty>
   const density = numKnob(ENV_ID, d, "wallDensity", 0, 0.4);
   const maxTurns = intKnob(ENV_ID, d, "maxTurns", 1, 10);
   const minDistance = intKnob(ENV_ID, d, "minDistance", 1, 2 * size - 2);
+  const toolWidth = intKnob(ENV_ID, d, "toolWidth", 0, 64);
   const env = { id: ENV_ID, testFraction: TEST_FRACTION, taskKey };
   return generateInSplit(env, seed, opts.split, (rng) => {
     const rows: string[] = [];
@@ -73,7 +83,7 @@ export function generate(seed: number, opts: GenerateOptions<PlanPathDifficulty>
     const goal = rng.pick(free);
     const path = bfsPath(rows, start, goal);
     if (path === null || path.length < minDistance) return null;
-    return { size, grid: rows, start, goal, shortest: path.length, maxTurns };
+    return { size, grid: rows, start, goal, shortest: path.length, maxTurns, ...(toolWidth ? { toolWidth } : {}) };
   });
 }
 
