@@ -58,7 +58,8 @@ export interface RolloutOptions {
    */
   maxTurns?: number;
   /**
-   * Team credit of a tool agent's candidates (tree mode, K > 1, agents that act in turn):
+   * Team credit of a tool agent's candidates (tree mode, agents that act in turn; evaluation too,
+   * so a tool's reported reward is what it is trained on):
    * "lookahead" samples the next agent once on each candidate's state and credits the candidate
    * with that step's team reward (the lookahead samples are not group members); "none" or unset:
    * the candidate's own step's team reward (0 for the tool → plan games).
@@ -231,6 +232,25 @@ async function lookaheadTeam(deps: RolloutDeps, o: RolloutOptions, bs: Branch[],
   return { team, tokens };
 }
 
+/**
+ * Candidates of one branch that wrote the same text reach the same state, so they share one
+ * lookahead credit: the mean of their samples. Otherwise the partner's sampling noise gives
+ * identical actions different rewards, and GRPO pushes the same sequence up and down at once: a
+ * near-zero gradient that Adam turns into a full lr-sized step in a random direction.
+ */
+function poolIdentical(team: number[], texts: readonly string[], K: number): number[] {
+  const out = [...team];
+  for (let b = 0; b < team.length; b += K) {
+    const byText = new Map<string, number[]>();
+    for (let j = b; j < b + K; j++) byText.set(texts[j], [...(byText.get(texts[j]) ?? []), j]);
+    for (const js of byText.values()) {
+      const mean = js.reduce((a, j) => a + team[j], 0) / js.length;
+      for (const j of js) out[j] = mean;
+    }
+  }
+  return out;
+}
+
 /** Tree-structured AT-GRPO rollouts over `tasks` (one environment each). */
 export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
   const { env } = deps;
@@ -248,9 +268,9 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
       const { prompts, results, texts, steps, clipped } = await sampleAndAct(deps, o, bs, agent, o.K, secs);
       clippedPrompts += clipped;
       let team = steps.map((s) => s.teamReward);
-      if (o.toolCredit === "lookahead" && o.K > 1 && !env.parallel && env.toolAgents.includes(agent)) {
+      if (o.toolCredit === "lookahead" && !env.parallel && env.toolAgents.includes(agent)) {
         const look = await lookaheadTeam(deps, o, bs, steps, o.K, secs);
-        team = look.team;
+        team = poolIdentical(look.team, texts, o.K);
         generatedTokens += look.tokens;
       }
       bs.forEach((b, i) => {

@@ -214,3 +214,28 @@ Deno.test("tool credit by lookahead: each tool candidate gets the team reward of
 function near(a: number, b: number, what: string) {
   assert(Math.abs(a - b) < 1e-6, `${what}: ${a} != ${b}`);
 }
+
+Deno.test("tool credit by lookahead: candidates that wrote the same text share one credit (the mean of their lookaheads)", async () => {
+  // Both tool candidates print the shortest path; the partner copies it on its first call and
+  // stops short on its second, so the two identical proposals' lookaheads differ (solve, short).
+  const { planPath } = await import("../../src/envs/plan_path/env.ts");
+  const { trustedExecutor } = await import("../envs/trusted_executor.ts");
+  const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
+  const task = { size: 3, grid: ["...", ".#.", "..."], start: [0, 0] as [number, number], goal: [2, 2] as [number, number], shortest: 4, maxTurns: 1 };
+  const same = "```javascript\nconsole.log(\"R R D D\")\n```";
+  let calls = 0;
+  const flaky: CompletionSampler = {
+    generate(reqs) {
+      return Promise.resolve(reqs.map(() => {
+        const ids = tok.encode(calls++ % 2 === 0 ? "#### R R D D" : "#### R", { addSpecialTokens: false });
+        return { ids, logprobs: ids.map(() => -1), finish: "stop" as const };
+      }));
+    },
+  };
+  const deps = { env: pp, tokenizer: tok, executor: trustedExecutor, policyOf: (a: string) => ({ generator: a === "tool" ? scripted([same]) : flaky }) };
+  const r = await rolloutTree(deps, [task], { mode: "tree", K: 2, alpha: 1, maxNewTokens: 16, sampling: { temperature: 1 }, style: "compact", seed: 0, step: 0, toolCredit: "lookahead" });
+  const tool = r.groups.find((g) => g.agent === "tool")!.samples;
+  const solve = 0.1 * (1.03 + 1.02 + 1.01 + 1.0) - 0.04 + 1 + 0.5, short = 0.1 * 1.03 - 0.01 - 1;
+  near(tool[0].team, (solve + short) / 2, "pooled credit");
+  assertEquals(tool[0].reward, tool[1].reward, "identical proposals get identical rewards (a zero-variance group)");
+});

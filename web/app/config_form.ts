@@ -39,6 +39,8 @@ const FIELDS: { path: string; label: string; step?: string }[] = [
 ];
 
 const get = (o: unknown, path: string) => path.split(".").reduce<unknown>((x, k) => (x as Record<string, unknown> | undefined)?.[k], o);
+/** The quickstart's warm start (configs/quickstart.json model.folder): the built-in model the page opens with. */
+const QUICKSTART_MODEL = String(get(CONFIGS.find((c) => c.name === "quickstart")?.raw, "model.folder") ?? "").split("/").pop() ?? "";
 function set(o: Record<string, unknown>, path: string, v: unknown) {
   const ks = path.split(".");
   let x = o;
@@ -46,9 +48,9 @@ function set(o: Record<string, unknown>, path: string, v: unknown) {
   x[ks[ks.length - 1]] = v;
 }
 
-/** The shipped config for (task, level), preferring the quickstart for the built-in warm start. */
+/** The shipped config for (task, level), preferring the quickstart for the quickstart's built-in warm start. */
 function baseConfig(env: string, level: string, model: string): Record<string, unknown> {
-  if (model.startsWith("builtin:")) {
+  if (model === `builtin:${QUICKSTART_MODEL}`) {
     const qs = CONFIGS.find((c) => c.name === "quickstart");
     if (qs && get(qs.raw, "env.id") === env && qs.raw.level === level) return structuredClone(qs.raw);
   }
@@ -155,7 +157,7 @@ export class ConfigForm {
     });
     this.task.value = "plan_path_v1";
     this.level.value = "L2";
-    this.model.value = BUILTIN_NAMES.includes("plan_path_tiny") ? "builtin:plan_path_tiny" : `preset:${PRESET_NAMES[0]}`;
+    this.model.value = BUILTIN_NAMES.includes(QUICKSTART_MODEL) ? `builtin:${QUICKSTART_MODEL}` : `preset:${PRESET_NAMES[0]}`;
     for (const el of [this.task, this.level, this.model]) el.addEventListener("change", () => this.loadBase());
     for (const el of [this.hub, this.hubEndpoint, this.sets]) el.addEventListener("input", () => this.validate());
     this.loadBase();
