@@ -48,7 +48,7 @@ Deno.test("defaults are the paper's released values", () => {
 
 Deno.test("parseConfig({}) resolves env knobs, eval temperature and run name", () => {
   const c = parseConfig({});
-  assertEquals(c.env.difficulty, { size: 10, wallDensity: 0.22, maxTurns: 4, minDistance: 2 });
+  assertEquals(c.env.difficulty, { size: 10, wallDensity: 0.22, maxTurns: 4, minDistance: 2, toolWidth: 0 });
   assertEquals(c.eval.temperature, 0);
   assertEquals(c.run.name, "run");
   assertEquals(parseConfig({}, { source: "configs/foo_L2.json" }).run.name, "foo_L2");

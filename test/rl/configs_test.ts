@@ -65,11 +65,13 @@ Deno.test("every shipped config validates and matches its name", async () => {
 Deno.test("shipped configs are sized for a 2-core CPU", async () => {
   for (const name of names) {
     const c = await load(name);
+    // The paper table's budget (issue 23): 8 envs × K 4 for a team, 16 × 4 for the single agent,
+    // which plays both of the team's agent slots.
     const perStep = c.rollout.envsPerStep * c.rollout.k;
-    assert(perStep <= 16, `${name}: ${perStep} generations per agent turn`);
+    assert(perStep <= (c.level === "L0" ? 64 : 32), `${name}: ${perStep} generations per agent turn`);
     // 288 at most: Code's tester writes six assertions whose values reach 11 digits (≤ 281 bytes).
     assert(c.rollout.maxNewTokens <= 288 && c.update.chunkRows <= 1024, `${name}: generations too long for CPU`);
-    assert(c.run.steps <= 100 && c.eval.episodes <= 32, `${name}: too long a run for CPU`);
+    assert(c.run.steps <= 100 && c.eval.episodes <= 128, `${name}: too long a run for CPU`);
     assert(c.update.optimizer.lr >= 1e-4, `${name}: lr ${c.update.optimizer.lr} barely moves a tiny model`);
   }
 });

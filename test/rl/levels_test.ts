@@ -27,6 +27,9 @@ const cfgFor = (level: Level) =>
       // with decay on an adapter whose samples all have advantage 0 moves too.
       optimizer: { lr: 0.02, weightDecay: 0 }, schedule: { kind: "constant", warmupSteps: 0 },
     },
+    // The tool's own reward only: with the lookahead credit its candidates' team rewards would
+    // follow the plan agent's samples, and the tie this test rests on would not hold.
+    rewards: { toolCredit: "none" },
     eval: { everySteps: 100, episodes: 2, beforeTraining: false },
     run: { steps: 1, seed: 1 },
   });
