@@ -42,7 +42,9 @@ const SMALL = {
   "rollout.envsPerStep": 1, "rollout.k": 2, "rollout.maxTurns": 1, "rollout.maxNewTokens": 48,
   "eval.everySteps": 0, "eval.episodes": 1, "run.checkpointEvery": 1, "run.seed": 3,
 };
-const SETS = "env.difficulty.maxTurns=1, env.difficulty.size=5, update.schedule.kind=constant, update.schedule.warmupSteps=0, update.optimizer.lr=0.01";
+// plan_path_tiny was trained on unpadded tool lines (toolWidth 0), and learns first from the
+// shaping's pay for moves towards the goal (rewards.shaping 1, as configs/quickstart.json).
+const SETS = "env.difficulty.maxTurns=1, env.difficulty.size=5, env.difficulty.toolWidth=0, rewards.shaping=1, update.schedule.kind=constant, update.schedule.warmupSteps=0, update.optimizer.lr=0.01";
 const PROMPT = "<|im_start|>user\nPlan a path from S to G.<|im_end|>\n<|im_start|>assistant\n";
 
 // ---------------------------------------------------------------- safetensors and ZIP, here in Node
@@ -368,6 +370,10 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
   it("trains 1 step; the checkpoint and each PEFT adapter download as ZIPs with the right files and tensors", async () => {
     await page.setInputFiles("#f-local", join(dir, LOCAL_NAME));
     await fillSmall(page, 1);
+    // Enough candidates that some group has a spread: a step whose every advantage is 0 takes no
+    // optimizer step (no ghost update), and one env × 2 candidates often has none.
+    await page.fill("#f-rollout-envsPerStep", "4");
+    await page.fill("#f-rollout-k", "4");
     const rank = Number(await page.inputValue("#f-update-lora-rank"));
     const a = await runToEnd(page, 180_000);
     console.log(`# 1-step run finished after ${secs()} s`);
