@@ -86,11 +86,10 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
   /** Added to the team reward when the episode ends unsolved (PAPER "fail"). */
   failPenalty: number;
   /**
-   * The shaping term: its key in Evaluation.breakdown (already at the paper's weight), the
-   * weight under which a solving move always out-scores the rest of a group by a clear margin,
-   * and one line saying what it pays for.
+   * The shaping term: its key in Evaluation.breakdown (already at the paper's weight), and the
+   * weight under which a solving move always out-scores the rest of a group by a clear margin.
    */
-  shaping: { key: string; successDominant: number; doc: string };
+  shaping: { key: string; successDominant: number };
   generate(seed: number, opts: GenerateOptions<D>): T;
   taskKey(task: T): string;
   maxTurns(task: T): number;
@@ -392,7 +391,7 @@ function rewardKnobsOf<T, G, Ans, D extends Difficulty>(
   g: ToolPlanGame<T, G, Ans, D>,
   make: (k: RewardKnobs) => EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D>,
 ) {
-  return { defaultShaping: g.shaping.successDominant, shapingDoc: g.shaping.doc, withRewards: make };
+  return { defaultShaping: g.shaping.successDominant, withRewards: make };
 }
 
 /** The single-agent view: the MAS plan prompt without the tool's output, under its own header. */

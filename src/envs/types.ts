@@ -182,11 +182,6 @@ export interface Solution<S> {
 }
 
 /**
- * One environment. `T` task (plain data: what `generate` returns), `S` state, `A` parsed action.
- * Everything is a pure function of its arguments except `execute`, which is async only because
- * the executor is.
- */
-/**
  * A run's reward settings for envs that have them (config `rewards.shaping`, `rewards.success`):
  * `shaping` scales the env's shaping term (1 = the paper's weight, 0 = none); `success: "binary"`
  * replaces every reward of a move with 1 when it solves the task and 0 otherwise (no step
@@ -197,6 +192,11 @@ export interface RewardKnobs {
   readonly success: "shaped" | "binary";
 }
 
+/**
+ * One environment. `T` task (plain data: what `generate` returns), `S` state, `A` parsed action.
+ * Everything is a pure function of its arguments except `execute`, which is async only because
+ * the executor is.
+ */
 export interface EnvDefinition<
   T = unknown,
   S extends EnvState = EnvState,
@@ -236,8 +236,6 @@ export interface EnvDefinition<
    */
   readonly rewardKnobs?: {
     readonly defaultShaping: number;
-    /** What the shaping term is, for docs and errors. */
-    readonly shapingDoc: string;
     withRewards(k: RewardKnobs): EnvDefinition<T, S, A, D>;
   };
 

@@ -6,11 +6,11 @@ import { getEnv, soloEnvFor } from "../envs/registry.ts";
 import type { AnyEnvDefinition } from "../envs/types.ts";
 import type { RunConfig } from "./config.ts";
 
-export function envForConfig(cfg: Pick<RunConfig, "env" | "level"> & { rewards?: Pick<RunConfig["rewards"], "shaping" | "success"> }): AnyEnvDefinition {
+export function envForConfig(cfg: Pick<RunConfig, "env" | "level" | "rewards">): AnyEnvDefinition {
   const env = cfg.level === "L0" ? soloEnvFor(cfg.env.id) : getEnv(cfg.env.id);
   // Reward knobs (rewards.shaping, rewards.success) where the env has them; parseConfig resolved
   // a null shaping to the env's success-dominant weight.
-  const k = env.rewardKnobs, r = cfg.rewards;
-  if (!k || !r) return env;
-  return k.withRewards({ shaping: r.shaping ?? k.defaultShaping, success: r.success });
+  const k = env.rewardKnobs;
+  if (!k) return env;
+  return k.withRewards({ shaping: cfg.rewards.shaping ?? k.defaultShaping, success: cfg.rewards.success });
 }

@@ -61,7 +61,6 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: EvalOptions
       style: opts.style ?? cfg.rollout.promptStyle, seed: cfg.run.seed + 7777, step: 0,
       maxPromptTokens: cfg.rollout.maxPromptTokens,
       maxTurns: cfg.rollout.maxTurns,
-      toolCredit: cfg.rewards.toolCredit,
     },
   );
   const rewardByAgent: Record<string, number> = {};

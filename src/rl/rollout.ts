@@ -58,9 +58,9 @@ export interface RolloutOptions {
    */
   maxTurns?: number;
   /**
-   * Team credit of a tool agent's candidates (tree mode, agents that act in turn; evaluation too,
-   * so a tool's reported reward is what it is trained on):
-   * "lookahead" samples the next agent once on each candidate's state and credits the candidate
+   * Team credit of a tool agent's candidates (tree mode with K > 1, agents that act in turn; with
+   * one candidate, as in evaluation, there is no group to rank and the lookahead would only repeat
+   * the partner's real step): "lookahead" samples the next agent once on each candidate's state and credits the candidate
    * with that step's team reward (the lookahead samples are not group members); "none" or unset:
    * the candidate's own step's team reward (0 for the tool → plan games).
    */
@@ -268,7 +268,7 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
       const { prompts, results, texts, steps, clipped } = await sampleAndAct(deps, o, bs, agent, o.K, secs);
       clippedPrompts += clipped;
       let team = steps.map((s) => s.teamReward);
-      if (o.toolCredit === "lookahead" && !env.parallel && env.toolAgents.includes(agent)) {
+      if (o.toolCredit === "lookahead" && o.K > 1 && !env.parallel && env.toolAgents.includes(agent)) {
         const look = await lookaheadTeam(deps, o, bs, steps, o.K, secs);
         team = poolIdentical(look.team, texts, o.K);
         generatedTokens += look.tokens;

@@ -96,7 +96,7 @@ const GAME: ToolPlanGame<PlanPathTask, PlanPathGame, Move[], PlanPathDifficulty>
   // Φ = −Manhattan at weight 1 pays up to 8 on a 5×5 grid for walking towards the goal, against
   // +1 (+0.5 shortest) for reaching it: in a group with no success the largest advantage went
   // to wrong answers that came closer. At 0.1 a step closer is worth a tenth of the goal.
-  shaping: { key: "shaping", successDominant: 0.1, doc: "γΦ′ − Φ with Φ = −Manhattan distance to the goal, per move" },
+  shaping: { key: "shaping", successDominant: 0.1 },
   generate,
   taskKey,
   maxTurns: (t) => t.maxTurns,

@@ -96,7 +96,7 @@ const GAME: ToolPlanGame<SokobanTask, SokobanGame, Move[], SokobanDifficulty> = 
   testFraction: TEST_FRACTION,
   failPenalty: REWARD.fail,
   // 0.1 per cell the box gets closer: at most ~0.8 in a 6×6 room against the win's +10.
-  shaping: { key: "shaping", successDominant: 1, doc: "0.1 per cell the box moves closer to its goal" },
+  shaping: { key: "shaping", successDominant: 1 },
   generate,
   taskKey,
   maxTurns: (t) => t.maxTurns,

@@ -79,7 +79,7 @@ const GAME: ToolPlanGame<SudokuTask, SudokuGame, Cells, SudokuDifficulty> = {
   testFraction: TEST_FRACTION,
   failPenalty: 0, // PAPER.md lists no fail penalty for Sudoku
   // Progress (the fraction of blanks filled right) is at most 1 against solved +2 (+0.5).
-  shaping: { key: "progress", successDominant: 1, doc: "the change in the fraction of blanks filled right" },
+  shaping: { key: "progress", successDominant: 1 },
   generate,
   taskKey,
   maxTurns: (t) => t.maxTurns,
