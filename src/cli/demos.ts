@@ -24,6 +24,8 @@ export const DEMOS_CLI = defineCli({
     "copy-drills": { type: "boolean", help: "plan turns copying random tool answers instead of oracle play (plan_path_v1, sokoban_v1, sudoku4_v1): drills for the plan agent's copy; for search_v1, N short records copying random letters or names (search/drills.ts)" },
     "drill-kinds": { type: "string", metavar: "K,K", help: "with --copy-drills for search_v1: the drill kinds to draw (letters, names, find; default all)" },
     explore: { type: "number", min: 0, default: 0, metavar: "P", help: "fraction of turns (in [0, 1)) where a random move replaces the oracle's, unrecorded, so the data shows states after mistakes" },
+    "tool-noise": { type: "number", min: 0, default: 0, metavar: "P", help: "fraction of episodes (in [0, 1)) whose tool prints a wrong answer of the right form; the plan turn keeps the oracle's own answer and that tool turn is not recorded (plan_path_v1, sokoban_v1, sudoku4_v1)" },
+    "tool-verdict": { type: "boolean", help: "plan turns start with a verdict line, `tool ok` (they copy the tool's answer) or `tool no` (--tool-noise's wrong tools: they answer alone), before `####`" },
     difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
   },
 });
@@ -59,6 +61,8 @@ if (import.meta.main) {
       helperTools: args.helperTools,
       copyDrills: args.copyDrills,
       explore: args.explore,
+      toolNoise: args.toolNoise,
+      toolVerdict: args.toolVerdict,
       drillKinds: args.drillKinds?.split(",").map((k) => k.trim()).filter(Boolean) as SearchDrillKind[] | undefined,
       difficulty,
     });
@@ -75,7 +79,8 @@ if (import.meta.main) {
       ? `copy drills of ${env.id} (${args.split}, ${args.style}; seeds ${args.seed}..${args.seed + demos.episodes - 1})`
       : `records from ${demos.episodes} ${env.id} episodes (${args.split}, ${args.style}; ` +
         `${args.copyDrills ? "copy drills: the random answers solved" : "oracle succeeded in"} ${demos.successes}` +
-        `${demos.explored ? `; ${demos.explored} turns explored at random, not recorded` : ""})`;
+        `${demos.explored ? `; ${demos.explored} turns explored at random, not recorded` : ""}` +
+        `${demos.noisyTools ? `; ${demos.noisyTools} tools printed a wrong answer, not recorded` : ""})`;
     console.error(`${args.out ?? "stdout"}: ${demos.records.length} ${what}`);
   });
 }

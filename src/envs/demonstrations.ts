@@ -64,6 +64,24 @@ export interface DemoOptions {
    * wasted turns and garbled messages it will make itself. Default 0.
    */
   readonly explore?: number;
+  /**
+   * An unreliable partner: the fraction of episodes, in [0, 1), whose tool turn prints a wrong
+   * answer of the right form (NOISY_TOOL_ANSWERS: for move lists, random moves as many as the
+   * oracle's, so the length gives nothing away) instead of the oracle's, and that tool turn is not
+   * recorded; the plan turn's completion is the oracle's own answer, found without the tool. A
+   * plan agent trained so has seen its partner be wrong and cannot always tell when: it takes
+   * the tool's answer on some tasks and plans alone on others, so a team that trains together
+   * has a partner to learn to trust (envs in NOISY_TOOL_ANSWERS; not with copyDrills). Default 0.
+   */
+  readonly toolNoise?: number;
+  /**
+   * Plan turns of tool/plan envs start with a verdict line (TOOL_VERDICT) before the `####`
+   * answer: `tool ok` where they copy the tool's answer (oracle play with a right tool, copy
+   * drills), `tool no` where they answer alone (toolNoise's wrong tools). Taking the partner's
+   * answer or not is then one decision at the start of the reply rather than a copy that may
+   * slip at any move. Default false.
+   */
+  readonly toolVerdict?: boolean;
   /** search_v1's copy drills only: the kinds to draw (default all three, see SEARCH_DRILL_MIX). */
   readonly drillKinds?: readonly SearchDrillKind[];
 }
@@ -84,11 +102,35 @@ export const COPY_DRILL_ANSWERS: Readonly<Record<string, (rng: Rng) => string>> 
   sudoku4_v1: (rng) => Array.from({ length: 4 }, () => Array.from({ length: 4 }, () => 1 + rng.int(4)).join("")).join(" "),
 };
 
+const sameLengthRandomMoves = (rng: Rng, oracle: string): string => {
+  const n = Math.max(1, oracle.trim().split(/\s+/).filter(Boolean).length);
+  return Array.from({ length: n }, () => rng.pick(MOVES)).join(" ");
+};
+
+/**
+ * DemoOptions.toolVerdict: the line that starts the plan agent's completion, before its `####`
+ * answer: whether it takes the tool's answer (copies it) or answers alone. Both are 7 bytes, so
+ * the copy sits at one distance from the tool's line either way.
+ */
+export const TOOL_VERDICT = { ok: "tool ok", wrong: "tool no" } as const;
+
+/**
+ * Wrong tool answers for DemoOptions.toolNoise, by env id: given the oracle's printed answer, one
+ * of the same form and size that (almost always) differs from it.
+ */
+export const NOISY_TOOL_ANSWERS: Readonly<Record<string, (rng: Rng, oracle: string) => string>> = {
+  plan_path_v1: sameLengthRandomMoves,
+  sokoban_v1: sameLengthRandomMoves,
+  sudoku4_v1: (rng) => COPY_DRILL_ANSWERS.sudoku4_v1(rng),
+};
+
 export interface Demonstrations {
   readonly records: DemoRecord[];
   readonly episodes: number;
   /** Turns on which exploration replaced the oracle's move (not recorded). */
   readonly explored: number;
+  /** Episodes whose tool printed a wrong answer (DemoOptions.toolNoise; tool turn not recorded). */
+  readonly noisyTools: number;
   /** Episodes the oracle won or solved. */
   readonly successes: number;
 }
@@ -112,14 +154,36 @@ function exploreMove(env: AnyEnvDefinition, state: EnvState, agent: AgentId, rng
   return parsed.ok ? parsed.action : parsed.invalid;
 }
 
+/**
+ * DemoOptions.toolNoise: the state after `tool` prints a wrong answer (one that, copied by the plan
+ * agent, would not solve the task; a random answer that happens to solve it is drawn again, so
+ * the plan agent is never taught to reject a right answer).
+ */
+function wrongToolAnswer(env: AnyEnvDefinition, state: EnvState, tool: AgentId, rng: Rng): EnvState {
+  const oracle = env.oracle(state, tool).action as CodeAction;
+  for (let tries = 0;; tries++) {
+    const printed = NOISY_TOOL_ANSWERS[env.id](rng, oracle.execution?.stdout ?? "");
+    const code = `console.log(${JSON.stringify(printed)})`;
+    const action: CodeAction = { kind: "code", code, execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 } };
+    const next = env.step(state, tool, action).state;
+    const plan = currentAgent(env, next);
+    const copy = plan === null ? null : env.parseAction(plan, `#### ${printed}`);
+    const solves = plan !== null && copy !== null && copy.ok && env.success(env.step(next, plan, copy.action).state);
+    if (!solves) return next;
+    if (tries === 100) throw new DemoOptionsError(`${env.id}: 100 random tool answers in a row solved the task; toolNoise cannot make this partner wrong`);
+  }
+}
+
 /** Plays one oracle episode from the task of `seed`, collecting (observation, oracle text) pairs. */
-function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: ReadonlySet<AgentId>): { records: DemoRecord[]; success: boolean; explored: number } {
+function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: ReadonlySet<AgentId>): { records: DemoRecord[]; success: boolean; explored: number; noisy: boolean } {
   const split = o.split ?? "train", style = o.style ?? "compact";
   let state: EnvState = env.reset(env.generate(seed, { split, difficulty: o.difficulty }));
   const turns: { agent: AgentId; turn: number; prompt: ReturnType<AnyEnvDefinition["observe"]>; text: string }[] = [];
   const drill = o.copyDrills ? COPY_DRILL_ANSWERS[env.id] : undefined;
   const rng = new Rng(hash32(`${env.id}:copy-drill:${seed}`));
   const explorer = new Rng(hash32(`${env.id}:explore:${seed}`));
+  const noiseRng = new Rng(hash32(`${env.id}:tool-noise:${seed}`));
+  const noisy = (o.toolNoise ?? 0) > 0 && noiseRng.float() < o.toolNoise!;
   let printed = "", explored = 0;
   for (let i = 0; i < MAX_STEPS; i++) {
     const agent = currentAgent(env, state);
@@ -136,14 +200,19 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
       printed = drill(rng);
       text = `console.log(${JSON.stringify(printed)})`;
       action = { kind: "code", code: text, execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 } } satisfies CodeAction;
+    } else if (noisy && env.toolAgents.includes(agent)) {
+      // The wrong answer is the partner's noise, not behaviour to imitate: not recorded.
+      state = wrongToolAnswer(env, state, agent, noiseRng);
+      continue;
     } else if (drill) {
-      text = `#### ${printed}`;
+      text = `${o.toolVerdict ? `${TOOL_VERDICT.ok}\n` : ""}#### ${printed}`;
       const parsed = env.parseAction(agent, text);
       if (!parsed.ok) throw new DemoOptionsError(`${env.id}: the copy drill "${text}" does not parse: ${parsed.invalid.reason}`);
       action = parsed.action;
     } else {
       const move = env.oracle(state, agent);
       text = o.helperTools && env.toolAgents.includes(agent) ? HELPER_TOOL_CODE[env.id] : move.text;
+      if (o.toolVerdict && !env.toolAgents.includes(agent)) text = `${noisy ? TOOL_VERDICT.wrong : TOOL_VERDICT.ok}\n${text}`;
       action = move.action;
     }
     if (keep.has(agent)) turns.push({ agent, turn: state.turn, prompt, text });
@@ -156,7 +225,7 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
       ? { prompt: prompt.text, completion: text, meta }
       : { messages: [...prompt.messages, { role: "assistant", content: text }], meta };
   });
-  return { records, success, explored };
+  return { records, success, explored, noisy };
 }
 
 /**
@@ -177,7 +246,7 @@ function searchDrills(o: DemoOptions, seed0: number): Demonstrations {
     const meta: DemoMeta = { env: SEARCH_ENV, split: o.split ?? "train", seed, turn: 0, agent: "drill", success: true, drill: d.kind };
     return { prompt: d.prompt, completion: d.completion, meta };
   });
-  return { records, episodes: o.episodes, successes: o.episodes, explored: 0 };
+  return { records, episodes: o.episodes, successes: o.episodes, explored: 0, noisyTools: 0 };
 }
 
 /** Demonstrations of `episodes` consecutive seeds; every agent turn is one record. */
@@ -207,6 +276,15 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
     if (o.helperTools) throw new DemoOptionsError("copy drills replace the tool turns; pass either copyDrills or helperTools, not both");
     if (o.explore) throw new DemoOptionsError("copy drills are not oracle play; pass either copyDrills or explore, not both");
   }
+  const toolNoise = o.toolNoise ?? 0;
+  if (!(toolNoise >= 0 && toolNoise < 1)) {
+    throw new DemoOptionsError(`toolNoise is the fraction of episodes whose tool prints a wrong answer, in [0, 1); got ${o.toolNoise}`);
+  }
+  if (toolNoise > 0 && !NOISY_TOOL_ANSWERS[env.id]) {
+    throw new DemoOptionsError(`${env.id} has no noisy tool answers; toolNoise exists for ${Object.keys(NOISY_TOOL_ANSWERS).join(", ")}`);
+  }
+  if (toolNoise > 0 && o.copyDrills) throw new DemoOptionsError("copy drills already print random tool answers; pass either copyDrills or toolNoise, not both");
+  if (o.toolVerdict && env.toolAgents.length === 0) throw new DemoOptionsError(`${env.id} has no tool agent whose answer a verdict could judge; drop toolVerdict`);
   const explore = o.explore ?? 0;
   if (!(explore >= 0 && explore < 1)) {
     throw new DemoOptionsError(`explore is the fraction of turns played at random, in [0, 1); got ${o.explore}`);
@@ -214,14 +292,15 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
   const defaultAgents = o.copyDrills ? env.possibleAgents.filter((a) => !env.toolAgents.includes(a)) : env.possibleAgents;
   const keep = new Set(o.agents?.length ? o.agents : defaultAgents);
   const records: DemoRecord[] = [];
-  let successes = 0, explored = 0;
+  let successes = 0, explored = 0, noisyTools = 0;
   for (let i = 0; i < o.episodes; i++) {
     const ep = episode(env, seed0 + i, o, keep);
     records.push(...ep.records);
     if (ep.success) successes++;
     explored += ep.explored;
+    if (ep.noisy) noisyTools++;
   }
-  return { records, episodes: o.episodes, successes, explored };
+  return { records, episodes: o.episodes, successes, explored, noisyTools };
 }
 
 /** JSONL text: one record per line. */

@@ -152,6 +152,53 @@ Deno.test("copy drills: plan turns copy the random answer the tool printed, for 
   assertThrows(() => demonstrations(getEnv("sokoban_v1"), { episodes: 1, copyDrills: true, helperTools: true }), "DemoOptionsError", "not both");
 });
 
+Deno.test("tool noise: wrong tool answers of the right form, never a solution, and plan turns that say whether they take the tool's answer", async () => {
+  const { NOISY_TOOL_ANSWERS, TOOL_VERDICT } = await import("../../src/envs/demonstrations.ts");
+  for (const id of Object.keys(NOISY_TOOL_ANSWERS)) {
+    const env = getEnv(id);
+    const d = demonstrations(env, { episodes: 40, helperTools: true, toolNoise: 0.5, toolVerdict: true });
+    assert(d.noisyTools >= 8 && d.noisyTools <= 32, `${id}: ${d.noisyTools} noisy tools of 40`);
+    let ok = 0, wrong = 0;
+    const toolTurns = d.records.filter((r) => env.toolAgents.includes(r.meta.agent)).length;
+    assertEquals(toolTurns, 40 - d.noisyTools, `${id}: only the reliable tools' turns are recorded`);
+    for (const r of d.records) {
+      if (!("prompt" in r) || env.toolAgents.includes(r.meta.agent)) continue;
+      const shown = /\ntool:([^\n]*)\n$/.exec(r.prompt)![1].replace(/_+$/, "");
+      const [verdict, answer] = r.completion.split("\n");
+      // The replayed episode: copying the shown answer solves the task exactly when the verdict is ok.
+      const s = env.reset(env.generate(r.meta.seed, { split: "train" }));
+      const afterTool = env.step(s, "tool", env.oracle(s, "tool").action).state;
+      const copied = env.parseAction(r.meta.agent, `#### ${shown}`);
+      const copySolves = copied.ok && env.success(env.step(afterTool, r.meta.agent, copied.action).state);
+      if (verdict === TOOL_VERDICT.ok) {
+        ok++;
+        assertEquals(answer, `#### ${shown}`, `${id} seed ${r.meta.seed}: ok copies the tool`);
+        assert(copySolves, `${id} seed ${r.meta.seed}: the reliable tool's answer solves the task`);
+      } else {
+        wrong++;
+        assertEquals(verdict, TOOL_VERDICT.wrong, `${id} seed ${r.meta.seed}`);
+        assert(!copySolves, `${id} seed ${r.meta.seed}: a wrong tool answer "${shown}" solves the task`);
+      }
+      assert(env.parseAction(r.meta.agent, r.completion).ok, `${id}: parser rejects ${r.completion}`);
+      assert(r.meta.success, `${id}: the oracle's own answer solves the task`);
+    }
+    assertEquals(wrong, d.noisyTools, id);
+    assertEquals(ok, 40 - d.noisyTools, id);
+    assertEquals(demonstrations(env, { episodes: 40, helperTools: true, toolNoise: 0.5, toolVerdict: true }).records, d.records, `${id}: seeded`);
+  }
+  // Without the verdict, the plan turn is the bare answer; drills with it copy after `tool ok`.
+  const bare = demonstrations(getEnv("plan_path_v1"), { episodes: 10, helperTools: true, toolNoise: 0.5 });
+  for (const r of bare.records) if (r.meta.agent === "plan") assert(completionOf(r).startsWith("#### "), completionOf(r));
+  for (const r of demonstrations(getEnv("plan_path_v1"), { episodes: 5, copyDrills: true, toolVerdict: true }).records) {
+    assert(completionOf(r).startsWith(`${TOOL_VERDICT.ok}\n#### `), completionOf(r));
+  }
+  assertEquals(TOOL_VERDICT.ok.length, TOOL_VERDICT.wrong.length, "one copy distance");
+  assertThrows(() => demonstrations(getEnv("tic_tac_toe_v1"), { episodes: 1, toolNoise: 0.5 }), "DemoOptionsError", "no noisy tool answers");
+  assertThrows(() => demonstrations(getEnv("tic_tac_toe_v1"), { episodes: 1, toolVerdict: true }), "DemoOptionsError", "drop toolVerdict");
+  assertThrows(() => demonstrations(getEnv("plan_path_v1"), { episodes: 1, toolNoise: 1 }), "DemoOptionsError", "[0, 1)");
+  assertThrows(() => demonstrations(getEnv("plan_path_v1"), { episodes: 1, toolNoise: 0.5, copyDrills: true }), "DemoOptionsError", "not both");
+});
+
 Deno.test("sokoban: the plan's compact prompt pads the tool's moves to a fixed width, the full prompt does not", async () => {
   const { TOOL_COMPACT_WIDTH } = await import("../../src/envs/sokoban/env.ts");
   const env = getEnv("sokoban_v1");
