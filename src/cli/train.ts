@@ -69,10 +69,12 @@ export async function trainConfig(args: { config?: string; set?: string; resume?
 }
 
 if (import.meta.main) {
+  // Read first: a parent that dies while the model loads must still be noticed.
+  const parent = Deno.build.os === "windows" ? undefined : Deno.ppid;
   const args = parseArgsOrExit(TRAIN_CLI);
   await runMain(async () => {
     const cfg = await trainConfig(args);
-    const s = await train(cfg, { resume: args.resume, watchParent: true });
+    const s = await train(cfg, { resume: args.resume, watchParent: parent });
     console.log("\n" + resultTable(s));
     console.log(`run directory: ${s.runDir}`);
     return s.stoppedBy ? SIGNAL_EXIT[s.stoppedBy] : 0;

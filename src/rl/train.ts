@@ -25,8 +25,11 @@ export interface TrainOptions {
   resume?: string;
   /** Progress lines (default: console.log). */
   log?: (line: string) => void;
-  /** Stop at once when the parent process ends (the CLI sets it; a library caller owns its process). */
-  watchParent?: boolean;
+  /**
+   * Stop at once when this parent process (pid, read at start-up) ends: the CLI passes its
+   * Deno.ppid; a library caller owns its process and leaves it unset.
+   */
+  watchParent?: number;
 }
 
 export interface TrainSummary {
@@ -133,6 +136,9 @@ async function closeSignalInspector(): Promise<boolean> {
   return false;
 }
 
+/** A stop signal repeated within this time is the same one delivered twice, not a second Ctrl-C. */
+const REPEAT_WINDOW_MS = 500;
+
 /** How long between checks that the process that started train is still there. */
 const PARENT_POLL_MS = 500;
 
@@ -147,6 +153,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
   let status = "failed";
   const stopSignals: StopSignal[] = [];
   const saveRequests: SaveSignal[] = [];
+  let firstStopAt = 0;
   const listeners: [Deno.Signal, () => void][] = [];
   let parentWatch: ReturnType<typeof setInterval> | undefined;
   try {
@@ -186,6 +193,10 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     for (const sig of STOP_SIGNALS) {
       if (sig === "SIGTERM" && !unix) continue;
       const on = () => {
+        // A terminal's Ctrl-C reaches this process twice under `deno task` (from the terminal, to
+        // the whole process group, and forwarded by the wrapper): a repeat within a moment is one.
+        if (stopSignals.length && performance.now() - firstStopAt < REPEAT_WINDOW_MS) return;
+        if (!stopSignals.length) firstStopAt = performance.now();
         stopSignals.push(sig);
         if (stopSignals.length === 1) {
           r.log(`${sig}: finishing step ${s.step + 1}, then a checkpoint and exit (${sig} again stops at once, losing that step)`);
@@ -211,8 +222,8 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     }
     // The trainer must not outlive the process that started it (e.g. a `deno task` wrapper killed
     // with SIGKILL): when it is gone, stop at once, as on a second Ctrl-C.
-    if (unix && opts.watchParent) {
-      const parent = Deno.ppid;
+    if (unix && opts.watchParent && opts.watchParent > 1) {
+      const parent = opts.watchParent;
       const watch = setInterval(() => {
         if (Deno.ppid === parent) return;
         r.log(`the parent process (${parent}) ended: stopping now without a checkpoint; --resume ${r.dir} continues from the last one`);
