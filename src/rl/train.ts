@@ -1,8 +1,9 @@
 // The AT-GRPO trainer in Deno: an RlSession (session.ts: rollouts, group advantages, PPO-clip
-// updates per policy) driven by runSession into a run directory, with Ctrl-C and SIGUSR1
-// checkpointing and the config's warm start. A run directory holds config.json, metrics.jsonl,
-// summary.log, rollouts/step-N.jsonl, checkpoints/step-N/ (keep-last-N) and best/; --resume
-// continues bit-identically.
+// updates per policy) driven by runSession into a run directory, with the config's warm start.
+// A run directory holds config.json, metrics.jsonl, summary.log (appended as the run goes),
+// rollouts/step-N.jsonl, checkpoints/step-N/ (keep-last-N), best/ and run.lock (one process per
+// run: run_lock.ts); --resume continues bit-identically. Signals: SIGINT/SIGTERM finish the step,
+// checkpoint and stop (a second one stops at once); SIGUSR1/SIGUSR2 checkpoint after the step.
 
 import { Gpu } from "../gpu/mod.ts";
 import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
