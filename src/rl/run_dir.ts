@@ -91,10 +91,10 @@ export class RunDir implements RunSink {
     return joinPath(this.dir, "checkpoints");
   }
 
-  /** A line in summary.log, appended at once (so it survives a crash), and on the console. */
+  /** A line in summary.log, appended at once (so it survives a crash), then on the console. */
   log(line: string) {
-    this.out(line);
     this.appendSummary(line);
+    this.out(line);
   }
 
   private appendSummary(line: string) {
@@ -120,12 +120,13 @@ export class RunDir implements RunSink {
     const text = `step ${step}/${total} reward ${(m.reward as number).toFixed(3)} train-success ${((m.trainSuccess as number) * 100).toFixed(0)}%` +
       (ev ? ` held-out ${(ev.successRate * 100).toFixed(1)}%` : "") +
       ` rollout ${sec.rollout.toFixed(1)}s update ${sec.update.toFixed(1)}s`;
+    // In summary.log before on the console: what a person saw is on disk.
+    this.appendSummary(text);
     if (isTerminal()) {
       const w = 20, done = Math.round((step / total) * w);
       Deno.stdout.writeSync(new TextEncoder().encode(`\r[${"#".repeat(done)}${".".repeat(w - done)}] ${text}`));
       if (step === total || ev) Deno.stdout.writeSync(new TextEncoder().encode("\n"));
     } else this.out(text);
-    this.appendSummary(text);
   }
 
   /** One line per sample: what the agent saw (its prompt, as clipped, decoded), what it wrote and how it scored. */
