@@ -1,7 +1,8 @@
 // The command-line parser every CLI shares: flags declared once as data (`--name value`,
 // `--name=value`, boolean `--name`), typed results with camelCase keys, generated usage text,
 // and the exit convention: `--help` prints usage to stdout and exits 0; a bad argument prints
-// the problem and the usage to stderr and exits 2 (1 is left for failures while running).
+// the problem and the usage to stderr and exits 2 (1 is left for failures while running; see
+// EXIT_CODES for the whole table).
 //
 //   const spec = defineCli({ command: "deno task export", summary: "...", flags: {
 //     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder" },
@@ -195,18 +196,70 @@ export function parseArgsOrExit<F extends Record<string, FlagSpec>>(
 }
 
 /**
- * Runs a command's body, turning a thrown error into a one-line message on stderr and exit
- * code 1 (stack traces only with DEBUG=1), so users see what to do, not where it failed.
+ * Exit codes, the same for every command:
+ *
+ * | code | meaning |
+ * |---|---|
+ * | 0 | done |
+ * | 1 | a failure while running (no GPU adapter, device lost, disk full, a bug) |
+ * | 2 | bad input: a bad argument, config, model folder, checkpoint, data file or a file that is not there; a run directory another process has open |
+ * | 130, 143 | `train` stopped by SIGINT (Ctrl-C) / SIGTERM after writing its checkpoint (128 + the signal's number) |
  */
-export async function runMain(body: () => Promise<void>): Promise<never> {
+export const EXIT_CODES = { ok: 0, failure: 1, badInput: 2 } as const;
+
+/** Error names (they survive workers and comlink) that mean the input was bad: exit code 2. */
+export const BAD_INPUT_ERRORS: ReadonlySet<string> = new Set([
+  "UsageError",
+  "ConfigError",
+  "RunDirLockedError",
+  "CheckpointNotFoundError",
+  "CheckpointCorruptError",
+  "CheckpointMismatchError",
+  "PeftFormatError",
+  "SftConfigError",
+  "SftDataError",
+  "TrainConfigError",
+  "UnsupportedModelError",
+  "InvalidConfigError",
+  "UnexpectedTensorError",
+  "TokenizerError",
+  "SamplingParamsError",
+  "ReadError",
+  "SafetensorsError",
+  "SafetensorsTruncatedError",
+  "SafetensorsHeaderLengthError",
+  "SafetensorsHeaderError",
+  "UnknownEnvError",
+  "NoSoloVariantError",
+  "DifficultyError",
+  "MathDatasetError",
+  "CodeDatasetError",
+  "DemoOptionsError",
+  "FolderNotEmptyError",
+  "SandboxArgumentError",
+  "NotFound",
+]);
+
+/** The exit code of a command that threw `e`: 2 for bad input, 1 for anything else. */
+export function exitCodeFor(e: unknown): number {
+  const name = (e as Error)?.name;
+  return typeof name === "string" && BAD_INPUT_ERRORS.has(name) ? EXIT_CODES.badInput : EXIT_CODES.failure;
+}
+
+/**
+ * Runs a command's body, turning a thrown error into a one-line message on stderr and the exit
+ * code of EXIT_CODES (stack traces only with DEBUG=1), so users see what to do, not where it
+ * failed. A body may return its exit code (e.g. 130 after a Ctrl-C); otherwise it is 0.
+ */
+export async function runMain(body: () => Promise<void | number>): Promise<never> {
+  let code: void | number;
   try {
-    await body();
+    code = await body();
   } catch (e) {
     const err = e as Error;
     console.error(`error: ${err.name ?? "Error"}: ${err.message ?? String(e)}`);
     if (Deno.env.get("DEBUG") === "1") console.error(err.stack);
-    // A bad argument found only while running (e.g. unparsable ids) is still a usage error.
-    Deno.exit(err?.name === "UsageError" ? 2 : 1);
+    Deno.exit(exitCodeFor(e));
   }
-  Deno.exit(0);
+  Deno.exit(code ?? 0);
 }

@@ -2,7 +2,7 @@
 // sampling. With --json the last stdout line is {"ids":[...new ids...],"text":"..."}.
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
-import { gpuModel, loadFolder, parseIds } from "./model_loader.ts";
+import { checkIdsInVocab, gpuModel, loadFolder, parseIds } from "./model_loader.ts";
 import { Generator } from "../model/generate.ts";
 
 export const GENERATE_CLI = defineCli({
@@ -37,6 +37,7 @@ if (import.meta.main) {
       throw new UsageError((e as Error).message);
     }
     const { weights, tokenizer } = await loadFolder(args.model, args.prompt !== undefined);
+    checkIdsInVocab(promptIds, weights.config.vocabSize);
     if (args.prompt !== undefined) {
       promptIds = args.chat
         ? tokenizer!.encodeChat([{ role: "user", content: args.prompt }], { addGenerationPrompt: true })

@@ -2,7 +2,7 @@
 // n − 1 values; with --json the last stdout line is {"logprobs":[...]}.
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
-import { gpuModel, loadFolder, parseIds } from "./model_loader.ts";
+import { checkIdsInVocab, gpuModel, loadFolder, parseIds } from "./model_loader.ts";
 import { Generator } from "../model/generate.ts";
 
 export const LOGPROBS_CLI = defineCli({
@@ -24,7 +24,9 @@ if (import.meta.main) {
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
+    if (ids.length < 2) throw new UsageError(`--ids ${args.ids}: give at least 2 ids (each after the first is scored given those before it)`);
     const { weights } = await loadFolder(args.model, false);
+    checkIdsInVocab(ids, weights.config.vocabSize);
     const { gpu, model } = await gpuModel(weights, 1, ids.length);
     const lp = Array.from(await (await Generator.create(model)).logprobs(ids));
     if (args.json) console.log(JSON.stringify({ logprobs: lp }));

@@ -6,6 +6,7 @@ import { GpuModel } from "../model/gpu_model.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 import { loadModel, type ModelWeights } from "../model/weights.ts";
+import { UsageError } from "./cli_args.ts";
 
 export interface LoadedFolder {
   weights: ModelWeights;
@@ -29,6 +30,12 @@ export async function gpuModel(weights: ModelWeights, slots: number, maxLen: num
 }
 
 /** "1,2,3" → [1, 2, 3]; throws on anything that is not a list of non-negative integers. */
+/** A UsageError when an id is not a token of a vocabulary of `vocabSize`. */
+export function checkIdsInVocab(ids: readonly number[], vocabSize: number): void {
+  const bad = ids.find((n) => n >= vocabSize);
+  if (bad !== undefined) throw new UsageError(`--ids: ${bad} is not a token id of this model (its vocabulary has ids 0..${vocabSize - 1})`);
+}
+
 export function parseIds(text: string): number[] {
   const ids = text.split(",").map((s) => s.trim()).filter((s) => s.length > 0).map(Number);
   if (!ids.length || ids.some((n) => !Number.isInteger(n) || n < 0)) {

@@ -11,49 +11,106 @@ import { CheckpointNotFoundError } from "../train/errors.ts";
 import type { RunConfig } from "./config.ts";
 import type { PolicyMap } from "./policy_map.ts";
 import type { Group } from "./rollout.ts";
+import { RunLock } from "./run_lock.ts";
 import { policyInitFromCheckpoint, type RunSink, type StepMetrics } from "./session.ts";
 
 const isTerminal = () => Deno.stdout.isTerminal();
+const enc = new TextEncoder();
+
+/** Keeps a metrics.jsonl to its lines of steps ≤ upToStep, rewritten atomically (a no-op when nothing is past it). */
+export async function trimMetrics(path: string, upToStep: number): Promise<number> {
+  let text = "";
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return 0;
+    throw e;
+  }
+  const lines = text.split("\n").filter((l) => l.trim());
+  // A line cut short by a kill mid-write is no step either.
+  const keep = lines.filter((l) => {
+    try {
+      return (JSON.parse(l) as { step: number }).step <= upToStep;
+    } catch {
+      return false;
+    }
+  });
+  if (keep.length !== lines.length || (text && !text.endsWith("\n"))) {
+    await writeFileAtomic(path, keep.map((l) => l + "\n").join(""));
+  }
+  return lines.length - keep.length;
+}
 
 export class RunDir implements RunSink {
-  private metrics: Deno.FsFile;
-  private summaryLines: string[] = [];
+  private metrics: Deno.FsFile | null = null;
+  private summary: Deno.FsFile | null = null;
 
-  private constructor(readonly dir: string, metrics: Deno.FsFile, private out: (s: string) => void) {
-    this.metrics = metrics;
-  }
+  private constructor(readonly dir: string, private lock: RunLock, private out: (s: string) => void) {}
 
+  /** A new run directory, locked, with an empty metrics.jsonl. */
   static async create(cfg: RunConfig, out: (s: string) => void): Promise<RunDir> {
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
     const dir = joinPath(joinPath(cfg.run.outDir, cfg.run.name || "run"), stamp);
     await Deno.mkdir(joinPath(dir, "checkpoints"), { recursive: true });
-    const f = await Deno.open(joinPath(dir, "metrics.jsonl"), { create: true, append: true });
+    const run = new RunDir(dir, await RunLock.acquire(dir), out);
+    await run.startAt(0);
     out(`run directory: ${dir}`);
-    return new RunDir(dir, f, out);
+    return run;
   }
 
+  /**
+   * An existing run directory, locked against a second process (RunDirLockedError). Call
+   * startAt(step) with the checkpoint's step before writing metrics.
+   */
   static async open(dir: string, out: (s: string) => void): Promise<RunDir> {
     try {
       await Deno.stat(joinPath(dir, "config.json"));
     } catch {
       throw new CheckpointNotFoundError(dir, "is not a run directory (no config.json); pass the directory train printed");
     }
-    const f = await Deno.open(joinPath(dir, "metrics.jsonl"), { create: true, append: true });
+    const run = new RunDir(dir, await RunLock.acquire(dir), out);
     out(`resuming run: ${dir}`);
-    return new RunDir(dir, f, out);
+    if (run.lock.stale) {
+      run.log(`took over the lock of process ${run.lock.stale.pid} (started ${run.lock.stale.started}), which ended without releasing it`);
+    }
+    return run;
+  }
+
+  /**
+   * Opens metrics.jsonl for the steps after `step`: lines of later steps (logged after the
+   * checkpoint a resume starts from, and redone now) are cut first, atomically.
+   */
+  async startAt(step: number) {
+    const path = joinPath(this.dir, "metrics.jsonl");
+    const cut = await trimMetrics(path, step);
+    if (cut) this.log(`metrics.jsonl: dropped ${cut} line(s) after step ${step} (the checkpoint this resume starts from); those steps are redone`);
+    this.metrics = await Deno.open(path, { create: true, append: true });
   }
 
   get checkpoints(): string {
     return joinPath(this.dir, "checkpoints");
   }
 
+  /** A line in summary.log, appended at once (so it survives a crash), then on the console. */
   log(line: string) {
-    this.summaryLines.push(`${new Date().toISOString()} ${line}`);
+    this.appendSummary(line);
     this.out(line);
   }
 
+  private appendSummary(line: string) {
+    try {
+      this.summary ??= Deno.openSync(joinPath(this.dir, "summary.log"), { create: true, append: true });
+      this.summary.writeSync(enc.encode(`${new Date().toISOString()} ${line}\n`));
+    } catch (e) {
+      // summary.log is a record, not the run: a full disk shows up where the run writes next.
+      this.out(`warning: could not append to ${joinPath(this.dir, "summary.log")}: ${(e as Error).message}`);
+    }
+  }
+
   async metric(m: StepMetrics) {
-    await this.metrics.write(new TextEncoder().encode(JSON.stringify(m) + "\n"));
+    if (!this.metrics) throw new Error("RunDir.metric before startAt");
+    const bytes = enc.encode(JSON.stringify(m) + "\n");
+    for (let done = 0; done < bytes.length;) done += await this.metrics.write(bytes.subarray(done));
   }
 
   /** One progress line: a bar rewritten in place on a terminal, plain lines otherwise. */
@@ -63,12 +120,13 @@ export class RunDir implements RunSink {
     const text = `step ${step}/${total} reward ${(m.reward as number).toFixed(3)} train-success ${((m.trainSuccess as number) * 100).toFixed(0)}%` +
       (ev ? ` held-out ${(ev.successRate * 100).toFixed(1)}%` : "") +
       ` rollout ${sec.rollout.toFixed(1)}s update ${sec.update.toFixed(1)}s`;
+    // In summary.log before on the console: what a person saw is on disk.
+    this.appendSummary(text);
     if (isTerminal()) {
       const w = 20, done = Math.round((step / total) * w);
       Deno.stdout.writeSync(new TextEncoder().encode(`\r[${"#".repeat(done)}${".".repeat(w - done)}] ${text}`));
       if (step === total || ev) Deno.stdout.writeSync(new TextEncoder().encode("\n"));
     } else this.out(text);
-    this.summaryLines.push(`${new Date().toISOString()} ${text}`);
   }
 
   /** One line per sample: what the agent saw (its prompt, as clipped, decoded), what it wrote and how it scored. */
@@ -88,14 +146,25 @@ export class RunDir implements RunSink {
     await pruneCheckpoints(this.checkpoints, keepLast);
   }
 
+  /** For an exit on the spot (a second Ctrl-C): the summary line, files closed, lock released, synchronously. */
+  abandon(status: string) {
+    this.appendSummary(`summary: ${JSON.stringify({ status, runDir: this.dir })}`);
+    this.metrics?.close();
+    this.summary?.close();
+    this.metrics = this.summary = null;
+    this.lock.releaseSync();
+  }
+
+  /** The closing summary line of this session (whole-run figures), then the lock is released. */
   async close(summary: unknown) {
-    this.metrics.close();
-    this.summaryLines.push(`summary: ${JSON.stringify(summary)}`);
-    let old = "";
     try {
-      old = await Deno.readTextFile(joinPath(this.dir, "summary.log"));
-    } catch { /* first session of this run */ }
-    await writeFileAtomic(joinPath(this.dir, "summary.log"), old + this.summaryLines.join("\n") + "\n");
+      this.appendSummary(`summary: ${JSON.stringify(summary)}`);
+    } finally {
+      this.metrics?.close();
+      this.summary?.close();
+      this.metrics = this.summary = null;
+      await this.lock.release();
+    }
   }
 }
 

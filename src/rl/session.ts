@@ -329,8 +329,11 @@ export class RlSession {
 export interface LoopControl {
   /** Checked after every step: true ends the loop after a checkpoint. */
   stopRequested?(): boolean;
-  /** Checked after every step: true writes a checkpoint now (then the flag should clear). */
-  takeSaveRequest?(): boolean;
+  /**
+   * Checked after every step: true (or a string naming who asked, e.g. "SIGUSR1") writes a
+   * checkpoint now (then the request should clear); the step's metrics line records it.
+   */
+  takeSaveRequest?(): boolean | string;
   /** Called after each step (live charts, rollout viewers). */
   onStep?(outcome: StepOutcome): void | Promise<void>;
 }
@@ -370,15 +373,19 @@ export async function runSession(s: RlSession, sink: RunSink, control: LoopContr
         await save("best");
       }
     }
+    // Requests that came in during the step are taken before its metrics line, which records them.
+    const stop = control.stopRequested?.() ?? false;
+    const request = control.takeSaveRequest?.() ?? false;
+    const requestedBy = typeof request === "string" ? request : "request";
+    if (request) m.checkpoint = { name: `step-${step}`, requestedBy };
     if (cfg.run.saveRollouts) await sink.writeRollouts(step, groups, (ids) => s.tokenizer.decode(ids));
     await sink.metric(m);
     sink.progress(step, cfg.run.steps, m);
     await control.onStep?.(outcome);
     summary.steps = step;
-    const stop = control.stopRequested?.() ?? false;
-    const saveNow = control.takeSaveRequest?.() ?? false;
     const periodic = cfg.run.checkpointEvery > 0 && step % cfg.run.checkpointEvery === 0;
-    if (periodic || step === cfg.run.steps || stop || saveNow) await save(`step-${step}`);
+    if (periodic || step === cfg.run.steps || stop || request) await save(`step-${step}`);
+    if (request) sink.log(`checkpoint step-${step} written (requested by ${requestedBy})`);
     if (stop) {
       summary.stopped = true;
       break;

@@ -1,8 +1,9 @@
 // The AT-GRPO trainer in Deno: an RlSession (session.ts: rollouts, group advantages, PPO-clip
-// updates per policy) driven by runSession into a run directory, with Ctrl-C and SIGUSR1
-// checkpointing and the config's warm start. A run directory holds config.json, metrics.jsonl,
-// summary.log, rollouts/step-N.jsonl, checkpoints/step-N/ (keep-last-N) and best/; --resume
-// continues bit-identically.
+// updates per policy) driven by runSession into a run directory, with the config's warm start.
+// A run directory holds config.json, metrics.jsonl, summary.log (appended as the run goes),
+// rollouts/step-N.jsonl, checkpoints/step-N/ (keep-last-N), best/ and run.lock (one process per
+// run: run_lock.ts); --resume continues bit-identically. Signals: SIGINT/SIGTERM finish the step,
+// checkpoint and stop (a second one stops at once); SIGUSR1/SIGUSR2 checkpoint after the step.
 
 import { Gpu } from "../gpu/mod.ts";
 import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
@@ -12,9 +13,9 @@ import { ByteTokenizer, loadTokenizer, type Tokenizer } from "../model/tokenizer
 import { loadModel, type ModelWeights } from "../model/weights.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import { loadCheckpoint } from "../train/checkpoint_dir.ts";
-import { CheckpointMismatchError } from "../train/errors.ts";
+import { CheckpointMismatchError, CheckpointNotFoundError } from "../train/errors.ts";
 import { loadPeftAdapter } from "../train/peft.ts";
-import { configWarnings, formatConfig, presetPath, type RunConfig } from "./config.ts";
+import { configWarnings, formatConfig, loadConfigFile, presetPath, type RunConfig } from "./config.ts";
 import { envForConfig } from "./env_for.ts";
 import type { EvalResult } from "./evaluate.ts";
 import { loadLatestRunCheckpoint, RunDir } from "./run_dir.ts";
@@ -25,6 +26,11 @@ export interface TrainOptions {
   resume?: string;
   /** Progress lines (default: console.log). */
   log?: (line: string) => void;
+  /**
+   * Stop at once when this parent process (pid, read at start-up) ends: the CLI passes its
+   * Deno.ppid; a library caller owns its process and leaves it unset.
+   */
+  watchParent?: number;
 }
 
 export interface TrainSummary {
@@ -33,6 +39,8 @@ export interface TrainSummary {
   before: EvalResult | null;
   after: EvalResult | null;
   best: { step: number; successRate: number } | null;
+  /** The signal that stopped the run after its checkpoint (SIGINT, SIGTERM), if one did. */
+  stoppedBy?: "SIGINT" | "SIGTERM";
 }
 
 export async function loadBase(cfg: RunConfig): Promise<{ weights: ModelWeights; tokenizer: Tokenizer }> {
@@ -69,62 +77,196 @@ export function configDifferences(a: unknown, b: unknown, path = ""): { path: st
 /**
  * A resume continues bit-identically only with the run's own settings: any difference outside
  * RESUME_MAY_CHANGE between the given config and the run's config.json is a CheckpointMismatchError.
+ * The allowed differences (overrides: run length, saving, evaluation) are returned.
  */
-export async function checkResumeConfig(runDir: string, cfg: RunConfig): Promise<void> {
+export async function checkResumeConfig(runDir: string, cfg: RunConfig): Promise<ConfigDifference[]> {
   const saved = JSON.parse(await Deno.readTextFile(joinPath(runDir, "config.json")));
-  const diffs = configDifferences(saved, cfg).filter((d) => !RESUME_MAY_CHANGE.has(d.path));
-  if (!diffs.length) return;
-  const list = diffs.map((d) => `${d.path} (${JSON.stringify(d.was)} → ${JSON.stringify(d.now)})`).join(", ");
+  const all = configDifferences(saved, cfg);
+  const diffs = all.filter((d) => !RESUME_MAY_CHANGE.has(d.path));
+  if (!diffs.length) return all;
   throw new CheckpointMismatchError(
     runDir,
-    `was trained with another config: ${list}. Resume with the run's own config (--config ${joinPath(runDir, "config.json")}, adding --set run.steps=N to extend it) or start a new run`,
+    `was trained with another config: ${formatDifferences(diffs)}. Resume with the run's own config (--resume ${runDir} alone, adding --set run.steps=N to extend it) or start a new run`,
   );
 }
+
+export type ConfigDifference = ReturnType<typeof configDifferences>[number];
+
+/** "run.steps (12 → 20), eval.everySteps (6 → 4)" */
+export function formatDifferences(diffs: readonly ConfigDifference[]): string {
+  return diffs.map((d) => `${d.path} (${JSON.stringify(d.was)} → ${JSON.stringify(d.now)})`).join(", ");
+}
+
+/**
+ * The config a `--resume RUN_DIR` continues with: the run's stored config.json, with `sets`
+ * (`path=value` overrides, e.g. run.steps=20) applied on top.
+ */
+export async function resumeConfig(runDir: string, sets: readonly string[] = []): Promise<RunConfig> {
+  const path = joinPath(runDir, "config.json");
+  try {
+    await Deno.stat(path);
+  } catch {
+    throw new CheckpointNotFoundError(runDir, "is not a run directory (no config.json); pass the directory train printed");
+  }
+  return await loadConfigFile(path, sets);
+}
+
+/** Names of the signals train handles, and what they do. */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+const SAVE_SIGNALS = ["SIGUSR1", "SIGUSR2"] as const;
+type StopSignal = typeof STOP_SIGNALS[number];
+type SaveSignal = typeof SAVE_SIGNALS[number];
+
+/** The exit code of a run stopped by a signal after its checkpoint: 128 + the signal's number. */
+export const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * Deno (≥ 2.9.2) starts its inspector on 127.0.0.1:9229 when a process gets SIGUSR1, with no
+ * way to opt out; a save request must not leave a debugger port open, so it is closed as soon as
+ * it appears (within a few ms).
+ */
+async function closeSignalInspector(): Promise<boolean> {
+  const inspector = await import("node:inspector");
+  for (let i = 0; i < 100; i++) {
+    if (inspector.url()) {
+      inspector.close();
+      return true;
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return false;
+}
+
+/** A stop signal repeated within this time is the same one delivered twice, not a second Ctrl-C. */
+const REPEAT_WINDOW_MS = 500;
+
+/** How long between checks that the process that started train is still there. */
+const PARENT_POLL_MS = 500;
 
 export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<TrainSummary> {
   const log = opts.log ?? ((s: string) => console.log(s));
   const env = envForConfig(cfg);
-  const run = opts.resume ? await RunDir.open(opts.resume, log) : await RunDir.create(cfg, log);
-  if (opts.resume) await checkResumeConfig(run.dir, cfg);
-  for (const w of configWarnings(cfg)) run.log(`warning: ${w}`);
-  if (!opts.resume) {
-    // config.json: the resolved config as JSON (eval --config and scripts read it back);
-    // config.txt: the same as a table, every field with its default where it differs.
-    await writeFileAtomic(joinPath(run.dir, "config.json"), JSON.stringify(cfg, null, 2) + "\n");
-    await writeFileAtomic(joinPath(run.dir, "config.txt"), formatConfig(cfg) + "\n");
-  }
-  const { weights, tokenizer } = await loadBase(cfg);
-  const resume = opts.resume ? await loadLatestRunCheckpoint(run, weights) : undefined;
-  const warmStart = resume ? undefined : await loadWarmStart(cfg, weights);
-  const gpu = await Gpu.create();
-  run.log(`adapter: ${gpu.describe()}`);
-  const executor = env.toolAgents.length ? new SandboxPool() : undefined;
-  let session: RlSession | null = null;
-  let stop = false, saveNow = false;
-  const onInt = () => (stop = true), onUsr1 = () => (saveNow = true);
-  Deno.addSignalListener("SIGINT", onInt);
-  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGUSR1", onUsr1);
-  const summary: TrainSummary = { runDir: run.dir, steps: 0, before: null, after: null, best: null };
+  // A resume locks its run directory before anything else; a new run's directory is made only
+  // once the model has loaded, so a bad model leaves nothing behind.
+  let run: RunDir | null = opts.resume ? await RunDir.open(opts.resume, log) : null;
+  let gpu: Gpu | null = null, executor: SandboxPool | undefined, session: RlSession | null = null;
+  const summary: TrainSummary = { runDir: run?.dir ?? "", steps: 0, before: null, after: null, best: null };
+  let status = "failed";
+  const stopSignals: StopSignal[] = [];
+  const saveRequests: SaveSignal[] = [];
+  let firstStopAt = 0;
+  const listeners: [Deno.Signal, () => void][] = [];
+  let parentWatch: ReturnType<typeof setInterval> | undefined;
   try {
+    const overrides = run ? (await checkResumeConfig(run.dir, cfg)) : [];
+    const { weights, tokenizer } = await loadBase(cfg);
+    const resume = run ? await loadLatestRunCheckpoint(run, weights) : undefined;
+    const warmStart = resume ? undefined : await loadWarmStart(cfg, weights);
+    if (!run) {
+      run = await RunDir.create(cfg, log);
+      summary.runDir = run.dir;
+    }
+    for (const w of configWarnings(cfg)) run.log(`warning: ${w}`);
+    if (resume) {
+      await run.startAt(resume.state.step);
+      run.log(`resumed from checkpoint step-${resume.state.step}`);
+      summary.before = await stepZeroEval(run.dir);
+    }
+    if (!opts.resume || overrides.length) {
+      // config.json: the resolved config as JSON (eval --config and scripts read it back, a later
+      // --resume continues with it); config.txt: the same as a table, every field with its
+      // default where it differs. A resume's overrides are written back, so they stay in force.
+      if (overrides.length) run.log(`resume overrides: ${formatDifferences(overrides)}`);
+      const steps = overrides.find((d) => d.path === "run.steps");
+      if (steps && cfg.update.schedule.kind !== "constant") {
+        run.log(`note: the ${cfg.update.schedule.kind} lr schedule now spans ${cfg.run.steps} steps instead of ${steps.was}, so the lr of the steps still to run differs from the original plan`);
+      }
+      await writeFileAtomic(joinPath(run.dir, "config.json"), JSON.stringify(cfg, null, 2) + "\n");
+      await writeFileAtomic(joinPath(run.dir, "config.txt"), formatConfig(cfg) + "\n");
+    }
+    gpu = await Gpu.create();
+    run.log(`adapter: ${gpu.describe()}`);
+    executor = env.toolAgents.length ? new SandboxPool() : undefined;
     session = await RlSession.create(cfg, { gpu, weights, tokenizer, executor, resume, warmStart });
     if (warmStart) run.log(`warm start: ${cfg.warmStart.kind} ${cfg.warmStart.path}`);
-    const s = await runSession(session, run, {
-      stopRequested: () => stop,
-      takeSaveRequest: () => {
-        const v = saveNow;
-        saveNow = false;
-        return v;
-      },
+    const r = run, s = session;
+    const unix = Deno.build.os !== "windows";
+    for (const sig of STOP_SIGNALS) {
+      if (sig === "SIGTERM" && !unix) continue;
+      const on = () => {
+        // A terminal's Ctrl-C reaches this process twice under `deno task` (from the terminal, to
+        // the whole process group, and forwarded by the wrapper): a repeat within a moment is one.
+        if (stopSignals.length && performance.now() - firstStopAt < REPEAT_WINDOW_MS) return;
+        if (!stopSignals.length) firstStopAt = performance.now();
+        stopSignals.push(sig);
+        if (stopSignals.length === 1) {
+          r.log(`${sig}: finishing step ${s.step + 1}, then a checkpoint and exit (${sig} again stops at once, losing that step)`);
+          return;
+        }
+        r.log(`${sig} again: stopping now without a checkpoint; --resume ${r.dir} continues from the last one`);
+        r.abandon(`stopped at once by a second ${sig} during step ${s.step + 1}`);
+        Deno.exit(SIGNAL_EXIT[sig]);
+      };
+      Deno.addSignalListener(sig, on);
+      listeners.push([sig, on]);
+    }
+    for (const sig of unix ? SAVE_SIGNALS : []) {
+      const on = () => {
+        saveRequests.push(sig);
+        r.log(`${sig}: a checkpoint will be written after step ${s.step + 1}`);
+        if (sig === "SIGUSR1") {
+          closeSignalInspector().then((closed) => closed && r.log("SIGUSR1: closed the inspector Deno opens on this signal (use SIGUSR2 to avoid it)"));
+        }
+      };
+      Deno.addSignalListener(sig, on);
+      listeners.push([sig, on]);
+    }
+    // The trainer must not outlive the process that started it (e.g. a `deno task` wrapper killed
+    // with SIGKILL): when it is gone, stop at once, as on a second Ctrl-C.
+    if (unix && opts.watchParent && opts.watchParent > 1) {
+      const parent = opts.watchParent;
+      const watch = setInterval(() => {
+        if (Deno.ppid === parent) return;
+        r.log(`the parent process (${parent}) ended: stopping now without a checkpoint; --resume ${r.dir} continues from the last one`);
+        r.abandon(`stopped at once: parent process ${parent} ended during step ${s.step + 1}`);
+        Deno.exit(1);
+      }, PARENT_POLL_MS);
+      Deno.unrefTimer(watch);
+      parentWatch = watch;
+    }
+    const loop = await runSession(session, run, {
+      stopRequested: () => stopSignals.length > 0,
+      takeSaveRequest: () => saveRequests.splice(0).join("+") || false,
     });
-    Object.assign(summary, { steps: s.steps, before: s.before, after: s.after, best: s.best });
-    if (s.stopped) run.log(`interrupted: checkpoint written; resume with --resume ${run.dir}`);
+    Object.assign(summary, { steps: loop.steps, after: loop.after ?? null, best: loop.best });
+    if (loop.before) summary.before = loop.before;
+    if (loop.stopped) {
+      summary.stoppedBy = stopSignals[0];
+      status = `stopped by ${stopSignals[0]} after step ${loop.steps}`;
+      run.log(`interrupted: checkpoint step-${loop.steps} written; resume with --resume ${run.dir}`);
+    } else status = "completed";
+  } catch (e) {
+    status = `failed: ${(e as Error).name}: ${(e as Error).message}`;
+    throw e;
   } finally {
-    Deno.removeSignalListener("SIGINT", onInt);
-    if (Deno.build.os !== "windows") Deno.removeSignalListener("SIGUSR1", onUsr1);
+    clearInterval(parentWatch);
+    for (const [sig, on] of listeners) Deno.removeSignalListener(sig, on);
     await executor?.close();
+    if (session) summary.steps = session.step;
     session?.destroy();
-    gpu.destroy();
-    await run.close(summary);
+    gpu?.destroy();
+    await run?.close({ status, ...summary });
   }
   return summary;
+}
+
+/** The validation before training of a run directory (its metrics.jsonl step-0 line), if any. */
+async function stepZeroEval(dir: string): Promise<EvalResult | null> {
+  const text = await Deno.readTextFile(joinPath(dir, "metrics.jsonl")).catch(() => "");
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const m = JSON.parse(line);
+    if (m.step === 0 && m.eval) return m.eval as EvalResult;
+  }
+  return null;
 }

@@ -198,16 +198,44 @@ function encodeRequest(nonce: string, request: GuestLaunch["request"]): Uint8Arr
   }
 }
 
+/** Sandbox processes running now (killed if this process exits first). */
+const live = new Set<Deno.ChildProcess>();
+let unloadHook = false;
+
+/** SIGKILLs every sandbox process still running (this process is about to exit). */
+export function killLiveSandboxes(): void {
+  for (const c of live) {
+    try {
+      c.kill("SIGKILL");
+    } catch {
+      // already exited
+    }
+  }
+}
+
 function spawnSandbox(memoryMb: number, runner: string): Deno.ChildProcess {
   try {
-    return new Deno.Command(Deno.execPath(), {
+    const child = new Deno.Command(Deno.execPath(), {
       args: sandboxDenoArgs(memoryMb, runner),
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
       clearEnv: true,
       env: sandboxEnv(),
+      // Its own session and process group: a terminal's Ctrl-C (SIGINT to the foreground process
+      // group) or a group SIGTERM reaches the trainer, which finishes its step, and not the code
+      // it is running, which would otherwise die mid-step and score as an exec_error.
+      detached: true,
     }).spawn();
+    live.add(child);
+    child.status.finally(() => live.delete(child));
+    if (!unloadHook) {
+      // Out of the group, a sandbox no longer dies with its host on a signal: an exit through
+      // Deno.exit (a second Ctrl-C) takes the running ones along.
+      globalThis.addEventListener("unload", killLiveSandboxes);
+      unloadHook = true;
+    }
+    return child;
   } catch (e) {
     throw new SandboxUnavailableError(
       `could not start the sandbox process ${Deno.execPath()}: ${(e as Error).message}`,

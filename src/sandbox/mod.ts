@@ -30,6 +30,10 @@
 //   process, which the host reports as MemoryLimitError), and the host kills the process when
 //   its resident memory passes memoryMb + 128 MiB, checked every 20 ms, which catches
 //   ArrayBuffers and wasm memories that the heap limit does not count.
+// - Signals (Deno): each sandbox process runs in its own session and process group, so a
+//   terminal's Ctrl-C or a group SIGTERM meant for the trainer does not kill the code mid-run
+//   (it would score as an exec_error); when the host exits through Deno.exit (a second Ctrl-C),
+//   its running sandboxes are killed with it.
 // - Reports cannot be forged: Deno reports are framed with a per-run random nonce the code never
 //   sees; a Worker reports through a postMessage the code no longer has. The host parses them as
 //   data and never evaluates anything the sandbox sends.
@@ -49,6 +53,8 @@
 //   policy still applies. Serve pages with a Content-Security-Policy (connect-src, script-src
 //   'self' blob:) as a second layer.
 // - Timing side channels (performance.now, SharedArrayBuffer) are left in place.
+// - A host killed with SIGKILL cannot stop its sandboxes: being in their own session, they run
+//   on until their code ends (code that never ends keeps its process; kill it by hand).
 //
 // Why a subprocess and not a Worker in Deno (measured with Deno 2.9.6): a Worker with
 // permissions "none" can still end the host (import("node:process") → kill(pid); signalling

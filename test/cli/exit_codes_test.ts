@@ -1,0 +1,40 @@
+// The exit-code table (EXIT_CODES in src/cli/cli_args.ts: 0 ok, 1 failure while running, 2 bad
+// input) on the commands: token ids outside the model's vocabulary, too few ids to score, and
+// named input errors mapped to 2.
+
+import { assert, assertEquals } from "../assert.ts";
+import { exitCodeFor } from "../../src/cli/cli_args.ts";
+import { ConfigError } from "../../src/rl/config.ts";
+import { RunDirLockedError } from "../../src/rl/run_lock.ts";
+import { CheckpointNotFoundError } from "../../src/train/errors.ts";
+
+async function cli(file: string, args: string[]): Promise<{ code: number; text: string }> {
+  const out = await new Deno.Command(Deno.execPath(), { args: ["run", "-A", file, ...args], stdout: "piped", stderr: "piped", env: { NO_COLOR: "1" } }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, text: dec.decode(out.stdout) + dec.decode(out.stderr) };
+}
+
+Deno.test("exit codes: bad input is 2, anything else 1", () => {
+  assertEquals(exitCodeFor(ConfigError.at("run.steps", "must be ≥ 1")), 2);
+  assertEquals(exitCodeFor(new RunDirLockedError("runs/x", null)), 2);
+  assertEquals(exitCodeFor(new CheckpointNotFoundError("runs/x", "holds no checkpoint")), 2);
+  assertEquals(exitCodeFor(new Deno.errors.NotFound("no such file")), 2);
+  assertEquals(exitCodeFor(new Error("device lost")), 1);
+  assertEquals(exitCodeFor("a string"), 1);
+});
+
+Deno.test("exit codes: generate and logprobs refuse ids outside the vocabulary, logprobs one id (exit 2)", async () => {
+  const model = "models/plan_path_tiny";
+  for (const [file, args] of [
+    ["src/cli/generate.ts", ["--model", model, "--ids", "1,4000000000", "--max-new-tokens", "1"]],
+    ["src/cli/logprobs.ts", ["--model", model, "--ids", "1,4000000000"]],
+    ["src/cli/logprobs.ts", ["--model", model, "--ids", "1"]],
+  ] as const) {
+    const r = await cli(file, [...args]);
+    assertEquals(r.code, 2, `${file} ${args.join(" ")}: ${r.text}`);
+    assert(r.text.includes("UsageError"), r.text);
+  }
+  const ok = await cli("src/cli/logprobs.ts", ["--model", model, "--ids", "1,2", "--json"]);
+  assertEquals(ok.code, 0, ok.text);
+  assertEquals(JSON.parse(ok.text.trim().split("\n").at(-1)!).logprobs.length, 1);
+});
