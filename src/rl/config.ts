@@ -191,6 +191,20 @@ export const SCHEMA = {
     keepLast: int(3, "Checkpoints kept besides best/; older ones are deleted.", { min: 1 }),
     saveRollouts: bool(true, "Write each step's conversations to rollouts/step-N.jsonl."),
   },
+  logging: {
+    tensorboard: bool(true,
+      "Write every numeric metric as a TensorBoard scalar to events.out.tfevents.* in the run directory (tensorboard --logdir runs/)."),
+    wandb: {
+      project: nullable(text("",
+        "Weights & Biases project to send the same scalars to; null: W&B off. The API key comes from WANDB_API_KEY, never from the config.")),
+      entity: nullable(text("", "W&B entity (user or team); null: the API key's default entity (online) or \"offline\".")),
+      name: nullable(text("", "W&B run display name; null: <run.name>/<run directory's timestamp>.")),
+      mode: oneOf(["online", "offline", "disabled"], "online",
+        "online: send as the run goes; offline: write wandb/wandb-history.jsonl (+ summary, config) in the run directory instead; " +
+          "disabled: W&B off (as project null). Failures to reach W&B warn once and never stop training."),
+      baseUrl: nullable(text("", "W&B server URL (self-hosted or a local test server); null: WANDB_BASE_URL, else https://api.wandb.ai.")),
+    },
+  },
   warmStart: {
     path: nullable(text("",
       "Start from trained weights instead of the model's: a run checkpoint folder (step-N/, best/) or a PEFT adapter folder.")),
@@ -211,6 +225,7 @@ export type UpdateSection = RunConfig["update"];
 export type EvalSection = RunConfig["eval"];
 export type RunSection = RunConfig["run"];
 export type WarmStartSection = RunConfig["warmStart"];
+export type LoggingSection = RunConfig["logging"];
 
 // Compile-time: the schema's choices are exactly the engine's types (a drift fails `deno check`).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -378,6 +393,12 @@ const RULES: readonly Rule[] = [
     ? issue("rewards.filterFraction", `drop-lowest-mean with fraction 0 drops nothing; set a fraction in (0, 1) or filter "none"`) : null,
   (c) => c.warmStart.path !== null && c.warmStart.kind === "peft-adapter" && c.update.mode !== "lora"
     ? issue("warmStart.kind", `a PEFT adapter initialises LoRA adapters, but update.mode is "${c.update.mode}"; use "lora" or warm start from a full checkpoint`) : null,
+  (c) => c.logging.wandb.baseUrl === null || /^https?:\/\/[^\s/]+/.test(c.logging.wandb.baseUrl) ? null
+    : issue("logging.wandb.baseUrl", `"${c.logging.wandb.baseUrl}" is not an http(s) URL, e.g. https://api.wandb.ai`),
+  (c) => c.logging.wandb.project === null || /^[^/\\#?%:]+$/.test(c.logging.wandb.project) ? null
+    : issue("logging.wandb.project", `"${c.logging.wandb.project}" cannot be a W&B project name (no / \\ # ? % : and not empty)`),
+  (c) => c.logging.wandb.entity === null || /^[^/\\#?%:]+$/.test(c.logging.wandb.entity) ? null
+    : issue("logging.wandb.entity", `"${c.logging.wandb.entity}" cannot be a W&B entity name (no / \\ # ? % : and not empty)`),
   (c) => /^[A-Za-z0-9._-]*$/.test(c.run.name) ? null
     : issue("run.name", `"${c.run.name}" becomes a folder name; use letters, digits, ".", "_" and "-"`),
 ];

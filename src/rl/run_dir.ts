@@ -11,14 +11,20 @@ import { CheckpointNotFoundError } from "../train/errors.ts";
 import type { RunConfig } from "./config.ts";
 import type { PolicyMap } from "./policy_map.ts";
 import type { Group } from "./rollout.ts";
+import { eventRecord, eventsFileName, fileVersionRecord } from "../io/tfevents.ts";
+import { metricScalars } from "./metric_scalars.ts";
 import { RunLock } from "./run_lock.ts";
+import { newWandbRunId, WandbRun } from "./wandb.ts";
 import { policyInitFromCheckpoint, type RunSink, type StepMetrics } from "./session.ts";
 
 const isTerminal = () => Deno.stdout.isTerminal();
 const enc = new TextEncoder();
 
-/** Keeps a metrics.jsonl to its lines of steps ≤ upToStep, rewritten atomically (a no-op when nothing is past it). */
-export async function trimMetrics(path: string, upToStep: number): Promise<number> {
+/**
+ * Keeps a metrics.jsonl (or W&B's offline wandb-history.jsonl: stepKey "_step") to its lines of
+ * steps ≤ upToStep, rewritten atomically (a no-op when nothing is past it).
+ */
+export async function trimMetrics(path: string, upToStep: number, stepKey = "step"): Promise<number> {
   let text = "";
   try {
     text = await Deno.readTextFile(path);
@@ -30,7 +36,7 @@ export async function trimMetrics(path: string, upToStep: number): Promise<numbe
   // A line cut short by a kill mid-write is no step either.
   const keep = lines.filter((l) => {
     try {
-      return (JSON.parse(l) as { step: number }).step <= upToStep;
+      return (JSON.parse(l) as Record<string, number>)[stepKey] <= upToStep;
     } catch {
       return false;
     }
@@ -41,9 +47,25 @@ export async function trimMetrics(path: string, upToStep: number): Promise<numbe
   return lines.length - keep.length;
 }
 
+/** Where W&B credentials and server come from besides the config (train reads the environment). */
+export interface LoggingEnv {
+  /** WANDB_API_KEY: only ever sent to the server, never written or logged. */
+  wandbApiKey?: string;
+  /** WANDB_BASE_URL, used when logging.wandb.baseUrl is null. */
+  wandbBaseUrl?: string;
+}
+
+/** What RunDir keeps of a W&B run across resumes (wandb/run.json): never the API key. */
+interface WandbRunFile {
+  id: string;
+}
+
 export class RunDir implements RunSink {
   private metrics: Deno.FsFile | null = null;
   private summary: Deno.FsFile | null = null;
+  /** events.out.tfevents.* (logging.tensorboard). */
+  private tfevents: Deno.FsFile | null = null;
+  private wandb: WandbRun | null = null;
 
   private constructor(readonly dir: string, private lock: RunLock, private out: (s: string) => void) {}
 
@@ -87,6 +109,66 @@ export class RunDir implements RunSink {
     this.metrics = await Deno.open(path, { create: true, append: true });
   }
 
+  /**
+   * The run's scalar logs from `step` on (0: a new run; a resume: its checkpoint's step): a new
+   * TensorBoard events file (after a resume it starts with a SessionLog START at step + 1, so
+   * TensorBoard drops the first session's steps that are redone) and the W&B run (wandb/run.json
+   * keeps its id, so a resume continues the same W&B run). Call after startAt.
+   */
+  async startLogging(cfg: RunConfig, step: number, env: LoggingEnv = {}) {
+    const wall = Date.now() / 1000;
+    if (cfg.logging.tensorboard) {
+      let host = "localhost";
+      try {
+        host = Deno.hostname().replace(/[^A-Za-z0-9._-]/g, "_") || host;
+      } catch { /* no --allow-sys: a generic host name */ }
+      let path = "";
+      for (let n = 0; !this.tfevents; n++) {
+        path = joinPath(this.dir, eventsFileName(wall, host, Deno.pid, n));
+        try {
+          this.tfevents = await Deno.open(path, { createNew: true, write: true });
+        } catch (e) {
+          if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+        }
+      }
+      await this.writeAll(this.tfevents!, fileVersionRecord(wall));
+      if (step > 0) await this.writeAll(this.tfevents!, eventRecord({ wallTime: wall, step: step + 1, sessionStart: true }));
+    }
+    const w = cfg.logging.wandb;
+    if (w.project === null || w.mode === "disabled") return;
+    const wdir = joinPath(this.dir, "wandb");
+    await Deno.mkdir(wdir, { recursive: true });
+    const idFile = joinPath(wdir, "run.json");
+    let saved: WandbRunFile | null = null;
+    try {
+      saved = JSON.parse(await Deno.readTextFile(idFile)) as WandbRunFile;
+    } catch { /* a new W&B run */ }
+    const id = saved?.id ?? newWandbRunId();
+    if (!saved) await writeFileAtomic(idFile, JSON.stringify({ id } satisfies WandbRunFile) + "\n");
+    if (w.mode === "offline" && step > 0) await trimMetrics(joinPath(wdir, "wandb-history.jsonl"), step, "_step");
+    this.wandb = await WandbRun.start({
+      project: w.project,
+      entity: w.entity,
+      name: w.name ?? `${cfg.run.name}/${this.dir.split(/[\\/]/).pop()}`,
+      runId: id,
+      mode: w.mode,
+      baseUrl: w.baseUrl ?? env.wandbBaseUrl ?? "https://api.wandb.ai",
+      apiKey: env.wandbApiKey,
+      config: cfg as unknown as Record<string, unknown>,
+      warn: (line) => this.log(`warning: ${line}`),
+      writeOffline: async (file, text, append) => {
+        const path = joinPath(wdir, file);
+        if (append) await Deno.writeTextFile(path, text, { append: true });
+        else await writeFileAtomic(path, text);
+      },
+    });
+    if (this.wandb.enabled) this.log(w.mode === "offline" ? `W&B (offline): ${wdir}` : `W&B: ${this.wandb.url}`);
+  }
+
+  private async writeAll(f: Deno.FsFile, bytes: Uint8Array) {
+    for (let done = 0; done < bytes.length;) done += await f.write(bytes.subarray(done));
+  }
+
   get checkpoints(): string {
     return joinPath(this.dir, "checkpoints");
   }
@@ -109,8 +191,12 @@ export class RunDir implements RunSink {
 
   async metric(m: StepMetrics) {
     if (!this.metrics) throw new Error("RunDir.metric before startAt");
-    const bytes = enc.encode(JSON.stringify(m) + "\n");
-    for (let done = 0; done < bytes.length;) done += await this.metrics.write(bytes.subarray(done));
+    await this.writeAll(this.metrics, enc.encode(JSON.stringify(m) + "\n"));
+    if (!this.tfevents && !this.wandb) return;
+    const scalars = metricScalars(m);
+    if (this.tfevents) await this.writeAll(this.tfevents, eventRecord({ wallTime: Date.now() / 1000, step: m.step, scalars }));
+    // In the background: a slow or unreachable W&B server never holds up a step.
+    void this.wandb?.log(m.step, scalars);
   }
 
   /** One progress line: a bar rewritten in place on a terminal, plain lines otherwise. */
@@ -151,18 +237,24 @@ export class RunDir implements RunSink {
     this.appendSummary(`summary: ${JSON.stringify({ status, runDir: this.dir })}`);
     this.metrics?.close();
     this.summary?.close();
-    this.metrics = this.summary = null;
+    this.tfevents?.close();
+    this.metrics = this.summary = this.tfevents = null;
     this.lock.releaseSync();
   }
 
   /** The closing summary line of this session (whole-run figures), then the lock is released. */
   async close(summary: unknown) {
     try {
+      // What W&B has not taken yet goes now; a failure only warns (into summary.log).
+      const status = String((summary as { status?: unknown } | null)?.status ?? "");
+      await this.wandb?.finish(status === "completed" ? 0 : status.includes("SIGINT") ? 130 : status.includes("SIGTERM") ? 143 : 1);
       this.appendSummary(`summary: ${JSON.stringify(summary)}`);
     } finally {
       this.metrics?.close();
       this.summary?.close();
-      this.metrics = this.summary = null;
+      this.tfevents?.close();
+      this.metrics = this.summary = this.tfevents = null;
+      this.wandb = null;
       await this.lock.release();
     }
   }

@@ -1,9 +1,11 @@
 // The AT-GRPO trainer in Deno: an RlSession (session.ts: rollouts, group advantages, PPO-clip
 // updates per policy) driven by runSession into a run directory, with the config's warm start.
 // A run directory holds config.json, metrics.jsonl, summary.log (appended as the run goes),
-// rollouts/step-N.jsonl, checkpoints/step-N/ (keep-last-N), best/ and run.lock (one process per
-// run: run_lock.ts); --resume continues bit-identically. Signals: SIGINT/SIGTERM finish the step,
-// checkpoint and stop (a second one stops at once); SIGUSR1/SIGUSR2 checkpoint after the step.
+// rollouts/step-N.jsonl, checkpoints/step-N/ (keep-last-N), best/, run.lock (one process per
+// run: run_lock.ts), events.out.tfevents.* (TensorBoard scalars) and, with logging.wandb, the W&B
+// run (wandb/run.json: its id); --resume continues bit-identically. Signals: SIGINT/SIGTERM finish
+// the step, checkpoint and stop (a second one stops at once); SIGUSR1/SIGUSR2 checkpoint after the
+// step.
 
 import { Gpu } from "../gpu/mod.ts";
 import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
@@ -31,6 +33,17 @@ export interface TrainOptions {
    * Deno.ppid; a library caller owns its process and leaves it unset.
    */
   watchParent?: number;
+  /** The W&B API key for logging.wandb (default: WANDB_API_KEY); sent to W&B only, never written. */
+  wandbApiKey?: string;
+}
+
+/** An environment variable, or undefined (also without --allow-env). */
+function envVar(name: string): string | undefined {
+  try {
+    return Deno.env.get(name) || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface TrainSummary {
@@ -63,7 +76,10 @@ export async function loadWarmStart(cfg: RunConfig, base: ModelWeights): Promise
 }
 
 /** Fields a resumed run may change: where it is written, how long it runs and how often it saves or evaluates. */
-const RESUME_MAY_CHANGE = new Set(["run.name", "run.outDir", "run.steps", "run.checkpointEvery", "run.keepLast", "run.saveRollouts", "eval.everySteps"]);
+const RESUME_MAY_CHANGE = new Set([
+  "run.name", "run.outDir", "run.steps", "run.checkpointEvery", "run.keepLast", "run.saveRollouts", "eval.everySteps",
+  "logging.tensorboard", "logging.wandb.project", "logging.wandb.entity", "logging.wandb.name", "logging.wandb.mode", "logging.wandb.baseUrl",
+]);
 
 /** Leaf paths whose values differ between two resolved configs, with both values. */
 export function configDifferences(a: unknown, b: unknown, path = ""): { path: string; was: unknown; now: unknown }[] {
@@ -172,6 +188,11 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
       run.log(`resumed from checkpoint step-${resume.state.step}`);
       summary.before = await stepZeroEval(run.dir);
     }
+    // TensorBoard and W&B (config logging), from the step this session starts at.
+    await run.startLogging(cfg, resume?.state.step ?? 0, {
+      wandbApiKey: opts.wandbApiKey ?? envVar("WANDB_API_KEY"),
+      wandbBaseUrl: envVar("WANDB_BASE_URL"),
+    });
     if (!opts.resume || overrides.length) {
       // config.json: the resolved config as JSON (eval --config and scripts read it back, a later
       // --resume continues with it); config.txt: the same as a table, every field with its
