@@ -268,3 +268,16 @@ Deno.test("reward knobs: a null shaping weight resolves to the env's success-dom
   rejects({ env: { id: "hanabi_v1" }, level: "L1", rewards: { shaping: 0.5 } }, "rewards.shaping", "no shaping term");
   assertEquals(parseConfig({}).rewards.toolCredit, "lookahead");
 });
+
+Deno.test("logging: TensorBoard on and W&B off by default; W&B names and URL are checked", () => {
+  const c = parseConfig({});
+  assertEquals(c.logging.tensorboard, true);
+  assertEquals(c.logging.wandb.project, null);
+  const on = parseConfig({}, { sets: ["logging.wandb.project=my-proj", "logging.wandb.mode=offline", "logging.tensorboard=false"] });
+  assertEquals([on.logging.wandb.project, on.logging.wandb.mode, on.logging.tensorboard], ["my-proj", "offline", false]);
+  rejects({ logging: { wandb: { baseUrl: "api.wandb.ai" } } }, "logging.wandb.baseUrl", "not an http(s) URL");
+  rejects({ logging: { wandb: { project: "a/b" } } }, "logging.wandb.project", "cannot be a W&B project name");
+  rejects({ logging: { wandb: { entity: "" } } }, "logging.wandb.entity", "cannot be a W&B entity name");
+  rejects({ logging: { wandb: { mode: "on" } } }, "logging.wandb.mode", `"online", "offline", "disabled"`);
+  assertEquals(parseConfig({ logging: { wandb: { baseUrl: "http://localhost:8080" } } }).logging.wandb.baseUrl, "http://localhost:8080");
+});
