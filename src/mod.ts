@@ -7,6 +7,9 @@ export { train, type TrainOptions, type TrainSummary } from "./rl/train.ts"; // 
 export { type LoopControl, RlSession, type RunSink, runSession, type SessionInit, type StepMetrics } from "./rl/session.ts";
 export { envForConfig } from "./rl/env_for.ts";
 export { evaluate, type EvalResult } from "./rl/evaluate.ts";
+export { metricScalars } from "./rl/metric_scalars.ts";
+export { newWandbRunId, WandbRun, type WandbOptions } from "./rl/wandb.ts";
+export { crc32c, eventRecord, eventsFileName, fileVersionRecord, type TfEvent, tfRecord } from "./io/tfevents.ts";
 export { defaultConfig, describeConfig, loadConfigFile, parseConfig, type RunConfig } from "./rl/config.ts";
 export { buildGroups, filterGroups, groupAdvantages, mixReward, rewardStats } from "./rl/advantages.ts";
 export { buildPolicyMap, policyMapFor } from "./rl/policy_map.ts";

@@ -1,6 +1,7 @@
 // `deno task train --config FILE [--set a.b=c ...]` / `deno task train --resume RUN_DIR [--set ...]`:
 // an AT-GRPO run (rollouts, group advantages, PPO-clip updates per policy) with a run directory,
-// validation, checkpoints, Ctrl-C / SIGTERM / SIGUSR2 checkpointing and exact resume.
+// validation, checkpoints, Ctrl-C / SIGTERM / SIGUSR2 checkpointing and exact resume; metrics
+// also as TensorBoard scalars and, with --set logging.wandb.project=NAME, to W&B (docs/logging.md).
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { ConfigError, loadConfigFile, type RunConfig } from "../rl/config.ts";
@@ -9,7 +10,9 @@ import { configDifferences, formatDifferences, resumeConfig, SIGNAL_EXIT, train,
 export const TRAIN_CLI = defineCli({
   command: "deno task train",
   summary: "Train a team of agents with AT-GRPO on an environment (see configs/*.json). " +
-    "Ctrl-C or SIGTERM: finish the step, checkpoint, exit 130/143 (twice: stop at once); SIGUSR2 (or SIGUSR1): checkpoint after this step.",
+    "Ctrl-C or SIGTERM: finish the step, checkpoint, exit 130/143 (twice: stop at once); SIGUSR2 (or SIGUSR1): checkpoint after this step. " +
+    "Metrics go to metrics.jsonl and TensorBoard (events.out.tfevents.* in the run directory); " +
+    "--set logging.wandb.project=NAME (with WANDB_API_KEY) also sends them to Weights & Biases (docs/logging.md).",
   flags: {
     config: { type: "string", metavar: "FILE", help: "run config JSON (configs/quickstart.json, configs/plan_path_L2_lora.json, ...); required unless --resume" },
     set: { type: "string", metavar: "a.b=c[,x.y=z]", repeatable: { joinWith: "," }, help: "override config fields, e.g. run.steps=5,rollout.k=2; with --resume, on top of the run's config (run length, saving, evaluation only)" },
