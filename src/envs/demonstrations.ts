@@ -5,7 +5,7 @@
 // records (system + user + the assistant reply) for an instruct model's chat template.
 
 import { currentAgent } from "./api.ts";
-import { MOVES } from "./grid.ts";
+import { MOVES, type Pos, straightPath } from "./grid.ts";
 import { SEARCH_DRILL_ENV as SEARCH_ENV, SEARCH_DRILL_KINDS, searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { AgentId, AnyEnvDefinition, ChatMessage, CodeAction, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
@@ -77,7 +77,8 @@ export interface DemoOptions {
   /**
    * Plan turns of tool/plan envs start with a verdict line (TOOL_VERDICT) before the `####`
    * answer: `tool ok` where they copy the tool's answer (oracle play with a right tool, copy
-   * drills), `tool no` where they answer alone (toolNoise's wrong tools). Taking the partner's
+   * drills), `tool no` where they answer alone (toolNoise's wrong tools: with ALONE_ANSWERS'
+   * answer where the env has one, else the oracle's). Taking the partner's
    * answer or not is then one decision at the start of the reply rather than a copy that may
    * slip at any move. Default false.
    */
@@ -122,6 +123,19 @@ export const NOISY_TOOL_ANSWERS: Readonly<Record<string, (rng: Rng, oracle: stri
   plan_path_v1: sameLengthRandomMoves,
   sokoban_v1: sameLengthRandomMoves,
   sudoku4_v1: (rng) => COPY_DRILL_ANSWERS.sudoku4_v1(rng),
+};
+
+/**
+ * What a plan agent that does not take its tool's answer writes instead (DemoOptions.toolNoise with
+ * toolVerdict), by env id, from the state it answers in; envs not listed answer with the oracle's
+ * own answer. Plan-Path: straight for the goal, rows then columns, walls ignored — an answer the
+ * plan agent can write without the tool that solves only open boards, so distrust has a cost.
+ */
+export const ALONE_ANSWERS: Readonly<Record<string, (state: EnvState) => string>> = {
+  plan_path_v1: (state) => {
+    const s = state as unknown as { task: { goal: Pos }; game: { pos: Pos } };
+    return `#### ${straightPath(s.game.pos, s.task.goal).join(" ")}`;
+  },
 };
 
 export interface Demonstrations {
@@ -210,7 +224,13 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
       if (!parsed.ok) throw new DemoOptionsError(`${env.id}: the copy drill "${text}" does not parse: ${parsed.invalid.reason}`);
       action = parsed.action;
     } else {
-      const move = env.oracle(state, agent);
+      let move = env.oracle(state, agent);
+      const alone = noisy && o.toolVerdict && !env.toolAgents.includes(agent) ? ALONE_ANSWERS[env.id] : undefined;
+      if (alone) {
+        const parsed = env.parseAction(agent, alone(state));
+        if (!parsed.ok) throw new DemoOptionsError(`${env.id}: the answer without the tool "${alone(state)}" does not parse: ${parsed.invalid.reason}`);
+        move = { text: alone(state), action: parsed.action };
+      }
       text = o.helperTools && env.toolAgents.includes(agent) ? HELPER_TOOL_CODE[env.id] : move.text;
       if (o.toolVerdict && !env.toolAgents.includes(agent)) text = `${noisy ? TOOL_VERDICT.wrong : TOOL_VERDICT.ok}\n${text}`;
       action = move.action;

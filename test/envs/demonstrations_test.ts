@@ -153,7 +153,7 @@ Deno.test("copy drills: plan turns copy the random answer the tool printed, for 
 });
 
 Deno.test("tool noise: wrong tool answers of the right form, never a solution, and plan turns that say whether they take the tool's answer", async () => {
-  const { NOISY_TOOL_ANSWERS, TOOL_VERDICT } = await import("../../src/envs/demonstrations.ts");
+  const { ALONE_ANSWERS, NOISY_TOOL_ANSWERS, TOOL_VERDICT } = await import("../../src/envs/demonstrations.ts");
   for (const id of Object.keys(NOISY_TOOL_ANSWERS)) {
     const env = getEnv(id);
     const d = demonstrations(env, { episodes: 40, helperTools: true, toolNoise: 0.5, toolVerdict: true });
@@ -165,6 +165,12 @@ Deno.test("tool noise: wrong tool answers of the right form, never a solution, a
       if (!("prompt" in r) || env.toolAgents.includes(r.meta.agent)) continue;
       const shown = /\ntool:([^\n]*)\n$/.exec(r.prompt)![1].replace(/_+$/, "");
       const [verdict, answer] = r.completion.split("\n");
+      if (r.meta.turn > 0) {
+        // A later turn comes only after a wrong tool (a right one's copy solves at once).
+        assertEquals(verdict, TOOL_VERDICT.wrong, `${id} seed ${r.meta.seed} turn ${r.meta.turn}`);
+        assert(env.parseAction(r.meta.agent, r.completion).ok, `${id}: parser rejects ${r.completion}`);
+        continue;
+      }
       // The replayed episode: copying the shown answer solves the task exactly when the verdict is ok.
       const s = env.reset(env.generate(r.meta.seed, { split: "train" }));
       const afterTool = env.step(s, "tool", env.oracle(s, "tool").action).state;
@@ -180,7 +186,13 @@ Deno.test("tool noise: wrong tool answers of the right form, never a solution, a
         assert(!copySolves, `${id} seed ${r.meta.seed}: a wrong tool answer "${shown}" solves the task`);
       }
       assert(env.parseAction(r.meta.agent, r.completion).ok, `${id}: parser rejects ${r.completion}`);
-      assert(r.meta.success, `${id}: the oracle's own answer solves the task`);
+      if (verdict === TOOL_VERDICT.wrong && ALONE_ANSWERS[id]) {
+        // Plan-Path alone: straight for the goal, rows then columns.
+        const st = afterTool as unknown as { task: { goal: [number, number] }; game: { pos: [number, number] } };
+        const [dr, dc] = [st.task.goal[0] - st.game.pos[0], st.task.goal[1] - st.game.pos[1]];
+        const straight = [...Array(Math.abs(dr)).fill(dr < 0 ? "U" : "D"), ...Array(Math.abs(dc)).fill(dc < 0 ? "L" : "R")];
+        assertEquals(answer, `#### ${straight.join(" ")}`, `${id} seed ${r.meta.seed}`);
+      } else assert(r.meta.success, `${id}: the oracle's answer solves the task`);
     }
     assertEquals(wrong, d.noisyTools, id);
     assertEquals(ok, 40 - d.noisyTools, id);
