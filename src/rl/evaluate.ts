@@ -61,6 +61,9 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: EvalOptions
       style: opts.style ?? cfg.rollout.promptStyle, seed: cfg.run.seed + 7777, step: 0,
       maxPromptTokens: cfg.rollout.maxPromptTokens,
       maxTurns: cfg.rollout.maxTurns,
+      // With one candidate the partner's real next step credits the tool (no extra generation),
+      // so a tool agent's reward here is α·team + local as in training.
+      toolCredit: cfg.rewards.toolCredit,
     },
   );
   const rewardByAgent: Record<string, number> = {};

@@ -58,11 +58,12 @@ export interface RolloutOptions {
    */
   maxTurns?: number;
   /**
-   * Team credit of a tool agent's candidates (tree mode with K > 1, agents that act in turn; with
-   * one candidate, as in evaluation, there is no group to rank and the lookahead would only repeat
-   * the partner's real step): "lookahead" samples the next agent once on each candidate's state and credits the candidate
-   * with that step's team reward (the lookahead samples are not group members); "none" or unset:
-   * the candidate's own step's team reward (0 for the tool → plan games).
+   * Team credit of a tool agent's candidates (tree mode, agents that act in turn): "lookahead"
+   * credits each candidate with the team reward of its partner's next step. With K > 1 the next
+   * agent samples once on every candidate's state (one batched generation; the lookahead samples
+   * are not group members); with one candidate, as in evaluation, the partner's real next step is
+   * that lookahead, so its team reward is credited when it comes (no extra generation). "none" or
+   * unset: the candidate's own step's team reward (0 for the tool → plan games).
    */
   toolCredit?: "lookahead" | "none";
 }
@@ -259,6 +260,9 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
   const episodes: Episode[] = tasks.map((_, e) => ({ env: e, success: false, turns: 0, rewardByAgent: {}, transcript: [] }));
   const secs = { generate: 0, env: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
+  // K = 1 lookahead credit: the tool sample of each env waiting for its partner's real step.
+  const creditLater = o.toolCredit === "lookahead" && o.K === 1 && !env.parallel;
+  const waiting = new Map<number, { sample: Sample; turn: number }>();
   for (let guard = 0; guard < 10_000; guard++) {
     const active = branches.filter((b) => moving(env, b, o));
     if (!active.length) break;
@@ -293,6 +297,22 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
         ep.rewardByAgent[agent] = (ep.rewardByAgent[agent] ?? 0) + samples[best].reward;
         ep.transcript.push({ turn, agent, text: samples[best].text, reward: samples[best].reward });
         b.state = steps[i * o.K + best].state;
+        if (creditLater) {
+          const w = waiting.get(b.env);
+          waiting.delete(b.env);
+          if (env.toolAgents.includes(agent)) {
+            // Credited by the partner's next step, if it comes in this turn (as lookaheadTeam).
+            const n = currentAgent(env, b.state);
+            if (n !== null && b.state.turn === turn && !env.toolAgents.includes(n)) waiting.set(b.env, { sample: samples[best], turn });
+          } else if (w && w.turn === turn) {
+            const t = w.sample, team = samples[best].team, add = o.alpha * (team - t.team);
+            t.team = team;
+            t.reward += add;
+            ep.rewardByAgent[t.agent] += add;
+            const line = ep.transcript.find((x) => x.turn === turn && x.agent === t.agent);
+            if (line) line.reward = t.reward;
+          }
+        }
       });
     }
   }

@@ -205,6 +205,21 @@ Deno.test("tool credit by lookahead: each tool candidate gets the team reward of
   assertEquals(look.groups.find((g) => g.agent === "plan")!.samples.length, 2);
   assertEquals(look.episodes[0].success, true);
 
+  // One candidate (evaluation): the partner's real step is the lookahead, credited when it comes,
+  // in the group, the episode's rewards and its transcript; no extra generation.
+  for (const [i, tool1] of [[0, toolTexts[0]], [1, toolTexts[1]]] as const) {
+    planPrompts.length = 0;
+    const one = await rolloutTree({ ...deps, policyOf: (a: string) => ({ generator: a === "tool" ? scripted([tool1]) : copier }) }, [task], { ...opts, K: 1, toolCredit: "lookahead" });
+    const t = one.groups.find((g) => g.agent === "tool")!.samples[0];
+    near(t.team, i === 0 ? solve : short, `K = 1 credit of proposal ${i}`);
+    near(t.reward, t.team + t.local, "K = 1: r = α·team + local");
+    near(one.episodes[0].rewardByAgent.tool, t.reward, "the episode's tool reward");
+    near(one.episodes[0].transcript.find((x) => x.agent === "tool")!.reward, t.reward, "the transcript's tool reward");
+    assertEquals(planPrompts.length, 1, "no lookahead generation with one candidate");
+  }
+  const oneNone = await rolloutTree(deps, [task], { ...opts, K: 1, toolCredit: "none" });
+  assertEquals(oneNone.groups.find((g) => g.agent === "tool")!.samples[0].team, 0);
+
   planPrompts.length = 0;
   const none = await rolloutTree(deps, [task], { ...opts, toolCredit: "none" });
   assertEquals(none.groups.find((g) => g.agent === "tool")!.samples.map((s) => s.team), [0, 0]);
