@@ -1,11 +1,20 @@
-// `npm start` until the trainer lands: runs the kernel set on this machine's WebGPU adapter,
-// checks each against its float64 reference, and prints what ran where, with timings.
+// `npx deno task demo`: runs the kernel set on this machine's WebGPU adapter, checks each against
+// its float64 reference, and prints what ran where, with timings.
 
 import { Gpu } from "../gpu/mod.ts";
 import { createOps } from "../ops/mod.ts";
 import { kernelCases } from "../../test/ops/cases.ts";
 import { runtimeDescription } from "../runtime.ts";
 import { seededValues } from "../ops/reference.ts";
+import { defineCli, parseArgsOrExit } from "./cli_args.ts";
+
+export const DEMO_CLI = defineCli({
+  command: "npx deno task demo",
+  summary:
+    "Every kernel checked against its float64 reference on this machine's WebGPU adapter, then matmul timings (exit 1 on a mismatch).",
+  flags: {},
+});
+parseArgsOrExit(DEMO_CLI);
 
 const gpu = await Gpu.create();
 console.log(`runtime: ${runtimeDescription()}`);

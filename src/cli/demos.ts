@@ -10,7 +10,7 @@ import { envIds, getEnv } from "../envs/registry.ts";
 import type { Difficulty, PromptStyle, Split } from "../envs/types.ts";
 
 export const DEMOS_CLI = defineCli({
-  command: "deno task demos",
+  command: "npx deno task demos",
   summary: "Write oracle demonstrations of an environment as SFT records (JSONL), one per agent turn.",
   flags: {
     env: { type: "string", required: true, choices: envIds(), metavar: "ENV_ID", help: "environment id" },

@@ -42,7 +42,7 @@ import type { EvalResult } from "../rl/evaluate.ts";
 import { loadBase, train } from "../rl/train.ts";
 
 export const EXPERIMENT_CLI = defineCli({
-  command: "deno task experiment paper-table",
+  command: "npx deno task experiment paper-table",
   summary:
     "The paper's table in miniature: single agent vs MAS, untrained vs RL, per task, over seeds, with paired tests and learning curves (README: Paper table).",
   flags: {
@@ -243,7 +243,7 @@ if (import.meta.main) {
   const name = argv[0] && !argv[0].startsWith("-") ? argv.shift()! : undefined;
   const args = parseArgsOrExit(EXPERIMENT_CLI, argv);
   if (!name || !EXPERIMENTS.includes(name)) {
-    console.error(`error: name the experiment first (one of ${EXPERIMENTS.join(", ")}), e.g. deno task experiment paper-table --tasks plan_path --seeds 1`);
+    console.error(`error: name the experiment first (one of ${EXPERIMENTS.join(", ")}), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1`);
     Deno.exit(2);
   }
   await runMain(async () => {
