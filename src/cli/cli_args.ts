@@ -203,8 +203,8 @@ export function parseArgsOrExit<F extends Record<string, FlagSpec>, R extends { 
  * | code | meaning |
  * |---|---|
  * | 0 | done |
- * | 1 | a failure while running (no GPU adapter, device lost, disk full, a bug) |
- * | 2 | bad input: a bad argument, config, model folder, checkpoint, data file or a file that is not there; a run directory another process has open |
+ * | 1 | a failure while running (no GPU adapter, device lost, disk full: DiskFullError, a bug) |
+ * | 2 | bad input: a bad argument, config, model folder, checkpoint, data file or a file that is not there; a run directory another process has open; an output path that cannot be written (NotWritableError: permission denied, read-only) |
  * | 130, 143 | `train` stopped by SIGINT (Ctrl-C) / SIGTERM after writing its checkpoint (128 + the signal's number) |
  */
 export const EXIT_CODES = { ok: 0, failure: 1, badInput: 2 } as const;
@@ -238,6 +238,7 @@ export const BAD_INPUT_ERRORS: ReadonlySet<string> = new Set([
   "CodeDatasetError",
   "DemoOptionsError",
   "FolderNotEmptyError",
+  "NotWritableError",
   "SandboxArgumentError",
   "NotFound",
 ]);

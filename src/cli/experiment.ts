@@ -12,6 +12,7 @@ import { Gpu } from "../gpu/mod.ts";
 import type { CodeExecutor } from "../envs/types.ts";
 import { getEnv } from "../envs/registry.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
+import { writingTo } from "../io/errors.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import { latestCheckpoint, loadCheckpoint } from "../train/checkpoint_dir.ts";
 import type { RunConfig } from "../rl/config.ts";
@@ -252,7 +253,7 @@ if (import.meta.main) {
     const methods = list(args.methods, [...METHODS, "ablation"], "methods");
     const seeds = args.seeds ?? spec.seeds, steps = args.steps ?? spec.steps, firstSeed = args.firstSeed;
     const out = args.out ?? `runs/experiments/paper-table/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await Deno.mkdir(out, { recursive: true });
+    await writingTo(out, () => Deno.mkdir(out, { recursive: true }));
     await writeFileAtomic(joinPath(out, "spec.json"), JSON.stringify(spec, null, 1) + "\n"); // what this run used
     const sweep = !args.noSweep && !!spec.sweep?.single_grpo;
     console.log(

@@ -28,6 +28,7 @@ import { loadModel, type ModelWeights } from "../model/weights.ts";
 import { type CheckpointContents, TOKENIZER_FILES } from "./checkpoint.ts";
 import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, writeCheckpoint, writeDirAtomic } from "./checkpoint_dir.ts";
 import { CheckpointMismatchError, CheckpointNotFoundError, TrainError } from "./errors.ts";
+import { writeFailure, writingTo } from "../io/errors.ts";
 import { fromPeftAdapter, toPeftAdapter } from "./lora_peft.ts";
 import { CrossEntropyLoss } from "./losses.ts";
 import { peftAdapterFiles } from "./peft.ts";
@@ -397,14 +398,14 @@ function trainerOptions(c: SftConfig, total: number, loraData?: Float32Array): T
 async function newRunDir(c: SftConfig): Promise<string> {
   const stamp = new Date().toISOString().replace(/\.\d+Z$/, "Z").replace(/[:]/g, "-");
   const parent = joinPath(c.run.outDir, c.run.name);
-  await Deno.mkdir(parent, { recursive: true });
+  await writingTo(parent, () => Deno.mkdir(parent, { recursive: true }));
   for (let k = 1;; k++) {
     const dir = joinPath(parent, k === 1 ? stamp : `${stamp}-${k}`);
     try {
       await Deno.mkdir(dir);
       return dir;
     } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw writeFailure(e, dir);
     }
   }
 }
