@@ -12,7 +12,7 @@ import { round } from "./timing.ts";
 import { benchInference } from "./inference_bench.ts";
 import { benchTrain } from "./train_bench.ts";
 import { benchRl } from "./rl_bench.ts";
-import { defineCli, parseArgs, parseArgsOrExit, UsageError } from "../../src/cli/cli_args.ts";
+import { defineCli, parseArgs, parseArgsOrExit, runMain, UsageError } from "../../src/cli/cli_args.ts";
 
 export const BENCH_SECTIONS = ["matmul", "inference", "train", "rl", "sandbox"] as const;
 
@@ -79,37 +79,39 @@ async function sandboxSection() {
 if (import.meta.main) {
   const args = parseArgsOrExit(BENCH_CLI, Deno.args, parseBenchArgs);
   const want = (s: string) => !args.only || args.only.includes(s);
-  const gpu = await Gpu.create();
-  log(gpu.describe());
-  const result: Record<string, unknown> = {
-    date: new Date().toISOString(),
-    runtime: runtimeDescription(),
-    adapter: gpu.describe(),
-    adapter_class: gpu.adapterClass,
-  };
-  if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick);
-  if (want("inference")) {
-    result.inference = await benchInference(gpu, {
-      presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
-      batches: args.quick ? [1, 8] : [1, 8, 32],
-      promptLen: args.quick ? 16 : 64,
-      newTokens: args.quick ? 8 : 32,
-      rounds: args.quick ? 1 : 5, // medians of 5 (this shared machine swings between rounds)
-    }, log);
-  }
-  if (want("train")) {
-    result.train = await benchTrain(gpu, {
-      presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
-      modes: ["full", "lora"],
-      // small-30m is ~30 s a step at 8×64 on llvmpipe: 4×32 keeps the section to minutes.
-      batch: 4,
-      seqLen: args.quick ? 16 : 32,
-      steps: 3,
-    }, log);
-  }
-  if (want("rl")) result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
-  if (want("sandbox")) result.sandbox = await sandboxSection();
-  console.log(JSON.stringify(result));
-  gpu.destroy();
-  Deno.exit(0);
+  // errors as one plain line (exit 1), not Deno's coloured uncaught-error report
+  await runMain(async () => {
+    const gpu = await Gpu.create();
+    log(gpu.describe());
+    const result: Record<string, unknown> = {
+      date: new Date().toISOString(),
+      runtime: runtimeDescription(),
+      adapter: gpu.describe(),
+      adapter_class: gpu.adapterClass,
+    };
+    if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick);
+    if (want("inference")) {
+      result.inference = await benchInference(gpu, {
+        presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
+        batches: args.quick ? [1, 8] : [1, 8, 32],
+        promptLen: args.quick ? 16 : 64,
+        newTokens: args.quick ? 8 : 32,
+        rounds: args.quick ? 1 : 5, // medians of 5 (this shared machine swings between rounds)
+      }, log);
+    }
+    if (want("train")) {
+      result.train = await benchTrain(gpu, {
+        presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
+        modes: ["full", "lora"],
+        // small-30m is ~30 s a step at 8×64 on llvmpipe: 4×32 keeps the section to minutes.
+        batch: 4,
+        seqLen: args.quick ? 16 : 32,
+        steps: 3,
+      }, log);
+    }
+    if (want("rl")) result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
+    if (want("sandbox")) result.sandbox = await sandboxSection();
+    console.log(JSON.stringify(result));
+    gpu.destroy();
+  });
 }
