@@ -6,7 +6,7 @@
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { writingTo } from "../io/errors.ts";
 import type { ModelWeights } from "../model/weights.ts";
-import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, writeCheckpoint } from "../train/checkpoint_dir.ts";
+import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, recoverInterrupted, writeCheckpoint } from "../train/checkpoint_dir.ts";
 import type { CheckpointContents, LoadedCheckpoint } from "../train/checkpoint.ts";
 import { CheckpointNotFoundError } from "../train/errors.ts";
 import type { RunConfig } from "./config.ts";
@@ -74,6 +74,12 @@ export class RunDir implements RunSink {
     out(`resuming run: ${dir}`);
     if (run.lock.stale) {
       run.log(`took over the lock of process ${run.lock.stale.pid} (started ${run.lock.stale.started}), which ended without releasing it`);
+    }
+    // A process killed while writing a checkpoint (or best/) left its half-written folder: removed
+    // (or, for a folder set aside to be replaced, put back) now that this process holds the lock.
+    for (const root of [run.checkpoints, dir]) {
+      const done = await writingTo(root, () => recoverInterrupted(root));
+      if (done.length) run.log(`${root}: after an interrupted write, ${done.join(", ")}`);
     }
     return run;
   }
