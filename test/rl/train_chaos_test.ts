@@ -27,7 +27,6 @@ const PLAN: { moment: Moment; after: number }[] = [
   { moment: "random", after: 0 },
   { moment: "sandbox", after: 2 },
   { moment: "checkpoint", after: 2 },
-  { moment: "random", after: 0 },
 ];
 
 function mulberry32(seed: number): () => number {
