@@ -5,6 +5,15 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  console.log("usage: npm test\n\nThe whole suite: Deno's tests and the browser tests in headless Chromium, side by side;\nends with \"N passed, N failed\" (exit 1 if any failed). It takes no flags.");
+  process.exit(0);
+}
+if (process.argv.length > 2) {
+  console.error(`error: unexpected argument "${process.argv[2]}"\n\nusage: npm test   (takes no flags; npm test -- --help)`);
+  process.exit(2);
+}
+
 const repo = fileURLToPath(new URL("..", import.meta.url));
 const deno = existsSync(`${repo}/node_modules/.bin/deno`) ? `${repo}/node_modules/.bin/deno` : "deno";
 

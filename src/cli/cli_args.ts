@@ -4,7 +4,7 @@
 // the problem and the usage to stderr and exits 2 (1 is left for failures while running; see
 // EXIT_CODES for the whole table).
 //
-//   const spec = defineCli({ command: "deno task export", summary: "...", flags: {
+//   const spec = defineCli({ command: "npx deno task export", summary: "...", flags: {
 //     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder" },
 //     "kv-cache": { type: "boolean", help: "..." } } });
 //   const args = parseArgsOrExit(spec); // { model: string; kvCache: boolean; help: boolean }
@@ -96,7 +96,7 @@ export function usage(spec: CliSpec<Record<string, FlagSpec>>): string {
     return `  ${form(n, f).padEnd(width)}  ${f.help}${extra}`;
   });
   return [
-    `usage: ${spec.command} ${synopsis.join(" ")}`,
+    `usage: ${[spec.command, ...synopsis].join(" ")}`,
     "",
     spec.summary,
     "",
@@ -174,15 +174,17 @@ export function parseArgs<F extends Record<string, FlagSpec>>(
 
 /**
  * parseArgs for a command's entry point: `--help` prints usage and exits 0; a UsageError
- * prints the problem and the usage to stderr and exits 2.
+ * prints the problem and the usage to stderr and exits 2. `parse` may check more than the flags'
+ * specs do (e.g. a list's names) by throwing UsageError.
  */
-export function parseArgsOrExit<F extends Record<string, FlagSpec>>(
+export function parseArgsOrExit<F extends Record<string, FlagSpec>, R extends { help: boolean } = ParsedArgs<F>>(
   spec: CliSpec<F>,
   argv: readonly string[] = Deno.args,
-): ParsedArgs<F> {
-  let args: ParsedArgs<F>;
+  parse: (argv: readonly string[]) => R = (a) => parseArgs(spec, a) as unknown as R,
+): R {
+  let args: R;
   try {
-    args = parseArgs(spec, argv);
+    args = parse(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     console.error(`error: ${e.message}\n\n${usage(spec)}`);
@@ -201,8 +203,8 @@ export function parseArgsOrExit<F extends Record<string, FlagSpec>>(
  * | code | meaning |
  * |---|---|
  * | 0 | done |
- * | 1 | a failure while running (no GPU adapter, device lost, disk full, a bug) |
- * | 2 | bad input: a bad argument, config, model folder, checkpoint, data file or a file that is not there; a run directory another process has open |
+ * | 1 | a failure while running (no GPU adapter, device lost, disk full: DiskFullError, a bug) |
+ * | 2 | bad input: a bad argument, config, model folder, checkpoint, data file or a file that is not there; a run directory another process has open; an output path that cannot be written (NotWritableError: permission denied, read-only) |
  * | 130, 143 | `train` stopped by SIGINT (Ctrl-C) / SIGTERM after writing its checkpoint (128 + the signal's number) |
  */
 export const EXIT_CODES = { ok: 0, failure: 1, badInput: 2 } as const;
@@ -236,6 +238,7 @@ export const BAD_INPUT_ERRORS: ReadonlySet<string> = new Set([
   "CodeDatasetError",
   "DemoOptionsError",
   "FolderNotEmptyError",
+  "NotWritableError",
   "SandboxArgumentError",
   "NotFound",
 ]);

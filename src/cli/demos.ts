@@ -4,13 +4,14 @@
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { writeFileAtomic } from "../io/deno_files.ts";
+import { writingTo } from "../io/errors.ts";
 import { demoJsonl, demonstrations } from "../envs/demonstrations.ts";
 import { SEARCH_DRILL_ENV, type SearchDrillKind } from "../envs/search/drills.ts";
 import { envIds, getEnv } from "../envs/registry.ts";
 import type { Difficulty, PromptStyle, Split } from "../envs/types.ts";
 
 export const DEMOS_CLI = defineCli({
-  command: "deno task demos",
+  command: "npx deno task demos",
   summary: "Write oracle demonstrations of an environment as SFT records (JSONL), one per agent turn.",
   flags: {
     env: { type: "string", required: true, choices: envIds(), metavar: "ENV_ID", help: "environment id" },
@@ -72,7 +73,8 @@ if (import.meta.main) {
       for (let off = 0; off < bytes.length;) off += await Deno.stdout.write(bytes.subarray(off));
     } else {
       const slash = args.out.lastIndexOf("/");
-      if (slash > 0) await Deno.mkdir(args.out.slice(0, slash), { recursive: true });
+      const dir = args.out.slice(0, slash);
+      if (slash > 0) await writingTo(dir, () => Deno.mkdir(dir, { recursive: true }));
       await writeFileAtomic(args.out, text);
     }
     const what = args.copyDrills && env.id === SEARCH_DRILL_ENV

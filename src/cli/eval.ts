@@ -16,7 +16,7 @@ import { loadCheckpointInto } from "../rl/run_dir.ts";
 import { loadBase } from "../rl/train.ts";
 
 export const EVAL_CLI = defineCli({
-  command: "deno task eval",
+  command: "npx deno task eval",
   summary: "Evaluate a run's agents on held-out tasks.",
   flags: {
     config: { type: "string", required: true, metavar: "FILE", help: "the run's config (its run directory's config.json works)" },

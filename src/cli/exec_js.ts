@@ -12,7 +12,7 @@ import {
 } from "../sandbox/mod.ts";
 
 const spec = defineCli({
-  command: "deno task exec-js FILE",
+  command: "npx deno task exec-js FILE",
   summary: "Runs FILE (JavaScript) in the sandbox the environments use: no network, files, " +
     "environment or GPU, a fresh process per run, a hard deadline and an output cap.",
   flags: {

@@ -12,6 +12,7 @@ import { Gpu } from "../gpu/mod.ts";
 import type { CodeExecutor } from "../envs/types.ts";
 import { getEnv } from "../envs/registry.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
+import { writingTo } from "../io/errors.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import { latestCheckpoint, loadCheckpoint } from "../train/checkpoint_dir.ts";
 import type { RunConfig } from "../rl/config.ts";
@@ -42,7 +43,7 @@ import type { EvalResult } from "../rl/evaluate.ts";
 import { loadBase, train } from "../rl/train.ts";
 
 export const EXPERIMENT_CLI = defineCli({
-  command: "deno task experiment paper-table",
+  command: "npx deno task experiment paper-table",
   summary:
     "The paper's table in miniature: single agent vs MAS, untrained vs RL, per task, over seeds, with paired tests and learning curves (README: Paper table).",
   flags: {
@@ -243,7 +244,7 @@ if (import.meta.main) {
   const name = argv[0] && !argv[0].startsWith("-") ? argv.shift()! : undefined;
   const args = parseArgsOrExit(EXPERIMENT_CLI, argv);
   if (!name || !EXPERIMENTS.includes(name)) {
-    console.error(`error: name the experiment first (one of ${EXPERIMENTS.join(", ")}), e.g. deno task experiment paper-table --tasks plan_path --seeds 1`);
+    console.error(`error: name the experiment first (one of ${EXPERIMENTS.join(", ")}), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1`);
     Deno.exit(2);
   }
   await runMain(async () => {
@@ -252,7 +253,7 @@ if (import.meta.main) {
     const methods = list(args.methods, [...METHODS, "ablation"], "methods");
     const seeds = args.seeds ?? spec.seeds, steps = args.steps ?? spec.steps, firstSeed = args.firstSeed;
     const out = args.out ?? `runs/experiments/paper-table/${new Date().toISOString().replace(/[:.]/g, "-")}`;
-    await Deno.mkdir(out, { recursive: true });
+    await writingTo(out, () => Deno.mkdir(out, { recursive: true }));
     await writeFileAtomic(joinPath(out, "spec.json"), JSON.stringify(spec, null, 1) + "\n"); // what this run used
     const sweep = !args.noSweep && !!spec.sweep?.single_grpo;
     console.log(

@@ -8,7 +8,7 @@ import { exportOnnx } from "../model/onnx/export.ts";
 import { loadModel } from "../model/weights.ts";
 
 export const EXPORT_CLI = defineCli({
-  command: "deno task export",
+  command: "npx deno task export",
   summary: "Export a Llama/Qwen2/Qwen3 model folder as an ONNX graph (input_ids → logits).",
   flags: {
     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder to read" },

@@ -6,7 +6,7 @@ import { checkIdsInVocab, gpuModel, loadFolder, parseIds } from "./model_loader.
 import { Generator } from "../model/generate.ts";
 
 export const GENERATE_CLI = defineCli({
-  command: "deno task generate",
+  command: "npx deno task generate",
   summary: "Generate a completion with a Llama/Qwen2/Qwen3 model folder on WebGPU.",
   flags: {
     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder" },

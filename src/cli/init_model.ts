@@ -10,7 +10,7 @@ import { InvalidConfigError } from "../model/errors.ts";
 import { hfFolderFiles, initModel } from "../model/init.ts";
 
 export const INIT_MODEL_CLI = defineCli({
-  command: "deno task init-model",
+  command: "npx deno task init-model",
   summary: "Create a seeded, freshly initialised HF model folder from a preset config.json.",
   flags: {
     preset: {

@@ -6,7 +6,7 @@ import { checkIdsInVocab, gpuModel, loadFolder, parseIds } from "./model_loader.
 import { Generator } from "../model/generate.ts";
 
 export const LOGPROBS_CLI = defineCli({
-  command: "deno task logprobs",
+  command: "npx deno task logprobs",
   summary: "Per-token log-probabilities of a sequence under a Llama/Qwen2/Qwen3 model folder.",
   flags: {
     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder" },

@@ -9,7 +9,7 @@ import { loadSftFiles } from "../train/sft_data.ts";
 import { greedyMatch, matchTargets } from "../train/sft_match.ts";
 
 export const MATCH_CLI = defineCli({
-  command: "deno task match",
+  command: "npx deno task match",
   summary: "How often a model's greedy completion of each record's prompt is the record's completion, word for word " +
     "(prompt/completion or chat JSONL, e.g. held-out oracle demonstrations).",
   flags: {

@@ -10,7 +10,7 @@ import { joinPath } from "../io/deno_files.ts";
 import { applySets, loadSftConfig, runSft, type SftControl, type SftProgress } from "../train/sft.ts";
 
 export const SFT_CLI = defineCli({
-  command: "deno task sft",
+  command: "npx deno task sft",
   summary: "Supervised fine-tuning (LoRA or full) on prompt/completion or chat JSONL, with checkpoints and exact resume.",
   flags: {
     config: { type: "string", metavar: "FILE", help: "run config, e.g. configs/sft/plan_path_tiny.json" },

@@ -8,7 +8,7 @@ import { ConfigError, loadConfigFile, type RunConfig } from "../rl/config.ts";
 import { configDifferences, formatDifferences, resumeConfig, SIGNAL_EXIT, train, type TrainSummary } from "../rl/train.ts";
 
 export const TRAIN_CLI = defineCli({
-  command: "deno task train",
+  command: "npx deno task train",
   summary: "Train a team of agents with AT-GRPO on an environment (see configs/*.json). " +
     "Ctrl-C or SIGTERM: finish the step, checkpoint, exit 130/143 (twice: stop at once); SIGUSR2 (or SIGUSR1): checkpoint after this step. " +
     "Metrics go to metrics.jsonl and TensorBoard (events.out.tfevents.* in the run directory); " +

@@ -3,7 +3,7 @@
 // Browser code must not import this module.
 
 import { type ByteSource, checkRange, type Folder } from "./bytesource.ts";
-import { ReadError } from "./errors.ts";
+import { ReadError, writeFailure, writingTo } from "./errors.ts";
 
 /** Opens a file for random access; bytes are read only when asked for. */
 export async function denoFileSource(path: string): Promise<ByteSource> {
@@ -93,7 +93,7 @@ export async function writeFileAtomic(path: string, data: Uint8Array | string): 
     await Deno.rename(tmp, path);
   } catch (e) {
     await Deno.remove(tmp).catch(() => {});
-    throw e;
+    throw writeFailure(e, path);
   }
 }
 
@@ -102,6 +102,6 @@ export async function writeFilesAtomic(
   dir: string,
   files: ReadonlyMap<string, Uint8Array | string>,
 ): Promise<void> {
-  await Deno.mkdir(dir, { recursive: true });
+  await writingTo(dir, () => Deno.mkdir(dir, { recursive: true }));
   for (const [name, data] of files) await writeFileAtomic(joinPath(dir, name), data);
 }

@@ -65,3 +65,67 @@ export class ShapeMismatchError extends SafetensorsError {
 
 /** A sharded checkpoint's model.safetensors.index.json is malformed. */
 export class SafetensorsIndexError extends SafetensorsError {}
+
+/**
+ * A path that cannot be written: permission denied (EACCES, EPERM), a read-only file system
+ * (EROFS) or a file where a directory is expected (ENOTDIR). The path was the user's choice (an
+ * output or run directory): bad input, exit code 2.
+ */
+export class NotWritableError extends IoError {
+  constructor(readonly path: string, readonly code: string, reason: string, options?: ErrorOptions) {
+    super(`${path}: cannot write here (${code}: ${reason}); ${NOT_WRITABLE_HINTS[code] ?? NOT_WRITABLE_HINTS.EACCES}`, options);
+  }
+}
+
+/** The disk (or the user's quota) is full (ENOSPC, EDQUOT): a failure while running, exit code 1. */
+export class DiskFullError extends IoError {
+  constructor(readonly path: string, readonly code: string, reason: string, options?: ErrorOptions) {
+    super(
+      `${path}: the disk is full (${code}: ${reason}); free space (old runs/, checkpoints: run.keepLast) ` +
+        "or write to another disk, then run again (a train run continues from its last checkpoint with --resume RUN_DIR)",
+      options,
+    );
+  }
+}
+
+const OTHER_PATH = "pick another directory (train, sft: --set run.outDir=DIR)";
+const NOT_WRITABLE_HINTS: Record<string, string> = {
+  EACCES: `permission denied: make it writable for this user (chmod/chown) or ${OTHER_PATH}`,
+  EPERM: `operation not permitted: make it writable for this user or ${OTHER_PATH}`,
+  EROFS: `the file system is read-only: ${OTHER_PATH} on a writable one`,
+  ENOTDIR: `a file stands where a directory is expected: move the file away or ${OTHER_PATH}`,
+};
+
+/** The error code of a failed file-system call (Deno sets `code`, e.g. "ENOSPC"). */
+function osCode(e: unknown): string | undefined {
+  const code = (e as { code?: unknown })?.code;
+  if (typeof code === "string") return code;
+  if (typeof Deno === "undefined") return undefined; // a browser: no OS codes
+  if (e instanceof Deno.errors.PermissionDenied) return "EACCES";
+  if (e instanceof Deno.errors.NotADirectory) return "ENOTDIR";
+  return undefined;
+}
+
+/**
+ * A failed write to `path` as the error to show: NotWritableError or DiskFullError (naming the
+ * path and what to do, with the original as `cause`) where the OS said why; `e` itself otherwise.
+ */
+export function writeFailure(e: unknown, path: string): unknown {
+  if (e instanceof NotWritableError || e instanceof DiskFullError) return e;
+  const code = osCode(e);
+  if (code === undefined) return e;
+  // Deno's message is "<reason> (os error N): <op> '<path>'"; keep the reason
+  const reason = ((e as Error).message ?? String(e)).replace(/ \(os error \d+\).*$/s, "");
+  if (code === "ENOSPC" || code === "EDQUOT") return new DiskFullError(path, code, reason, { cause: e });
+  if (code in NOT_WRITABLE_HINTS) return new NotWritableError(path, code, reason, { cause: e });
+  return e;
+}
+
+/** Runs a write to `path`, turning its failure into writeFailure's error. */
+export async function writingTo<T>(path: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (e) {
+    throw writeFailure(e, path);
+  }
+}

@@ -444,7 +444,7 @@ function envIssues(c: RunConfig): ConfigIssue[] {
 function pathIssues(c: RunConfig, exists: (path: string) => boolean): ConfigIssue[] {
   const out: ConfigIssue[] = [];
   if (c.model.folder !== null && !exists(`${c.model.folder}/config.json`)) {
-    out.push(issue("model.folder", `no config.json in "${c.model.folder}": not an HF model folder (make one with deno task init-model)`));
+    out.push(issue("model.folder", `no config.json in "${c.model.folder}": not an HF model folder (make one with npx deno task init-model)`));
   }
   if (c.warmStart.path !== null && !exists(c.warmStart.path)) {
     out.push(issue("warmStart.path", `"${c.warmStart.path}" does not exist; point it at a checkpoint or adapter folder, or set it to null`));

@@ -4,8 +4,9 @@
 // glue between checkpoints and the run's policies for resume.
 
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
+import { writingTo } from "../io/errors.ts";
 import type { ModelWeights } from "../model/weights.ts";
-import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, writeCheckpoint } from "../train/checkpoint_dir.ts";
+import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, recoverInterrupted, writeCheckpoint } from "../train/checkpoint_dir.ts";
 import type { CheckpointContents, LoadedCheckpoint } from "../train/checkpoint.ts";
 import { CheckpointNotFoundError } from "../train/errors.ts";
 import type { RunConfig } from "./config.ts";
@@ -73,8 +74,9 @@ export class RunDir implements RunSink {
   static async create(cfg: RunConfig, out: (s: string) => void): Promise<RunDir> {
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
     const dir = joinPath(joinPath(cfg.run.outDir, cfg.run.name || "run"), stamp);
-    await Deno.mkdir(joinPath(dir, "checkpoints"), { recursive: true });
-    const run = new RunDir(dir, await RunLock.acquire(dir), out);
+    // A run directory that cannot be made names its path and what to do (NotWritableError, DiskFullError).
+    await writingTo(dir, () => Deno.mkdir(joinPath(dir, "checkpoints"), { recursive: true }));
+    const run = new RunDir(dir, await writingTo(dir, () => RunLock.acquire(dir)), out);
     await run.startAt(0);
     out(`run directory: ${dir}`);
     return run;
@@ -90,10 +92,16 @@ export class RunDir implements RunSink {
     } catch {
       throw new CheckpointNotFoundError(dir, "is not a run directory (no config.json); pass the directory train printed");
     }
-    const run = new RunDir(dir, await RunLock.acquire(dir), out);
+    const run = new RunDir(dir, await writingTo(dir, () => RunLock.acquire(dir)), out);
     out(`resuming run: ${dir}`);
     if (run.lock.stale) {
       run.log(`took over the lock of process ${run.lock.stale.pid} (started ${run.lock.stale.started}), which ended without releasing it`);
+    }
+    // A process killed while writing a checkpoint (or best/) left its half-written folder: removed
+    // (or, for a folder set aside to be replaced, put back) now that this process holds the lock.
+    for (const root of [run.checkpoints, dir]) {
+      const done = await writingTo(root, () => recoverInterrupted(root));
+      if (done.length) run.log(`${root}: after an interrupted write, ${done.join(", ")}`);
     }
     return run;
   }
@@ -106,7 +114,7 @@ export class RunDir implements RunSink {
     const path = joinPath(this.dir, "metrics.jsonl");
     const cut = await trimMetrics(path, step);
     if (cut) this.log(`metrics.jsonl: dropped ${cut} line(s) after step ${step} (the checkpoint this resume starts from); those steps are redone`);
-    this.metrics = await Deno.open(path, { create: true, append: true });
+    this.metrics = await writingTo(path, () => Deno.open(path, { create: true, append: true }));
   }
 
   /**
@@ -191,7 +199,8 @@ export class RunDir implements RunSink {
 
   async metric(m: StepMetrics) {
     if (!this.metrics) throw new Error("RunDir.metric before startAt");
-    await this.writeAll(this.metrics, enc.encode(JSON.stringify(m) + "\n"));
+    const path = joinPath(this.dir, "metrics.jsonl"), f = this.metrics;
+    await writingTo(path, () => this.writeAll(f, enc.encode(JSON.stringify(m) + "\n")));
     if (!this.tfevents && !this.wandb) return;
     const scalars = metricScalars(m);
     if (this.tfevents) await this.writeAll(this.tfevents, eventRecord({ wallTime: Date.now() / 1000, step: m.step, scalars }));
@@ -222,7 +231,7 @@ export class RunDir implements RunSink {
     const lines = groups.flatMap((g) =>
       g.samples.map((s) => JSON.stringify({ group: g.key, agent: s.agent, turn: s.turn, candidate: s.candidate, reward: s.reward, team: s.team, local: s.local, chosen: s.chosen, invalid: s.invalid ?? null, prompt: promptOf(s.promptIds), text: s.text }))
     );
-    await Deno.mkdir(joinPath(this.dir, "rollouts"), { recursive: true });
+    await writingTo(joinPath(this.dir, "rollouts"), () => Deno.mkdir(joinPath(this.dir, "rollouts"), { recursive: true }));
     await writeFileAtomic(joinPath(joinPath(this.dir, "rollouts"), `step-${step}.jsonl`), lines.join("\n") + "\n");
   }
 

@@ -173,6 +173,22 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
   let firstStopAt = 0;
   const listeners: [Deno.Signal, () => void][] = [];
   let parentWatch: ReturnType<typeof setInterval> | undefined;
+  // The trainer must not outlive the process that started it (e.g. a `deno task` wrapper killed
+  // with SIGKILL), from start-up on (loading and compiling take seconds): when it is gone, stop
+  // at once, as on a second Ctrl-C.
+  if (Deno.build.os !== "windows" && opts.watchParent && opts.watchParent > 1) {
+    const parent = opts.watchParent;
+    parentWatch = setInterval(() => {
+      if (Deno.ppid === parent) return;
+      const during = session ? `step ${session.step + 1}` : "start-up";
+      if (run) {
+        run.log(`the parent process (${parent}) ended: stopping now without a checkpoint; --resume ${run.dir} continues from the last one`);
+        run.abandon(`stopped at once: parent process ${parent} ended during ${during}`);
+      }
+      Deno.exit(1);
+    }, PARENT_POLL_MS);
+    Deno.unrefTimer(parentWatch);
+  }
   try {
     const overrides = run ? (await checkResumeConfig(run.dir, cfg)) : [];
     const { weights, tokenizer } = await loadBase(cfg);
@@ -241,19 +257,6 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
       };
       Deno.addSignalListener(sig, on);
       listeners.push([sig, on]);
-    }
-    // The trainer must not outlive the process that started it (e.g. a `deno task` wrapper killed
-    // with SIGKILL): when it is gone, stop at once, as on a second Ctrl-C.
-    if (unix && opts.watchParent && opts.watchParent > 1) {
-      const parent = opts.watchParent;
-      const watch = setInterval(() => {
-        if (Deno.ppid === parent) return;
-        r.log(`the parent process (${parent}) ended: stopping now without a checkpoint; --resume ${r.dir} continues from the last one`);
-        r.abandon(`stopped at once: parent process ${parent} ended during step ${s.step + 1}`);
-        Deno.exit(1);
-      }, PARENT_POLL_MS);
-      Deno.unrefTimer(watch);
-      parentWatch = watch;
     }
     const loop = await runSession(session, run, {
       stopRequested: () => stopSignals.length > 0,

@@ -15,6 +15,7 @@ import {
   readCheckpoint,
 } from "./checkpoint.ts";
 import { CheckpointError } from "./errors.ts";
+import { writeFailure, writingTo } from "../io/errors.ts";
 
 export interface WriteDirOptions {
   /** Called after each file is on disk (progress for large checkpoints). */
@@ -78,7 +79,7 @@ export async function writeDirAtomic(
   opts: WriteDirOptions = {},
 ): Promise<void> {
   const [parent] = splitPath(dir);
-  await Deno.mkdir(parent, { recursive: true });
+  await writingTo(parent, () => Deno.mkdir(parent, { recursive: true }));
   const tmp = sibling(dir, "tmp");
   try {
     await Deno.mkdir(tmp);
@@ -103,7 +104,7 @@ export async function writeDirAtomic(
     await syncDir(parent);
   } catch (e) {
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
-    throw e;
+    throw writeFailure(e, dir); // a full disk or a read-only folder names the checkpoint's path
   }
 }
 

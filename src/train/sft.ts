@@ -28,6 +28,7 @@ import { loadModel, type ModelWeights } from "../model/weights.ts";
 import { type CheckpointContents, TOKENIZER_FILES } from "./checkpoint.ts";
 import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, writeCheckpoint, writeDirAtomic } from "./checkpoint_dir.ts";
 import { CheckpointMismatchError, CheckpointNotFoundError, TrainError } from "./errors.ts";
+import { writeFailure, writingTo } from "../io/errors.ts";
 import { fromPeftAdapter, toPeftAdapter } from "./lora_peft.ts";
 import { CrossEntropyLoss } from "./losses.ts";
 import { peftAdapterFiles } from "./peft.ts";
@@ -68,7 +69,7 @@ export const SFT_SCHEMA = {
     folder: nullable(text("", "HF model folder (config.json + safetensors + tokenizer files) to fine-tune instead of a preset.")),
   },
   data: {
-    train: listOf<string>([], "JSONL files of {\"prompt\",\"completion\"} or {\"messages\":[...]} records (deno task demos writes them); a --set value may be one path."),
+    train: listOf<string>([], "JSONL files of {\"prompt\",\"completion\"} or {\"messages\":[...]} records (npx deno task demos writes them); a --set value may be one path."),
     maxSeqLen: int(1024, "Longest sequence in tokens; longer records are cut (counted in summary.log), records whose prompt alone fills it are dropped.", { min: 2 }),
   },
   eval: {
@@ -194,7 +195,7 @@ const RULES: readonly ((c: SftConfig) => ConfigIssue | null)[] = [
   (c) => (c.model.preset === null) !== (c.model.folder === null) ? null
     : { path: "model", message: c.model.preset === null ? "set model.preset (configs/models/<name>.json) or model.folder (an HF model folder)"
       : "set only one of model.preset and model.folder (the other to null): both name the weights to start from" },
-  (c) => c.data.train.length ? null : { path: "data.train", message: "needs at least one JSONL file (make one with deno task demos)" },
+  (c) => c.data.train.length ? null : { path: "data.train", message: "needs at least one JSONL file (make one with npx deno task demos)" },
   (c) => c.update.microBatchRows >= c.data.maxSeqLen ? null
     : { path: "update.microBatchRows", message: `${c.update.microBatchRows} < data.maxSeqLen ${c.data.maxSeqLen}; a micro-batch must hold the longest sequence` },
   (c) => c.eval.everySteps > 0 && c.eval.fraction === 0
@@ -397,14 +398,14 @@ function trainerOptions(c: SftConfig, total: number, loraData?: Float32Array): T
 async function newRunDir(c: SftConfig): Promise<string> {
   const stamp = new Date().toISOString().replace(/\.\d+Z$/, "Z").replace(/[:]/g, "-");
   const parent = joinPath(c.run.outDir, c.run.name);
-  await Deno.mkdir(parent, { recursive: true });
+  await writingTo(parent, () => Deno.mkdir(parent, { recursive: true }));
   for (let k = 1;; k++) {
     const dir = joinPath(parent, k === 1 ? stamp : `${stamp}-${k}`);
     try {
       await Deno.mkdir(dir);
       return dir;
     } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw writeFailure(e, dir);
     }
   }
 }
@@ -470,7 +471,7 @@ async function exportFinal(run: Run): Promise<string> {
   }
   const dir = joinPath(run.dir, "final");
   await writeDirAtomic(dir, files);
-  await run.log(`exported: ${dir}/model (deno task generate --model ${dir}/model)${t.lora ? ` and ${dir}/adapter (PEFT)` : ""}`);
+  await run.log(`exported: ${dir}/model (npx deno task generate --model ${dir}/model)${t.lora ? ` and ${dir}/adapter (PEFT)` : ""}`);
   return dir;
 }
 
@@ -600,7 +601,7 @@ export async function runSft(o: SftRunOptions): Promise<SftResult> {
         if (o.control) o.control.checkpoint = false;
       }
       if (stop && !last) {
-        await run.log(`stopped at step ${step}/${total}; continue with: deno task sft --resume ${run.dir}`);
+        await run.log(`stopped at step ${step}/${total}; continue with: npx deno task sft --resume ${run.dir}`);
         return { runDir: run.dir, steps: step, totalSteps: total, stopped: true, lastLoss, lastEvalLoss: lastEval, exportDir: null };
       }
     }

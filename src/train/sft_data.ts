@@ -101,7 +101,7 @@ export async function loadSftFiles(paths: readonly string[]): Promise<SftRecord[
     try {
       text = await Deno.readTextFile(file);
     } catch (e) {
-      throw new SftDataError(file, 0, `cannot read it (${(e as Error).message}); make it with deno task demos or fix the path`);
+      throw new SftDataError(file, 0, `cannot read it (${(e as Error).message}); make it with npx deno task demos or fix the path`);
     }
     const recs = parseSftJsonl(text, file);
     if (!recs.length) throw new SftDataError(file, 0, "holds no records (every line is blank)");

@@ -1,4 +1,4 @@
-// `deno task bench`: the benchmarks, each measured beside a peer in the same run, printed as
+// `npx deno task bench`: the benchmarks, each measured beside a peer in the same run, printed as
 // one JSON object on the last line of stdout (progress goes to stderr).
 //   --lab         time every matmul variant and print the picks for src/ops/tuning.ts
 //   --quick       smaller shapes (a smoke run)
@@ -12,25 +12,32 @@ import { round } from "./timing.ts";
 import { benchInference } from "./inference_bench.ts";
 import { benchTrain } from "./train_bench.ts";
 import { benchRl } from "./rl_bench.ts";
+import { defineCli, parseArgs, parseArgsOrExit, runMain, UsageError } from "../../src/cli/cli_args.ts";
 
-const USAGE = `usage: deno task bench [--lab] [--quick] [--only matmul,inference,train,rl,sandbox]`;
+export const BENCH_SECTIONS = ["matmul", "inference", "train", "rl", "sandbox"] as const;
 
-function parseArgs(args: string[]) {
-  const o = { lab: false, quick: false, only: null as string[] | null };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === "--lab") o.lab = true;
-    else if (a === "--quick") o.quick = true;
-    else if (a === "--only") o.only = (args[++i] ?? "").split(",").filter(Boolean);
-    else if (a === "--help" || a === "-h") {
-      console.log(USAGE);
-      Deno.exit(0);
-    } else {
-      console.error(`unknown argument ${a}\n${USAGE}`);
-      Deno.exit(2);
+export const BENCH_CLI = defineCli({
+  command: "npx deno task bench",
+  summary: "Benchmarks, each beside a peer in the same run: one JSON object on the last line of stdout (progress on stderr).",
+  flags: {
+    lab: { type: "boolean", help: "time every matmul variant and print the picks for src/ops/tuning.ts" },
+    quick: { type: "boolean", help: "smaller shapes (a smoke run)" },
+    only: { type: "string", metavar: BENCH_SECTIONS.join(","), help: "comma-separated sections to run (default all)" },
+  },
+});
+
+/** The flags, with --only's names checked: an unknown section is a UsageError naming the valid ones. */
+export function parseBenchArgs(argv: readonly string[]) {
+  const a = parseArgs(BENCH_CLI, argv);
+  const only = a.only === undefined ? null : a.only.split(",").map((s) => s.trim()).filter(Boolean);
+  if (only) {
+    if (only.length === 0) throw new UsageError(`--only needs at least one of ${BENCH_SECTIONS.join(", ")}`);
+    const bad = only.filter((s) => !(BENCH_SECTIONS as readonly string[]).includes(s));
+    if (bad.length) {
+      throw new UsageError(`--only ${a.only}: no section named ${bad.join(", ")} (the sections: ${BENCH_SECTIONS.join(", ")})`);
     }
   }
-  return o;
+  return { help: a.help, lab: a.lab, quick: a.quick, only };
 }
 
 const started = performance.now();
@@ -70,39 +77,41 @@ async function sandboxSection() {
 }
 
 if (import.meta.main) {
-  const args = parseArgs(Deno.args);
+  const args = parseArgsOrExit(BENCH_CLI, Deno.args, parseBenchArgs);
   const want = (s: string) => !args.only || args.only.includes(s);
-  const gpu = await Gpu.create();
-  log(gpu.describe());
-  const result: Record<string, unknown> = {
-    date: new Date().toISOString(),
-    runtime: runtimeDescription(),
-    adapter: gpu.describe(),
-    adapter_class: gpu.adapterClass,
-  };
-  if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick);
-  if (want("inference")) {
-    result.inference = await benchInference(gpu, {
-      presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
-      batches: args.quick ? [1, 8] : [1, 8, 32],
-      promptLen: args.quick ? 16 : 64,
-      newTokens: args.quick ? 8 : 32,
-      rounds: args.quick ? 1 : 5, // medians of 5 (this shared machine swings between rounds)
-    }, log);
-  }
-  if (want("train")) {
-    result.train = await benchTrain(gpu, {
-      presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
-      modes: ["full", "lora"],
-      // small-30m is ~30 s a step at 8×64 on llvmpipe: 4×32 keeps the section to minutes.
-      batch: 4,
-      seqLen: args.quick ? 16 : 32,
-      steps: 3,
-    }, log);
-  }
-  if (want("rl")) result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
-  if (want("sandbox")) result.sandbox = await sandboxSection();
-  console.log(JSON.stringify(result));
-  gpu.destroy();
-  Deno.exit(0);
+  // errors as one plain line (exit 1), not Deno's coloured uncaught-error report
+  await runMain(async () => {
+    const gpu = await Gpu.create();
+    log(gpu.describe());
+    const result: Record<string, unknown> = {
+      date: new Date().toISOString(),
+      runtime: runtimeDescription(),
+      adapter: gpu.describe(),
+      adapter_class: gpu.adapterClass,
+    };
+    if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick);
+    if (want("inference")) {
+      result.inference = await benchInference(gpu, {
+        presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
+        batches: args.quick ? [1, 8] : [1, 8, 32],
+        promptLen: args.quick ? 16 : 64,
+        newTokens: args.quick ? 8 : 32,
+        rounds: args.quick ? 1 : 5, // medians of 5 (this shared machine swings between rounds)
+      }, log);
+    }
+    if (want("train")) {
+      result.train = await benchTrain(gpu, {
+        presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],
+        modes: ["full", "lora"],
+        // small-30m is ~30 s a step at 8×64 on llvmpipe: 4×32 keeps the section to minutes.
+        batch: 4,
+        seqLen: args.quick ? 16 : 32,
+        steps: 3,
+      }, log);
+    }
+    if (want("rl")) result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
+    if (want("sandbox")) result.sandbox = await sandboxSection();
+    console.log(JSON.stringify(result));
+    gpu.destroy();
+  });
 }

@@ -8,10 +8,11 @@ import { ConfigError } from "../../src/rl/config.ts";
 import { RunDirLockedError } from "../../src/rl/run_lock.ts";
 import { CheckpointNotFoundError } from "../../src/train/errors.ts";
 
-async function cli(file: string, args: string[]): Promise<{ code: number; text: string }> {
+async function cli(file: string, args: string[]): Promise<{ code: number; text: string; stdout: string }> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["run", "-A", file, ...args], stdout: "piped", stderr: "piped", env: { NO_COLOR: "1" } }).output();
   const dec = new TextDecoder();
-  return { code: out.code, text: dec.decode(out.stdout) + dec.decode(out.stderr) };
+  const stdout = dec.decode(out.stdout);
+  return { code: out.code, text: stdout + dec.decode(out.stderr), stdout };
 }
 
 Deno.test("exit codes: bad input is 2, anything else 1", () => {
@@ -36,5 +37,32 @@ Deno.test("exit codes: generate and logprobs refuse ids outside the vocabulary, 
   }
   const ok = await cli("src/cli/logprobs.ts", ["--model", model, "--ids", "1,2", "--json"]);
   assertEquals(ok.code, 0, ok.text);
-  assertEquals(JSON.parse(ok.text.trim().split("\n").at(-1)!).logprobs.length, 1);
+  // stdout's last line (the GPU stack may add lines such as an XDG_RUNTIME_DIR warning on stderr)
+  assertEquals(JSON.parse(ok.stdout.trim().split("\n").at(-1)!).logprobs.length, 1);
+});
+
+Deno.test("exit codes: bench --only with an unknown section is a usage error naming the sections (exit 2); --help exits 0", async () => {
+  const bad = await cli("test/bench/main.ts", ["--only", "nonsense"]);
+  assertEquals(bad.code, 2, bad.text);
+  assert(bad.text.includes("--only nonsense: no section named nonsense"), bad.text);
+  assert(bad.text.includes("matmul, inference, train, rl, sandbox"), bad.text);
+  const mixed = await cli("test/bench/main.ts", ["--only", "rl,bogus", "--quick"]);
+  assertEquals(mixed.code, 2, mixed.text);
+  assert(mixed.text.includes("no section named bogus"), mixed.text);
+  const help = await cli("test/bench/main.ts", ["--help"]);
+  assertEquals(help.code, 0, help.text);
+  assert(help.text.startsWith("usage: npx deno task bench [--lab] [--quick] [--only matmul,inference,train,rl,sandbox]"), help.text);
+});
+
+Deno.test("exit codes: demo honours --help (exit 0) and refuses unknown flags (exit 2) before touching the GPU", async () => {
+  const help = await cli("src/cli/demo.ts", ["--help"]);
+  assertEquals(help.code, 0, help.text);
+  assert(help.text.startsWith("usage: npx deno task demo\n"), help.text);
+  assert(!help.text.includes("adapter:"), help.text);
+  for (const args of [["--bogus"], ["extra"]]) {
+    const bad = await cli("src/cli/demo.ts", args);
+    assertEquals(bad.code, 2, `${args}: ${bad.text}`);
+    assert(bad.text.includes("usage: npx deno task demo"), bad.text);
+    assert(!bad.text.includes("adapter:"), bad.text);
+  }
 });

@@ -285,7 +285,7 @@ Deno.test("CLI: init-model from a preset, export writes the exporter's exact byt
       "--out",
       m,
     ]);
-    assert.equal(again.code, 1, "refuses a folder that has files");
+    assert.equal(again.code, 2, "refuses a folder that has files (FolderNotEmptyError: bad input)");
     assert.match(again.stderr, /FolderNotEmptyError.*--force/);
     const onnx = `${dir}/model.onnx`;
     const ex = await run("src/cli/export.ts", ["--model", m, "--onnx", onnx, "--kv-cache"]);
@@ -297,7 +297,7 @@ Deno.test("CLI: init-model from a preset, export writes the exporter's exact byt
     );
     assert.deepEqual(leftovers, [], "atomic write leaves no temp files");
     const missing = await run("src/cli/export.ts", ["--model", `${dir}/nope`, "--onnx", onnx]);
-    assert.equal(missing.code, 1);
+    assert.equal(missing.code, 2); // a model folder that is not there: bad input
     assert.match(missing.stderr, /has no config\.json/);
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -316,10 +316,10 @@ Deno.test("CLI: bad arguments print the usage on stderr and exit 2; --help exits
   results.forEach((r, i) => {
     assert.equal(r.code, 2, `${bad[i][1].join(" ")}: exit ${r.code}`);
     assert.match(r.stderr, bad[i][2]);
-    assert.match(r.stderr, /^usage: deno task /m);
+    assert.match(r.stderr, /^usage: npx deno task /m);
     assert.equal(r.stdout, "");
   });
   const help = await run("src/cli/export.ts", ["--help"]);
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /^usage: deno task export --model DIR --onnx OUT\.onnx \[--kv-cache\]/);
+  assert.match(help.stdout, /^usage: npx deno task export --model DIR --onnx OUT\.onnx \[--kv-cache\]/);
 });

@@ -152,3 +152,41 @@ export async function listening(port: number): Promise<boolean> {
     return false;
   }
 }
+
+// Process trees, read from /proc (Linux only).
+
+/** pid → [ppid, command line] of every process. */
+export function processes(): Map<number, [number, string]> {
+  const out = new Map<number, [number, string]>();
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).replaceAll("\0", " ");
+      out.set(Number(e.name), [ppid, cmd]);
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+/** Descendants of `root` whose command line contains `needle`. */
+export function descendants(root: number, needle: string): number[] {
+  const ps = processes();
+  const isUnder = (pid: number): boolean => {
+    for (let p = pid, n = 0; p > 1 && n < 64; n++) {
+      p = ps.get(p)?.[0] ?? 0;
+      if (p === root) return true;
+    }
+    return false;
+  };
+  return [...ps].filter(([pid, [, cmd]]) => cmd.includes(needle) && isUnder(pid)).map(([pid]) => pid);
+}
+
+export const alive = (pid: number) => {
+  try {
+    return !Deno.readTextFileSync(`/proc/${pid}/stat`).includes(") Z ");
+  } catch {
+    return false;
+  }
+};

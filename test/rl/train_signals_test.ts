@@ -6,48 +6,12 @@
 // outlive it). Linux only (process trees are read from /proc).
 
 import { assert, assertEquals } from "../assert.ts";
-import { assertSameRun, runDirOf, runTrain, SMALL, spawnTrain } from "./train_cli_helpers.ts";
+import { alive, assertSameRun, descendants, runDirOf, runTrain, SMALL, spawnTrain } from "./train_cli_helpers.ts";
 
 const QUICK = "configs/quickstart.json";
 const STEPS = 3;
 const linux = Deno.build.os === "linux";
 const args = (root: string) => ["--config", QUICK, "--set", [...SMALL, `run.outDir=${root}`, `run.steps=${STEPS}`].join(",")];
-
-/** pid → [ppid, command line] of every process. */
-function processes(): Map<number, [number, string]> {
-  const out = new Map<number, [number, string]>();
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).replaceAll("\0", " ");
-      out.set(Number(e.name), [ppid, cmd]);
-    } catch { /* gone */ }
-  }
-  return out;
-}
-
-/** Descendants of `root` whose command line contains `needle`. */
-function descendants(root: number, needle: string): number[] {
-  const ps = processes();
-  const isUnder = (pid: number): boolean => {
-    for (let p = pid, n = 0; p > 1 && n < 64; n++) {
-      p = ps.get(p)?.[0] ?? 0;
-      if (p === root) return true;
-    }
-    return false;
-  };
-  return [...ps].filter(([pid, [, cmd]]) => cmd.includes(needle) && isUnder(pid)).map(([pid]) => pid);
-}
-
-const alive = (pid: number) => {
-  try {
-    return !Deno.readTextFileSync(`/proc/${pid}/stat`).includes(") Z ");
-  } catch {
-    return false;
-  }
-};
 
 let reference: Promise<string> | null = null;
 /** The uninterrupted run every interrupted one must end identical to (made once). */

@@ -56,7 +56,7 @@ Deno.test("exec-js: bad arguments print the usage and exit 2; --help exits 0", a
   ]);
   for (const c of cases) {
     assertEquals(c.code, 2, c.stderr);
-    assert(c.stderr.includes("usage: deno task exec-js FILE"), `usage missing: ${c.stderr}`);
+    assert(c.stderr.includes("usage: npx deno task exec-js FILE"), `usage missing: ${c.stderr}`);
   }
   const help = await execJs("--help");
   assertEquals(help.code, 0);

@@ -76,7 +76,7 @@ Deno.test("deno task match: --json summary line, usage errors exit 2, bad data i
     assert(/--model is required/.test(usage.stderr), usage.stderr);
     await Deno.writeTextFile(`${dir}/bad.jsonl`, `{"prompt": "a"}\n`);
     const bad = await run(["--model", `${dir}/m`, "--data", `${dir}/bad.jsonl`]);
-    assertEquals(bad.code, 1);
+    assertEquals(bad.code, 2); // SftDataError: bad input
     assert(/bad\.jsonl:1: needs string "prompt" and "completion"/.test(bad.stderr), bad.stderr);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -249,7 +249,7 @@ Deno.test("the sft and demos CLIs exit 2 on bad arguments and 0 on --help", asyn
     [sft, ["--config", "a.json", "--set", "lr"], 2, "expected path=value"],
     [sft, ["--config", "a.json", "--set", "updat.lr=1"], 2, `did you mean "update"`],
     [sft, ["--config", "a.json", "--set", "run.steps=many"], 2, "not a number"],
-    [sft, ["--config", "/nonexistent/a.json"], 1, "cannot read it"],
+    [sft, ["--config", "/nonexistent/a.json"], 2, "cannot read it"], // a file that is not there: bad input
     [sft, ["--help"], 0, ""],
     [demos, ["--env", "plan_path_v1"], 2, "--episodes is required"],
     [demos, ["--env", "plan_path_v1", "--episodes", "0"], 2, "at least 1"],

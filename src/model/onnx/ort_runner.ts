@@ -120,7 +120,7 @@ export class OrtDecoder {
     } catch (e) {
       throw new OrtRuntimeError(
         `onnxruntime-web rejected the graph: ${(e as Error).message ?? e}. Re-export it with ` +
-          `deno task export; if that persists the exporter emits an op ORT does not support`,
+          `npx deno task export; if that persists the exporter emits an op ORT does not support`,
         { cause: e },
       );
     }
