@@ -257,7 +257,7 @@ interface Job {
 async function runJob(job: Job): Promise<Response> {
   const { model: m, sampling: s } = job;
   const created = Math.floor(Date.now() / 1000);
-  const promptTokens = job.choices.filter((c, i) => i % s.n === 0).reduce((a, c) => a + c.prompt.length, 0);
+  const promptTokens = job.choices.filter((_, i) => i % s.n === 0).reduce((a, c) => a + c.prompt.length, 0);
   const object = job.kind === "chat" ? "chat.completion" : "text_completion";
   if (!s.stream) {
     const reqs = job.choices.map((c) => queued(m, c, s));

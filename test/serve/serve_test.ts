@@ -25,6 +25,7 @@ function prompts(n: number): string[] {
   });
 }
 
+// deno-lint-ignore no-explicit-any -- JSON replies, read field by field
 async function post(url: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
   const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   return { status: r.status, json: await r.json() };
