@@ -14,6 +14,12 @@ export { defaultConfig, describeConfig, loadConfigFile, parseConfig, type RunCon
 export { buildGroups, filterGroups, groupAdvantages, mixReward, rewardStats } from "./rl/advantages.ts";
 export { buildPolicyMap, policyMapFor } from "./rl/policy_map.ts";
 export { rolloutIndependent, rolloutTree, type RolloutOptions, type RolloutResult } from "./rl/rollout.ts";
+export { EndpointError, EndpointSampler, type EndpointOptions } from "./rl/endpoint.ts";
+
+// The model server (OpenAI-compatible API; docs/serve.md)
+export { BatchQueue, type BatchQueueOptions } from "./serve/batcher.ts";
+export { ApiError, openAiHandler, type ServerModel } from "./serve/openai.ts";
+export { createModelServer, type ModelServer, startServer } from "./serve/server.ts"; // startServer: Deno
 
 // Environments and the sandbox
 export { ENVS, envIds, getEnv, soloEnvFor } from "./envs/registry.ts";

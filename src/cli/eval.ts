@@ -46,7 +46,7 @@ if (import.meta.main) {
     const map = policyMapFor(cfg);
     const ck = args.checkpoint ? await loadCheckpointInto(args.checkpoint, cfg, map, weights) : null;
     const gpu = await Gpu.create();
-    const policies = await createPolicies(gpu, { ...cfg, eval: { ...cfg.eval, episodes: args.episodes ?? cfg.eval.episodes } }, map, ck?.init ?? { weights });
+    const policies = await createPolicies(gpu, { ...cfg, eval: { ...cfg.eval, episodes: args.episodes ?? cfg.eval.episodes } }, map, ck?.init ?? { weights }, tokenizer);
     const executor = env.toolAgents.length ? new SandboxPool() : undefined;
     try {
       const r = await evaluate({ env, tokenizer, policies, executor }, cfg, { episodes: args.episodes, temperature: args.temperature, split });

@@ -33,7 +33,7 @@ const SAMPLED_EVAL_ENVS: Readonly<Record<string, number>> = { code_v1: 0.6, math
 
 // ---- schema -------------------------------------------------------------------------------
 
-type FieldType = "int" | "number" | "boolean" | "string" | "enum" | "list" | "knobs";
+type FieldType = "int" | "number" | "boolean" | "string" | "enum" | "list" | "knobs" | "urls";
 
 /** One leaf of the config: how it parses, its default and what it does. */
 export interface FieldSpec<T> {
@@ -66,6 +66,7 @@ const listOf = <const C extends readonly string[]>(choices: C, d: readonly C[num
   type: "list", choices, default: d, doc, min: 1, ...x,
 });
 const knobs = (doc: string): FieldSpec<Difficulty> => ({ type: "knobs", default: {}, doc });
+const urls = (doc: string): FieldSpec<Readonly<Record<string, string>>> => ({ type: "urls", default: {}, doc });
 const nullable = <T>(spec: FieldSpec<T>, d: T | null = null): FieldSpec<T | null> => ({ ...spec, nullable: true, default: d });
 
 export const SCHEMA = {
@@ -77,6 +78,15 @@ export const SCHEMA = {
     folder: nullable(text("", "HF model folder (config.json + safetensors + tokenizer) to start from instead of a preset.")),
     dtype: oneOf(["F32", "F16", "BF16"], "F32",
       "Storage dtype of weights this run writes (preset init, full checkpoints); the GPU computes in f32 regardless."),
+    endpoint: nullable(text("",
+      "OpenAI-compatible server (deno task serve, vLLM, SGLang, llama.cpp) that every agent samples from instead of the local " +
+        "model, e.g. http://127.0.0.1:8000: for evaluation (deno task eval); nothing is left to train. null: local models.")),
+    endpoints: urls(
+      "Agent → server URL for some agents only, e.g. {\"tool\": \"http://127.0.0.1:8000\"}: a frozen partner sampled from the server " +
+        "while the other agents train; its samples never enter the loss. Overrides model.endpoint for the agents it names."),
+    endpointPrompt: oneOf(["text", "ids"], "text",
+      "How endpoint requests carry the prompt: text (decoded with the local tokenizer; any server) or token ids (the server " +
+        "must use the same tokenizer; its reply's token ids are used where it returns them)."),
   },
   env: {
     id: text("plan_path_v1", "Versioned environment id from src/envs/registry.ts."),
@@ -318,6 +328,8 @@ function rangeProblem(spec: FieldSpec<unknown>, v: number): string | null {
   return `must be ${[lo, hi].filter(Boolean).join(" and ")}, got ${v}` + (spec.why ? ` (${spec.why})` : "");
 }
 
+const HTTP_URL = /^https?:\/\/[^\s/]+/;
+
 /** Type checks per field kind: a problem description, or null when the value fits. */
 const TYPE_CHECKS: { readonly [K in FieldType]: (s: FieldSpec<unknown>, v: unknown) => string | null } = {
   int: (s, v) => typeof v !== "number" || !Number.isInteger(v) ? `must be a whole number, got ${show(v)}` : rangeProblem(s, v),
@@ -335,6 +347,11 @@ const TYPE_CHECKS: { readonly [K in FieldType]: (s: FieldSpec<unknown>, v: unkno
   },
   knobs: (_, v) => isObject(v) && Object.values(v).every((x) => ["number", "boolean", "string"].includes(typeof x))
     ? null : `must be an object of numbers, booleans and strings, got ${show(v)}`,
+  urls: (_, v) => {
+    if (!isObject(v) || Object.values(v).some((x) => typeof x !== "string")) return `must be an object of agent → URL strings, got ${show(v)}`;
+    const bad = Object.entries(v).find(([, u]) => !HTTP_URL.test(u as string));
+    return bad ? `${bad[0]}: "${bad[1]}" is not an http(s) URL, e.g. http://127.0.0.1:8000` : null;
+  },
 };
 
 function checkField(spec: FieldSpec<unknown>, v: unknown, path: string, issues: ConfigIssue[]): unknown {
@@ -399,6 +416,8 @@ const RULES: readonly Rule[] = [
     : issue("logging.wandb.project", `"${c.logging.wandb.project}" cannot be a W&B project name (no / \\ # ? % : and not empty)`),
   (c) => c.logging.wandb.entity === null || /^[^/\\#?%:]+$/.test(c.logging.wandb.entity) ? null
     : issue("logging.wandb.entity", `"${c.logging.wandb.entity}" cannot be a W&B entity name (no / \\ # ? % : and not empty)`),
+  (c) => c.model.endpoint === null || HTTP_URL.test(c.model.endpoint) ? null
+    : issue("model.endpoint", `"${c.model.endpoint}" is not an http(s) URL, e.g. http://127.0.0.1:8000`),
   (c) => /^[A-Za-z0-9._-]*$/.test(c.run.name) ? null
     : issue("run.name", `"${c.run.name}" becomes a folder name; use letters, digits, ".", "_" and "-"`),
 ];
@@ -427,6 +446,10 @@ function envIssues(c: RunConfig): ConfigIssue[] {
     if (c.rewards.shaping !== null) out.push(issue("rewards.shaping", `${c.env.id} has no shaping term to weigh; leave it null`));
     if (c.rewards.success !== "shaped") out.push(issue("rewards.success", `${c.env.id} has fixed rewards (no reward knobs); use "shaped"`));
   }
+  const agents = c.level === "L0" && env.soloOf === undefined ? safeSoloAgents(c.env.id) : env.possibleAgents;
+  for (const a of Object.keys(c.model.endpoints)) {
+    if (!agents.includes(a)) out.push(issue(`model.endpoints.${a}`, `${c.env.id}${c.level === "L0" ? " (L0)" : ""} has no agent "${a}"${didYouMean(a, agents)}; agents: ${agents.join(", ")}`));
+  }
   if (out.length) return out;
   for (const [split, seed] of [["train", c.env.trainSeed], ["test", c.env.testSeed]] as const) {
     try {
@@ -438,6 +461,19 @@ function envIssues(c: RunConfig): ConfigIssue[] {
     }
   }
   return [];
+}
+
+function safeSoloAgents(id: string): readonly string[] {
+  try {
+    return soloEnvFor(id).possibleAgents;
+  } catch {
+    return getEnv(id).possibleAgents;
+  }
+}
+
+/** Agents sampled from an OpenAI-compatible server (model.endpoints, else model.endpoint), with its URL. */
+export function endpointOf(c: RunConfig, agent: string): string | null {
+  return c.model.endpoints[agent] ?? c.model.endpoint;
 }
 
 /** Files the config names, checked when the caller can see a file system. */
@@ -465,6 +501,7 @@ const COERCE: { readonly [K in FieldType]: (text: string, path: string) => unkno
   enum: (t) => t,
   list: (t, p) => parseJson(t, p, Array.isArray, `a JSON array, e.g. ["q","v"]`),
   knobs: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"size":5}`),
+  urls: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"tool":"http://127.0.0.1:8000"}`),
 };
 
 function toNumber(t: string, path: string): number {
@@ -495,6 +532,7 @@ function coerceSet(path: string, value: string): unknown {
         const v = parseJsonOr(value);
         return typeof v === "number" || typeof v === "boolean" ? v : value;
       }
+      if (node.type === "urls" && i === parts.length - 1) return value; // model.endpoints.<agent>=URL
       throw ConfigError.at(path, `${here} is a field, not a section`);
     }
     const names = Object.keys(node);
@@ -644,7 +682,8 @@ function typeText(s: FieldSpec<unknown>): string {
   const range = [s.min !== undefined && s.type !== "list" ? `${s.exclusive === "min" || s.exclusive === "both" ? ">" : "≥"} ${s.min}` : "",
     s.max !== undefined ? `${s.exclusive === "max" || s.exclusive === "both" ? "<" : "≤"} ${s.max}` : ""].filter(Boolean).join(", ");
   const base = s.type === "enum" ? s.choices!.map((c) => `"${c}"`).join(" | ")
-    : s.type === "list" ? `list of ${s.choices!.join(" ")}` : s.type === "knobs" ? "object (env knobs)" : s.type;
+    : s.type === "list" ? `list of ${s.choices!.join(" ")}` : s.type === "knobs" ? "object (env knobs)"
+    : s.type === "urls" ? "object (agent → URL)" : s.type;
   return base + (range ? ` (${range})` : "") + (s.nullable ? " | null" : "");
 }
 

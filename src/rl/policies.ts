@@ -1,12 +1,16 @@
 // The models of a run: one ModelTrainer per trainer of the policy map (a frozen base with one
 // LoRA adapter per agent at L2, one shared model at L1, one full model per agent at L3), each
 // with a Generator on the same GPU model, so rollouts sample from the weights being trained.
+// Agents the config serves from an OpenAI-compatible endpoint (model.endpoint / model.endpoints)
+// sample from it instead (an EndpointSampler per URL) and are never trained.
 
 import type { Gpu } from "../gpu/mod.ts";
 import { Generator } from "../model/generate.ts";
+import type { Tokenizer } from "../model/tokenizer.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { ModelTrainer } from "../train/trainer.ts";
-import { lrSchedule, policyLossConfig, type RunConfig } from "./config.ts";
+import { endpointOf, lrSchedule, policyLossConfig, type RunConfig } from "./config.ts";
+import { EndpointSampler } from "./endpoint.ts";
 import { loraConfigFor, type PolicyMap, policyOf } from "./policy_map.ts";
 import type { AgentPolicy } from "./rollout.ts";
 
@@ -14,8 +18,12 @@ export interface PolicySet {
   map: PolicyMap;
   trainers: ModelTrainer[];
   generators: Generator[];
-  /** How an agent samples: its trainer's generator and adapter. */
+  /** How an agent samples: its trainer's generator and adapter, or its endpoint. */
   agentPolicy(agent: string): AgentPolicy;
+  /** Agents served by an endpoint (frozen: their samples are never trained on). */
+  endpointAgents: readonly string[];
+  /** The sampler of each endpoint URL. */
+  endpoints: ReadonlyMap<string, EndpointSampler>;
   destroy(): void;
 }
 
@@ -31,7 +39,20 @@ export interface PolicyInit {
   loraData?: (Float32Array | undefined)[];
 }
 
-export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, init: PolicyInit): Promise<PolicySet> {
+/**
+ * The policies of `map`. `tokenizer` is needed when the config serves agents from an endpoint
+ * (prompt ids → text, reply text → ids).
+ */
+export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, init: PolicyInit, tokenizer?: Tokenizer): Promise<PolicySet> {
+  const agents = Object.keys(map.byAgent);
+  const endpointAgents = agents.filter((a) => endpointOf(cfg, a) !== null);
+  const endpoints = new Map<string, EndpointSampler>();
+  if (endpointAgents.length && !tokenizer) throw new TypeError("createPolicies: agents served by an endpoint need the tokenizer");
+  for (const a of endpointAgents) {
+    const url = endpointOf(cfg, a)!;
+    if (!endpoints.has(url)) endpoints.set(url, new EndpointSampler({ url, tokenizer: tokenizer!, prompt: cfg.model.endpointPrompt }));
+  }
+
   // Generation batches every environment's candidates into one call: E·K KV slots.
   const slots = Math.max(cfg.rollout.envsPerStep * cfg.rollout.k, cfg.eval.episodes, 1);
   const trainers: ModelTrainer[] = [];
@@ -59,7 +80,11 @@ export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, i
     map,
     trainers,
     generators,
+    endpointAgents,
+    endpoints,
     agentPolicy(agent) {
+      const url = endpointOf(cfg, agent);
+      if (url !== null) return { generator: endpoints.get(url)! };
       const p = policyOf(map, agent);
       return { generator: generators[p.trainer], adapter: p.adapter ?? undefined };
     },

@@ -28,7 +28,7 @@ import {
   expandTrajectories,
   trajectoryMembers,
 } from "./advantages.ts";
-import { ConfigError, type RunConfig } from "./config.ts";
+import { ConfigError, endpointOf, type RunConfig } from "./config.ts";
 import { envForConfig } from "./env_for.ts";
 import { evaluate, type EvalResult } from "./evaluate.ts";
 import { createPolicies, type PolicyInit, type PolicySet } from "./policies.ts";
@@ -183,7 +183,12 @@ export class RlSession {
       startInit = policyInitFromPeft(init.warmStart.adapter, cfg, map, init.weights);
     }
     const policyInit = init.resume ? policyInitFromCheckpoint(init.resume, cfg, map, init.weights) : startInit;
-    const policies = await createPolicies(init.gpu, cfg, map, policyInit);
+    const agents = Object.keys(map.byAgent);
+    if (cfg.run.steps > (init.resume?.state.step ?? 0) && agents.every((a) => endpointOf(cfg, a) !== null)) {
+      throw ConfigError.at("model.endpoint", `every agent (${agents.join(", ")}) samples from an endpoint, so nothing is left to train; ` +
+        `evaluate with deno task eval, or name only the frozen partner in model.endpoints`);
+    }
+    const policies = await createPolicies(init.gpu, cfg, map, policyInit, init.tokenizer);
     if (init.resume) {
       const ck = init.resume;
       map.trainers.forEach((plan, i) => policies.trainers[i].restoreOptimizer(ck.optimizers[plan.name]));
@@ -234,10 +239,16 @@ export class RlSession {
       groups = groupAdvantages(buildGroups(members, cfg.rollout.mode), adv);
       [kept, stats] = [filterGroups(groups, filter).kept, rewardStats(groups)];
     }
-    // Each policy trains on the union of its agents' samples.
+    // Each policy trains on the union of its agents' samples; an endpoint agent's (a frozen
+    // partner's) samples never enter the loss.
     const perTrainer: TrainSequence[][] = policies.trainers.map(() => []);
-    let tooLong = 0;
+    const frozen = new Set(policies.endpointAgents);
+    let tooLong = 0, frozenSamples = 0;
     for (const { member, advantage } of flattenAdvantages(kept)) {
+      if (frozen.has(member.agent)) {
+        frozenSamples++;
+        continue;
+      }
       const p = policyOf(policies.map, member.agent);
       const seq = toSequence(member, advantage, p.adapter);
       if (!seq) continue;
@@ -252,7 +263,9 @@ export class RlSession {
       // no optimizer step. AdamW would otherwise still move on its momentum and weight decay,
       // replaying the last step's direction with nothing new to learn from.
       if (!rolled.some(hasSignal)) {
-        idle.push(policies.map.trainers[ti].name);
+        // A trainer whose every agent is an endpoint partner is frozen, not idle.
+        const own = policies.map.policies.filter((p) => p.trainer === ti).flatMap((p) => p.agents);
+        if (own.some((a) => !frozen.has(a))) idle.push(policies.map.trainers[ti].name);
         continue;
       }
       const seqs = this.reference ? await this.reference.score(ti, rolled) : rolled;
@@ -284,6 +297,8 @@ export class RlSession {
       keptGroups: kept.length,
       samples: members.length,
       tooLongSamples: tooLong,
+      /** Samples of agents served by an endpoint (frozen partners), left out of the update. */
+      endpointSamples: frozenSamples,
       clippedPrompts: r.clippedPrompts,
       skippedUpdates: skipped,
       /** Policies that took no optimizer step: none of their samples had a non-zero advantage. */

@@ -138,7 +138,7 @@ Deno.test("impossible combinations say why", () => {
   parseConfig({ model: { preset: null, folder: "models/x" } });
   // A folder alone replaces the default preset (also through --set).
   assertEquals(parseConfig({ model: { folder: "models/x" } }).model.preset, null);
-  assertEquals(parseConfig({}, { sets: ["model.folder=models/x"] }).model, { preset: null, folder: "models/x", dtype: "F32" });
+  assertEquals(parseConfig({}, { sets: ["model.folder=models/x"] }).model, { preset: null, folder: "models/x", dtype: "F32", endpoint: null, endpoints: {}, endpointPrompt: "text" });
 });
 
 Deno.test("files named in the config are checked when a file system is given", () => {
