@@ -351,7 +351,7 @@ function checkModel(m: ServerModel, body: Body) {
 
 function completionJob(m: ServerModel, body: Body): Job {
   checkModel(m, body);
-  if (body.echo === true) throw new ApiError(400, "echo is not supported (score a prompt with deno task logprobs)", "echo");
+  if (body.echo === true) throw new ApiError(400, "echo is not supported (score a prompt with npx deno task logprobs)", "echo");
   if (body.suffix) throw new ApiError(400, "suffix (insertion) is not supported", "suffix");
   const s = samplingOf(body, ["max_tokens"]);
   if (s.maxTokens === null) s.maxTokens = 16; // the OpenAI default
