@@ -139,7 +139,7 @@ export const SCHEMA = {
     lora: {
       rank: int(16, "LoRA rank r.", { paper: "16", min: 1 }),
       alpha: num(32, "LoRA alpha; the update is scaled by alpha / rank.", { paper: "32", min: 0, exclusive: "min" }),
-      targets: listOf(LORA_MODULES, LORA_MODULES, "Linear layers that get adapters (all = q k v o gate up down, PEFT's all-linear)."),
+      targets: listOf(LORA_MODULES, LORA_MODULES, "Linear layers that get adapters (all = q k v o gate up down qkv, PEFT's all-linear; gpt2 has qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj, and a model's missing modules are skipped)."),
     },
     ppoEpochs: int(1, "Passes over each step's samples.", { paper: "1", min: 1 }),
     miniBatchSize: int(64, "Samples per optimizer update; a step's samples make ceil(n / size) updates per epoch.", { paper: "64", min: 1 }),

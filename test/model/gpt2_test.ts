@@ -67,13 +67,14 @@ Deno.test("micro-gpt2: reference logits match the independent numpy GPT2LMHeadMo
   assert(maxDiff(logits, golden.logits) < 1e-12, `max diff ${maxDiff(logits, golden.logits)}`);
   assert(maxDiff(logits, new Float64Array(logits.length)) > 0.5, "logits are not trivially small");
   // The transformers golden (test/fixtures/hf_gpt2_golden.py, run where torch is installed).
-  let hf: { ids: number[]; logits: number[] } | null = null;
+  let hf: { ids: number[]; logits: number[]; greedy_prompt: number[]; greedy: number[] } | null = null;
   try {
     hf = JSON.parse(await Deno.readTextFile(`${fixture}/hf_logits.json`));
   } catch { /* not generated on this machine */ }
   if (hf) {
     const got = referenceForward(w, hf.ids).logits;
     assert(maxDiff(got, hf.logits) < 1e-9, `transformers float64 logits differ by ${maxDiff(got, hf.logits)}`);
+    assertEquals(referenceGreedy(w, hf.greedy_prompt, hf.greedy.length), hf.greedy, "greedy = model.generate");
   }
 });
 
