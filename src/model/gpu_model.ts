@@ -203,6 +203,12 @@ export class GpuModel {
     if (c.numHeads % c.numKvHeads !== 0) {
       throw new KernelArgumentError(`num_attention_heads ${c.numHeads} must be a multiple of num_key_value_heads ${c.numKvHeads}`);
     }
+    if (c.modelType === "gpt2" && opts.maxLen > c.maxPositionEmbeddings) {
+      throw new KernelArgumentError(
+        `maxLen ${opts.maxLen} exceeds this gpt2 model's ${c.maxPositionEmbeddings} learned positions (n_positions); ` +
+          "ask for fewer prompt + new tokens",
+      );
+    }
     const maxScores = (gpu.device.limits.maxComputeWorkgroupStorageSize - 1024) / 4;
     if (opts.maxLen > maxScores) {
       throw new KernelArgumentError(`maxLen ${opts.maxLen} exceeds what attention can hold in workgroup memory on this adapter (${maxScores})`);
