@@ -26,7 +26,7 @@ export type GroupFilterKind = typeof GROUP_FILTERS[number];
 export const NORMALIZATIONS = ["std", "mean-only"] as const;
 export type Normalization = typeof NORMALIZATIONS[number];
 /** The presets in configs/models/ (a test keeps this list equal to the folder's files). */
-export const MODEL_PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3", "small-30m"] as const;
+export const MODEL_PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2", "small-30m"] as const;
 export type ModelPreset = typeof MODEL_PRESETS[number];
 /** Envs whose validation samples at temperature 0.6 (the paper's code/math setting); others are greedy. */
 const SAMPLED_EVAL_ENVS: Readonly<Record<string, number>> = { code_v1: 0.6, math_v1: 0.6 };
