@@ -7,7 +7,7 @@ import { Generator } from "../model/generate.ts";
 
 export const GENERATE_CLI = defineCli({
   command: "npx deno task generate",
-  summary: "Generate a completion with a Llama/Qwen2/Qwen3 model folder on WebGPU.",
+  summary: "Generate a completion with a Llama/Qwen2/Qwen3/GPT-2 model folder on WebGPU.",
   flags: {
     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder" },
     prompt: { type: "string", metavar: "TEXT", help: "prompt text (needs the folder's tokenizer)" },

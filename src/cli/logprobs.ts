@@ -7,7 +7,7 @@ import { Generator } from "../model/generate.ts";
 
 export const LOGPROBS_CLI = defineCli({
   command: "npx deno task logprobs",
-  summary: "Per-token log-probabilities of a sequence under a Llama/Qwen2/Qwen3 model folder.",
+  summary: "Per-token log-probabilities of a sequence under a Llama/Qwen2/Qwen3/GPT-2 model folder.",
   flags: {
     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder" },
     ids: { type: "string", required: true, metavar: "1,2,3", help: "the token ids to score (at least 2)" },

@@ -41,12 +41,17 @@ interface Grads {
   tokens: GPUBuffer; // [N] u32 unique tokens
   offsets: GPUBuffer; // [N + 1] u32
   csrRows: GPUBuffer; // [N] u32 rows grouped by token
+  dqkv: GPUBuffer; // [N, 3C] gpt2: gradient of c_attn's output (4 floats otherwise)
+  posIds: GPUBuffer; // [N] u32 gpt2: unique positions, CSR like tokens
+  posOffsets: GPUBuffer; // [N + 1] u32
+  posRows: GPUBuffer; // [N] u32 rows grouped by position
 }
 
 export class ModelBackward {
   readonly grads: GpuParams;
   private g: Grads;
   private uniqueTokens = 0;
+  private uniquePositions = 0;
   /** Per chunk of a split embedding: its unique tokens [uStart, uStart + count) in the sorted CSR. */
   private embedRanges: { uStart: number; count: number }[] = [];
   private attnGrid = { slots: 1, positions: 1 };
@@ -64,6 +69,8 @@ export class ModelBackward {
       delta: f(N * c.numHeads, "delta"), dkc: f(cache, "dkc"), dvc: f(cache, "dvc"),
       rowOf: f(model.slots * model.maxLen, "rowOf"), seqLen: f(model.slots, "seqLen"),
       tokens: f(N, "tokens"), offsets: f(N + 1, "offsets"), csrRows: f(N, "csrRows"),
+      dqkv: f(c.modelType === "gpt2" ? N * 3 * C : 4, "dqkv"), posIds: f(N, "posIds"),
+      posOffsets: f(N + 1, "posOffsets"), posRows: f(N, "posRows"),
     };
     this.trainable = opts.trainable ?? (() => true);
     // LoRA mode allocates no base gradients at all.
@@ -100,17 +107,16 @@ export class ModelBackward {
         if (!seen[s * P + p]) throw new KernelArgumentError(`slot ${s} lacks position ${p}: a training call must hold complete sequences`);
       }
     }
-    const byToken = new Map<number, number[]>();
-    rows.forEach((r, i) => byToken.set(r.token, [...(byToken.get(r.token) ?? []), i]));
     // Ascending ids: each chunk of a split embedding owns a contiguous run of unique tokens.
-    const tokens = [...byToken.keys()].sort((a, b) => a - b);
-    const offsets = [0];
-    const csr: number[] = [];
-    for (const t of tokens) {
-      csr.push(...byToken.get(t)!);
-      offsets.push(csr.length);
-    }
+    const { keys: tokens, offsets, csr } = groupRows(rows.map((r) => r.token));
     const gpu = m.gpu;
+    if (m.gpt2) { // GPT-2's wpe gradient: the rows grouped by position the same way
+      const byPos = groupRows(rows.map((r) => r.pos));
+      gpu.write(this.g.posIds, Uint32Array.from(byPos.keys));
+      gpu.write(this.g.posOffsets, Uint32Array.from(byPos.offsets));
+      gpu.write(this.g.posRows, Uint32Array.from(byPos.csr));
+      this.uniquePositions = byPos.keys.length;
+    }
     gpu.write(this.g.rowOf, rowOf);
     gpu.write(this.g.seqLen, seqLen);
     // The dK/dV grid covers the slots and positions this call uses, not the whole cache: on CPU
@@ -162,6 +168,42 @@ export class ModelBackward {
     if (m.lora && w.layer !== null) m.lora.encodeBackward(rec, N, w.layer, w.role, x, dy, dx);
   }
 
+  /** GPT-2's LayerNorm backward: dx (= or +=), and dw, db += where trainable. */
+  private layerNormBwd(rec: Recorder, N: number, dy: BufferRef, x: BufferRef, w: ParamTensor, b: ParamTensor, mean: BufferRef, rstd: BufferRef, dx: BufferRef, acc: boolean) {
+    const m = this.model, C = m.config.hiddenSize;
+    const tw = this.trainable(w), tb = this.trainable(b);
+    if (tw !== tb) throw new KernelArgumentError(`${w.name} and ${b.name}: train a LayerNorm's weight and bias together`);
+    const wb = tw ? { dw: this.grads.ref(w), db: this.grads.ref(b) } : null;
+    m.gpt2!.layernormBwd(rec, N, C, dy, x, m.p(w), mean, rstd, dx, acc, wb);
+  }
+
+  /** The backward of one GPT2Block (GpuModel.encodeGpt2Layer reversed). */
+  private encodeGpt2LayerBwd(rec: Recorder, l: number, N: number) {
+    const m = this.model, c = m.config, a = m.acts[l], g = this.g, lv = m.weights.layout.layerView(l);
+    const C = c.hiddenSize, NH = c.numHeads, D = c.headDim, s = m.scratch;
+    // MLP: res[l+1] = xmid + c_proj(gelu_new(c_fc(xn2))),  xn2 = ln_2(xmid)
+    this.linearBwd(rec, N, g.dX, a.h, lv.down, lv.downBias, g.dh, false);
+    m.gpt2!.geluBwd(rec, N * c.intermediateSize, g.dh, a.gate, g.dgate);
+    this.linearBwd(rec, N, g.dgate, a.xn2, lv.up, lv.upBias, g.dxn, false);
+    rec.copy(g.dX, g.dXmid, N * C * 4);
+    this.layerNormBwd(rec, N, g.dxn, a.xmid, lv.postNorm, lv.postNormBias!, a.mean2, a.rstd2, g.dXmid, true);
+    // Attention: xmid = res[l] + c_proj(attn(split(c_attn(ln_1(res[l])))))
+    this.linearBwd(rec, N, g.dXmid, a.att, lv.o, lv.oBias, g.datt, false);
+    this.k.attention(rec, N, NH, NH, D, {
+      meta: s.meta, rowOf: g.rowOf, seqLen: g.seqLen, q: a.q, kc: m.kCache[l], vc: m.vCache[l], out: a.att,
+      dout: g.datt, lse: a.lse, delta: g.delta, dq: g.dq, dkc: g.dkc, dvc: g.dvc, grid: this.attnGrid,
+    });
+    this.k.kvGather(rec, N, NH, D, s.meta, g.dkc, g.dk);
+    this.k.kvGather(rec, N, NH, D, s.meta, g.dvc, g.dv);
+    const sp = m.split!; // no RoPE to undo: q, k, v were c_attn's columns
+    sp.copyCols(rec, N, C, 3 * C, 0, g.dq, g.dqkv);
+    sp.copyCols(rec, N, C, 3 * C, C, g.dk, g.dqkv);
+    sp.copyCols(rec, N, C, 3 * C, 2 * C, g.dv, g.dqkv);
+    this.linearBwd(rec, N, g.dqkv, a.xn1, lv.qkv!, lv.qkvBias, g.dxn, false);
+    rec.copy(g.dXmid, g.dX, N * C * 4);
+    this.layerNormBwd(rec, N, g.dxn, m.res[l], lv.inputNorm, lv.inputNormBias!, a.mean1, a.rstd1, g.dX, true);
+  }
+
   private normBwd(rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: ParamTensor, rstd: BufferRef, dx: BufferRef, acc: boolean) {
     const dw = this.trainable(w) ? this.grads.ref(w) : null;
     this.k.rmsnorm(rec, rows, cols, dy, x, this.model.p(w), rstd, dx, dw, acc);
@@ -173,7 +215,7 @@ export class ModelBackward {
     // MLP: res[l+1] = xmid + down(silu(gate(xn2)) · up(xn2)),  xn2 = norm(xmid)
     this.linearBwd(rec, N, g.dX, a.h, lv.down, null, g.dh, false);
     this.k.swiglu(rec, N * c.intermediateSize, g.dh, a.gate, a.up, g.dgate, g.dup);
-    this.linearBwd(rec, N, g.dgate, a.xn2, lv.gate, null, g.dxn, false);
+    this.linearBwd(rec, N, g.dgate, a.xn2, lv.gate!, null, g.dxn, false);
     this.linearBwd(rec, N, g.dup, a.xn2, lv.up, null, g.dxn, true);
     rec.copy(g.dX, g.dXmid, N * C * 4);
     this.normBwd(rec, N, C, g.dxn, a.xmid, lv.postNorm, a.rstd2, g.dXmid, true);
@@ -195,9 +237,9 @@ export class ModelBackward {
       this.normBwd(rec, N * KV, D, g.dk, a.k, lv.kNorm, a.rstdk, g.dkraw, false);
       [dq, dk] = [g.dqraw, g.dkraw];
     }
-    this.linearBwd(rec, N, dq, a.xn1, lv.q, lv.qBias, g.dxn, false);
-    this.linearBwd(rec, N, dk, a.xn1, lv.k, lv.kBias, g.dxn, true);
-    this.linearBwd(rec, N, g.dv, a.xn1, lv.v, lv.vBias, g.dxn, true);
+    this.linearBwd(rec, N, dq, a.xn1, lv.q!, lv.qBias, g.dxn, false);
+    this.linearBwd(rec, N, dk, a.xn1, lv.k!, lv.kBias, g.dxn, true);
+    this.linearBwd(rec, N, g.dv, a.xn1, lv.v!, lv.vBias, g.dxn, true);
     rec.copy(g.dXmid, g.dX, N * C * 4);
     this.normBwd(rec, N, C, g.dxn, m.res[l], lv.inputNorm, a.rstd1, g.dX, true);
   }
@@ -210,8 +252,17 @@ export class ModelBackward {
     const m = this.model, c = m.config, lay = m.weights.layout, g = this.g, s = m.scratch;
     const C = c.hiddenSize, L = c.numLayers;
     this.linearBwd(rec, N, dlogits, s.xf, lay.lmHead, null, g.dxn, false);
-    this.normBwd(rec, N, C, g.dxn, m.res[L], lay.finalNorm, s.rstdf, g.dX, false);
-    for (let l = L - 1; l >= 0; l--) this.encodeLayerBwd(rec, l, N);
+    if (m.gpt2) {
+      this.layerNormBwd(rec, N, g.dxn, m.res[L], lay.finalNorm, lay.finalNormBias!, s.meanf, s.rstdf, g.dX, false);
+      for (let l = L - 1; l >= 0; l--) this.encodeGpt2LayerBwd(rec, l, N);
+      const wpe = lay.posEmbed!;
+      if (this.trainable(wpe)) {
+        this.k.embedding(rec, this.uniquePositions, C, g.dX, g.posIds, g.posOffsets, g.posRows, this.grads.ref(wpe));
+      }
+    } else {
+      this.normBwd(rec, N, C, g.dxn, m.res[L], lay.finalNorm, s.rstdf, g.dX, false);
+      for (let l = L - 1; l >= 0; l--) this.encodeLayerBwd(rec, l, N);
+    }
     if (this.trainable(lay.embed)) {
       const chunks = this.grads.chunks(lay.embed);
       if (chunks.length === 1) {
@@ -234,6 +285,23 @@ export class ModelBackward {
     this.grads.destroy();
     for (const b of Object.values(this.g)) b.destroy();
   }
+}
+
+/** Row indices grouped by key (ascending keys): keys, CSR offsets and the rows in key order. */
+function groupRows(keysOfRows: readonly number[]): { keys: number[]; offsets: number[]; csr: number[] } {
+  const by = new Map<number, number[]>();
+  keysOfRows.forEach((k, i) => {
+    const list = by.get(k);
+    if (list) list.push(i);
+    else by.set(k, [i]);
+  });
+  const keys = [...by.keys()].sort((a, b) => a - b);
+  const offsets = [0], csr: number[] = [];
+  for (const k of keys) {
+    csr.push(...by.get(k)!);
+    offsets.push(csr.length);
+  }
+  return { keys, offsets, csr };
 }
 
 function emptyParams(): GpuParams {

@@ -1,13 +1,14 @@
-// Hugging Face config.json → a typed ModelConfig for the decoder-only Llama family this engine
-// implements: llama (also SmolLM/SmolLM2), qwen2 (Qwen2/Qwen2.5, q/k/v biases) and qwen3
-// (per-head q/k RMSNorm, explicit head_dim). Anything that would make HF compute a different
+// Hugging Face config.json → a typed ModelConfig for the decoder-only families this engine
+// implements: llama (also SmolLM/SmolLM2), qwen2 (Qwen2/Qwen2.5, q/k/v biases), qwen3
+// (per-head q/k RMSNorm, explicit head_dim) and gpt2 (GPT2LMHeadModel: learned absolute
+// positions, LayerNorm with bias, fused c_attn, gelu_new MLP with biases; parseGpt2). Anything that would make HF compute a different
 // function than ours (rope scaling, sliding windows, MoE, another activation, ...) is refused
 // with UnsupportedModelError naming the field: never a silently different model.
 
 import { type Folder, readFolderText } from "../io/bytesource.ts";
 import { InvalidConfigError, UnsupportedModelError } from "./errors.ts";
 
-export type ModelType = "llama" | "qwen2" | "qwen3";
+export type ModelType = "llama" | "qwen2" | "qwen3" | "gpt2";
 
 /** The architecture as the engine needs it. HF field names are given per field. */
 export interface ModelConfig {
@@ -27,9 +28,9 @@ export interface ModelConfig {
   readonly numKvHeads: number;
   /** head_dim: explicit, else hidden_size / num_attention_heads (qwen3: HF default 128). */
   readonly headDim: number;
-  /** rms_norm_eps */
+  /** rms_norm_eps; for gpt2 layer_norm_epsilon (the eps of its LayerNorms). */
   readonly rmsNormEps: number;
-  /** rope_theta (or rope_parameters.rope_theta) */
+  /** rope_theta (or rope_parameters.rope_theta); unused by gpt2 (learned positions). */
   readonly ropeTheta: number;
   /** tie_word_embeddings: logits use embed_tokens.weight; there is no lm_head.weight. */
   readonly tieWordEmbeddings: boolean;
@@ -39,7 +40,7 @@ export interface ModelConfig {
   readonly oBias: boolean;
   /** Per-head RMSNorm of q and k before RoPE (q_norm, k_norm): qwen3. */
   readonly qkNorm: boolean;
-  /** max_position_embeddings */
+  /** max_position_embeddings (gpt2: n_positions, the rows of wpe) */
   readonly maxPositionEmbeddings: number;
   /** bos_token_id */
   readonly bosTokenId: number | null;
@@ -58,6 +59,7 @@ const ARCHITECTURES: Readonly<Record<ModelType, string>> = {
   llama: "LlamaForCausalLM",
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
+  gpt2: "GPT2LMHeadModel",
 };
 
 /** HF defaults of the fields that have one, per model type (from the *Config classes). */
@@ -66,6 +68,7 @@ const DEFAULTS: Readonly<Record<ModelType, { maxPos: number; bos: number | null;
     llama: { maxPos: 2048, bos: 1, eos: [2] },
     qwen2: { maxPos: 32768, bos: null, eos: [] },
     qwen3: { maxPos: 32768, bos: null, eos: [] },
+    gpt2: { maxPos: 1024, bos: 50256, eos: [50256] },
   };
 
 /** Knobs of related architectures that change the function computed; refused when set. */
@@ -96,6 +99,7 @@ export function parseModelConfig(json: unknown): ModelConfig {
   }
   const c = json as Json;
   const modelType = parseModelType(c.model_type);
+  if (modelType === "gpt2") return parseGpt2(c);
   checkUnsupported(c);
   const numHeads = posInt(c, "num_attention_heads");
   const numKvHeads = c.num_key_value_heads == null ? numHeads : posInt(c, "num_key_value_heads");
@@ -138,8 +142,88 @@ export function parseModelConfig(json: unknown): ModelConfig {
   };
 }
 
+/**
+ * GPT2Config (transformers configuration_gpt2.py) with its defaults: n_embd 768, n_layer 12,
+ * n_head 12, n_inner 4·n_embd, n_positions 1024, layer_norm_epsilon 1e-5, activation_function
+ * gelu_new, tie_word_embeddings true, bos = eos = 50256. What changes GPT-2's function beyond
+ * that (another activation, unscaled or layer-scaled attention, cross-attention) is refused.
+ */
+function parseGpt2(c: Json): ModelConfig {
+  const act = c.activation_function ?? "gelu_new";
+  if (act !== "gelu_new") {
+    throw new UnsupportedModelError(
+      "activation_function",
+      act,
+      "Only gelu_new (GELU, tanh approximation) is implemented for gpt2.",
+    );
+  }
+  if (c.scale_attn_weights === false) {
+    throw new UnsupportedModelError(
+      "scale_attn_weights",
+      false,
+      "Only attention scaled by 1/sqrt(head_dim) is implemented.",
+    );
+  }
+  if (c.scale_attn_by_inverse_layer_idx === true) {
+    throw new UnsupportedModelError(
+      "scale_attn_by_inverse_layer_idx",
+      true,
+      "Per-layer attention scaling (Mistral-style GPT-2 variants) is not implemented.",
+    );
+  }
+  if (c.add_cross_attention === true) {
+    throw new UnsupportedModelError(
+      "add_cross_attention",
+      true,
+      "Cross-attention (encoder-decoder GPT-2) is not implemented.",
+    );
+  }
+  if (c.quantization_config != null) {
+    throw new UnsupportedModelError(
+      "quantization_config",
+      c.quantization_config,
+      "Quantized checkpoints are not implemented; use F32/F16/BF16 weights.",
+    );
+  }
+  const int = (field: string, fallback: number) => c[field] == null ? fallback : posInt(c, field);
+  const hidden = int("n_embd", 768);
+  const numHeads = int("n_head", 12);
+  if (hidden % numHeads !== 0) {
+    throw new InvalidConfigError(
+      "n_head",
+      `${numHeads} does not divide n_embd ${hidden}; GPT-2 heads split n_embd evenly`,
+    );
+  }
+  return {
+    modelType: "gpt2",
+    vocabSize: int("vocab_size", 50257),
+    hiddenSize: hidden,
+    intermediateSize: int("n_inner", 4 * hidden),
+    numLayers: int("n_layer", 12),
+    numHeads,
+    numKvHeads: numHeads,
+    headDim: hidden / numHeads,
+    rmsNormEps: posNum(c, "layer_norm_epsilon", 1e-5),
+    ropeTheta: 10000,
+    tieWordEmbeddings: optBool(c, "tie_word_embeddings", true),
+    qkvBias: true,
+    oBias: true,
+    qkNorm: false,
+    maxPositionEmbeddings: int("n_positions", 1024),
+    bosTokenId: c.bos_token_id === undefined ? 50256 : optTokenId(c, "bos_token_id"),
+    eosTokenIds: c.eos_token_id === undefined ? [50256] : tokenIdList(c, "eos_token_id"),
+    padTokenId: optTokenId(c, "pad_token_id"),
+    torchDtype: typeof c.torch_dtype === "string"
+      ? c.torch_dtype
+      : typeof c.dtype === "string"
+      ? c.dtype
+      : null,
+    initializerRange: posNum(c, "initializer_range", 0.02),
+  };
+}
+
 function parseModelType(v: unknown): ModelType {
-  if (v === "llama" || v === "qwen2" || v === "qwen3") return v;
+  if (v === "llama" || v === "qwen2" || v === "qwen3" || v === "gpt2") return v;
   if (typeof v === "string" && v.endsWith("_moe")) {
     throw new UnsupportedModelError(
       "model_type",
@@ -152,7 +236,8 @@ function parseModelType(v: unknown): ModelType {
     "model_type",
     v,
     "Supported: llama (Llama, SmolLM, SmolLM2), " +
-      "qwen2 (Qwen2, Qwen2.5), qwen3 (dense Qwen3). Other architectures are not implemented.",
+      "qwen2 (Qwen2, Qwen2.5), qwen3 (dense Qwen3), gpt2 (GPT-2, DistilGPT2). Other " +
+      "architectures are not implemented.",
   );
 }
 
@@ -328,6 +413,7 @@ function tokenIdList(c: Json, field: string): number[] {
  * original config.json of a fine-tuned model) are kept unless `cfg` determines them.
  */
 export function toHFConfig(cfg: ModelConfig, base: Readonly<Json> = {}): Json {
+  if (cfg.modelType === "gpt2") return toGpt2Config(cfg, base);
   const out: Json = { ...base };
   out.architectures = [ARCHITECTURES[cfg.modelType]];
   out.model_type = cfg.modelType;
@@ -376,6 +462,42 @@ export function toHFConfig(cfg: ModelConfig, base: Readonly<Json> = {}): Json {
     throw new InvalidConfigError("model_type", "q/k RMSNorm exists exactly in qwen3");
   }
   return out;
+}
+
+/** GPT2Config's fields for `cfg` (GPT2LMHeadModel). */
+function toGpt2Config(cfg: ModelConfig, base: Readonly<Json>): Json {
+  if (
+    cfg.numKvHeads !== cfg.numHeads || cfg.headDim * cfg.numHeads !== cfg.hiddenSize ||
+    !cfg.qkvBias || !cfg.oBias || cfg.qkNorm
+  ) {
+    throw new InvalidConfigError(
+      "model_type",
+      "gpt2 has no grouped-query attention, head_dim = n_embd / n_head, q/k/v/o biases and no q/k norms",
+    );
+  }
+  return {
+    ...base,
+    architectures: ["GPT2LMHeadModel"],
+    model_type: "gpt2",
+    vocab_size: cfg.vocabSize,
+    n_embd: cfg.hiddenSize,
+    n_layer: cfg.numLayers,
+    n_head: cfg.numHeads,
+    n_inner: cfg.intermediateSize === 4 * cfg.hiddenSize ? null : cfg.intermediateSize,
+    n_positions: cfg.maxPositionEmbeddings,
+    n_ctx: cfg.maxPositionEmbeddings,
+    activation_function: "gelu_new",
+    layer_norm_epsilon: cfg.rmsNormEps,
+    scale_attn_weights: true,
+    scale_attn_by_inverse_layer_idx: false,
+    reorder_and_upcast_attn: false,
+    tie_word_embeddings: cfg.tieWordEmbeddings,
+    bos_token_id: cfg.bosTokenId,
+    eos_token_id: cfg.eosTokenIds.length === 1 ? cfg.eosTokenIds[0] : [...cfg.eosTokenIds],
+    pad_token_id: cfg.padTokenId,
+    initializer_range: cfg.initializerRange,
+    torch_dtype: cfg.torchDtype,
+  };
 }
 
 /** Reads and parses `config.json` from a model folder. */

@@ -14,7 +14,7 @@ import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import type { ModelConfig } from "./config.ts";
 import type { BufferRange, GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
-import { LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
+import { LLAMA_LORA_MODULES as LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
 import { ParamAtlas } from "./param_atlas.ts";
 import { ropeTable } from "./rope_table.ts";
 import { laneLoopBound } from "./sampling.ts";
@@ -179,6 +179,7 @@ export function decodeForwardUnfit(
 ): string | null {
   const R = opts.rows ?? 4, wg = opts.workgroup ?? 16, C = c.hiddenSize, I = c.intermediateSize, D = c.headDim;
   const G = c.numHeads / c.numKvHeads, cg = columnGroups(c, opts);
+  if (c.modelType === "gpt2") return "gpt2 (LayerNorm, learned positions, gelu_new) takes the per-op path";
   if (!Number.isInteger(R) || R < 1 || R > MAXR) return `rows per workgroup ${R} outside 1..${MAXR}`;
   if (![1, 2, 4].includes(cg) || cg > MAXCG) return `columns per lane ${4 * cg} must be 4, 8 or 16`;
   if (R * cg > MAXT) return `rows per workgroup ${R} × columns per lane ${4 * cg} exceed the lane's ${4 * MAXT} accumulators`;

@@ -1,4 +1,4 @@
-// A Hugging Face Llama/Qwen2/Qwen3 decoder on the GPU, with HF semantics. A forward call takes
+// A Hugging Face Llama/Qwen2/Qwen3/GPT-2 decoder on the GPU, with HF semantics. A forward call takes
 // rows (token, slot, position): each row's K/V goes into its slot's cache and attention reads
 // positions 0..pos of that slot, so prompt prefill, ragged batched decode and full-sequence
 // scoring are one path. Logits are computed only for the rows asked for.
@@ -21,6 +21,7 @@ import type { LoraAdapters } from "./lora.ts";
 import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit, decodeLoraUnfit, type DecodeSampleStep } from "./decode_forward.ts";
 import type { BufferRange } from "./gpu_params.ts";
 import { WeightTextures } from "./weight_textures.ts";
+import { Gpt2Kernels } from "./gpt2_kernels.ts";
 
 export interface ModelRow {
   token: number;
@@ -79,7 +80,10 @@ export interface LayerActs {
   rstd2: GPUBuffer; // [N]
   gate: GPUBuffer; // [N, I]
   up: GPUBuffer; // [N, I]
-  h: GPUBuffer; // [N, I] silu(gate)·up
+  h: GPUBuffer; // [N, I] silu(gate)·up (gpt2: gelu_new(gate), gate holding c_fc's output)
+  mean1: GPUBuffer; // [N] gpt2: ln_1's means (rstd1 its 1/std)
+  mean2: GPUBuffer; // [N] gpt2: ln_2's means
+  qkv: GPUBuffer; // [N, 3C] gpt2: c_attn's output (q, k, v side by side); 4 floats otherwise
 }
 
 /** Buffers of one chunk of rows that are not per layer. */
@@ -91,6 +95,7 @@ interface Scratch {
   xs: GPUBuffer; // [N, C] selected rows of the final residual
   xf: GPUBuffer; // [N, C] final norm output
   rstdf: GPUBuffer; // [N]
+  meanf: GPUBuffer; // [N] gpt2: ln_f's means
   logits: GPUBuffer; // [N, V]
   unused: GPUBuffer; // the output binding of an empty slot in grouped matmuls (never written)
 }
@@ -125,8 +130,10 @@ export class GpuModel {
     readonly params: GpuParams,
     readonly ops: Ops,
     readonly kernels: ModelKernels,
-    /** Kernels for split weights (null when no tensor is split). */
+    /** Kernels for split weights (null when no tensor is split and the model is not gpt2). */
     readonly split: SplitKernels | null,
+    /** GPT-2's LayerNorm, gelu_new and position-embedding kernels (null for other models). */
+    readonly gpt2: Gpt2Kernels | null,
     /** Whether decode steps may use the fused forward (compiled by prepareDecode). */
     private readonly fusedDecode: DecodeForwardOptions | null,
     readonly slots: number,
@@ -144,7 +151,7 @@ export class GpuModel {
     const f = (n: number, label: string) => gpu.zeros(n, label);
     this.scratch = {
       ids: f(N, "ids"), meta: f(2 * N, "meta"), sel: f(N, "sel"), proj: f(N * C, "proj"),
-      xs: f(N * C, "xs"), xf: f(N * C, "xf"), rstdf: f(N, "rstdf"), logits: f(N * c.vocabSize, "logits"),
+      xs: f(N * C, "xs"), xf: f(N * C, "xf"), rstdf: f(N, "rstdf"), meanf: f(N, "meanf"), logits: f(N * c.vocabSize, "logits"),
       unused: f(4, "unused"),
     };
     const layerActs = (l: number): LayerActs => ({
@@ -153,7 +160,8 @@ export class GpuModel {
       rstdq: f(N * c.numHeads, `rstdq.${l}`), rstdk: f(N * c.numKvHeads, `rstdk.${l}`),
       att: f(N * qw, `att.${l}`), lse: f(N * c.numHeads, `lse.${l}`), xmid: f(N * C, `xmid.${l}`),
       xn2: f(N * C, `xn2.${l}`), rstd2: f(N, `rstd2.${l}`), gate: f(N * I, `gate.${l}`),
-      up: f(N * I, `up.${l}`), h: f(N * I, `h.${l}`),
+      up: f(N * I, `up.${l}`), h: f(N * I, `h.${l}`), mean1: f(N, `mean1.${l}`), mean2: f(N, `mean2.${l}`),
+      qkv: f(c.modelType === "gpt2" ? N * 3 * C : 4, `qkv.${l}`),
     });
     if (this.training) {
       this.acts = Array.from({ length: c.numLayers }, (_, l) => layerActs(l));
@@ -181,7 +189,10 @@ export class GpuModel {
     const lay = weights.layout;
     const splitRows = Math.max(0, ...lay.tensors.filter((t) => params.isSplit(t)).flatMap((t) => params.chunks(t).map((k) => k.rows)));
     this.splitTmp = splitRows > 0 ? f(N * splitRows, "split.tmp") : null;
-    const rt = ropeTable(D, c.ropeTheta, maxLen);
+    // GPT-2 has no RoPE: an identity table (cos 1, sin 0) makes rope_store a plain cache write.
+    const rt = c.modelType === "gpt2"
+      ? { cos: new Float32Array(maxLen * D / 2).fill(1), sin: new Float32Array(maxLen * D / 2) }
+      : ropeTable(D, c.ropeTheta, maxLen);
     this.cos = gpu.upload(rt.cos, "rope_cos");
     this.sin = gpu.upload(rt.sin, "rope_sin");
   }
@@ -191,6 +202,12 @@ export class GpuModel {
     if (c.headDim % 2 !== 0) throw new KernelArgumentError(`head_dim ${c.headDim} must be even for RoPE`);
     if (c.numHeads % c.numKvHeads !== 0) {
       throw new KernelArgumentError(`num_attention_heads ${c.numHeads} must be a multiple of num_key_value_heads ${c.numKvHeads}`);
+    }
+    if (c.modelType === "gpt2" && opts.maxLen > c.maxPositionEmbeddings) {
+      throw new KernelArgumentError(
+        `maxLen ${opts.maxLen} exceeds this gpt2 model's ${c.maxPositionEmbeddings} learned positions (n_positions); ` +
+          "ask for fewer prompt + new tokens",
+      );
     }
     const maxScores = (gpu.device.limits.maxComputeWorkgroupStorageSize - 1024) / 4;
     if (opts.maxLen > maxScores) {
@@ -209,7 +226,8 @@ export class GpuModel {
         }, opts.decodeForward)
         : null;
       if (unfit && opts.decodeVariant === "fused") throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
-      const [ops, kernels, split] = await Promise.all([
+      const gpt2 = c.modelType === "gpt2";
+      const [ops, kernels, split, gpt2Kernels] = await Promise.all([
         createOps(gpu, {
           matmulBuckets: bucketsForShapes(Math.max(opts.chunkRows ?? 256, opts.slots), weights.layout.tensors.map((t) => t.shape)),
         }),
@@ -217,11 +235,12 @@ export class GpuModel {
           normVariant: opts.normVariant, headDim: weights.config.headDim, attentionVariant: opts.attentionVariant,
           queryGroup: weights.config.numHeads / weights.config.numKvHeads,
         }),
-        params.anySplit ? SplitKernels.create(gpu) : null,
+        params.anySplit || gpt2 ? SplitKernels.create(gpu) : null,
+        gpt2 ? Gpt2Kernels.create(gpu) : null,
       ]);
       // The fused step reads its weights from the parameter atlas where decode reads textures.
       const fusedDecode = fused && !unfit ? { atlas: opts.weightTextures ?? ops.matmul.prefersTextures, ...opts.decodeForward } : null;
-      return new GpuModel(gpu, weights, params, ops, kernels, split, fusedDecode, opts.slots, opts.maxLen, opts);
+      return new GpuModel(gpu, weights, params, ops, kernels, split, gpt2Kernels, fusedDecode, opts.slots, opts.maxLen, opts);
     } catch (e) {
       params.destroy();
       throw e;
@@ -282,7 +301,7 @@ export class GpuModel {
     await this.prepareDecodeForward(opts);
     // Decode steps the fused kernel does not take run per op: their projections read weight
     // textures where the adapter wants them (filled when a decode step is recorded).
-    if (this.useTextures && !this.texturesTried && !this.decodeKernel?.readyFor(this.lora)) {
+    if (this.useTextures && !this.gpt2 && !this.texturesTried && !this.decodeKernel?.readyFor(this.lora)) {
       this.texturesTried = true;
       const rows = Math.min(this.slots, this.chunkRows);
       const m = this.ops.matmul;
@@ -404,6 +423,31 @@ export class GpuModel {
     return this.weights.layout.layerView(l).qNorm ? { q: a.qn, k: a.kn } : { q: a.q, k: a.k };
   }
 
+  /**
+   * One GPT2Block: res[l] → res[l+1]. ln_1 → c_attn (q, k, v side by side) → the three split
+   * out, k and v stored in the cache (rope_store with the identity table) → causal attention →
+   * attn.c_proj + residual; ln_2 → c_fc → gelu_new → mlp.c_proj + residual. Every projection has
+   * a bias and takes its LoRA adapter (modules qkv, o, up, down).
+   */
+  private encodeGpt2Layer(rec: Recorder, l: number, N: number) {
+    const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
+    const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, I = c.intermediateSize;
+    const K = this.kernels, g2 = this.gpt2!, sp = this.split!;
+    g2.layernorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), this.p(lv.inputNormBias), a.xn1, a.mean1, a.rstd1);
+    this.linear(rec, N, a.xn1, lv.qkv!, lv.qkvBias, a.qkv, null);
+    sp.gatherCols(rec, N, C, 3 * C, 0, a.qkv, a.q);
+    sp.gatherCols(rec, N, C, 3 * C, C, a.qkv, a.k);
+    sp.gatherCols(rec, N, C, 3 * C, 2 * C, a.qkv, a.v);
+    K.ropeStore(rec, N, NH, NH, D, s.meta, a.q, a.k, a.v, this.cos, this.sin, this.kCache[l], this.vCache[l]);
+    K.attention(rec, N, NH, NH, D, s.meta, a.q, this.kCache[l], this.vCache[l], a.att, a.lse);
+    const xmid = this.training ? a.xmid : this.res[l];
+    this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, null);
+    g2.layernorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), this.p(lv.postNormBias), a.xn2, a.mean2, a.rstd2);
+    this.linear(rec, N, a.xn2, lv.up, lv.upBias, a.gate, null);
+    g2.gelu(rec, N * I, a.gate, a.h);
+    this.residualLinear(rec, N, a.h, lv.down, lv.downBias, xmid, this.res[l + 1], null);
+  }
+
   /** One decoder layer: res[l] → res[l+1]. */
   private encodeLayer(rec: Recorder, l: number, N: number, tex: WeightTextures | null) {
     const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
@@ -413,8 +457,9 @@ export class GpuModel {
     // is still made for LoRA's input, or for a projection without such a texture.
     const needsNorm = (ws: ParamTensor[]) => !!this.lora || ws.some((w) => tex?.get(w)?.normEps === undefined);
     const raw = tex ? this.res[l] : null;
-    if (needsNorm([lv.q, lv.k, lv.v])) K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
-    const tqkv = [lv.q, lv.k, lv.v].map((w) => tex?.get(w) ?? null);
+    const [wq, wk, wv, wg] = [lv.q!, lv.k!, lv.v!, lv.gate!];
+    if (needsNorm([wq, wk, wv])) K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
+    const tqkv = [wq, wk, wv].map((w) => tex?.get(w) ?? null);
     const { q, k } = this.qkUsed(l);
     if (
       tqkv[0] && tqkv[1] && tqkv[2] && !this.lora && !lv.qBias && !lv.kBias && !lv.vBias && !lv.qNorm &&
@@ -425,7 +470,7 @@ export class GpuModel {
         q, kc: this.kCache[l], vc: this.vCache[l], meta: s.meta, cos: this.cos, sin: this.sin, headDim: D, positions: K.cachePositions,
       });
     } else {
-      this.linearGroup(rec, N, a.xn1, [[lv.q, lv.qBias, a.q], [lv.k, lv.kBias, a.k], [lv.v, lv.vBias, a.v]], tex, raw);
+      this.linearGroup(rec, N, a.xn1, [[wq, lv.qBias, a.q], [wk, lv.kBias, a.k], [wv, lv.vBias, a.v]], tex, raw);
       if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
         K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
         K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
@@ -437,13 +482,13 @@ export class GpuModel {
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.training ? a.xmid : this.res[l];
     this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, tex);
-    if (needsNorm([lv.gate, lv.up])) K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
-    const [tg, tu] = [tex?.get(lv.gate), tex?.get(lv.up)];
+    if (needsNorm([wg, lv.up])) K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
+    const [tg, tu] = [tex?.get(wg), tex?.get(lv.up)];
     if (tg && tu && !this.lora && tg.normEps === tu.normEps) {
       // Decode textures without adapters: the gate/up products and SwiGLU in one dispatch.
       this.ops.matmul.encodeSwigluTexture(rec, N, tg.normEps === undefined ? a.xn2 : xmid, tg, tu, a.h);
     } else {
-      this.linearGroup(rec, N, a.xn2, [[lv.gate, null, a.gate], [lv.up, null, a.up]], tex, tex ? xmid : null);
+      this.linearGroup(rec, N, a.xn2, [[wg, null, a.gate], [lv.up, null, a.up]], tex, tex ? xmid : null);
       K.swiglu(rec, N * I, a.gate, a.up, a.h);
     }
     this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1], tex);
@@ -502,8 +547,14 @@ export class GpuModel {
     const embed = this.params.chunks(lay.embed);
     if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
     else for (const k of embed) this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
-    const tex = decode ? this.decodeTextures(N) : null;
-    for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, tex);
+    const g2 = this.gpt2;
+    if (g2) {
+      // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.
+      g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
+      for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N);
+    }
+    const tex = decode && !g2 ? this.decodeTextures(N) : null;
+    if (!g2) for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, tex);
     if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
     if (!this.training && !decode) {
@@ -512,7 +563,8 @@ export class GpuModel {
     } else if (nSel !== N) {
       throw new KernelArgumentError(`training forward computes logits for all ${N} rows, not ${nSel}`);
     }
-    if (tex?.get(lay.lmHead)?.normEps === undefined) this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
+    if (g2) g2.layernorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), this.p(lay.finalNormBias), s.xf, s.meanf, s.rstdf);
+    else if (tex?.get(lay.lmHead)?.normEps === undefined) this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
     this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel), tex, tex ? final : null);
   }
 
@@ -533,6 +585,9 @@ export class GpuModel {
       }
       if (!Number.isInteger(r.pos) || r.pos < 0 || r.pos >= this.maxLen) {
         throw new KernelArgumentError(`row ${i}: position ${r.pos} outside [0, ${this.maxLen}); create the model with a larger maxLen`);
+      }
+      if (this.gpt2 && r.pos >= this.config.maxPositionEmbeddings) {
+        throw new KernelArgumentError(`row ${i}: position ${r.pos} outside gpt2's learned positions [0, ${this.config.maxPositionEmbeddings}) (n_positions)`);
       }
     });
   }

@@ -14,13 +14,40 @@ import type { ModelConfig } from "./config.ts";
 import { Rng } from "./init.ts";
 import type { ModelWeights } from "./weights.ts";
 
-export const LORA_MODULES = ["q", "k", "v", "o", "gate", "up", "down"] as const;
+/**
+ * The projections an adapter can target. The Llama family has q, k, v, o, gate, up, down; GPT-2
+ * has qkv (attn.c_attn, the fused q/k/v), o (attn.c_proj), up (mlp.c_fc) and down (mlp.c_proj).
+ * Targets a model lacks are skipped (so "all" means every projection of either family).
+ */
+export const LORA_MODULES = ["q", "k", "v", "o", "gate", "up", "down", "qkv"] as const;
 export type LoraModule = typeof LORA_MODULES[number];
+/** The Llama family's modules, in the order of the fused decode's LoRA table. */
+export const LLAMA_LORA_MODULES = ["q", "k", "v", "o", "gate", "up", "down"] as const;
+/** GPT-2's modules. */
+export const GPT2_LORA_MODULES = ["qkv", "o", "up", "down"] as const;
 
-/** PEFT's names for the modules (target_modules in adapter_config.json). */
+/** The modules model `c` has. */
+export function loraModulesOf(c: ModelConfig): readonly LoraModule[] {
+  return c.modelType === "gpt2" ? GPT2_LORA_MODULES : LLAMA_LORA_MODULES;
+}
+
+/** PEFT's names for the Llama family's modules (target_modules in adapter_config.json). */
 export const PEFT_MODULE_NAMES: Record<LoraModule, string> = {
-  q: "q_proj", k: "k_proj", v: "v_proj", o: "o_proj", gate: "gate_proj", up: "up_proj", down: "down_proj",
+  q: "q_proj", k: "k_proj", v: "v_proj", o: "o_proj", gate: "gate_proj", up: "up_proj", down: "down_proj", qkv: "c_attn",
 };
+
+/** GPT-2's module paths under transformer.h.{i} (PEFT matches target_modules as their suffixes). */
+export const GPT2_PEFT_MODULE_NAMES: Record<string, string> = {
+  qkv: "attn.c_attn", o: "attn.c_proj", up: "mlp.c_fc", down: "mlp.c_proj",
+};
+
+/** PEFT's name of a module of model `c`: "q_proj" etc., for gpt2 its path such as "attn.c_attn". */
+export function peftModuleName(c: ModelConfig, m: LoraModule): string {
+  if (c.modelType !== "gpt2") return PEFT_MODULE_NAMES[m];
+  const name = GPT2_PEFT_MODULE_NAMES[m];
+  if (!name) throw new KernelArgumentError(`gpt2 has no LoRA module "${m}"`);
+  return name;
+}
 
 export interface LoraConfig {
   rank: number;
@@ -46,7 +73,7 @@ const align = (n: number) => Math.ceil(n / 64) * 64;
 
 function moduleDims(c: ModelConfig, m: LoraModule): [inDim: number, outDim: number] {
   const C = c.hiddenSize, q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim, I = c.intermediateSize;
-  return { q: [C, q], k: [C, kv], v: [C, kv], o: [q, C], gate: [C, I], up: [C, I], down: [I, C] }[m] as [number, number];
+  return { q: [C, q], k: [C, kv], v: [C, kv], o: [q, C], gate: [C, I], up: [C, I], down: [I, C], qkv: [C, 3 * C] }[m] as [number, number];
 }
 
 export class LoraLayout {
@@ -62,9 +89,14 @@ export class LoraLayout {
       if (!LORA_MODULES.includes(t)) throw new KernelArgumentError(`unknown LoRA target "${t}"; use ${LORA_MODULES.join(", ")}`);
     }
     const r = cfg.rank, n = cfg.adapters.length;
+    const has = loraModulesOf(model);
+    const modules = LORA_MODULES.filter((m) => cfg.targets.includes(m) && has.includes(m));
+    if (!modules.length) {
+      throw new KernelArgumentError(`LoRA targets ${cfg.targets.join(", ")}: none is a projection of this ${model.modelType} model (${has.join(", ")})`);
+    }
     let off = 0;
     for (let layer = 0; layer < model.numLayers; layer++) {
-      for (const module of LORA_MODULES.filter((m) => cfg.targets.includes(m))) {
+      for (const module of modules) {
         const [inDim, outDim] = moduleDims(model, module);
         const strideA = align(r * inDim), strideB = align(outDim * r);
         const e: LoraEntry = { layer, module, inDim, outDim, offsetA: off, strideA, offsetB: off + n * strideA, strideB };
@@ -254,8 +286,8 @@ export class LoraAdapters {
   }
 }
 
-const ROLE_OF: Record<LoraModule, "q" | "k" | "v" | "o" | "gate" | "up" | "down"> = {
-  q: "q", k: "k", v: "v", o: "o", gate: "gate", up: "up", down: "down",
+const ROLE_OF: Record<LoraModule, "q" | "k" | "v" | "o" | "gate" | "up" | "down" | "qkv"> = {
+  q: "q", k: "k", v: "v", o: "o", gate: "gate", up: "up", down: "down", qkv: "qkv",
 };
 
 /** A copy of `w` with adapter `a` merged into the base: W += (alpha/r)·B·A per targeted Linear. */
@@ -263,7 +295,7 @@ export function mergeLora(w: ModelWeights, layout: LoraLayout, data: Float32Arra
   const out = new Float32Array(w.data);
   const r = layout.cfg.rank, s = layout.scale;
   for (const e of layout.entries) {
-    const t = w.layout.layerView(e.layer)[ROLE_OF[e.module]];
+    const t = w.layout.layerView(e.layer)[ROLE_OF[e.module]]!;
     const { A, B } = layout.slices(data, e, a);
     for (let o = 0; o < e.outDim; o++) {
       for (let i = 0; i < e.inDim; i++) {

@@ -1,5 +1,5 @@
-// The CPU oracle: a float64 forward pass with Hugging Face's exact semantics for Llama, Qwen2 and
-// Qwen3 (modeling_llama.py / modeling_qwen2.py / modeling_qwen3.py). It is written to be
+// The CPU oracle: a float64 forward pass with Hugging Face's exact semantics for Llama, Qwen2,
+// Qwen3 and GPT-2 (modeling_llama.py / modeling_qwen2.py / modeling_qwen3.py / modeling_gpt2.py). It is written to be
 // obviously correct, one token and one head at a time, not fast; the GPU engine is tested
 // against it, and each op below doubles as the CPU reference of its kernel.
 //
@@ -63,6 +63,68 @@ export function applyRope(
     out[i + half] = x[i + half] * c + x[i] * s;
   }
   return out;
+}
+
+/**
+ * LayerNorm as torch computes it (GPT-2's ln_1, ln_2, ln_f): (x − mean) / sqrt(var + eps) · w + b
+ * with the biased variance mean((x − mean)²). x: [n] → [n]
+ */
+export function layerNorm(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  b: ArrayLike<number>,
+  eps: number,
+): Float64Array {
+  let mean = 0;
+  for (let i = 0; i < x.length; i++) mean += x[i];
+  mean /= x.length;
+  let v = 0;
+  for (let i = 0; i < x.length; i++) v += (x[i] - mean) ** 2;
+  const r = 1 / Math.sqrt(v / x.length + eps);
+  const out = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = (x[i] - mean) * r * w[i] + b[i];
+  return out;
+}
+
+/**
+ * The backward of layerNorm for one row: dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with x̂ the
+ * normalized x and g = dy·w; dw = dy·x̂ and db = dy (this row's share).
+ */
+export function layerNormBackward(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  dy: ArrayLike<number>,
+  eps: number,
+): { dx: Float64Array; dw: Float64Array; db: Float64Array } {
+  const n = x.length;
+  let mean = 0;
+  for (let i = 0; i < n; i++) mean += x[i];
+  mean /= n;
+  let v = 0;
+  for (let i = 0; i < n; i++) v += (x[i] - mean) ** 2;
+  const r = 1 / Math.sqrt(v / n + eps);
+  const xh = Float64Array.from({ length: n }, (_, i) => (x[i] - mean) * r);
+  let mg = 0, mgx = 0;
+  for (let i = 0; i < n; i++) {
+    mg += dy[i] * w[i] / n;
+    mgx += dy[i] * w[i] * xh[i] / n;
+  }
+  return {
+    dx: Float64Array.from({ length: n }, (_, i) => r * (dy[i] * w[i] - mg - xh[i] * mgx)),
+    dw: Float64Array.from({ length: n }, (_, i) => dy[i] * xh[i]),
+    db: Float64Array.from(dy),
+  };
+}
+
+/** GPT-2's gelu_new (NewGELUActivation): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
+export function geluNew(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
+}
+
+/** d gelu_new / dx. */
+export function geluNewGrad(x: number): number {
+  const k = Math.sqrt(2 / Math.PI), t = Math.tanh(k * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
 }
 
 export function silu(x: number): number {
@@ -145,6 +207,35 @@ function ropeHeads(x: Float64Array, heads: number, D: number, pos: number, invFr
   return out;
 }
 
+/**
+ * One GPT2Block over all tokens: x + c_proj(attn(split(c_attn(ln_1(x))))), then
+ * + mlp.c_proj(gelu_new(mlp.c_fc(ln_2(...)))). Conv1D computes x·W + b with W [in, out]; the
+ * layout holds W transposed ([out, in]), so each is `linear` here. No RoPE: positions entered
+ * through wpe. [T][C] → [T][C]
+ */
+function gpt2Layer(w: ModelWeights, l: number, xs: Float64Array[]) {
+  const cfg = w.config;
+  const L = w.layout.layerView(l);
+  const p = (t: ParamTensor | null) => slice(w.data, t!);
+  const { numHeads: NH, headDim: D, rmsNormEps: eps, hiddenSize: C } = cfg;
+  const qs: Float64Array[] = [], ks: Float64Array[] = [], vs: Float64Array[] = [];
+  for (const x of xs) {
+    const qkv = linear(layerNorm(x, p(L.inputNorm), p(L.inputNormBias), eps), p(L.qkv), p(L.qkvBias), 3 * C);
+    qs.push(qkv.slice(0, C)); // split(n_embd, dim=2): query, key, value
+    ks.push(qkv.slice(C, 2 * C));
+    vs.push(qkv.slice(2 * C));
+  }
+  const att = causalAttention(qs, ks, vs, NH, NH, D);
+  return xs.map((x, t) => {
+    const o = linear(att[t], p(L.o), p(L.oBias), C);
+    const r = x.map((xi, i) => xi + o[i]);
+    const h = linear(layerNorm(r, p(L.postNorm), p(L.postNormBias), eps), p(L.up), p(L.upBias), cfg.intermediateSize)
+      .map(geluNew);
+    const m = linear(h, p(L.down), p(L.downBias), C);
+    return r.map((ri, i) => ri + m[i]);
+  });
+}
+
 /** One decoder layer over all tokens: x + attn(norm(x)), then + mlp(norm(...)). [T][C] → [T][C] */
 function decoderLayer(
   w: ModelWeights,
@@ -161,15 +252,15 @@ function decoderLayer(
   const qs: Float64Array[] = [], ks: Float64Array[] = [], vs: Float64Array[] = [];
   xs.forEach((x, t) => {
     const h = rmsNorm(x, p(L.inputNorm), eps);
-    let q = linear(h, p(L.q), pb(L.qBias), NH * D);
-    let k = linear(h, p(L.k), pb(L.kBias), KV * D);
+    let q = linear(h, p(L.q!), pb(L.qBias), NH * D);
+    let k = linear(h, p(L.k!), pb(L.kBias), KV * D);
     if (L.qNorm !== null && L.kNorm !== null) {
       q = headNorm(q, NH, D, p(L.qNorm), eps);
       k = headNorm(k, KV, D, p(L.kNorm), eps);
     }
     qs.push(ropeHeads(q, NH, D, positions[t], invFreq));
     ks.push(ropeHeads(k, KV, D, positions[t], invFreq));
-    vs.push(linear(h, p(L.v), pb(L.vBias), KV * D));
+    vs.push(linear(h, p(L.v!), pb(L.vBias), KV * D));
   });
   const att = causalAttention(qs, ks, vs, NH, KV, D);
   return xs.map((x, t) => {
@@ -177,7 +268,7 @@ function decoderLayer(
     const r = x.map((xi, i) => xi + o[i]);
     const m = swigluMlp(
       rmsNorm(r, p(L.postNorm), eps),
-      p(L.gate),
+      p(L.gate!),
       p(L.up),
       p(L.down),
       cfg.intermediateSize,
@@ -209,11 +300,20 @@ export function referenceForward(
   const positions = opts.positions ?? ids.map((_, t) => t);
   if (positions.length !== ids.length) throw new RangeError("positions and ids differ in length");
   const embed = slice(w.data, w.layout.embed);
-  let xs = ids.map((id) => {
+  const wpe = w.layout.posEmbed ? slice(w.data, w.layout.posEmbed) : null;
+  let xs = ids.map((id, t) => {
     if (!Number.isInteger(id) || id < 0 || id >= V) {
       throw new RangeError(`token id ${id} outside [0, ${V})`);
     }
-    return Float64Array.from(embed.subarray(id * C, (id + 1) * C));
+    const x = Float64Array.from(embed.subarray(id * C, (id + 1) * C));
+    if (wpe) { // GPT-2: inputs_embeds + wpe(position_ids)
+      const pos = positions[t];
+      if (!Number.isInteger(pos) || pos < 0 || pos >= cfg.maxPositionEmbeddings) {
+        throw new RangeError(`position ${pos} outside [0, ${cfg.maxPositionEmbeddings})`);
+      }
+      for (let i = 0; i < C; i++) x[i] += wpe[pos * C + i];
+    }
+    return x;
   });
   const flat = (rows: Float64Array[]) => {
     const out = new Float64Array(rows.length * C);
@@ -222,13 +322,16 @@ export function referenceForward(
   };
   const hiddenStates = [flat(xs)];
   for (let l = 0; l < cfg.numLayers; l++) {
-    xs = decoderLayer(w, l, xs, positions);
+    xs = cfg.modelType === "gpt2" ? gpt2Layer(w, l, xs) : decoderLayer(w, l, xs, positions);
     hiddenStates.push(flat(xs));
   }
   const norm = slice(w.data, w.layout.finalNorm);
   const head = slice(w.data, w.layout.lmHead); // the embedding itself when tied
   const logits = new Float64Array(ids.length * V);
-  xs.forEach((x, t) => logits.set(linear(rmsNorm(x, norm, cfg.rmsNormEps), head, null, V), t * V));
+  const normBias = w.layout.finalNormBias ? slice(w.data, w.layout.finalNormBias) : null;
+  const final = (x: Float64Array) =>
+    normBias ? layerNorm(x, norm, normBias, cfg.rmsNormEps) : rmsNorm(x, norm, cfg.rmsNormEps);
+  xs.forEach((x, t) => logits.set(linear(final(x), head, null, V), t * V));
   return { logits, hiddenStates };
 }
 

@@ -97,11 +97,13 @@ export class WeightTextures {
     const limits = gpu.device.limits, H = textureRowsPerBlock(limits.maxTextureDimension2D), eps = layout.config.rmsNormEps;
     const fold = opts.foldNorms ?? true, maxBytes = opts.maxBytes ?? WEIGHT_TEXTURES_MAX_BYTES;
     const tensors: [ParamTensor, ParamTensor | null][] = [];
+    // GPT-2 decodes on the per-op storage path (its LayerNorm cannot be folded like RMSNorm).
+    if (layout.config.modelType === "gpt2") return null;
     for (let l = 0; l < layout.config.numLayers; l++) {
       const v = layout.layerView(l);
       for (const role of LAYER_ROLES) {
         const norm = role === "q" || role === "k" || role === "v" ? v.inputNorm : role === "gate" || role === "up" ? v.postNorm : null;
-        tensors.push([v[role], norm]);
+        tensors.push([v[role]!, norm]);
       }
     }
     tensors.push([layout.lmHead, layout.finalNorm]);

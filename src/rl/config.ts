@@ -26,7 +26,7 @@ export type GroupFilterKind = typeof GROUP_FILTERS[number];
 export const NORMALIZATIONS = ["std", "mean-only"] as const;
 export type Normalization = typeof NORMALIZATIONS[number];
 /** The presets in configs/models/ (a test keeps this list equal to the folder's files). */
-export const MODEL_PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3", "small-30m"] as const;
+export const MODEL_PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gpt2", "small-30m"] as const;
 export type ModelPreset = typeof MODEL_PRESETS[number];
 /** Envs whose validation samples at temperature 0.6 (the paper's code/math setting); others are greedy. */
 const SAMPLED_EVAL_ENVS: Readonly<Record<string, number>> = { code_v1: 0.6, math_v1: 0.6 };
@@ -149,7 +149,7 @@ export const SCHEMA = {
     lora: {
       rank: int(16, "LoRA rank r.", { paper: "16", min: 1 }),
       alpha: num(32, "LoRA alpha; the update is scaled by alpha / rank.", { paper: "32", min: 0, exclusive: "min" }),
-      targets: listOf(LORA_MODULES, LORA_MODULES, "Linear layers that get adapters (all = q k v o gate up down, PEFT's all-linear)."),
+      targets: listOf(LORA_MODULES, LORA_MODULES, "Linear layers that get adapters (all = q k v o gate up down qkv, PEFT's all-linear; gpt2 has qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj, and a model's missing modules are skipped)."),
     },
     ppoEpochs: int(1, "Passes over each step's samples.", { paper: "1", min: 1 }),
     miniBatchSize: int(64, "Samples per optimizer update; a step's samples make ceil(n / size) updates per epoch.", { paper: "64", min: 1 }),

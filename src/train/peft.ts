@@ -3,7 +3,10 @@
 //   base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight   [r, in_features]
 //   base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight   [out_features, r]
 // (mlp.{gate,up,down}_proj likewise). Linear weights are [out, in] as in HF, so fan_in_fan_out is
-// false. Loading checks the config against what this engine implements and every tensor's name
+// false. GPT-2 adapters use GPT2LMHeadModel's module paths and Conv1D's fan_in_fan_out true:
+//   base_model.model.transformer.h.{i}.attn.c_attn.lora_A.weight   [r, in_features]
+// (attn.c_proj, mlp.c_fc, mlp.c_proj likewise), target_modules ["c_attn", "c_proj", "c_fc"].
+// lora_A/lora_B have the same shapes as for a Linear; only merging differs (PEFT transposes). Loading checks the config against what this engine implements and every tensor's name
 // and shape against the base model, and names what is wrong.
 
 import type { Folder } from "../io/bytesource.ts";
@@ -22,7 +25,14 @@ export const LORA_TARGETS = [
   "up_proj",
   "down_proj",
 ] as const;
-export type LoraTarget = typeof LORA_TARGETS[number];
+/** GPT-2's adaptable modules, as paths under transformer.h.{i}. */
+export const GPT2_LORA_TARGETS = ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"] as const;
+export type LoraTarget = typeof LORA_TARGETS[number] | typeof GPT2_LORA_TARGETS[number];
+
+/** The target modules of base model `cfg`. */
+function targetsOf(cfg: ModelConfig): readonly LoraTarget[] {
+  return cfg.modelType === "gpt2" ? GPT2_LORA_TARGETS : LORA_TARGETS;
+}
 
 export const ADAPTER_CONFIG = "adapter_config.json";
 export const ADAPTER_WEIGHTS = "adapter_model.safetensors";
@@ -66,7 +76,17 @@ export function loraModuleDims(
     q = cfg.numHeads * cfg.headDim,
     kv = cfg.numKvHeads * cfg.headDim,
     I = cfg.intermediateSize;
-  const dims: Record<LoraTarget, [string, number, number]> = {
+  if (cfg.modelType === "gpt2") {
+    const g: Record<string, [string, number, number]> = {
+      "attn.c_attn": ["attn", C, 3 * C],
+      "attn.c_proj": ["attn", C, C],
+      "mlp.c_fc": ["mlp", C, I],
+      "mlp.c_proj": ["mlp", I, C],
+    };
+    const [block, inF, outF] = g[module];
+    return { block, in: inF, out: outF };
+  }
+  const dims: Record<string, [string, number, number]> = {
     q_proj: ["self_attn", C, q],
     k_proj: ["self_attn", C, kv],
     v_proj: ["self_attn", C, kv],
@@ -86,6 +106,7 @@ export function peftKey(
   module: LoraTarget,
   which: "A" | "B",
 ): string {
+  if (cfg.modelType === "gpt2") return `base_model.model.transformer.h.${layer}.${module}.lora_${which}.weight`;
   return `base_model.model.model.layers.${layer}.${
     loraModuleDims(cfg, module).block
   }.${module}.lora_${which}.weight`;
@@ -107,17 +128,18 @@ function checkSettings(where: string, s: LoraSettings, cfg: ModelConfig): void {
   if (!Number.isFinite(s.alpha)) {
     throw new PeftFormatError(where, `lora_alpha = ${s.alpha} must be a number`);
   }
+  const targets = targetsOf(cfg);
   if (s.targetModules.length === 0) {
     throw new PeftFormatError(
       where,
-      "target_modules is empty; name at least one of " + LORA_TARGETS.join(", "),
+      "target_modules is empty; name at least one of " + targets.join(", "),
     );
   }
   for (const m of s.targetModules) {
-    if (!LORA_TARGETS.includes(m)) {
+    if (!targets.includes(m)) {
       throw new PeftFormatError(
         where,
-        `target module "${m}" is not one of ${LORA_TARGETS.join(", ")}`,
+        `target module "${m}" is not one of ${targets.join(", ")} (the ${cfg.modelType} modules)`,
       );
     }
   }
@@ -131,14 +153,26 @@ function checkSettings(where: string, s: LoraSettings, cfg: ModelConfig): void {
   }
 }
 
+/**
+ * GPT-2's target_modules as PEFT users write them: "c_attn", "c_fc", and "c_proj" when both
+ * c_proj are adapted (PEFT matches names as suffixes), else the one's path.
+ */
+function gpt2TargetNames(ts: readonly LoraTarget[]): string[] {
+  const both = ts.includes("attn.c_proj") && ts.includes("mlp.c_proj");
+  return ts.map((t) =>
+    t === "attn.c_attn" ? "c_attn" : t === "mlp.c_fc" ? "c_fc" : both ? "c_proj" : t
+  ).filter((t, i, a) => a.indexOf(t) === i);
+}
+
 /** adapter_config.json as PEFT's LoraConfig.save_pretrained writes it (long-standing fields only). */
-function adapterConfigJson(s: LoraSettings): string {
+function adapterConfigJson(s: LoraSettings, cfg: ModelConfig): string {
+  const gpt2 = cfg.modelType === "gpt2";
   const json = {
     alpha_pattern: {},
     auto_mapping: null,
     base_model_name_or_path: s.baseModel,
     bias: "none",
-    fan_in_fan_out: false,
+    fan_in_fan_out: gpt2, // Conv1D stores [in, out]
     inference_mode: true,
     init_lora_weights: true,
     layers_pattern: null,
@@ -150,7 +184,7 @@ function adapterConfigJson(s: LoraSettings): string {
     r: s.r,
     rank_pattern: {},
     revision: null,
-    target_modules: [...s.targetModules].sort(),
+    target_modules: (gpt2 ? gpt2TargetNames(s.targetModules) : [...s.targetModules]).sort(),
     task_type: "CAUSAL_LM",
     use_dora: false,
     use_rslora: s.useRslora ?? false,
@@ -194,7 +228,7 @@ export function peftAdapterFiles(
     ];
   });
   return new Map([
-    [ADAPTER_CONFIG, new TextEncoder().encode(adapterConfigJson(s))],
+    [ADAPTER_CONFIG, new TextEncoder().encode(adapterConfigJson(s, base))],
     [ADAPTER_WEIGHTS, encodeSafetensors(tensors, { dtype })],
   ]);
 }
@@ -202,7 +236,7 @@ export function peftAdapterFiles(
 type Json = Record<string, unknown>;
 
 /** Fields whose non-default value changes the adapter's function in ways we do not implement. */
-function refuseUnsupported(where: string, j: Json): void {
+function refuseUnsupported(where: string, j: Json, cfg: ModelConfig): void {
   const refuse = (field: string, why: string) => {
     throw new PeftFormatError(where, `${field} = ${JSON.stringify(j[field])}: ${why}`);
   };
@@ -213,7 +247,8 @@ function refuseUnsupported(where: string, j: Json): void {
   if (j.bias != null && j.bias !== "none") {
     refuse("bias", "adapters that train biases are not implemented; retrain with bias='none'");
   }
-  if (j.fan_in_fan_out === true) {
+  // GPT-2's Conv1D layers need fan_in_fan_out true (PEFT sets it itself when it is false).
+  if (j.fan_in_fan_out === true && cfg.modelType !== "gpt2") {
     refuse(
       "fan_in_fan_out",
       "Llama/Qwen Linear weights are [out, in]; this adapter is for Conv1D layers",
@@ -236,8 +271,20 @@ function refuseUnsupported(where: string, j: Json): void {
   }
 }
 
-function parseTargets(where: string, v: unknown): LoraTarget[] {
-  if (v === "all-linear") return [...LORA_TARGETS];
+function parseTargets(where: string, v: unknown, cfg: ModelConfig): LoraTarget[] {
+  if (v === "all-linear") return [...targetsOf(cfg)];
+  if (cfg.modelType === "gpt2" && Array.isArray(v) && v.every((x) => typeof x === "string")) {
+    // PEFT matches a target as the suffix of a module path: "c_proj" is attn's and mlp's.
+    const out = GPT2_LORA_TARGETS.filter((t) => v.some((x) => t === x || t.endsWith(`.${x}`)));
+    const unknown = v.filter((x) => !GPT2_LORA_TARGETS.some((t) => t === x || t.endsWith(`.${x}`)));
+    if (unknown.length) {
+      throw new PeftFormatError(
+        where,
+        `target module "${unknown[0]}" is not a gpt2 module (c_attn, c_proj, c_fc, attn.c_proj, mlp.c_proj)`,
+      );
+    }
+    return out;
+  }
   if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) {
     throw new PeftFormatError(
       where,
@@ -261,12 +308,12 @@ export function parseAdapterConfig(where: string, text: string, base: ModelConfi
       { cause: e },
     );
   }
-  refuseUnsupported(where, j);
+  refuseUnsupported(where, j, base);
   const layers = j.layers_to_transform;
   const s: LoraSettings = {
     r: j.r as number,
     alpha: (j.lora_alpha ?? 8) as number,
-    targetModules: parseTargets(where, j.target_modules),
+    targetModules: parseTargets(where, j.target_modules, base),
     baseModel: String(j.base_model_name_or_path ?? ""),
     dropout: (j.lora_dropout ?? 0) as number,
     useRslora: j.use_rslora === true,

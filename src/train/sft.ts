@@ -81,7 +81,7 @@ export const SFT_SCHEMA = {
     lora: {
       rank: int(16, "LoRA rank r.", { min: 1 }),
       alpha: num(32, "LoRA alpha; the update is scaled by alpha / rank.", { min: 0, exclusive: "min" }),
-      targets: listOf(LORA_MODULES, "Linear layers that get adapters (all = PEFT's all-linear).", LORA_MODULES),
+      targets: listOf(LORA_MODULES, "Linear layers that get adapters (all = PEFT's all-linear; gpt2 has qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj, and a model's missing modules are skipped).", LORA_MODULES),
     },
     optimizer: {
       lr: num(2e-4, "Peak learning rate (AdamW). ~2e-4 suits LoRA on a pretrained model; a tiny preset trained fully from its init wants ~3e-3.", { min: 0, exclusive: "min" }),

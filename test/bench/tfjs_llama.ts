@@ -165,7 +165,7 @@ export class TfjsLlama {
       this.layers.push({
         inputNorm: param<tf.Rank.R1>(L.inputNorm),
         postNorm: param<tf.Rank.R1>(L.postNorm),
-        w: Object.fromEntries(Object.entries(mods).map(([m, t]) => [m, param<tf.Rank.R2>(t)])) as Record<LoraModule, tf.Tensor2D>,
+        w: Object.fromEntries(Object.entries(mods).map(([m, t]) => [m, param<tf.Rank.R2>(t!)])) as Record<LoraModule, tf.Tensor2D>,
         lora: {},
       });
     }

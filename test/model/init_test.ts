@@ -48,7 +48,7 @@ Deno.test("initModel: HF statistics — weights N(0, 0.02), norms 1, biases 0, p
   const cfg = await preset("tiny-qwen2");
   const w = initModel(cfg);
   const v = w.layout.layerView(0);
-  const gate = slice(w.data, v.gate);
+  const gate = slice(w.data, v.gate!);
   const std = Math.sqrt(gate.reduce((a, x) => a + x * x, 0) / gate.length);
   assert.ok(Math.abs(std - 0.02) < 0.001, `gate std ${std}`);
   assert.ok(slice(w.data, v.inputNorm).every((x) => x === 1));
@@ -59,7 +59,7 @@ Deno.test("initModel: HF statistics — weights N(0, 0.02), norms 1, biases 0, p
   assert.ok(embed.subarray(0, 64).some((x) => x !== 0));
   // padding between tensors stays zero
   const end = v.qBias!.offset + v.qBias!.size;
-  assert.ok(w.data.subarray(end, v.k.offset).every((x) => x === 0));
+  assert.ok(w.data.subarray(end, v.k!.offset).every((x) => x === 0));
 });
 
 Deno.test("initModel is deterministic per (seed, tensor name) and options add noise", async () => {

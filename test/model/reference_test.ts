@@ -93,7 +93,7 @@ function handModel(set: (w: ModelWeights) => void): ModelWeights {
   const v = layout.layerView(0);
   slice(w.data, layout.embed).set([1, 0, 0, 2, 3, -1, -1, -1]);
   for (const t of [v.inputNorm, v.postNorm, layout.finalNorm]) slice(w.data, t).fill(1);
-  slice(w.data, v.v).set([1, 0, 0, 1]);
+  slice(w.data, v.v!).set([1, 0, 0, 1]);
   slice(w.data, v.o).set([1, 0, 0, 1]);
   slice(w.data, v.up).set([1, 1]); // gate stays 0: silu(0) * up = 0, so the MLP adds nothing
   slice(w.data, v.down).set([1, 1]);
@@ -123,8 +123,8 @@ Deno.test("hand-computed 1-layer model, q = k = 0: x_t = e_t + mean(norm(e_s), s
 Deno.test("hand-computed 1-layer model with q = k = identity: RoPE angle 1 rad per position", () => {
   const w = handModel((w) => {
     const v = w.layout.layerView(0);
-    slice(w.data, v.q).set([1, 0, 0, 1]);
-    slice(w.data, v.k).set([1, 0, 0, 1]);
+    slice(w.data, v.q!).set([1, 0, 0, 1]);
+    slice(w.data, v.k!).set([1, 0, 0, 1]);
   });
   const { logits } = referenceForward(w, [2, 1]);
   const a = n(E[2]), b = n(E[1]);
@@ -217,7 +217,7 @@ Deno.test("qwen3 q/k norms make logits invariant to scaling q_proj and k_proj; l
     const out = { ...w, data: w.data.slice() };
     for (let l = 0; l < w.config.numLayers; l++) {
       const v = w.layout.layerView(l);
-      for (const t of [v.q, v.k]) slice(out.data, t).forEach((x, i, a) => (a[i] = x * 8));
+      for (const t of [v.q!, v.k!]) slice(out.data, t).forEach((x, i, a) => (a[i] = x * 8));
     }
     return out;
   };

@@ -82,11 +82,11 @@ Deno.test("tensor names and shapes per architecture (HF [out, in] layout)", asyn
   ]);
   const v = q3.layerView(1);
   // head_dim 32 × 4 heads = 128 ≠ hidden 64: q and o are not square.
-  assert.deepEqual([v.q.shape, v.k.shape, v.o.shape, v.qNorm?.shape], [[128, 64], [64, 64], [
+  assert.deepEqual([v.q!.shape, v.k!.shape, v.o.shape, v.qNorm?.shape], [[128, 64], [64, 64], [
     64,
     128,
   ], [32]]);
-  assert.deepEqual([v.gate.shape, v.down.shape], [[192, 64], [64, 192]]);
+  assert.deepEqual([v.gate!.shape, v.down.shape], [[192, 64], [64, 192]]);
   assert.equal(q3.lmHead, q3.embed); // tied
   assert.ok(!q3.has("lm_head.weight"));
   const q2 = new ParamLayout(await configOf("../../configs/models/tiny-qwen2.json"));
@@ -105,9 +105,9 @@ Deno.test("tensor names and shapes per architecture (HF [out, in] layout)", asyn
 Deno.test("slice gives views into the flat array at each tensor's offset", async () => {
   const w = initModel(await configOf("../../configs/models/tiny-llama.json"), { seed: 1 });
   const v = w.layout.layerView(0);
-  const q = slice(w.data, v.q);
+  const q = slice(w.data, v.q!);
   q[0] = 42;
-  assert.equal(w.data[v.q.offset], 42);
+  assert.equal(w.data[v.q!.offset], 42);
   assert.equal(q.length, 64 * 64);
 });
 

@@ -59,6 +59,9 @@ interface SharedValues {
 /** The decoder graph, before encoding. */
 export function buildDecoderGraph(w: ModelWeights, opts: OnnxExportOptions = {}): GraphInit {
   const cfg = w.config;
+  if (cfg.modelType === "gpt2") {
+    throw new OnnxExportError("ONNX export of gpt2 is not implemented (Llama, Qwen2 and Qwen3 are)");
+  }
   const kv = opts.kvCache ?? false;
   const maxPos = opts.maxPositions ?? cfg.maxPositionEmbeddings;
   if (!Number.isSafeInteger(maxPos) || maxPos < 1) {
@@ -233,9 +236,9 @@ function qkv(g: GraphBuilder, w: ModelWeights, l: number, h: string, s: SharedVa
       hint: `${hint}.heads`,
     });
   };
-  const q = heads(L.q, L.qBias, cfg.numHeads, L.qNorm);
-  const k = heads(L.k, L.kBias, cfg.numKvHeads, L.kNorm);
-  const v = heads(L.v, L.vBias, cfg.numKvHeads, null);
+  const q = heads(L.q!, L.qBias, cfg.numHeads, L.qNorm);
+  const k = heads(L.k!, L.kBias, cfg.numKvHeads, L.kNorm);
+  const v = heads(L.v!, L.vBias, cfg.numKvHeads, null);
   return { q: applyRope(g, q, s, `l${l}.q`), k: applyRope(g, k, s, `l${l}.k`), v };
 }
 
@@ -275,7 +278,7 @@ function attention(
 /** SwiGLU: down(silu(gate(h)) · up(h)). [B, T, C] → [B, T, C] */
 function mlp(g: GraphBuilder, w: ModelWeights, l: number, h: string): string {
   const L = w.layout.layerView(l);
-  const gate = linear(g, w, h, L.gate, null);
+  const gate = linear(g, w, h, L.gate!, null);
   const silu = g.op("Mul", [gate, g.op("Sigmoid", [gate])], { hint: `l${l}.silu` });
   const act = g.op("Mul", [silu, linear(g, w, h, L.up, null)], { hint: `l${l}.act` });
   return linear(g, w, act, L.down, null);
