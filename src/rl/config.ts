@@ -79,8 +79,8 @@ export const SCHEMA = {
     dtype: oneOf(["F32", "F16", "BF16"], "F32",
       "Storage dtype of weights this run writes (preset init, full checkpoints); the GPU computes in f32 regardless."),
     endpoint: nullable(text("",
-      "OpenAI-compatible server (deno task serve, vLLM, SGLang, llama.cpp) that every agent samples from instead of the local " +
-        "model, e.g. http://127.0.0.1:8000: for evaluation (deno task eval); nothing is left to train. null: local models.")),
+      "OpenAI-compatible server (npx deno task serve, vLLM, SGLang, llama.cpp) that every agent samples from instead of the local " +
+        "model, e.g. http://127.0.0.1:8000: for evaluation (npx deno task eval); nothing is left to train. null: local models.")),
     endpoints: urls(
       "Agent → server URL for some agents only, e.g. {\"tool\": \"http://127.0.0.1:8000\"}: a frozen partner sampled from the server " +
         "while the other agents train; its samples never enter the loss. Overrides model.endpoint for the agents it names."),

@@ -186,7 +186,7 @@ export class RlSession {
     const agents = Object.keys(map.byAgent);
     if (cfg.run.steps > (init.resume?.state.step ?? 0) && agents.every((a) => endpointOf(cfg, a) !== null)) {
       throw ConfigError.at("model.endpoint", `every agent (${agents.join(", ")}) samples from an endpoint, so nothing is left to train; ` +
-        `evaluate with deno task eval, or name only the frozen partner in model.endpoints`);
+        `evaluate with npx deno task eval, or name only the frozen partner in model.endpoints`);
     }
     const policies = await createPolicies(init.gpu, cfg, map, policyInit, init.tokenizer);
     if (init.resume) {
