@@ -1,6 +1,6 @@
 // The browser app (web/index.html) in headless Chromium (WebGPU on SwiftShader where there is no
 // GPU): load; start the quickstart's rising setting from the page's form (the built-in warm start
-// models/plan_path_tiny, L2 LoRA, one-turn 5×5 Plan-Path, 4 envs × 4 candidates, 12 seeded steps,
+// models/plan_path_warm, L2 LoRA, one-turn 5×5 Plan-Path, 4 envs × 4 candidates, 12 seeded steps,
 // 32 held-out tasks validated before training and after the last step, as test/rl/rise_test.ts);
 // pause after step 1 and use the demos on the live policy; see the charts and the rollout viewer
 // fill in; reload mid-run and resume from the OPFS checkpoint at the right step; lose the GPU
