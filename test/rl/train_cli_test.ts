@@ -116,10 +116,10 @@ Deno.test("train CLI: --resume RUN_DIR alone continues with the run's own config
   const root = await Deno.makeTempDir();
   try {
     // Started with an lr and a length that differ from the config file.
-    const first = await runTrain(["--config", QUICK, ...sets(root, 1, ["update.optimizer.lr=0.001", "update.schedule.kind=constant"])]);
+    const first = await runTrain(["--config", QUICK, ...sets(root, 1, ["update.optimizer.lr=0.0005", "update.schedule.kind=constant"])]);
     assertEquals(first.code, 0, first.text);
     const dir = runDirOf(first.text);
-    // The original file says lr 0.002 and 12 steps: resuming with it would change the run.
+    // The original file says lr 0.001 and 12 steps: resuming with it would change the run.
     const clash = await runTrain(["--config", QUICK, "--resume", dir]);
     assertEquals(clash.code, 2, clash.text);
     assert(clash.text.includes("update.optimizer.lr") && clash.text.includes("run.steps (1 → 12)"), clash.text);
@@ -128,7 +128,7 @@ Deno.test("train CLI: --resume RUN_DIR alone continues with the run's own config
     assert(r.text.includes("resume overrides: run.steps (1 → 2)"), r.text);
     const m = await readMetrics(dir);
     assertEquals(m.map((x) => x.step), [1, 2]);
-    assert((m[1].updates as { lr: number }[]).every((u) => u.lr === 0.001), "the resume changed the lr");
+    assert((m[1].updates as { lr: number }[]).every((u) => u.lr === 0.0005), "the resume changed the lr");
     const saved = JSON.parse(await Deno.readTextFile(`${dir}/config.json`));
     assertEquals(saved.run.steps, 2, "config.json keeps the override for later resumes");
     assert((await Deno.readTextFile(`${dir}/summary.log`)).includes("resume overrides: run.steps (1 → 2)"));
