@@ -26,7 +26,6 @@ export const DEMOS_CLI = defineCli({
     "drill-kinds": { type: "string", metavar: "K,K", help: "with --copy-drills for search_v1: the drill kinds to draw (letters, names, find; default all)" },
     explore: { type: "number", min: 0, default: 0, metavar: "P", help: "fraction of turns (in [0, 1)) where a random move replaces the oracle's, unrecorded, so the data shows states after mistakes" },
     "tool-noise": { type: "number", min: 0, default: 0, metavar: "P", help: "fraction of episodes (in [0, 1)) whose tool prints a wrong answer of the right form; the plan turn keeps the oracle's own answer and that tool turn is not recorded (plan_path_v1, sokoban_v1, sudoku4_v1)" },
-    "tool-verdict": { type: "boolean", help: "plan turns start with a verdict line, `tool ok` (they copy the tool's answer) or `tool no` (--tool-noise's wrong tools: they answer alone), before `####`" },
     difficulty: { type: "string", metavar: "JSON", help: `difficulty knobs, e.g. '{"size":5}' (match the RL config's env.difficulty)` },
   },
 });
@@ -63,7 +62,6 @@ if (import.meta.main) {
       copyDrills: args.copyDrills,
       explore: args.explore,
       toolNoise: args.toolNoise,
-      toolVerdict: args.toolVerdict,
       drillKinds: args.drillKinds?.split(",").map((k) => k.trim()).filter(Boolean) as SearchDrillKind[] | undefined,
       difficulty,
     });

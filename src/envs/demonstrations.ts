@@ -5,7 +5,7 @@
 // records (system + user + the assistant reply) for an instruct model's chat template.
 
 import { currentAgent } from "./api.ts";
-import { MOVES, type Pos, straightPath } from "./grid.ts";
+import { MOVES } from "./grid.ts";
 import { SEARCH_DRILL_ENV as SEARCH_ENV, SEARCH_DRILL_KINDS, searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
 import { hash32, Rng } from "./rng.ts";
 import type { AgentId, AnyEnvDefinition, ChatMessage, CodeAction, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
@@ -74,15 +74,6 @@ export interface DemoOptions {
    * has a partner to learn to trust (envs in NOISY_TOOL_ANSWERS; not with copyDrills). Default 0.
    */
   readonly toolNoise?: number;
-  /**
-   * Plan turns of tool/plan envs start with a verdict line (TOOL_VERDICT) before the `####`
-   * answer: `tool ok` where they copy the tool's answer (oracle play with a right tool, copy
-   * drills), `tool no` where they answer alone (toolNoise's wrong tools: with ALONE_ANSWERS'
-   * answer where the env has one, else the oracle's). Taking the partner's
-   * answer or not is then one decision at the start of the reply rather than a copy that may
-   * slip at any move. Default false.
-   */
-  readonly toolVerdict?: boolean;
   /** search_v1's copy drills only: the kinds to draw (default all three, see SEARCH_DRILL_MIX). */
   readonly drillKinds?: readonly SearchDrillKind[];
 }
@@ -109,13 +100,6 @@ const sameLengthRandomMoves = (rng: Rng, oracle: string): string => {
 };
 
 /**
- * DemoOptions.toolVerdict: the line that starts the plan agent's completion, before its `####`
- * answer: whether it takes the tool's answer (copies it) or answers alone. Both are 7 bytes, so
- * the copy sits at one distance from the tool's line either way.
- */
-export const TOOL_VERDICT = { ok: "tool ok", wrong: "tool no" } as const;
-
-/**
  * Wrong tool answers for DemoOptions.toolNoise, by env id: given the oracle's printed answer, one
  * of the same form and size that (almost always) differs from it.
  */
@@ -123,19 +107,6 @@ export const NOISY_TOOL_ANSWERS: Readonly<Record<string, (rng: Rng, oracle: stri
   plan_path_v1: sameLengthRandomMoves,
   sokoban_v1: sameLengthRandomMoves,
   sudoku4_v1: (rng) => COPY_DRILL_ANSWERS.sudoku4_v1(rng),
-};
-
-/**
- * What a plan agent that does not take its tool's answer writes instead (DemoOptions.toolNoise with
- * toolVerdict), by env id, from the state it answers in; envs not listed answer with the oracle's
- * own answer. Plan-Path: straight for the goal, rows then columns, walls ignored — an answer the
- * plan agent can write without the tool that solves only open boards, so distrust has a cost.
- */
-export const ALONE_ANSWERS: Readonly<Record<string, (state: EnvState) => string>> = {
-  plan_path_v1: (state) => {
-    const s = state as unknown as { task: { goal: Pos }; game: { pos: Pos } };
-    return `#### ${straightPath(s.game.pos, s.task.goal).join(" ")}`;
-  },
 };
 
 export interface Demonstrations {
@@ -219,20 +190,13 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
       state = wrongToolAnswer(env, state, agent, noiseRng);
       continue;
     } else if (drill) {
-      text = `${o.toolVerdict ? `${TOOL_VERDICT.ok}\n` : ""}#### ${printed}`;
+      text = `#### ${printed}`;
       const parsed = env.parseAction(agent, text);
       if (!parsed.ok) throw new DemoOptionsError(`${env.id}: the copy drill "${text}" does not parse: ${parsed.invalid.reason}`);
       action = parsed.action;
     } else {
-      let move = env.oracle(state, agent);
-      const alone = noisy && o.toolVerdict && !env.toolAgents.includes(agent) ? ALONE_ANSWERS[env.id] : undefined;
-      if (alone) {
-        const parsed = env.parseAction(agent, alone(state));
-        if (!parsed.ok) throw new DemoOptionsError(`${env.id}: the answer without the tool "${alone(state)}" does not parse: ${parsed.invalid.reason}`);
-        move = { text: alone(state), action: parsed.action };
-      }
+      const move = env.oracle(state, agent);
       text = o.helperTools && env.toolAgents.includes(agent) ? HELPER_TOOL_CODE[env.id] : move.text;
-      if (o.toolVerdict && !env.toolAgents.includes(agent)) text = `${noisy ? TOOL_VERDICT.wrong : TOOL_VERDICT.ok}\n${text}`;
       action = move.action;
     }
     if (keep.has(agent)) turns.push({ agent, turn: state.turn, prompt, text });
@@ -304,7 +268,6 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
     throw new DemoOptionsError(`${env.id} has no noisy tool answers; toolNoise exists for ${Object.keys(NOISY_TOOL_ANSWERS).join(", ")}`);
   }
   if (toolNoise > 0 && o.copyDrills) throw new DemoOptionsError("copy drills already print random tool answers; pass either copyDrills or toolNoise, not both");
-  if (o.toolVerdict && env.toolAgents.length === 0) throw new DemoOptionsError(`${env.id} has no tool agent whose answer a verdict could judge; drop toolVerdict`);
   const explore = o.explore ?? 0;
   if (!(explore >= 0 && explore < 1)) {
     throw new DemoOptionsError(`explore is the fraction of turns played at random, in [0, 1); got ${o.explore}`);

@@ -44,18 +44,6 @@ export function parseMoves(text: string): Move[] | null {
   return out.length <= MAX_MOVES ? out : null;
 }
 
-/**
- * The naive plan: straight for the goal, rows first, then columns, walls ignored (what a planner
- * that cannot search writes). An empty list when already there.
- */
-export function straightPath(from: Pos, to: Pos): Move[] {
-  const dr = to[0] - from[0], dc = to[1] - from[1];
-  return [
-    ...Array<Move>(Math.abs(dr)).fill(dr < 0 ? "U" : "D"),
-    ...Array<Move>(Math.abs(dc)).fill(dc < 0 ? "L" : "R"),
-  ];
-}
-
 export function samePos(a: Pos, b: Pos): boolean {
   return a[0] === b[0] && a[1] === b[1];
 }
