@@ -246,12 +246,15 @@ export class ModelBackward {
 
   /**
    * Records the backward of the last training forward of N rows (call prepare(rows) first),
-   * from dlogits [N, V]; weight gradients are added to `grads`.
+   * from dlogits [N, V]; weight gradients are added to `grads`. `finalHidden`, when given, records
+   * more gradient into dL/dxf [N, C] (the final norm's output, scratch.xf) after the LM head's:
+   * another head on the same hidden state (PPO's value head) trains the trunk through it too.
    */
-  encode(rec: Recorder, N: number, dlogits: BufferRef) {
+  encode(rec: Recorder, N: number, dlogits: BufferRef, finalHidden?: (rec: Recorder, dxf: GPUBuffer) => void) {
     const m = this.model, c = m.config, lay = m.weights.layout, g = this.g, s = m.scratch;
     const C = c.hiddenSize, L = c.numLayers;
     this.linearBwd(rec, N, dlogits, s.xf, lay.lmHead, null, g.dxn, false);
+    finalHidden?.(rec, g.dxn);
     if (m.gpt2) {
       this.layerNormBwd(rec, N, g.dxn, m.res[L], lay.finalNorm, lay.finalNormBias!, s.meanf, s.rstdf, g.dX, false);
       for (let l = L - 1; l >= 0; l--) this.encodeGpt2LayerBwd(rec, l, N);

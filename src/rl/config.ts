@@ -14,7 +14,7 @@ import { LORA_MODULES, type LoraModule } from "../model/lora.ts";
 import type { PolicyLossConfig } from "../train/losses.ts";
 import { type LossAggMode, LOSS_AGG_MODES } from "../train/loss_rows.ts";
 import type { LrSchedule, ScheduleKind } from "../train/schedule.ts";
-import type { TrainMode } from "../train/trainer.ts";
+import type { TrainMode, ValueHeadSettings } from "../train/trainer.ts";
 
 export const LEVELS = ["L0", "L1", "L2", "L3"] as const;
 /** L0 one agent · L1 one shared model, roles by prompt · L2 shared base + LoRA per agent · L3 a model per agent. */
@@ -23,6 +23,9 @@ export const ROLLOUT_MODES = ["tree", "independent", "single-agent"] as const;
 export type RolloutMode = typeof ROLLOUT_MODES[number];
 export const GROUP_FILTERS = ["none", "drop-zero-variance", "drop-lowest-mean"] as const;
 export type GroupFilterKind = typeof GROUP_FILTERS[number];
+export const ADVANTAGE_ESTIMATORS = ["grpo", "gae"] as const;
+/** grpo: group-normalised rewards (the paper); gae: PPO with a critic (src/rl/critic.ts, docs/ppo.md). */
+export type AdvantageEstimator = typeof ADVANTAGE_ESTIMATORS[number];
 export const NORMALIZATIONS = ["std", "mean-only"] as const;
 export type Normalization = typeof NORMALIZATIONS[number];
 /** The presets in configs/models/ (a test keeps this list equal to the folder's files). */
@@ -150,6 +153,29 @@ export const SCHEMA = {
       rank: int(16, "LoRA rank r.", { paper: "16", min: 1 }),
       alpha: num(32, "LoRA alpha; the update is scaled by alpha / rank.", { paper: "32", min: 0, exclusive: "min" }),
       targets: listOf(LORA_MODULES, LORA_MODULES, "Linear layers that get adapters (all = q k v o gate up down qkv, PEFT's all-linear; gpt2 has qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj, and a model's missing modules are skipped)."),
+    },
+    advantage: oneOf(ADVANTAGE_ESTIMATORS, "grpo",
+      "grpo: each sample's advantage is its reward normalised within its group (AT-GRPO; the rewards.* settings). gae: PPO with a " +
+        "critic: a value head on the final hidden state (its own parameters and AdamW, trained with the clipped value loss; the trunk " +
+        "learns from both losses), per-token GAE over each agent's chained turns, whitened over the step; needs rollout.mode " +
+        "\"independent\" (whole trajectories). See docs/ppo.md.", { paper: "grpo" }),
+    gae: {
+      gamma: num(1, "GAE discount γ per generated token (gae only); 1 counts a turn's reward undiscounted at every earlier token, as RLHF PPO does.", {
+        paper: "1 (TRL PPO, verl)", min: 0, max: 1,
+      }),
+      lambda: num(0.95, "GAE λ (gae only): 0 is the one-step TD error (lowest variance, most critic bias), 1 the return minus V.", {
+        paper: "0.95 (TRL PPO; verl 1.0)", min: 0, max: 1,
+      }),
+      whiten: bool(true, "Whiten the advantages over each policy's tokens of the step: (A − mean) / std (gae only; TRL's whiten_advantages)."),
+    },
+    value: {
+      coef: num(0.1, "Weight of the value loss beside the policy loss (vf_coef; gae only).", { paper: "0.1 (TRL PPO)", min: 0 }),
+      clip: num(0.2, "ε_v of the clipped value loss ½·max((V − R)², (clip(V, V_old ± ε_v) − R)²) (gae only).", {
+        paper: "0.2 (TRL PPO cliprange_value)", min: 0, exclusive: "min",
+      }),
+      lr: nullable(num(1e-3, "The value head's peak learning rate on the same schedule (gae only); null: update.optimizer.lr.", {
+        min: 0, exclusive: "min",
+      })),
     },
     ppoEpochs: int(1, "Passes over each step's samples.", { paper: "1", min: 1 }),
     miniBatchSize: int(64, "Samples per optimizer update; a step's samples make ceil(n / size) updates per epoch.", { paper: "64", min: 1 }),
@@ -398,7 +424,9 @@ const RULES: readonly Rule[] = [
     ? issue("update.mode", `level L2 is a frozen shared base with one LoRA adapter per agent; set "lora" (got "${c.update.mode}")`) : null,
   (c) => c.level === "L3" && c.update.mode !== "full"
     ? issue("update.mode", `level L3 trains one full model per agent; set "full" (got "${c.update.mode}"; per-agent adapters on one base are L2)`) : null,
-  (c) => c.rollout.k < 2
+  (c) => c.update.advantage === "gae" && c.rollout.mode !== "independent"
+    ? issue("update.advantage", `"gae" chains each agent's turns through one episode, so it needs whole trajectories: set rollout.mode "independent" (got "${c.rollout.mode}"; tree rollouts branch at every turn, and single-agent ones are tree rollouts of one agent)`) : null,
+  (c) => c.rollout.k < 2 && c.update.advantage === "grpo"
     ? issue("rollout.k", `${c.rollout.mode} rollouts with k = ${c.rollout.k}: a group of one candidate has no spread, so every advantage is 0 and nothing trains; use k ≥ 2 (paper: 4)`) : null,
   (c) => c.update.chunkRows < c.rollout.maxPromptTokens + c.rollout.maxNewTokens
     ? issue("update.chunkRows", `${c.update.chunkRows} < rollout.maxPromptTokens + rollout.maxNewTokens = ${c.rollout.maxPromptTokens + c.rollout.maxNewTokens}; the trainer refuses a sample longer than one chunk`) : null,
@@ -650,6 +678,13 @@ export function lrSchedule(c: RunConfig): LrSchedule {
 export function policyLossConfig(c: RunConfig): PolicyLossConfig {
   const { clipLow, clipHigh, dualClip, aggregation } = c.update.loss;
   return { clipLow, clipHigh, dualClip, aggregation, klCoef: c.update.klCoef };
+}
+
+/** Each trainer's value head (update.advantage "gae": PPO's critic), or undefined (GRPO). */
+export function valueHeadSettings(c: RunConfig): ValueHeadSettings | undefined {
+  if (c.update.advantage !== "gae") return undefined;
+  const { coef, clip, lr } = c.update.value;
+  return { coef, clip, lrScale: lr === null ? 1 : lr / c.update.optimizer.lr };
 }
 
 /** Legal but probably unintended settings, for the run log. */

@@ -9,7 +9,7 @@ import { Generator } from "../model/generate.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { ModelTrainer } from "../train/trainer.ts";
-import { endpointOf, lrSchedule, policyLossConfig, type RunConfig } from "./config.ts";
+import { endpointOf, lrSchedule, policyLossConfig, type RunConfig, valueHeadSettings } from "./config.ts";
 import { EndpointSampler } from "./endpoint.ts";
 import { loraConfigFor, type PolicyMap, policyOf } from "./policy_map.ts";
 import type { AgentPolicy } from "./rollout.ts";
@@ -71,6 +71,7 @@ export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, i
       // Old log-probs come from the sampler at the rollout temperature: the loss reads logits/T too.
       loss: { kind: "policy", ...policyLossConfig(cfg), temperature: cfg.rollout.sampling.temperature },
       chunkRows: cfg.update.chunkRows,
+      valueHead: valueHeadSettings(cfg),
       slots,
       maxLen: sampleRows(cfg),
     }));

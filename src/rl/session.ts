@@ -6,7 +6,8 @@
 // checkpoint holds. `runSession` is the loop both hosts share: validation before training and every
 // N steps, best and periodic checkpoints through a RunSink, stop and save requests between steps.
 // What it keeps of GRPO: group-normalised advantages, PPO clip + dual clip, token-mean; what it
-// drops (as the paper): the KL term by default and any entropy bonus.
+// drops (as the paper): the KL term by default and any entropy bonus. With update.advantage "gae"
+// the advantages come from a critic instead (critic.ts: a value head, per-token GAE).
 
 import type { Gpu } from "../gpu/mod.ts";
 import type { AnyEnvDefinition, CodeExecutor } from "../envs/types.ts";
@@ -35,6 +36,8 @@ import { createPolicies, type PolicyInit, type PolicySet } from "./policies.ts";
 import { ReferencePolicies } from "./reference_policy.ts";
 import { loraConfigFor, type PolicyMap, policyMapFor, policyOf } from "./policy_map.ts";
 import { type Group, rolloutIndependent, rolloutTree, type Sample } from "./rollout.ts";
+import { type CriticItem, type CriticStats, gaeSequences } from "./critic.ts";
+import { CheckpointMismatchError } from "../train/errors.ts";
 
 /** Where a run's outputs go: a run directory (Deno), OPFS and the page (browser), memory (tests). */
 export interface RunSink {
@@ -94,7 +97,10 @@ export function toSequence(s: Sample, advantage: number, adapter: number | null)
 }
 
 /** Whether a training sequence can move its policy: a non-zero advantage (the PPO loss's only signal). */
-const hasSignal = (q: TrainSequence) => (q.advantage ?? 0) !== 0;
+const hasSignal = (q: TrainSequence) => (q.advantage ?? 0) !== 0 || (q.tokenAdvantages?.some((a) => a !== 0) ?? false);
+
+/** The checkpoint name of a trainer's value head optimizer. */
+const valueHeadKey = (trainer: string) => `${trainer}.value_head`;
 
 /** Deterministic shuffle (mulberry32) so PPO mini-batches are the same on resume. */
 export function shuffled<T>(xs: readonly T[], seed: number): T[] {
@@ -191,7 +197,21 @@ export class RlSession {
     const policies = await createPolicies(init.gpu, cfg, map, policyInit, init.tokenizer);
     if (init.resume) {
       const ck = init.resume;
-      map.trainers.forEach((plan, i) => policies.trainers[i].restoreOptimizer(ck.optimizers[plan.name]));
+      try {
+        map.trainers.forEach((plan, i) => {
+          const t = policies.trainers[i];
+          t.restoreOptimizer(ck.optimizers[plan.name]);
+          if (!t.value) return;
+          const head = ck.valueHeads[plan.name], opt = ck.optimizers[valueHeadKey(plan.name)];
+          if (!head || !opt) {
+            throw new CheckpointMismatchError("resume", `the checkpoint has no value head for "${plan.name}" (a run with update.advantage "grpo" wrote it); resume it with its own config`);
+          }
+          t.restoreValueHead(head, opt);
+        });
+      } catch (e) {
+        policies.destroy();
+        throw e;
+      }
     }
     let reference: ReferencePolicies | null = null;
     try {
@@ -244,16 +264,33 @@ export class RlSession {
     const perTrainer: TrainSequence[][] = policies.trainers.map(() => []);
     const frozen = new Set(policies.endpointAgents);
     let tooLong = 0, frozenSamples = 0;
-    for (const { member, advantage } of flattenAdvantages(kept)) {
+    const gae = cfg.update.advantage === "gae";
+    // GRPO: the kept groups' members with their group advantages. GAE: every sample, in rollout
+    // order (time order within a trajectory), for the critic to chain.
+    const samples = gae ? members.map((member) => ({ member, advantage: 0 })) : flattenAdvantages(kept);
+    const criticItems: CriticItem[][] = policies.trainers.map(() => []);
+    for (const { member, advantage } of samples) {
       if (frozen.has(member.agent)) {
         frozenSamples++;
         continue;
       }
       const p = policyOf(policies.map, member.agent);
-      const seq = toSequence(member, advantage, p.adapter);
-      if (!seq) continue;
-      if (seq.tokens.length <= cfg.update.chunkRows) perTrainer[p.trainer].push(seq);
-      else tooLong++;
+      let seq = toSequence(member, advantage, p.adapter);
+      if (seq && seq.tokens.length > cfg.update.chunkRows) [seq, tooLong] = [null, tooLong + 1];
+      if (gae) {
+        const chain = JSON.stringify([member.env, member.candidate, member.agent]);
+        criticItems[p.trainer].push({ seq, chain, reward: cfg.rewards.alpha * member.team + member.local });
+      } else if (seq) perTrainer[p.trainer].push(seq);
+    }
+    const critic: Record<string, CriticStats> = {};
+    if (gae) {
+      const o = { gamma: cfg.update.gae.gamma, lambda: cfg.update.gae.lambda, whiten: cfg.update.gae.whiten };
+      for (const [ti, items] of criticItems.entries()) {
+        if (!items.length) continue;
+        const r = await gaeSequences(policies.trainers[ti], items, o);
+        perTrainer[ti] = r.seqs;
+        critic[policies.map.trainers[ti].name] = r.stats;
+      }
     }
     const updates: Record<string, unknown>[] = [];
     let skipped = 0, noSignal = 0;
@@ -280,7 +317,7 @@ export class RlSession {
           // Every update of RL step `step` takes the schedule's lr after step − 1 completed RL steps.
           const m = await policies.trainers[ti].step(batch, { scheduleStep: step - 1 });
           if (!m.optimizer.finite) skipped++;
-          updates.push({ trainer: policies.map.trainers[ti].name, ...m.loss, gradNorm: m.optimizer.gradNorm, lr: m.lr, finite: m.optimizer.finite });
+          updates.push({ trainer: policies.map.trainers[ti].name, ...m.loss, ...m.value, gradNorm: m.optimizer.gradNorm, lr: m.lr, finite: m.optimizer.finite });
         }
       }
     }
@@ -306,6 +343,8 @@ export class RlSession {
       /** Mini-batches skipped because every sample in them had advantage 0. */
       noSignalBatches: noSignal,
       updates,
+      /** PPO's critic per policy (update.advantage "gae"): explained variance of the returns by the rollout-time values. */
+      ...(gae ? { critic } : {}),
       generatedTokens: r.generatedTokens,
       rolloutTokensPerS: r.generatedTokens / ((tRoll - t0) / 1000),
       updateTokensPerS: updateTokens / Math.max(1e-9, (tUpd - tRoll) / 1000),
@@ -321,6 +360,7 @@ export class RlSession {
     const adapters: Mutable<NonNullable<CheckpointContents["adapters"]>> = {};
     const models: Mutable<NonNullable<CheckpointContents["models"]>> = {};
     const optimizers: Mutable<NonNullable<CheckpointContents["optimizers"]>> = {};
+    const valueHeads: Record<string, Float32Array> = {};
     for (const [i, plan] of p.map.trainers.entries()) {
       const t = p.trainers[i];
       if (t.lora) {
@@ -330,8 +370,14 @@ export class RlSession {
         });
       } else models[plan.name] = { weights: await t.readWeights() };
       optimizers[plan.name] = await t.optimizerState();
+      const head = await t.valueHeadState();
+      if (head) {
+        valueHeads[plan.name] = head.params;
+        optimizers[valueHeadKey(plan.name)] = head.optimizer;
+      }
     }
-    return { state: { step: this.step, rng: { seed: cfg.run.seed }, extra: { best: this.best as never } }, adapters, models, optimizers };
+    const state = { step: this.step, rng: { seed: cfg.run.seed }, extra: { best: this.best as never } };
+    return { state, adapters, models, optimizers, ...(Object.keys(valueHeads).length ? { valueHeads } : {}) };
   }
 
   destroy() {

@@ -10,6 +10,7 @@
 //          adapters/<name>/adapter_config.json   PEFT
 //          adapters/<name>/adapter_model.safetensors
 //          models/<name>/config.json, model.safetensors, tokenizer files
+//          value_heads/<name>.safetensors        PPO critic heads: weight [C], bias [1], F32
 
 import type { Folder } from "../io/bytesource.ts";
 import { readFolderText } from "../io/bytesource.ts";
@@ -72,6 +73,8 @@ export interface CheckpointContents {
   readonly models?: Readonly<Record<string, FullModelPart>>;
   /** Optimizer states by name (usually one per policy, named like its adapter or model). */
   readonly optimizers?: Readonly<Record<string, OptimizerState>>;
+  /** PPO value heads by name (one per trainer): [w (hidden floats), b]. */
+  readonly valueHeads?: Readonly<Record<string, Float32Array>>;
 }
 
 interface Manifest {
@@ -81,6 +84,8 @@ interface Manifest {
   adapters: string[];
   models: string[];
   optimizers: string[];
+  /** PPO value heads (absent in checkpoints written before they existed). */
+  valueHeads?: string[];
   /** Path → size in bytes, for every file but the manifest. */
   files: Record<string, number>;
 }
@@ -145,6 +150,14 @@ export async function checkpointFiles(c: CheckpointContents): Promise<Map<string
   for (const [name, part] of models) {
     add(`models/${checked("model", name)}`, await modelFiles(part));
   }
+  const valueHeads = Object.entries(c.valueHeads ?? {});
+  for (const [name, head] of valueHeads) {
+    const C = head.length - 1;
+    files.set(`value_heads/${checked("value head", name)}.safetensors`, encodeSafetensors([
+      { name: "weight", shape: [C], data: head.subarray(0, C) },
+      { name: "bias", shape: [1], data: head.subarray(C) },
+    ], { dtype: "F32" }));
+  }
   const stored: Record<string, StoredOptimizer> = {};
   for (const [name, o] of optimizers) {
     files.set(`optimizer/${checked("optimizer", name)}.safetensors`, optimizerFile(o));
@@ -172,6 +185,7 @@ export async function checkpointFiles(c: CheckpointContents): Promise<Map<string
     adapters: adapters.map(([n]) => n),
     models: models.map(([n]) => n),
     optimizers: optimizers.map(([n]) => n),
+    ...(valueHeads.length ? { valueHeads: valueHeads.map(([n]) => n) } : {}),
     files: Object.fromEntries([...files].map(([k, v]) => [k, v.length])),
   };
   files.set(MANIFEST, enc.encode(JSON.stringify(manifest, null, 2) + "\n"));
@@ -209,6 +223,8 @@ export interface LoadedCheckpoint {
   readonly adapters: Readonly<Record<string, LoraAdapter>>;
   readonly models: Readonly<Record<string, ModelWeights>>;
   readonly optimizers: Readonly<Record<string, OptimizerState>>;
+  /** PPO value heads by name, [w, b] (empty for a GRPO run's checkpoint). */
+  readonly valueHeads: Readonly<Record<string, Float32Array>>;
 }
 
 export interface LoadOptions {
@@ -291,6 +307,22 @@ async function readOptimizer(
   }
 }
 
+async function readValueHead(folder: Folder, name: string): Promise<Float32Array> {
+  const file = `value_heads/${name}.safetensors`;
+  const ckpt = await SafetensorsCheckpoint.open(folder, file);
+  try {
+    const shape = ckpt.has("weight") ? ckpt.info("weight").shape : [];
+    if (shape.length !== 1) throw new CheckpointCorruptError(folder.name, `${file} has no 1-D "weight" tensor; the checkpoint is damaged`);
+    const C = shape[0];
+    const out = new Float32Array(C + 1);
+    out.set(await ckpt.readF32("weight", [C]));
+    out.set(await ckpt.readF32("bias", [1]), C);
+    return out;
+  } finally {
+    ckpt.close();
+  }
+}
+
 /** Loads a checkpoint folder written by `checkpointFiles`, validating every part. */
 export async function readCheckpoint(
   folder: Folder,
@@ -329,8 +361,10 @@ export async function readCheckpoint(
   for (const name of m.optimizers) {
     optimizers[name] = await readOptimizer(folder, name, raw.optimizers?.[name]);
   }
+  const valueHeads: Record<string, Float32Array> = {};
+  for (const name of m.valueHeads ?? []) valueHeads[name] = await readValueHead(folder, name);
   const state: TrainState = { step: raw.step, rng: raw.rng, extra: raw.extra ?? undefined };
-  return { state, adapters, models, optimizers };
+  return { state, adapters, models, optimizers, valueHeads };
 }
 
 /** The step a checkpoint folder holds, from its manifest alone (validates file sizes too). */

@@ -1,5 +1,7 @@
 // One model's training loop pieces: a training-mode GpuModel (optionally with LoRA adapters),
-// its backward pass, a loss head (cross-entropy for SFT or the GRPO policy loss) and AdamW.
+// its backward pass, a loss head (cross-entropy for SFT or the GRPO policy loss) and AdamW, and
+// for PPO with a critic a value head (value_head.ts) on the final hidden state, whose clipped
+// value loss trains it and, through the same backward, the trunk.
 // `step(sequences)` is one optimizer update: loss coefficients are computed over the whole
 // mini-batch, rows are cut into micro-batches of complete sequences (grouped by adapter, as the
 // LoRA backward needs), each micro-batch is one recording (forward → loss → backward) and the
@@ -17,6 +19,8 @@ import type { ModelWeights } from "../model/weights.ts";
 import { AdamW, type AdamWOptions, type AdamWRange, type AdamWStats, decayMask, hfDecays, type OptimizerState } from "./adamw.ts";
 import { CrossEntropyLoss, type CrossEntropyMetrics, PolicyLoss, type PolicyLossConfig, type PolicyLossMetrics } from "./losses.ts";
 import { type LrSchedule, StepCounter } from "./schedule.ts";
+import { TrainConfigError } from "./errors.ts";
+import { packValueRows, ValueHead, type ValueLossMetrics, VALUE_ROW_FLOATS } from "./value_head.ts";
 
 export type TrainMode = "lora" | "full";
 
@@ -37,6 +41,19 @@ export interface TrainerOptions {
   slots: number;
   /** Longest sequence (tokens). */
   maxLen: number;
+  /** PPO's critic: a value head trained beside the policy loss (every sequence then needs oldValues and returns). */
+  valueHead?: ValueHeadSettings;
+}
+
+export interface ValueHeadSettings {
+  /** Weight of the value loss (vf_coef) in the trunk's total loss. */
+  coef: number;
+  /** ε_v of the clipped value loss. */
+  clip: number;
+  /** The value head's lr as a multiple of the schedule's (default 1). */
+  lrScale?: number;
+  /** Initial [w (hidden floats), b]; default zeros. */
+  init?: Float32Array;
 }
 
 /** One sequence: tokens and, for each position t < n−1, how predicting tokens[t+1] counts. */
@@ -48,6 +65,12 @@ export interface TrainSequence {
   weights: readonly number[];
   /** GRPO: the sequence's advantage. */
   advantage?: number;
+  /** PPO with GAE: an advantage per position (length n−1), used instead of `advantage`. */
+  tokenAdvantages?: readonly number[];
+  /** PPO critic: the value head's output at rollout time per position (length n−1). */
+  oldValues?: readonly number[];
+  /** PPO critic: the value targets (GAE returns) per position (length n−1). */
+  returns?: readonly number[];
   /** GRPO: rollout-time log-probs per position (length n−1). */
   oldLogp?: readonly number[];
   /** GRPO with KL: reference log-probs per position (length n−1). */
@@ -56,6 +79,8 @@ export interface TrainSequence {
 
 export interface StepMetrics {
   loss: CrossEntropyMetrics | PolicyLossMetrics;
+  /** The value loss and the value head's own gradient norm (with a value head). */
+  value?: ValueLossMetrics & { valueGradNorm: number };
   optimizer: AdamWStats;
   lr: number;
   step: number;
@@ -79,6 +104,8 @@ export class ModelTrainer {
     readonly optimizer: AdamW,
     readonly lossHead: CrossEntropyLoss | PolicyLoss,
     readonly opts: TrainerOptions,
+    /** PPO's critic head (opts.valueHead), or null. */
+    readonly value: ValueHead | null,
   ) {
     this.counter = new StepCounter(opts.schedule, 1);
     this.rowData = gpu.zeros(opts.chunkRows * 8, "trainer.rows");
@@ -86,6 +113,10 @@ export class ModelTrainer {
 
   static async create(gpu: Gpu, weights: ModelWeights, opts: TrainerOptions): Promise<ModelTrainer> {
     if (opts.mode === "lora" && !opts.lora) throw new KernelArgumentError("LoRA mode needs opts.lora (rank, alpha, targets, adapters)");
+    if (opts.valueHead && opts.loss.kind !== "policy") throw new TrainConfigError("valueHead", "a value head is PPO's critic: it trains beside the policy loss, not cross-entropy");
+    const vh = opts.valueHead;
+    if (vh && !(vh.coef >= 0 && Number.isFinite(vh.coef))) throw new TrainConfigError("value.coef", `${vh.coef} must be a finite number ≥ 0`);
+    if (vh && !((vh.lrScale ?? 1) > 0 && Number.isFinite(vh.lrScale ?? 1))) throw new TrainConfigError("value.lr", `the value head's lr scale ${vh.lrScale} must be a finite number > 0`);
     const model = await GpuModel.create(gpu, weights, { slots: opts.slots, maxLen: opts.maxLen, chunkRows: opts.chunkRows, training: true });
     let lora: LoraAdapters | null = null;
     if (opts.mode === "lora") {
@@ -100,7 +131,10 @@ export class ModelTrainer {
     const lossHead = opts.loss.kind === "cross-entropy"
       ? await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: V })
       : await PolicyLoss.create(gpu, { maxRows, vocabSize: V, ...opts.loss });
-    const t = new ModelTrainer(gpu, model, backward, lora, optimizer, lossHead, opts);
+    const value = vh
+      ? await ValueHead.create(gpu, { hidden: weights.config.hiddenSize, maxRows, clip: vh.clip, optimizer: opts.optimizer, init: vh.init })
+      : null;
+    const t = new ModelTrainer(gpu, model, backward, lora, optimizer, lossHead, opts, value);
     t.ranges = t.buildRanges();
     return t;
   }
@@ -141,12 +175,15 @@ export class ModelTrainer {
       if (s.weights.length !== s.tokens.length - 1) {
         throw new KernelArgumentError(`sequence ${i}: ${s.weights.length} weights for ${s.tokens.length} tokens (need n−1)`);
       }
+      if (s.tokenAdvantages && s.tokenAdvantages.length !== s.tokens.length - 1) {
+        throw new KernelArgumentError(`sequence ${i}: ${s.tokenAdvantages.length} token advantages for ${s.tokens.length} tokens (need n−1)`);
+      }
       s.tokens.forEach((_, t) => {
         const last = t === s.tokens.length - 1;
         targets.push(last ? 0 : s.tokens[t + 1]);
         mask.push(last ? 0 : s.weights[t]);
         seq.push(i);
-        adv.push(s.advantage ?? 0);
+        adv.push(s.tokenAdvantages ? (last ? 0 : s.tokenAdvantages[t]) : s.advantage ?? 0);
         old.push(last ? 0 : s.oldLogp?.[t] ?? 0);
         ref.push(last ? 0 : s.refLogp?.[t] ?? 0);
       });
@@ -154,6 +191,24 @@ export class ModelTrainer {
     if (this.lossHead instanceof CrossEntropyLoss) return this.lossHead.pack({ targets, weights: mask });
     const needRef = seqs.some((s) => s.refLogp);
     return this.lossHead.pack({ targets, mask, seq, advantages: adv, oldLogp: old, refLogp: needRef ? ref : undefined });
+  }
+
+  /** The value head's rows of the mini-batch (token-mean over its generated tokens, times vf_coef). */
+  private packValue(seqs: readonly TrainSequence[]): Float32Array {
+    const mask: number[] = [], oldValues: number[] = [], returns: number[] = [];
+    seqs.forEach((s, i) => {
+      const n = s.tokens.length;
+      if (s.oldValues?.length !== n - 1 || s.returns?.length !== n - 1) {
+        throw new KernelArgumentError(`sequence ${i}: a trainer with a value head needs oldValues and returns for each of its ${n - 1} positions`);
+      }
+      for (let t = 0; t < n; t++) {
+        const last = t === n - 1;
+        mask.push(last ? 0 : s.weights[t]);
+        oldValues.push(last ? 0 : s.oldValues[t]);
+        returns.push(last ? 0 : s.returns[t]);
+      }
+    });
+    return packValueRows({ mask, oldValues, returns }, this.opts.valueHead!.coef);
   }
 
   /** Micro-batches: consecutive sequences (sorted by adapter) within chunkRows rows and slots. */
@@ -187,9 +242,11 @@ export class ModelTrainer {
     // Adapter-contiguous order (the LoRA weight-gradient kernels need it); stable otherwise.
     const seqs = sequences.map((s, i) => ({ s, i })).sort((a, b) => (a.s.adapter ?? -1) - (b.s.adapter ?? -1) || a.i - b.i).map((x) => x.s);
     const packed = this.packRows(seqs);
+    const valueRows = this.value ? this.packValue(seqs) : null;
     const micro = this.microBatches(seqs);
     const zero = this.gpu.recorder("zero grads");
     this.optimizer.encodeZeroGrads(zero, this.ranges);
+    this.value?.encodeZeroGrads(zero);
     zero.submit();
     micro.forEach((mb, k) => {
       const rows: ModelRow[] = mb.seqs.flatMap((si, slot) => seqs[si].tokens.map((token, pos) => ({ token, slot, pos, adapter: seqs[si].adapter })));
@@ -200,20 +257,71 @@ export class ModelTrainer {
       this.model.encodeForward(rec, mb.rows, mb.rows);
       const logits = this.model.logitsBuffer;
       this.lossHead.encode(rec, { rows: mb.rows, rowData: this.rowData, logits, dlogits: "in-place", accumulate: k > 0 });
-      this.backward.encode(rec, mb.rows, logits);
+      const value = this.value, xf = this.model.scratch.xf;
+      if (value && valueRows) {
+        const R = VALUE_ROW_FLOATS;
+        this.gpu.write(value.rowData, valueRows.subarray(mb.rowStart * R, (mb.rowStart + mb.rows) * R));
+        value.encodeForward(rec, mb.rows, xf);
+        value.encodeLoss(rec, mb.rows, k > 0);
+      }
+      this.backward.encode(rec, mb.rows, logits, value ? (r, dxf) => value.encodeBackward(r, mb.rows, xf, dxf) : undefined);
       rec.submit();
     });
     const plan = this.counter.next(opts.scheduleStep);
     const rec = this.gpu.recorder("optimizer");
     this.optimizer.encodeStep(rec, { ranges: this.ranges, lr: plan.lr, step: plan.t });
+    this.value?.encodeStep(rec, plan.lr * (this.opts.valueHead?.lrScale ?? 1), plan.t);
     rec.submit();
     if (!this.lora) this.model.paramsChanged(); // copies of the weights (decode textures, atlas) follow
     this.counter.stepDone();
     const [loss, optimizer] = await Promise.all([this.lossHead.readMetrics(), this.optimizer.readStats()]);
+    const value = this.value ? { ...(await this.value.readMetrics()), valueGradNorm: (await this.value.readStats()).gradNorm } : undefined;
     return {
-      loss, optimizer, lr: plan.lr, step: plan.t, tokens: packed.length / 8, microBatches: micro.length,
+      loss, optimizer, value, lr: plan.lr, step: plan.t, tokens: packed.length / 8, microBatches: micro.length,
       seconds: (performance.now() - t0) / 1000,
     };
+  }
+
+  /**
+   * The value head's output at every position of each sequence but the last (length n−1: the
+   * value of the state before token t+1, where the policy loss reads its log-prob), from the
+   * current weights. A forward pass only; nothing is trained.
+   */
+  async values(sequences: readonly TrainSequence[]): Promise<number[][]> {
+    const value = this.value;
+    if (!value) throw new TrainConfigError("valueHead", "this trainer has no value head; create it with opts.valueHead");
+    const order = sequences.map((s, i) => ({ s, i })).sort((a, b) => (a.s.adapter ?? -1) - (b.s.adapter ?? -1) || a.i - b.i);
+    const seqs = order.map((x) => x.s);
+    const out: number[][] = new Array(sequences.length);
+    for (const mb of this.microBatches(seqs)) {
+      const rows: ModelRow[] = mb.seqs.flatMap((si, slot) => seqs[si].tokens.map((token, pos) => ({ token, slot, pos, adapter: seqs[si].adapter })));
+      this.model.writeRows(rows, []);
+      const rec = this.gpu.recorder("values");
+      this.model.encodeForward(rec, mb.rows, mb.rows);
+      value.encodeForward(rec, mb.rows, this.model.scratch.xf);
+      rec.submit();
+      const v = await value.readValues(mb.rows);
+      let r = 0;
+      for (const si of mb.seqs) {
+        const n = seqs[si].tokens.length;
+        out[order[si].i] = Array.from(v.subarray(r, r + n - 1));
+        r += n;
+      }
+    }
+    return out;
+  }
+
+  /** The value head's [w, b] and its optimizer state (for a checkpoint); null without one. */
+  async valueHeadState(): Promise<{ params: Float32Array; optimizer: OptimizerState } | null> {
+    if (!this.value) return null;
+    return { params: await this.value.read(), optimizer: await this.value.optimizerState(this.counter.completedSteps) };
+  }
+
+  /** Restores the value head's [w, b] and moments from a checkpoint. */
+  restoreValueHead(params: Float32Array, optimizer: OptimizerState) {
+    if (!this.value) throw new TrainConfigError("valueHead", "this trainer has no value head to restore");
+    this.value.write(params);
+    this.value.restoreOptimizer(optimizer);
   }
 
   /** Current parameters back on the CPU: adapters (LoRA) or the full weights. */
@@ -240,6 +348,7 @@ export class ModelTrainer {
 
   destroy() {
     for (const b of this.owned) b.destroy();
+    this.value?.destroy();
     this.rowData.destroy();
     this.backward.destroy();
     this.lora?.destroy();
