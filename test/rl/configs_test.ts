@@ -16,6 +16,7 @@ const load = (name: string) => loadConfigFile(new URL(name, DIR).pathname);
 const SUFFIX: Record<string, Pick<RunConfig, "level"> & { rollout: string; update: string | null }> = {
   L0_single: { level: "L0", rollout: "single-agent", update: null },
   L1_shared: { level: "L1", rollout: "tree", update: null },
+  L1_ppo: { level: "L1", rollout: "independent", update: null },
   L2_lora: { level: "L2", rollout: "tree", update: "lora" },
   L3_full: { level: "L3", rollout: "tree", update: "full" },
 };
@@ -29,6 +30,8 @@ Deno.test("the promised task × level configs are shipped", () => {
     // The rest of the grid (every task at every level it has: Hanabi and Search have no single agent).
     "sokoban_L2_lora", "sudoku4_L2_lora", "math_L2_lora", "code_L2_lora", "tic_tac_toe_L2_lora", "hanabi_L2_lora", "search_L1_shared",
     "sokoban_L3_full", "sudoku4_L3_full", "math_L3_full", "code_L3_full", "tic_tac_toe_L3_full", "hanabi_L3_full", "search_L3_full",
+    // PPO with a critic and GAE, one per game task (docs/ppo.md).
+    "tic_tac_toe_L1_ppo", "hanabi_L1_ppo", "plan_path_L1_ppo", "sokoban_L1_ppo", "sudoku4_L1_ppo",
   ];
   for (const w of want) assert(names.includes(`${w}.json`), `configs/${w}.json is missing`);
 });
@@ -50,7 +53,7 @@ Deno.test("every shipped config validates and matches its name", async () => {
       continue;
     }
     const m = base.match(/^(.+)_(L\d_[a-z]+)$/);
-    assert(m !== null && SUFFIX[m[2]] !== undefined, `${name}: name it <task>[_<variant>]_<L0_single|L1_shared|L2_lora|L3_full>.json`);
+    assert(m !== null && SUFFIX[m[2]] !== undefined, `${name}: name it <task>[_<variant>]_<L0_single|L1_shared|L1_ppo|L2_lora|L3_full>.json`);
     const want = SUFFIX[m[2]];
     // <task> is the env's id without _v1; a variant (code_folds: the generated problems) follows it.
     const task = c.env.id.replace(/_v1$/, "");
@@ -59,6 +62,8 @@ Deno.test("every shipped config validates and matches its name", async () => {
     // Every task × level run starts from its task's warm start (a fresh preset writes random bytes).
     assertEquals(c.model.folder, `models/${task}_warm`, `${name}: start from models/${task}_warm`);
     if (want.update) assertEquals(c.update.mode, want.update, name);
+    // PPO with a critic (docs/ppo.md) exactly where the name says so.
+    assertEquals(c.update.advantage, m[2] === "L1_ppo" ? "gae" : "grpo", name);
   }
 });
 

@@ -1,9 +1,10 @@
-// PPO with a critic learns a small two-turn environment, seeded, in a few seconds on llvmpipe:
+// PPO with a critic learns a small two-turn environment, seeded, in ~15 s on llvmpipe (2 cores):
 // each episode an agent writes one token at turn 1 and one at turn 2, and only the end of turn 2
 // is rewarded: one point per even token id of the two. Turn 1 gets its credit only through the
-// GAE chain (its last token bootstraps from the value of turn 2's first token), so its even rate
-// rising shows the chaining works; the critic's value loss falls and its mean value follows the
-// mean return up from 0 (measured: see the log line). The same code as an RL step of
+// GAE chain (its last token bootstraps from the value of turn 2's first token): measured, the
+// reward goes 1.02 → 1.66 of 2 and turn 1's even rate 0.54 → 0.80; with every turn its own chain
+// (the chaining broken) only 1.06 → 1.27 and 0.50 → 0.67, which fails the thresholds. The critic's
+// value loss falls and its mean value follows the mean return up from 0. The same code as an RL step of
 // update.advantage "gae" (critic.ts: values, GAE, whitening; the trainer's value head and policy
 // loss), driven here without an env registry so it stays small.
 
