@@ -5,6 +5,7 @@
 //   update/<field>, update/<trainer>/<field>              PPO updates: mean over the step's mini-batches
 //   eval/<field>, eval/reward/<agent>                     a validation (step 0: before training)
 //   seconds/<phase>                                       timings
+//   train/critic/<trainer>/<field>                        PPO's critic (update.advantage "gae")
 //   train/<field>                                         every other number of the line
 
 import type { StepMetrics } from "./session.ts";

@@ -93,4 +93,13 @@ Deno.test("metricScalars: numbers of a metrics line as reward/, update/, eval/, 
     "eval/reward/plan": 0.5,
   });
   assertEquals(metricScalars({ step: 0, eval: { successRate: 0, rewardByAgent: {} } }), { "eval/successRate": 0 });
+  // PPO's critic: value-loss fields among the updates, explained variance per trainer (null: left out).
+  assertEquals(metricScalars({
+    step: 1,
+    updates: [{ trainer: "shared", valueLoss: 0.5, valueClipFrac: 0.25 }, { trainer: "shared", valueLoss: 0.25, valueClipFrac: 0 }],
+    critic: { shared: { explainedVariance: 0.5, valueMean: 1, returnMean: 2, tokens: 7 }, other: { explainedVariance: null } },
+  }), {
+    "update/valueLoss": 0.375, "update/valueClipFrac": 0.125, "update/shared/valueLoss": 0.375, "update/shared/valueClipFrac": 0.125,
+    "train/critic/shared/explainedVariance": 0.5, "train/critic/shared/valueMean": 1, "train/critic/shared/returnMean": 2, "train/critic/shared/tokens": 7,
+  });
 });
