@@ -701,6 +701,9 @@ export function configWarnings(c: RunConfig): string[] {
     out.push(`a freshly initialised preset writes random bytes, so most actions score the invalid penalty; warm start from an SFT checkpoint for a useful run`);
   }
   if (c.run.steps > 0 && c.eval.everySteps > c.run.steps) out.push(`eval.everySteps ${c.eval.everySteps} > run.steps ${c.run.steps}: no validation during training`);
+  if (c.update.advantage === "gae" && c.rewards.filter !== "none") {
+    out.push(`rewards.filter "${c.rewards.filter}" is GRPO's group filter; under update.advantage "gae" every sample trains (the critic needs them all)`);
+  }
   if (c.level === "L3" && getEnv(c.env.id).symmetric) out.push(`${c.env.id} is symmetric self-play: L3 trains a full model per player for no role difference`);
   return out;
 }

@@ -9,7 +9,7 @@ import { memoryFolder } from "../../src/io/bytesource.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { initModel } from "../../src/model/init.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
-import { parseConfig } from "../../src/rl/config.ts";
+import { configWarnings, parseConfig } from "../../src/rl/config.ts";
 import { RlSession } from "../../src/rl/session.ts";
 import { type CheckpointContents, checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
 
@@ -94,6 +94,9 @@ Deno.test("update.advantage gae: validated against the rollout mode", () => {
   assertEquals(parseConfig({ rollout: { mode: "independent", k: 1 }, update: { advantage: "gae" } }).rollout.k, 1);
   assertThrows(() => parseConfig({ rollout: { mode: "independent", k: 1 } }), "ConfigError", "rollout.k");
   assertThrows(() => parseConfig({ update: { advantage: "ppo" } }), "ConfigError", "update.advantage");
+  const warned = (filter: string) =>
+    configWarnings(parseConfig({ rollout: { mode: "independent" }, rewards: { filter }, update: { advantage: "gae" } })).some((w) => w.includes("GRPO's group filter"));
+  assert(warned("drop-zero-variance") && !warned("none"), "a GRPO group filter under GAE is flagged");
   assertThrows(() => parseConfig({ rollout: { mode: "independent" }, update: { advantage: "gae", gae: { lambda: 1.5 } } }), "ConfigError", "update.gae.lambda");
   assertThrows(() => parseConfig({ rollout: { mode: "independent" }, update: { advantage: "gae", value: { clip: 0 } } }), "ConfigError", "update.value.clip");
 });
