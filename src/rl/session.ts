@@ -261,37 +261,9 @@ export class RlSession {
     }
     // Each policy trains on the union of its agents' samples; an endpoint agent's (a frozen
     // partner's) samples never enter the loss.
-    const perTrainer: TrainSequence[][] = policies.trainers.map(() => []);
-    const frozen = new Set(policies.endpointAgents);
-    let tooLong = 0, frozenSamples = 0;
+    const { perTrainer, tooLong, frozenSamples, critic } = await this.trainingSequences(members, kept);
     const gae = cfg.update.advantage === "gae";
-    // GRPO: the kept groups' members with their group advantages. GAE: every sample, in rollout
-    // order (time order within a trajectory), for the critic to chain.
-    const samples = gae ? members.map((member) => ({ member, advantage: 0 })) : flattenAdvantages(kept);
-    const criticItems: CriticItem[][] = policies.trainers.map(() => []);
-    for (const { member, advantage } of samples) {
-      if (frozen.has(member.agent)) {
-        frozenSamples++;
-        continue;
-      }
-      const p = policyOf(policies.map, member.agent);
-      let seq = toSequence(member, advantage, p.adapter);
-      if (seq && seq.tokens.length > cfg.update.chunkRows) [seq, tooLong] = [null, tooLong + 1];
-      if (gae) {
-        const chain = JSON.stringify([member.env, member.candidate, member.agent]);
-        criticItems[p.trainer].push({ seq, chain, reward: cfg.rewards.alpha * member.team + member.local });
-      } else if (seq) perTrainer[p.trainer].push(seq);
-    }
-    const critic: Record<string, CriticStats> = {};
-    if (gae) {
-      const o = { gamma: cfg.update.gae.gamma, lambda: cfg.update.gae.lambda, whiten: cfg.update.gae.whiten };
-      for (const [ti, items] of criticItems.entries()) {
-        if (!items.length) continue;
-        const r = await gaeSequences(policies.trainers[ti], items, o);
-        perTrainer[ti] = r.seqs;
-        critic[policies.map.trainers[ti].name] = r.stats;
-      }
-    }
+    const frozen = new Set(policies.endpointAgents);
     const updates: Record<string, unknown>[] = [];
     let skipped = 0, noSignal = 0;
     const idle: string[] = [];
@@ -351,6 +323,47 @@ export class RlSession {
       seconds: { rollout: (tRoll - t0) / 1000, generate: r.seconds.generate, env: r.seconds.env, update: (tUpd - tRoll) / 1000 },
     };
     return { metrics, groups: r.groups, stats: groups, tasks };
+  }
+
+  /**
+   * Each policy's training sequences from the step's samples (an endpoint agent's, a frozen
+   * partner's, never enter the loss): GRPO's kept group members with their group advantages, or
+   * under GAE every sample with the critic's per-token advantages, old values and returns.
+   */
+  private async trainingSequences(members: readonly Sample[], kept: readonly GroupResult<Sample>[]) {
+    const { cfg, policies } = this;
+    const perTrainer: TrainSequence[][] = policies.trainers.map(() => []);
+    const frozen = new Set(policies.endpointAgents);
+    let tooLong = 0, frozenSamples = 0;
+    const gae = cfg.update.advantage === "gae";
+    // GRPO: the kept groups' members with their group advantages. GAE: every sample, in rollout
+    // order (time order within a trajectory), for the critic to chain.
+    const samples = gae ? members.map((member) => ({ member, advantage: 0 })) : flattenAdvantages(kept);
+    const criticItems: CriticItem[][] = policies.trainers.map(() => []);
+    for (const { member, advantage } of samples) {
+      if (frozen.has(member.agent)) {
+        frozenSamples++;
+        continue;
+      }
+      const p = policyOf(policies.map, member.agent);
+      let seq = toSequence(member, advantage, p.adapter);
+      if (seq && seq.tokens.length > cfg.update.chunkRows) [seq, tooLong] = [null, tooLong + 1];
+      if (gae) {
+        const chain = JSON.stringify([member.env, member.candidate, member.agent]);
+        criticItems[p.trainer].push({ seq, chain, reward: cfg.rewards.alpha * member.team + member.local });
+      } else if (seq) perTrainer[p.trainer].push(seq);
+    }
+    const critic: Record<string, CriticStats> = {};
+    if (gae) {
+      const o = { gamma: cfg.update.gae.gamma, lambda: cfg.update.gae.lambda, whiten: cfg.update.gae.whiten };
+      for (const [ti, items] of criticItems.entries()) {
+        if (!items.length) continue;
+        const r = await gaeSequences(policies.trainers[ti], items, o);
+        perTrainer[ti] = r.seqs;
+        critic[policies.map.trainers[ti].name] = r.stats;
+      }
+    }
+    return { perTrainer, tooLong, frozenSamples, critic };
   }
 
   /** What a checkpoint of this session holds: adapters (PEFT) or full weights, optimizer moments, step. */
