@@ -31,8 +31,12 @@ import {
   type MethodId,
   METHODS,
   pairedTable,
+  ExperimentMergeError,
+  mergeExperiments,
   type RunResult,
   runLrSweep,
+  type SavedExperiment,
+  seedLabel,
   swapRoleAdapters,
   type SweepRecord,
   sweepTable,
@@ -63,7 +67,18 @@ export const EXPERIMENT_CLI = defineCli({
   },
 });
 
-const EXPERIMENTS = ["paper-table"];
+export const MERGE_CLI = defineCli({
+  command: "npx deno task experiment merge",
+  summary:
+    "Several paper-table invocations (seeds run apart with --first-seed, on other machines or side by side) as one: results.json, table.md and plots over every seed, paired tests on the pooled seeds. Refuses a (task, method, seed) measured twice and runs of different budgets.",
+  flags: {
+    from: { type: "string", metavar: "DIR1,DIR2", help: "the invocations' output folders (each with its results.json) (required)" },
+    out: { type: "string", metavar: "DIR", help: "the merged output folder: results.json, table.md, curves_<task>.svg, rewards_<task>.svg (required)" },
+    json: { type: "boolean", help: "last stdout line: {out, mergedFrom, aggregates, sweeps, notes} as JSON" },
+  },
+});
+
+const EXPERIMENTS = ["paper-table", "merge"];
 
 function list(s: string | undefined, all: readonly string[], what: string): string[] {
   if (!s) return [...all];
@@ -217,12 +232,22 @@ async function runTask(x: Experiment, task: string) {
   for (const p of await taskPlots(x.results, task)) await writeFileAtomic(joinPath(x.out, p.name), p.svg);
 }
 
+/** What table.md is made of: one invocation's (or several merged invocations') measurements. */
+interface TableInput {
+  results: readonly RunResult[];
+  sweeps: readonly SweepRecord[];
+  notes: readonly string[];
+  steps: number;
+  /** The spec file(s) the runs used. */
+  spec: string;
+}
+
 /** table.md: the table, per-seed results and paired tests, the sweeps, samples, plots and notes. */
-function tableMarkdown(x: Experiment, specPath: string, tasks: readonly string[], plots: readonly string[]): string {
+function tableMarkdown(x: TableInput, tasks: readonly string[], plots: readonly string[]): string {
   const aggs = aggregate(x.results);
-  const seedRange = x.seeds > 1 ? `seeds ${x.firstSeed}..${x.firstSeed + x.seeds - 1}` : `seed ${x.firstSeed}`;
+  const nSeeds = new Set(x.results.map((r) => r.seed)).size;
   return [
-    `Held-out success (%), mean ± std over ${x.seeds} seed(s) (${seedRange}); ${x.steps} RL steps per trained method; spec ${specPath}.`,
+    `Held-out success (%), mean ± std over ${nSeeds} seed(s) (${seedLabel(x.results)}); ${x.steps} RL steps per trained method; spec ${x.spec}.`,
     "",
     markdownTable(aggs, tasks),
     "",
@@ -239,12 +264,68 @@ function tableMarkdown(x: Experiment, specPath: string, tasks: readonly string[]
   ].join("\n");
 }
 
+/** The .svg files in a folder, sorted. */
+async function svgsIn(out: string): Promise<string[]> {
+  const plots: string[] = [];
+  for await (const e of Deno.readDir(out)) if (e.isFile && e.name.endsWith(".svg")) plots.push(e.name);
+  return plots.sort();
+}
+
+/**
+ * `experiment merge --from A,B --out DIR`: invocations of paper-table run apart (seeds split with
+ * --first-seed, on several machines or side by side) as one table: results.json, table.md and
+ * the plots over every seed, with the paired tests recomputed on the pooled seeds.
+ */
+async function mergeCommand(args: { from?: string; out?: string; json?: boolean }) {
+  if (!args.from) throw new UsageError("merge: name the invocations' output folders with --from DIR1,DIR2");
+  if (!args.out) throw new UsageError("merge: name the merged output folder with --out DIR");
+  const dirs = args.from.split(",").map((d) => d.trim()).filter(Boolean);
+  const saved: SavedExperiment[] = [];
+  const specs: string[] = [];
+  for (const d of dirs) {
+    const file = joinPath(d, "results.json");
+    let text: string;
+    try {
+      text = await Deno.readTextFile(file);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) throw new UsageError(`merge: ${file} is not there; --from takes paper-table output folders`);
+      throw e;
+    }
+    const s = JSON.parse(text) as SavedExperiment & { spec?: string };
+    saved.push(s);
+    if (s.spec && !specs.includes(s.spec)) specs.push(s.spec);
+  }
+  let merged: SavedExperiment;
+  try {
+    merged = mergeExperiments(saved, dirs);
+  } catch (e) {
+    if (e instanceof ExperimentMergeError) throw new UsageError(`merge: ${e.message}`);
+    throw e;
+  }
+  const out = args.out;
+  await writingTo(out, () => Deno.mkdir(out, { recursive: true }));
+  for (const task of merged.tasks) for (const p of await taskPlots(merged.results, task)) await writeFileAtomic(joinPath(out, p.name), p.svg);
+  const aggregates = aggregate(merged.results);
+  await writeFileAtomic(
+    joinPath(out, "results.json"),
+    JSON.stringify({ spec: specs.join(", "), mergedFrom: dirs, ...merged, aggregates }, null, 1) + "\n",
+  );
+  const md = tableMarkdown({ ...merged, sweeps: merged.sweeps ?? [], notes: merged.notes ?? [], spec: specs.join(", ") }, merged.tasks, await svgsIn(out));
+  await writeFileAtomic(joinPath(out, "table.md"), `Merged from ${dirs.join(", ")}.\n\n` + md + "\n");
+  console.log("\n" + md);
+  if (args.json) console.log(JSON.stringify({ out, mergedFrom: dirs, aggregates, sweeps: merged.sweeps, notes: merged.notes }));
+}
+
 if (import.meta.main) {
   const argv = [...Deno.args];
   const name = argv[0] && !argv[0].startsWith("-") ? argv.shift()! : undefined;
+  if (name === "merge") {
+    const margs = parseArgsOrExit(MERGE_CLI, argv);
+    await runMain(() => mergeCommand(margs));
+  }
   const args = parseArgsOrExit(EXPERIMENT_CLI, argv);
   if (!name || !EXPERIMENTS.includes(name)) {
-    console.error(`error: name the experiment first (one of ${EXPERIMENTS.join(", ")}), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1`);
+    console.error(`error: name the experiment first (one of ${EXPERIMENTS.join(", ")}), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1, or experiment merge --from A,B --out DIR`);
     Deno.exit(2);
   }
   await runMain(async () => {
@@ -273,9 +354,7 @@ if (import.meta.main) {
     } finally {
       gpu.destroy();
     }
-    const plots: string[] = [];
-    for await (const e of Deno.readDir(out)) if (e.isFile && e.name.endsWith(".svg")) plots.push(e.name);
-    const md = tableMarkdown(x, args.spec, tasks, plots.sort());
+    const md = tableMarkdown({ ...x, spec: args.spec }, tasks, await svgsIn(out));
     await writeFileAtomic(joinPath(out, "table.md"), md + "\n");
     await x.save();
     console.log("\n" + md);

@@ -394,3 +394,57 @@ export function hasSolo(envId: string): boolean {
     return false;
   }
 }
+
+/** What `experiment merge` reads of one invocation's results.json. */
+export interface SavedExperiment {
+  tasks: string[];
+  steps: number;
+  evalEvery?: number | null;
+  results: RunResult[];
+  sweeps?: SweepRecord[];
+  notes?: string[];
+}
+
+/** Two invocations that cannot be merged: a (task, method, seed) measured twice, or different budgets. */
+export class ExperimentMergeError extends Error {
+  override name = "ExperimentMergeError";
+}
+
+/**
+ * Several invocations of one experiment (e.g. seeds run apart with --first-seed, on other
+ * machines or side by side) as one: their results, sweeps and notes together. Refuses a
+ * (task, method, seed) measured twice and invocations with different RL steps or validation
+ * intervals (their runs are not the same budget); `sources` names each one in errors.
+ */
+export function mergeExperiments(saved: readonly SavedExperiment[], sources: readonly string[]): SavedExperiment {
+  if (!saved.length) throw new ExperimentMergeError("nothing to merge: name at least one results.json");
+  const [first] = saved;
+  const seen = new Map<string, string>();
+  saved.forEach((s, i) => {
+    if (s.steps !== first.steps) {
+      throw new ExperimentMergeError(`${sources[i]}: ${s.steps} RL steps, ${sources[0]}: ${first.steps}; merge only runs of the same budget`);
+    }
+    if ((s.evalEvery ?? null) !== (first.evalEvery ?? null)) {
+      throw new ExperimentMergeError(`${sources[i]}: evalEvery ${s.evalEvery ?? "none"}, ${sources[0]}: ${first.evalEvery ?? "none"}; the curves would not line up`);
+    }
+    for (const r of s.results) {
+      const key = `${r.task} ${r.method} seed ${r.seed}`;
+      const other = seen.get(key);
+      if (other !== undefined) throw new ExperimentMergeError(`${key} is in both ${other} and ${sources[i]}; leave one out`);
+      seen.set(key, sources[i]);
+    }
+  });
+  const tasks = [...new Set(saved.flatMap((s) => s.tasks))];
+  const results = saved.flatMap((s) => s.results);
+  const sweeps = saved.flatMap((s) => s.sweeps ?? []);
+  const notes = [...new Set(saved.flatMap((s) => s.notes ?? []))];
+  return { tasks, steps: first.steps, evalEvery: first.evalEvery ?? null, results, sweeps, notes };
+}
+
+/** "seed 3", "seeds 0..2" or "seeds 0, 2, 5": the seeds a set of results covers. */
+export function seedLabel(results: readonly RunResult[]): string {
+  const seeds = [...new Set(results.map((r) => r.seed))].sort((a, b) => a - b);
+  if (seeds.length === 1) return `seed ${seeds[0]}`;
+  const contiguous = seeds.every((s, i) => i === 0 || s === seeds[i - 1] + 1);
+  return contiguous ? `seeds ${seeds[0]}..${seeds[seeds.length - 1]}` : `seeds ${seeds.join(", ")}`;
+}

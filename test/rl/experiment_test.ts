@@ -6,7 +6,7 @@
 
 import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { usage } from "../../src/cli/cli_args.ts";
-import { EXPERIMENT_CLI } from "../../src/cli/experiment.ts";
+import { EXPERIMENT_CLI, MERGE_CLI } from "../../src/cli/experiment.ts";
 import { getEnv, soloEnvFor } from "../../src/envs/registry.ts";
 import type { RunConfig } from "../../src/rl/config.ts";
 import {
@@ -16,11 +16,14 @@ import {
   curvesFromMetrics,
   type ExperimentSpec,
   markdownTable,
+  mergeExperiments,
   methodConfig,
   METHODS,
   pairedTable,
   type RunResult,
   runLrSweep,
+  type SavedExperiment,
+  seedLabel,
   swapRoleAdapters,
   type SweepRecord,
   sweepTable,
@@ -282,4 +285,50 @@ Deno.test("deno task experiment paper-table: a tiny run of every method writes t
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("merge: invocations of separate seeds become one table; a run measured twice or another budget is refused", async () => {
+  const a: SavedExperiment = {
+    tasks: ["plan_path"], steps: 12, evalEvery: 6, notes: ["n1"],
+    results: [result("mas", 0, [0, 0, 1, 0]), result("single_grpo", 0, [1, 0, 0, 0]), result("mas_l1", 0, [1, 1, 1, 0], { curve: [{ step: 0, successRate: 0.25 }, { step: 12, successRate: 0.75 }], rewardCurve: [{ step: 1, byAgent: { tool: 1, plan: 0.5 } }] })],
+    sweeps: [{ task: "plan_path", method: "single_grpo", seed: 0, split: "train", episodes: 4, points: [{ lr: 0.001, trainSuccess: 0.5, runDir: "r" }], chosenLr: 0.001 }],
+  };
+  const b: SavedExperiment = { tasks: ["plan_path"], steps: 12, evalEvery: 6, notes: ["n1", "n2"], results: [result("mas", 1, [0, 1, 0, 1]), result("mas_l1", 1, [1, 1, 1, 1], { curve: [{ step: 0, successRate: 0.5 }, { step: 12, successRate: 1 }], rewardCurve: [{ step: 1, byAgent: { tool: 2, plan: 1 } }] })] };
+  const m = mergeExperiments([a, b], ["A", "B"]);
+  assertEquals([m.results.length, m.sweeps!.length, m.notes, m.steps], [5, 1, ["n1", "n2"], 12]);
+  // The merged aggregates are those of all the runs measured together (the paired tests pool seeds).
+  assertEquals(aggregate(m.results), aggregate([...a.results, ...b.results]));
+  assertEquals(aggregate(m.results).find((x) => x.method === "mas_l1")!.pVsMas, 2 / 16);
+  assertEquals([seedLabel(m.results), seedLabel(a.results), seedLabel([result("mas", 0, [1]), result("mas", 2, [1])])], ["seeds 0..1", "seed 0", "seeds 0, 2"]);
+  assertThrows(() => mergeExperiments([a, a], ["A", "A2"]), "ExperimentMergeError", "plan_path mas seed 0 is in both A and A2");
+  assertThrows(() => mergeExperiments([a, { ...b, steps: 6 }], ["A", "B"]), "ExperimentMergeError", "B: 6 RL steps");
+  assertThrows(() => mergeExperiments([a, { ...b, evalEvery: 3 }], ["A", "B"]), "ExperimentMergeError", "evalEvery");
+  // The command: two results.json folders in, the merged table, results and plots out.
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/a`), await Deno.mkdir(`${dir}/b`);
+    await Deno.writeTextFile(`${dir}/a/results.json`, JSON.stringify({ spec: "spec.json", ...a }));
+    await Deno.writeTextFile(`${dir}/b/results.json`, JSON.stringify({ spec: "spec.json", ...b }));
+    const run = (from: string) =>
+      new Deno.Command(Deno.execPath(), { args: ["run", "-A", "src/cli/experiment.ts", "merge", "--from", from, "--out", `${dir}/m`, "--json"], stdout: "piped", stderr: "piped" }).output();
+    const out = await run(`${dir}/a,${dir}/b`);
+    const stdout = new TextDecoder().decode(out.stdout);
+    assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
+    const last = JSON.parse(stdout.trim().split("\n").pop()!);
+    assertEquals(last.aggregates, JSON.parse(JSON.stringify(aggregate(m.results))));
+    const saved = JSON.parse(await Deno.readTextFile(`${dir}/m/results.json`));
+    assertEquals([saved.results.length, saved.mergedFrom.length], [5, 2]);
+    const table = await Deno.readTextFile(`${dir}/m/table.md`);
+    assert(table.includes("over 2 seed(s) (seeds 0..1)") && table.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 |") && table.includes("| chosen |"), table);
+    assert((await Deno.readTextFile(`${dir}/m/curves_plan_path.svg`)).startsWith("<svg"));
+    const twice = await run(`${dir}/a,${dir}/a`);
+    assertEquals(twice.code, 2, "a run measured twice is bad input");
+    assert(new TextDecoder().decode(twice.stderr).includes("is in both"));
+    const missing = await run(`${dir}/a,${dir}/nope`);
+    assertEquals(missing.code, 2);
+    assert(new TextDecoder().decode(missing.stderr).includes("results.json is not there"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  assert(usage(MERGE_CLI).includes("--from DIR1,DIR2"));
 });
