@@ -1,4 +1,4 @@
-// The paper's table in miniature (PAPER.md "Headline results"): for each task, the same base model
+// The paper's table in miniature (docs/algorithm.md "Headline results"): for each task, the same base model
 // (the task's warm start) and the same budget of training samples per method, trained and evaluated
 // on the same held-out tasks:
 //   single        one agent (L0 env variant), untrained
@@ -414,7 +414,9 @@ export class ExperimentMergeError extends Error {
  * Several invocations of one experiment (e.g. seeds run apart with --first-seed, on other
  * machines or side by side) as one: their results, sweeps and notes together. Refuses a
  * (task, method, seed) measured twice and invocations with different RL steps or validation
- * intervals (their runs are not the same budget); `sources` names each one in errors.
+ * intervals (their runs are not the same budget); `sources` names each one in errors. A trained
+ * run's curve gets its step 0 from its untrained baseline of the same seed where that ran in
+ * another invocation.
  */
 export function mergeExperiments(saved: readonly SavedExperiment[], sources: readonly string[]): SavedExperiment {
   if (!saved.length) throw new ExperimentMergeError("nothing to merge: name at least one results.json");
@@ -435,7 +437,13 @@ export function mergeExperiments(saved: readonly SavedExperiment[], sources: rea
     }
   });
   const tasks = [...new Set(saved.flatMap((s) => s.tasks))];
-  const results = saved.flatMap((s) => s.results);
+  const all = saved.flatMap((s) => s.results);
+  // A trained run whose untrained baseline ran in another invocation gets its step 0 here.
+  const results = all.map((r) => {
+    const base = BASELINE_OF[r.method as MethodId];
+    if (!r.curve || !base) return r;
+    return { ...r, curve: withStepZero(r.curve, all.find((b) => b.task === r.task && b.method === base && b.seed === r.seed)) };
+  });
   const sweeps = saved.flatMap((s) => s.sweeps ?? []);
   const notes = [...new Set(saved.flatMap((s) => s.notes ?? []))];
   return { tasks, steps: first.steps, evalEvery: first.evalEvery ?? null, results, sweeps, notes };

@@ -300,6 +300,10 @@ Deno.test("merge: invocations of separate seeds become one table; a run measured
   assertEquals(aggregate(m.results), aggregate([...a.results, ...b.results]));
   assertEquals(aggregate(m.results).find((x) => x.method === "mas_l1")!.pVsMas, 2 / 16);
   assertEquals([seedLabel(m.results), seedLabel(a.results), seedLabel([result("mas", 0, [1]), result("mas", 2, [1])])], ["seeds 0..1", "seed 0", "seeds 0, 2"]);
+  // mas_l2 ran apart from its untrained baseline: its curve gets step 0 from mas of the same seed.
+  const l2: SavedExperiment = { tasks: ["plan_path"], steps: 12, evalEvery: 6, results: [result("mas_l2", 1, [1, 1, 0, 1], { curve: [{ step: 12, successRate: 0.75 }] })] };
+  const withL2 = mergeExperiments([a, b, l2], ["A", "B", "C"]);
+  assertEquals(withL2.results.find((r) => r.method === "mas_l2")!.curve, [{ step: 0, successRate: 0.5 }, { step: 12, successRate: 0.75 }]);
   assertThrows(() => mergeExperiments([a, a], ["A", "A2"]), "ExperimentMergeError", "plan_path mas seed 0 is in both A and A2");
   assertThrows(() => mergeExperiments([a, { ...b, steps: 6 }], ["A", "B"]), "ExperimentMergeError", "B: 6 RL steps");
   assertThrows(() => mergeExperiments([a, { ...b, evalEvery: 3 }], ["A", "B"]), "ExperimentMergeError", "evalEvery");
