@@ -25,7 +25,7 @@ import type {
   TranscriptEntry,
 } from "./types.ts";
 
-/** PAPER.md: "An unparseable or empty action scores −2 for its agent in the original." */
+/** docs/algorithm.md: "An unparseable or empty action scores −2 for its agent in the original." */
 export const FORMAT_PENALTY = -2;
 
 /** Longest excerpt of model text kept inside an Invalid (logs stay readable). */

@@ -17,7 +17,7 @@ import type {
 export interface GymOptions {
   style?: PromptStyle;
   executor?: CodeExecutor;
-  /** Weight of the team reward (PAPER.md: α = 1). */
+  /** Weight of the team reward (docs/algorithm.md: α = 1). */
   alpha?: number;
 }
 

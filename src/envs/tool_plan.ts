@@ -1,4 +1,4 @@
-// The tool → plan pattern shared by Plan-Path, Sokoban and Sudoku (PAPER.md): each turn a tool
+// The tool → plan pattern shared by Plan-Path, Sokoban and Sudoku (docs/algorithm.md): each turn a tool
 // agent writes JavaScript, run in the sandbox with the task's variables, whose printed answer is
 // parsed; then a plan agent commits a final answer after `####`. A game supplies its rules as a
 // ToolPlanGame; this module turns them into an EnvDefinition.
@@ -13,7 +13,7 @@
 // Credit assignment: the tool's step changes nothing in the game; its local reward is what its
 // proposal would earn if the plan agent committed it (plus the fail penalty if it would not solve
 // the task), so its K candidates get distinct rewards. The plan agent's commit earns the team
-// reward. Unusable text or tool output scores FORMAT_PENALTY (−2, PAPER.md) for its agent.
+// reward. Unusable text or tool output scores FORMAT_PENALTY (−2, docs/algorithm.md) for its agent.
 //
 // Reward knobs (config `rewards.shaping`, `rewards.success`; types.ts RewardKnobs): a game names
 // its shaping term (a key of its evaluation's breakdown) and the weight under which success
@@ -83,7 +83,7 @@ export interface ToolPlanGame<T, G, Ans, D extends Difficulty> {
   description: string;
   defaultDifficulty: D;
   testFraction: number;
-  /** Added to the team reward when the episode ends unsolved (PAPER "fail"). */
+  /** Added to the team reward when the episode ends unsolved (the paper's "fail"). */
   failPenalty: number;
   /**
    * The shaping term: its key in Evaluation.breakdown (already at the paper's weight), and the

@@ -1,7 +1,7 @@
 // AT-GRPO's reward → advantage math as pure functions: reward mixing r = α·team + local, group
 // keys (env, agent, turn), per-group normalisation, group filters and the statistics the logs show.
 // A group never spans environments: its key names one env and `groupAdvantages` refuses a member
-// from another (the original code pooled several envs into one group; see DESIGN.md).
+// from another (the original code pooled several envs into one group; see docs/algorithm.md).
 //
 // Dims: G groups per step, K members per group (the candidates of one env, agent and turn).
 // Std is the unbiased (n − 1) estimate, as verl's torch.std that the original trains with. A group
@@ -90,7 +90,7 @@ export interface Trajectory<T> extends Scored {
 }
 
 /**
- * Independent mode's members (DESIGN.md: K full trajectories, group = env): the actions of each
+ * Independent mode's members (docs/algorithm.md: K full trajectories, group = env): the actions of each
  * trajectory (same env and `candidate`, each carrying the trajectory's return as its reward)
  * become one member, so a task's baseline is the mean over its K returns whatever the
  * trajectories' lengths or which agent acted; `expandTrajectories` gives each action its

@@ -4,7 +4,7 @@
 // Step convention (HF / verl LambdaLR): `lrAt(s, k)` is the rate of the update that follows k
 // completed optimizer steps, so with warmup the very first update uses lr·0 — exactly what
 // `get_cosine_schedule_with_warmup` gives in transformers and verl. The paper's released config is
-// cosine, 10 warmup steps, min ratio 0.3, lr 5e-6 (see PAPER.md).
+// cosine, 10 warmup steps, min ratio 0.3, lr 5e-6 (see docs/algorithm.md).
 
 import { TrainConfigError } from "./errors.ts";
 

@@ -1,7 +1,7 @@
 // Supervised fine-tuning: the typed run config (every field declared once in SFT_SCHEMA with its
 // default and effect; `--set a.b=c` overrides; errors name the field) and the run loop that turns
 // JSONL demonstrations into optimizer steps on a ModelTrainer (cross-entropy on completion /
-// assistant tokens only), with the run folder DESIGN.md describes:
+// assistant tokens only), with the run folder docs/runs.md describes:
 //
 //   runs/sft/<name>/<timestamp>/config.json      resolved config (what --resume reads back)
 //                               metrics.jsonl    one object per step (+ eval_loss when evaluated)

@@ -1,4 +1,4 @@
-// Rewards on hand-made states, computed by hand from PAPER.md's tables (the arithmetic is in the
+// Rewards on hand-made states, computed by hand from docs/algorithm.md's tables (the arithmetic is in the
 // comments), for the tool → plan envs, tic-tac-toe, Hanabi and Search.
 
 import { assert, assertEquals } from "../assert.ts";

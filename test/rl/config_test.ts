@@ -281,3 +281,8 @@ Deno.test("logging: TensorBoard on and W&B off by default; W&B names and URL are
   rejects({ logging: { wandb: { mode: "on" } } }, "logging.wandb.mode", `"online", "offline", "disabled"`);
   assertEquals(parseConfig({ logging: { wandb: { baseUrl: "http://localhost:8080" } } }).logging.wandb.baseUrl, "http://localhost:8080");
 });
+
+Deno.test("docs/config.md is the schema's table (describeConfigMarkdown), not a stale copy", async () => {
+  const doc = await Deno.readTextFile(new URL("../../docs/config.md", import.meta.url));
+  assert(doc.includes(describeConfigMarkdown()), "docs/config.md is stale: regenerate its table with describeConfigMarkdown() (the command is at its top)");
+});

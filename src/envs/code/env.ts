@@ -7,7 +7,7 @@
 // code runs against the hidden reference tests and against the pending tests, which resolves the
 // turn. The episode ends when the code passes every test the tester wrote (at least one);
 // otherwise each agent revises its own previous output.
-// Rewards (PAPER.md, α = 1): the code's pass rate on the reference tests is the team reward,
+// Rewards (docs/algorithm.md, α = 1): the code's pass rate on the reference tests is the team reward,
 // emitted at the coder's step, so the coder scores its pass rate and the tester "its tests vs the
 // reference solution + the code's pass rate" (finalRewards). The tester's local reward is the
 // share of its tests the reference solution passes (a test it fails is a wrong test); −1 when its
@@ -65,7 +65,7 @@ import {
  */
 export const RUN_TIMEOUT_MS = 5000;
 
-/** A tester whose code yields no usable tests (PAPER's "−1 if execution fails", as in Math). */
+/** A tester whose code yields no usable tests (the paper's "−1 if execution fails", as in Math). */
 export const NO_TESTS = -1;
 
 export interface TestsOutput {

@@ -26,7 +26,7 @@ export interface CodeDifficulty {
   level: number;
   /** 1: generated array-fold problems (folds.ts, for tiny models) instead of the shipped set. */
   folds: number;
-  /** PAPER.md: 5 turns. */
+  /** docs/algorithm.md: 5 turns. */
   maxTurns: number;
 }
 

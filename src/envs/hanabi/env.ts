@@ -4,7 +4,7 @@
 // from the state (oracle.ts oracleValue), so the K candidates of a turn differ by what they do to the
 // game — a blind play that scores now but costs a life, or a discard of the last copy, scores below
 // the hint that sets up a sure play. `shaping` 0: +1 per card played, −score on bombing out. A
-// broken rule wastes the turn and costs the actor −1 locally, unparseable text −2 (PAPER.md).
+// broken rule wastes the turn and costs the actor −1 locally, unparseable text −2 (docs/algorithm.md).
 
 import {
   advanceClock,

@@ -5,7 +5,7 @@
 // and the turn resolves when the reasoner steps. The episode ends when the two answers agree
 // (canonical forms equal, answer.ts), or when turns run out. From turn 2 each agent sees the other's
 // previous output beside its own.
-// Rewards (PAPER.md, α = 1): the tool's local reward is its own correctness (1 right, 0 wrong, −1
+// Rewards (docs/algorithm.md, α = 1): the tool's local reward is its own correctness (1 right, 0 wrong, −1
 // when its code throws, times out or prints nothing, −2 for a message with no code); the reasoner's
 // correctness (1/0) is the team reward, emitted when the reasoner steps, so the reasoner scores
 // "correct" and the tool "own correctness + reasoner correct" (finalRewards); an unusable reasoner
@@ -55,7 +55,7 @@ import {
 export type AnswerAction = { kind: "answer"; answer: string; canonical: string; work: string };
 export type MathAction = CodeAction | AnswerAction;
 
-/** Tool code that runs but yields no answer (PAPER: "−1 if execution fails"). */
+/** Tool code that runs but yields no answer (the paper: "−1 if execution fails"). */
 export const EXEC_FAIL = -1;
 
 /**

@@ -15,7 +15,7 @@ export interface MathDifficulty {
   level: number;
   /** Rough upper bound of the quantities in a problem (10–1000). */
   maxNumber: number;
-  /** PAPER.md: 4 turns. */
+  /** docs/algorithm.md: 4 turns. */
   maxTurns: number;
 }
 

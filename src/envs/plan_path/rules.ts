@@ -1,4 +1,4 @@
-// Plan-Path rules: the task generator and the reward of walking a move list (PAPER.md: step −0.01,
+// Plan-Path rules: the task generator and the reward of walking a move list (docs/algorithm.md: step −0.01,
 // invalid −0.1, goal +1, shortest path +0.5, fail −1, shaping γΦ′−Φ with Φ = −Manhattan, γ 0.99).
 
 import { generateInSplit, intKnob, numKnob, resolveDifficulty, round6 } from "../api.ts";
@@ -18,11 +18,11 @@ export const REWARD = {
 
 export interface PlanPathDifficulty {
   [key: string]: number;
-  /** Grid side N (PAPER: 10). */
+  /** Grid side N (the paper: 10). */
   size: number;
-  /** Probability that a cell is a wall (PAPER: ~22%). */
+  /** Probability that a cell is a wall (the paper: ~22%). */
   wallDensity: number;
-  /** Tool→plan rounds before the episode is cut (PAPER: 4–5). */
+  /** Tool→plan rounds before the episode is cut (the paper: 4–5). */
   maxTurns: number;
   /** Shortest start→goal distance must be at least this. */
   minDistance: number;

@@ -1,6 +1,6 @@
 // Search (search_v1): multi-hop QA over a generated local corpus. Each turn the search agent sends
 // a query (`#### words`), BM25 returns the top documents, and the reasoner answers (`#### answer`).
-// Rewards (PAPER.md "1/0, partial credit for the search agent"): a correct answer is team +1 and
+// Rewards (docs/algorithm.md "1/0, partial credit for the search agent"): a correct answer is team +1 and
 // ends the episode; each query earns the search agent the share of needed documents it newly
 // found. A wrong answer before the last turn costs nothing: the team may search again.
 

@@ -1,6 +1,6 @@
 // Sokoban rules: rooms with one box, an exact BFS solver over (player, box) positions (used to
 // keep only solvable levels, to detect dead positions, and as the oracle), and the reward of a
-// move list (PAPER.md: step −0.01, invalid −0.05, box on goal +1, box off goal −0.5, win +10,
+// move list (docs/algorithm.md: step −0.01, invalid −0.05, box on goal +1, box off goal −0.5, win +10,
 // fail −5, shaping 0.1 per cell the box gets closer to the goal).
 
 import { generateInSplit, intKnob, resolveDifficulty, round6 } from "../api.ts";
@@ -21,7 +21,7 @@ export const REWARD = {
 
 export interface SokobanDifficulty {
   [key: string]: number;
-  /** Room side including the outer wall (PAPER: 6). */
+  /** Room side including the outer wall (the paper: 6). */
   size: number;
   /** Extra wall cells inside the room. */
   innerWalls: number;

@@ -77,7 +77,7 @@ const GAME: ToolPlanGame<SudokuTask, SudokuGame, Cells, SudokuDifficulty> = {
     "Sudoku 4x4 with a unique solution: tool agent (JS solver) then plan agent (#### grid)",
   defaultDifficulty: DEFAULT_DIFFICULTY,
   testFraction: TEST_FRACTION,
-  failPenalty: 0, // PAPER.md lists no fail penalty for Sudoku
+  failPenalty: 0, // docs/algorithm.md lists no fail penalty for Sudoku
   // Progress (the fraction of blanks filled right) is at most 1 against solved +2 (+0.5).
   shaping: { key: "progress", successDominant: 1 },
   generate,

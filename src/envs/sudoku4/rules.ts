@@ -1,5 +1,5 @@
 // Sudoku 4×4 rules: puzzles with exactly one solution (checked by a counting solver), and the
-// reward of committing a grid (PAPER.md: step −0.01, invalid −1, solved +2, +0.5 efficiency when
+// reward of committing a grid (docs/algorithm.md: step −0.01, invalid −1, solved +2, +0.5 efficiency when
 // solved by the first commit, progress shaping = change in the fraction of blanks filled right).
 
 import { generateInSplit, intKnob, resolveDifficulty, round6 } from "../api.ts";
