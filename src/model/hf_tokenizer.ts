@@ -17,6 +17,7 @@ export class HFTokenizer implements Tokenizer {
   readonly eosId: number | null;
   readonly padId: number;
   readonly stopIds: readonly number[];
+  readonly hasChatTemplate: boolean;
   /** The transformers.js object, for what the interface does not cover. */
   readonly inner: PreTrainedTokenizer;
 
@@ -58,6 +59,7 @@ export class HFTokenizer implements Tokenizer {
     const stops = new Set<number>(extraStopIds);
     if (this.eosId !== null) stops.add(this.eosId);
     this.stopIds = [...stops];
+    this.hasChatTemplate = this.inner.chat_template != null;
   }
 
   encode(text: string, opts: { addSpecialTokens?: boolean } = {}): number[] {

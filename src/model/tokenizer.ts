@@ -29,6 +29,8 @@ export interface Tokenizer {
   readonly padId: number;
   /** Ids that end generation (eos, end-of-turn markers, the config's eos_token_id list). */
   readonly stopIds: readonly number[];
+  /** Whether applyChatTemplate can render a conversation (the file carries a chat template). */
+  readonly hasChatTemplate: boolean;
   /** Text → ids. Special-token strings in `text` become their ids (as in HF). */
   encode(text: string, opts?: { addSpecialTokens?: boolean }): number[];
   decode(ids: ArrayLike<number>, opts?: { skipSpecialTokens?: boolean }): string;
@@ -74,6 +76,7 @@ export class ByteTokenizer implements Tokenizer {
   readonly imStartId = 259;
   readonly imEndId = 260;
   readonly stopIds: readonly number[] = [258, 260];
+  readonly hasChatTemplate = true;
   private readonly specialRe = new RegExp(
     BYTE_SPECIAL_TOKENS.map((s) => s.replace(/[|<>]/g, (c) => `\\${c}`)).join("|"),
     "g",

@@ -15,6 +15,7 @@ import type { PolicyLossConfig } from "../train/losses.ts";
 import { type LossAggMode, LOSS_AGG_MODES } from "../train/loss_rows.ts";
 import type { LrSchedule, ScheduleKind } from "../train/schedule.ts";
 import type { TrainMode, ValueHeadSettings } from "../train/trainer.ts";
+import { AGENT_GENERATION_KEYS, type AgentGenerationOverride, agentGenerationIssues, agentOverrideProblem } from "./generation.ts";
 
 export const LEVELS = ["L0", "L1", "L2", "L3"] as const;
 /** L0 one agent · L1 one shared model, roles by prompt · L2 shared base + LoRA per agent · L3 a model per agent. */
@@ -36,7 +37,7 @@ const SAMPLED_EVAL_ENVS: Readonly<Record<string, number>> = { code_v1: 0.6, math
 
 // ---- schema -------------------------------------------------------------------------------
 
-type FieldType = "int" | "number" | "boolean" | "string" | "enum" | "list" | "knobs" | "urls";
+type FieldType = "int" | "number" | "boolean" | "string" | "enum" | "list" | "strings" | "knobs" | "urls" | "agents";
 
 /** One leaf of the config: how it parses, its default and what it does. */
 export interface FieldSpec<T> {
@@ -70,6 +71,8 @@ const listOf = <const C extends readonly string[]>(choices: C, d: readonly C[num
 });
 const knobs = (doc: string): FieldSpec<Difficulty> => ({ type: "knobs", default: {}, doc });
 const urls = (doc: string): FieldSpec<Readonly<Record<string, string>>> => ({ type: "urls", default: {}, doc });
+const strings = (doc: string): FieldSpec<readonly string[]> => ({ type: "strings", default: [], doc });
+const agents = (doc: string): FieldSpec<Readonly<Record<string, AgentGenerationOverride>>> => ({ type: "agents", default: {}, doc });
 const nullable = <T>(spec: FieldSpec<T>, d: T | null = null): FieldSpec<T | null> => ({ ...spec, nullable: true, default: d });
 
 export const SCHEMA = {
@@ -79,6 +82,10 @@ export const SCHEMA = {
       "configs/models/{preset}.json, freshly initialised with run.seed (byte tokenizer). Setting model.folder alone " +
         "clears it; setting both is an error."), "tiny-llama"),
     folder: nullable(text("", "HF model folder (config.json + safetensors + tokenizer) to start from instead of a preset.")),
+    hub: nullable(text("",
+      "Hugging Face Hub id (e.g. Qwen/Qwen2.5-0.5B-Instruct), read file by file from $HF_ENDPOINT (default https://huggingface.co) " +
+        "at revision model.revision when model.folder is null. With model.folder set, the folder's files are used and the id only names the model.")),
+    revision: text("main", "Hub revision (branch, tag or commit) model.hub is read at."),
     dtype: oneOf(["F32", "F16", "BF16"], "F32",
       "Storage dtype of weights this run writes (preset init, full checkpoints); the GPU computes in f32 regardless."),
     endpoint: nullable(text("",
@@ -118,9 +125,17 @@ export const SCHEMA = {
       }),
       topK: int(20, "Keep the k most likely tokens (0 = off).", { paper: "20", min: 0 }),
       repetitionPenalty: num(1.0, "HF repetition penalty over the sequence so far (1 = off); RL updates need 1 (see the rule below).", { min: 0, exclusive: "min" }),
+      stop: strings("Stop strings besides the tokenizer's stop tokens (eos, <|im_end|>): an action ends at the token whose text completes one. " +
+        "That token is kept, so the ids trained on are exactly the ids sampled and the env reads their decoded text."),
     },
-    promptStyle: oneOf(["compact", "chat"], "compact",
-      "compact: terse plain text for the tiny byte-level presets. chat: system prompt per role through the tokenizer's chat template (instruct models)."),
+    agents: agents(
+      `Per-agent generation during rollouts, over rollout.sampling and rollout.maxNewTokens, e.g. {"tool": {"maxNewTokens": 512, "stop": ["\\n\`\`\`\\n"]}}; ` +
+        `keys ${AGENT_GENERATION_KEYS.join(", ")}. maxNewTokens may not exceed rollout.maxNewTokens (it sizes the KV cache); agents that share a ` +
+        "trainer (L1, L2) share its temperature (the loss reads logits/T at one T per trainer)."),
+    promptStyle: oneOf(["auto", "compact", "chat"], "auto",
+      "compact: terse plain text for the tiny byte-level presets. chat: a system message (role, rules, answer format) and a user message " +
+        "(task, partner's last output) through the tokenizer's chat template (instruct models). auto: chat for an HF tokenizer with a chat " +
+        "template, compact for the byte tokenizer."),
   },
   rewards: {
     alpha: num(1, "Weight of the team reward: r = α·team + local.", { paper: "1", min: 0 }),
@@ -217,6 +232,12 @@ export const SCHEMA = {
     temperature: nullable(num(0,
       "Validation temperature (0 = greedy; > 0 uses rollout topP/topK). null: greedy for planning and games, 0.6 for code and math.",
       { paper: "greedy planning, 0.6 code/math", min: 0 })),
+    topP: nullable(num(1, "Validation nucleus mass (used when the temperature is > 0). null: rollout.sampling.topP.", { min: 0, max: 1, exclusive: "min" })),
+    topK: nullable(int(0, "Validation top-k (used when the temperature is > 0; 0 = off). null: rollout.sampling.topK.", { min: 0 })),
+    maxNewTokens: nullable(int(256, "Most tokens per action in validation. null: rollout.maxNewTokens (the cap: it sizes the KV cache).", { min: 1 })),
+    stop: nullable(strings("Validation stop strings. null: rollout.sampling.stop.")),
+    agents: agents(
+      `Per-agent generation during validation, over the eval fields above, e.g. {"reasoner": {"temperature": 0.6}}; keys ${AGENT_GENERATION_KEYS.join(", ")}.`),
   },
   run: {
     name: text("", "Run folder name (runs/<name>/<timestamp>/); empty: the config file's base name, or \"run\"."),
@@ -371,6 +392,16 @@ const TYPE_CHECKS: { readonly [K in FieldType]: (s: FieldSpec<unknown>, v: unkno
     if (new Set(v).size !== v.length) return `lists ${show(v)} with a repeat; name each item once`;
     return v.length < (s.min ?? 0) ? `needs at least ${s.min} item(s)` : null;
   },
+  strings: (_, v) => Array.isArray(v) && v.every((x) => typeof x === "string" && x !== "") ? null
+    : `must be a list of non-empty strings, e.g. ["</answer>"], got ${show(v)}`,
+  agents: (_, v) => {
+    if (!isObject(v)) return `must be an object of agent → settings, e.g. {"tool": {"temperature": 0.7}}, got ${show(v)}`;
+    for (const [agent, o] of Object.entries(v)) {
+      const p = agentOverrideProblem(o);
+      if (p) return `${agent}: ${p}`;
+    }
+    return null;
+  },
   knobs: (_, v) => isObject(v) && Object.values(v).every((x) => ["number", "boolean", "string"].includes(typeof x))
     ? null : `must be an object of numbers, booleans and strings, got ${show(v)}`,
   urls: (_, v) => {
@@ -413,9 +444,13 @@ const issue = (path: string, message: string): ConfigIssue => ({ path, message }
 
 /** Combinations that cannot run, each with the reason (TRL's __post_init__ checks, as a table). */
 const RULES: readonly Rule[] = [
-  (c) => (c.model.preset === null) !== (c.model.folder === null) ? null
-    : c.model.preset === null ? issue("model", "set model.preset (a configs/models preset) or model.folder (an HF model folder)")
-    : issue("model", "set only one of model.preset and model.folder (the other to null, e.g. --set model.preset=null): both name the weights to start from"),
+  (c) => (c.model.preset === null) !== (c.model.folder === null && c.model.hub === null) ? null
+    : c.model.preset === null ? issue("model", "set model.preset (a configs/models preset), model.folder (an HF model folder) or model.hub (a Hub id)")
+    : issue("model", `set only one of model.preset and model.${c.model.folder !== null ? "folder" : "hub"} (the other to null, e.g. --set model.preset=null): both name the weights to start from`),
+  (c) => c.model.hub === null || /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/.test(c.model.hub) ? null
+    : issue("model.hub", `"${c.model.hub}" is not a Hub id; write owner/name, e.g. Qwen/Qwen2.5-0.5B-Instruct`),
+  (c) => c.eval.maxNewTokens === null || c.eval.maxNewTokens <= c.rollout.maxNewTokens ? null
+    : issue("eval.maxNewTokens", `${c.eval.maxNewTokens} > rollout.maxNewTokens (${c.rollout.maxNewTokens}), which sizes the KV cache; raise rollout.maxNewTokens or lower this`),
   (c) => c.level === "L0" && c.rollout.mode !== "single-agent"
     ? issue("rollout.mode", `level L0 is one agent doing the whole task, which needs single-agent rollouts; set "single-agent" (got "${c.rollout.mode}")`) : null,
   (c) => c.rollout.mode === "single-agent" && c.level !== "L0"
@@ -432,8 +467,6 @@ const RULES: readonly Rule[] = [
     ? issue("update.chunkRows", `${c.update.chunkRows} < rollout.maxPromptTokens + rollout.maxNewTokens = ${c.rollout.maxPromptTokens + c.rollout.maxNewTokens}; the trainer refuses a sample longer than one chunk`) : null,
   (c) => c.rollout.sampling.repetitionPenalty !== 1
     ? issue("rollout.sampling.repetitionPenalty", `${c.rollout.sampling.repetitionPenalty}: the sampler's log-probs would be of penalised logits, which the update cannot recompute, so every PPO ratio would be off; use 1 (the temperature is fine: the loss reads logits/T as the sampler does)`) : null,
-  (c) => c.update.schedule.kind !== "constant" && c.run.steps > 0 && c.update.schedule.warmupSteps > c.run.steps
-    ? issue("update.schedule.warmupSteps", `${c.update.schedule.warmupSteps} > run.steps (${c.run.steps}): the run would end before the lr reaches its peak and the ${c.update.schedule.kind} decay has no room; lower warmupSteps`) : null,
   (c) => c.rewards.filter === "drop-lowest-mean" && c.rewards.filterFraction === 0
     ? issue("rewards.filterFraction", `drop-lowest-mean with fraction 0 drops nothing; set a fraction in (0, 1) or filter "none"`) : null,
   (c) => c.warmStart.path !== null && c.warmStart.kind === "peft-adapter" && c.update.mode !== "lora"
@@ -475,6 +508,7 @@ function envIssues(c: RunConfig): ConfigIssue[] {
     if (c.rewards.success !== "shaped") out.push(issue("rewards.success", `${c.env.id} has fixed rewards (no reward knobs); use "shaped"`));
   }
   const agents = c.level === "L0" && env.soloOf === undefined ? safeSoloAgents(c.env.id) : env.possibleAgents;
+  out.push(...agentGenerationIssues(c, agents));
   for (const a of Object.keys(c.model.endpoints)) {
     if (!agents.includes(a)) out.push(issue(`model.endpoints.${a}`, `${c.env.id}${c.level === "L0" ? " (L0)" : ""} has no agent "${a}"${didYouMean(a, agents)}; agents: ${agents.join(", ")}`));
   }
@@ -528,6 +562,8 @@ const COERCE: { readonly [K in FieldType]: (text: string, path: string) => unkno
   string: (t) => t,
   enum: (t) => t,
   list: (t, p) => parseJson(t, p, Array.isArray, `a JSON array, e.g. ["q","v"]`),
+  strings: (t, p) => parseJson(t, p, Array.isArray, `a JSON array of strings, e.g. ["</answer>"]`),
+  agents: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"tool":{"temperature":0.7}}`),
   knobs: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"size":5}`),
   urls: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"tool":"http://127.0.0.1:8000"}`),
 };
@@ -561,6 +597,7 @@ function coerceSet(path: string, value: string): unknown {
         return typeof v === "number" || typeof v === "boolean" ? v : value;
       }
       if (node.type === "urls" && i === parts.length - 1) return value; // model.endpoints.<agent>=URL
+      if (node.type === "agents" && i === parts.length - 1) return parseJson(value, path, isObject, `a JSON object, e.g. {"temperature":0.7}`);
       throw ConfigError.at(path, `${here} is a field, not a section`);
     }
     const names = Object.keys(node);
@@ -619,7 +656,7 @@ export function parseConfig(raw: unknown, opts: ParseOptions = {}): RunConfig {
   if (issues.length) throw new ConfigError(issues, opts.source);
   // A folder given without a preset replaces the default preset rather than clashing with it.
   const m = withSets.model;
-  if (isObject(m) && m.folder != null && m.preset === undefined) c = { ...c, model: { ...c.model, preset: null } };
+  if (isObject(m) && (m.folder != null || m.hub != null) && m.preset === undefined) c = { ...c, model: { ...c.model, preset: null } };
   issues.push(...RULES.map((r) => r(c)).filter((i): i is ConfigIssue => i !== null), ...envIssues(c));
   if (opts.pathExists) issues.push(...pathIssues(c, opts.pathExists));
   if (issues.length) throw new ConfigError(issues, opts.source);
@@ -700,6 +737,10 @@ export function configWarnings(c: RunConfig): string[] {
   if (c.model.preset !== null && c.warmStart.path === null) {
     out.push(`a freshly initialised preset writes random bytes, so most actions score the invalid penalty; warm start from an SFT checkpoint for a useful run`);
   }
+  // A warning, not an error: a short smoke run of a real config (--set run.steps=1) is legitimate.
+  if (c.update.schedule.kind !== "constant" && c.run.steps > 0 && c.update.schedule.warmupSteps > c.run.steps) {
+    out.push(`update.schedule.warmupSteps ${c.update.schedule.warmupSteps} > run.steps ${c.run.steps}: the run ends before the lr reaches its peak and the ${c.update.schedule.kind} decay has no room`);
+  }
   if (c.run.steps > 0 && c.eval.everySteps > c.run.steps) out.push(`eval.everySteps ${c.eval.everySteps} > run.steps ${c.run.steps}: no validation during training`);
   if (c.update.advantage === "gae" && c.rewards.filter !== "none") {
     out.push(`rewards.filter "${c.rewards.filter}" is GRPO's group filter; under update.advantage "gae" every sample trains (the critic needs them all)`);
@@ -721,7 +762,8 @@ function typeText(s: FieldSpec<unknown>): string {
     s.max !== undefined ? `${s.exclusive === "max" || s.exclusive === "both" ? "<" : "≤"} ${s.max}` : ""].filter(Boolean).join(", ");
   const base = s.type === "enum" ? s.choices!.map((c) => `"${c}"`).join(" | ")
     : s.type === "list" ? `list of ${s.choices!.join(" ")}` : s.type === "knobs" ? "object (env knobs)"
-    : s.type === "urls" ? "object (agent → URL)" : s.type;
+    : s.type === "urls" ? "object (agent → URL)" : s.type === "agents" ? "object (agent → generation settings)"
+    : s.type === "strings" ? "list of strings" : s.type;
   return base + (range ? ` (${range})` : "") + (s.nullable ? " | null" : "");
 }
 

@@ -5,6 +5,7 @@ import type { AnyEnvDefinition, CodeExecutor, PromptStyle } from "../envs/types.
 import type { Tokenizer } from "../model/tokenizer.ts";
 import type { RunConfig } from "./config.ts";
 import { evalTemperature } from "./config.ts";
+import { evalGeneration, promptStyleFor } from "./generation.ts";
 import type { PolicySet } from "./policies.ts";
 import { type Episode, rolloutTree } from "./rollout.ts";
 
@@ -58,7 +59,8 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: EvalOptions
     {
       mode: "tree", K: 1, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
       sampling: { temperature, topP: cfg.rollout.sampling.topP, topK: cfg.rollout.sampling.topK },
-      style: opts.style ?? cfg.rollout.promptStyle, seed: cfg.run.seed + 7777, step: 0,
+      generationOf: (agent) => evalGeneration(cfg, agent, temperature),
+      style: opts.style ?? promptStyleFor(cfg.rollout.promptStyle, deps.tokenizer), seed: cfg.run.seed + 7777, step: 0,
       maxPromptTokens: cfg.rollout.maxPromptTokens,
       maxTurns: cfg.rollout.maxTurns,
       // With one candidate the partner's real next step credits the tool (no extra generation),

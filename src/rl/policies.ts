@@ -11,6 +11,7 @@ import type { ModelWeights } from "../model/weights.ts";
 import { ModelTrainer } from "../train/trainer.ts";
 import { endpointOf, lrSchedule, policyLossConfig, type RunConfig, valueHeadSettings } from "./config.ts";
 import { EndpointSampler } from "./endpoint.ts";
+import { trainerTemperature } from "./generation.ts";
 import { loraConfigFor, type PolicyMap, policyOf } from "./policy_map.ts";
 import type { AgentPolicy } from "./rollout.ts";
 
@@ -25,6 +26,11 @@ export interface PolicySet {
   /** The sampler of each endpoint URL. */
   endpoints: ReadonlyMap<string, EndpointSampler>;
   destroy(): void;
+}
+
+/** The agents a trainer of `map` trains (its policies' agents). */
+export function agentsOf(map: PolicyMap, trainer: number): string[] {
+  return map.policies.filter((p) => p.trainer === trainer).flatMap((p) => [...p.agents]);
 }
 
 /** Rows a sample may take: prompt + completion. */
@@ -69,7 +75,7 @@ export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, i
       },
       schedule: lrSchedule(cfg),
       // Old log-probs come from the sampler at the rollout temperature: the loss reads logits/T too.
-      loss: { kind: "policy", ...policyLossConfig(cfg), temperature: cfg.rollout.sampling.temperature },
+      loss: { kind: "policy", ...policyLossConfig(cfg), temperature: trainerTemperature(cfg, agentsOf(map, i)) },
       chunkRows: cfg.update.chunkRows,
       valueHead: valueHeadSettings(cfg),
       slots,

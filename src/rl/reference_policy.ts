@@ -13,7 +13,8 @@ import { CrossEntropyLoss } from "../train/losses.ts";
 import { ROW_FLOATS } from "../train/loss_rows.ts";
 import type { TrainSequence } from "../train/trainer.ts";
 import type { RunConfig } from "./config.ts";
-import { type PolicyInit, type PolicySet, sampleRows } from "./policies.ts";
+import { agentsOf, type PolicyInit, type PolicySet, sampleRows } from "./policies.ts";
+import { trainerTemperature } from "./generation.ts";
 
 /** Sequences scored per forward call (KV slots of a reference model). */
 const SLOTS = 16;
@@ -42,7 +43,7 @@ export class ReferencePolicies {
           model,
           lora: null,
           // Log-probs at the rollout temperature, as the policy loss reads its logits.
-          head: await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: model.config.vocabSize, temperature: cfg.rollout.sampling.temperature }),
+          head: await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: model.config.vocabSize, temperature: trainerTemperature(cfg, agentsOf(policies.map, i)) }),
           rowData: gpu.zeros(maxRows * ROW_FLOATS, "reference.rows"),
         };
         refs.push(ref);

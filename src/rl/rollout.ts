@@ -14,11 +14,12 @@ import type { AnyEnvDefinition, CodeExecutor, EnvState, PromptStyle, StepResult 
 import { act, currentAgent } from "../envs/api.ts";
 import type { GenerateOptions, GenerateRequest, GenerateResult } from "../model/generate.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
+import type { AgentGeneration } from "./generation.ts";
 
 /** Anything that completes a batch of requests: the Generator of a policy's model. */
 export interface CompletionSampler {
   /** `opts.onFinish`, where the sampler supports it, reports each request as its sequence ends. */
-  generate(reqs: readonly GenerateRequest[], opts?: Pick<GenerateOptions, "onFinish">): Promise<GenerateResult[]>;
+  generate(reqs: readonly GenerateRequest[], opts?: Pick<GenerateOptions, "onFinish" | "decode">): Promise<GenerateResult[]>;
 }
 
 /** How an agent samples: its policy's sampler and its LoRA adapter, if any. */
@@ -31,6 +32,7 @@ export interface SamplingSettings {
   temperature: number;
   topP?: number;
   topK?: number;
+  repetitionPenalty?: number;
 }
 
 export interface RolloutOptions {
@@ -66,6 +68,11 @@ export interface RolloutOptions {
    * unset: the candidate's own step's team reward (0 for the tool → plan games).
    */
   toolCredit?: "lookahead" | "none";
+  /**
+   * Per-agent sampling, token budget and stop strings (src/rl/generation.ts); unset: `sampling`
+   * and `maxNewTokens` for every agent, no stop strings.
+   */
+  generationOf?: (agent: string) => AgentGeneration;
 }
 
 /** Whether a branch still has a move to make: the env names an agent and the round cap is not reached. */
@@ -174,16 +181,21 @@ async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Bran
   const max = o.maxPromptTokens;
   const prompts = max === undefined ? full : full.map((p) => clipPrompt(p, max));
   const clipped = max === undefined ? 0 : full.filter((p) => p.length > max).length;
+  const gen = o.generationOf?.(agent) ?? { sampling: o.sampling, maxNewTokens: o.maxNewTokens, stop: [] };
   const reqs: GenerateRequest[] = branches.flatMap((b, i) =>
     Array.from({ length: K }, (_, c) => ({
       prompt: prompts[i],
-      maxNewTokens: o.maxNewTokens,
+      maxNewTokens: gen.maxNewTokens,
       stopIds: deps.tokenizer.stopIds,
+      ...(gen.stop.length && { stopStrings: gen.stop }),
       adapter: pol.adapter,
       sequence: streamId(o.step, b.env * 1024 + b.traj, b.state.turn, agentIdx, c),
-      sampling: { ...o.sampling, seed: o.seed },
+      sampling: { ...gen.sampling, seed: o.seed },
     }))
   );
+  // Stop strings are matched on the text the env will read; the kept ids end at the token that
+  // completes one, so the ids trained on are exactly the ids sampled.
+  const decode = gen.stop.length ? (ids: number[]) => deps.tokenizer.decode(ids, { skipSpecialTokens: true }) : undefined;
   const texts: string[] = new Array(reqs.length);
   const stepping: Promise<StepResult<EnvState>>[] = new Array(reqs.length);
   const start = (j: number, r: GenerateResult) => {
@@ -194,7 +206,7 @@ async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Bran
     stepping[j].catch(() => {});
   };
   const t0 = performance.now();
-  const results = await pol.generator.generate(reqs, { onFinish: start });
+  const results = await pol.generator.generate(reqs, decode ? { onFinish: start, decode } : { onFinish: start });
   const t1 = performance.now();
   results.forEach((r, j) => stepping[j] === undefined && start(j, r));
   const steps = await Promise.all(stepping);

@@ -31,6 +31,7 @@ import {
 } from "./advantages.ts";
 import { ConfigError, endpointOf, type RunConfig } from "./config.ts";
 import { envForConfig } from "./env_for.ts";
+import { promptStyleFor, trainGeneration } from "./generation.ts";
 import { evaluate, type EvalResult } from "./evaluate.ts";
 import { createPolicies, type PolicyInit, type PolicySet } from "./policies.ts";
 import { ReferencePolicies } from "./reference_policy.ts";
@@ -240,7 +241,8 @@ export class RlSession {
     const ro = {
       mode: cfg.rollout.mode === "independent" ? "independent" as const : "tree" as const,
       K: cfg.rollout.k, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
-      sampling: cfg.rollout.sampling, style: cfg.rollout.promptStyle, seed: cfg.run.seed, step,
+      sampling: cfg.rollout.sampling, style: promptStyleFor(cfg.rollout.promptStyle, this.tokenizer), seed: cfg.run.seed, step,
+      generationOf: (agent: string) => trainGeneration(cfg, agent),
       maxPromptTokens: cfg.rollout.maxPromptTokens,
       maxTurns: cfg.rollout.maxTurns,
       toolCredit: cfg.rewards.toolCredit,

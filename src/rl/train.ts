@@ -7,6 +7,7 @@
 // the step, checkpoint and stop (a second one stops at once); SIGUSR1/SIGUSR2 checkpoint after the
 // step.
 
+import { hubFolder } from "../model/hub.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { parseModelConfig } from "../model/config.ts";
@@ -56,13 +57,18 @@ export interface TrainSummary {
   stoppedBy?: "SIGINT" | "SIGTERM";
 }
 
+/** The run's base model and tokenizer: a preset's fresh init, model.folder, or model.hub read from the Hub. */
 export async function loadBase(cfg: RunConfig): Promise<{ weights: ModelWeights; tokenizer: Tokenizer }> {
   const preset = presetPath(cfg);
   if (preset) {
     const json = JSON.parse(await Deno.readTextFile(preset));
     return { weights: initModel(parseModelConfig(json), { seed: cfg.run.seed }), tokenizer: new ByteTokenizer() };
   }
-  const folder = denoFolder(cfg.model.folder!);
+  const folder = cfg.model.folder !== null ? denoFolder(cfg.model.folder) : hubFolder(cfg.model.hub!, {
+    revision: cfg.model.revision,
+    endpoint: Deno.env.get("HF_ENDPOINT"),
+    token: Deno.env.get("HF_TOKEN"),
+  });
   const weights = await loadModel(folder);
   return { weights, tokenizer: await loadTokenizer(folder, { config: weights.config }) };
 }

@@ -35,7 +35,7 @@ const at = (c: unknown, path: string) => path.split(".").reduce((o, k) => (o as 
 Deno.test("defaults are the paper's released values", () => {
   const c = defaultConfig();
   assertEquals([c.rollout.mode, c.rollout.k, c.rollout.maxTurns], ["tree", 4, 4]);
-  assertEquals(c.rollout.sampling, { temperature: 1, topP: 0.9, topK: 20, repetitionPenalty: 1 });
+  assertEquals(c.rollout.sampling, { temperature: 1, topP: 0.9, topK: 20, repetitionPenalty: 1, stop: [] });
   assertEquals([c.rewards.alpha, c.rewards.normalize, c.rewards.filter], [1, "std", "none"]);
   assertEquals(c.update.loss, { clipLow: 0.2, clipHigh: 0.2, dualClip: 3, aggregation: "token-mean" });
   assertEquals([c.update.klCoef, c.update.ppoEpochs, c.update.miniBatchSize], [0, 1, 64]);
@@ -123,7 +123,6 @@ Deno.test("impossible combinations say why", () => {
   rejects({ model: { preset: null } }, "model", "set model.preset");
   rejects({ model: { folder: "models/x", preset: "tiny-llama" } }, "model", "only one of");
   rejects({ update: { chunkRows: 100 } }, "update.chunkRows", "refuses a sample longer");
-  rejects({ run: { steps: 5 } }, "update.schedule.warmupSteps", "run.steps (5)");
   rejects({ rewards: { filter: "drop-lowest-mean", filterFraction: 0 } }, "rewards.filterFraction", "drops nothing");
   rejects({ level: "L3", update: { mode: "full" }, warmStart: { path: "a", kind: "peft-adapter" } }, "warmStart.kind", "LoRA");
   rejects({ run: { name: "a/b" } }, "run.name", "folder name");
@@ -138,7 +137,7 @@ Deno.test("impossible combinations say why", () => {
   parseConfig({ model: { preset: null, folder: "models/x" } });
   // A folder alone replaces the default preset (also through --set).
   assertEquals(parseConfig({ model: { folder: "models/x" } }).model.preset, null);
-  assertEquals(parseConfig({}, { sets: ["model.folder=models/x"] }).model, { preset: null, folder: "models/x", dtype: "F32", endpoint: null, endpoints: {}, endpointPrompt: "text" });
+  assertEquals(parseConfig({}, { sets: ["model.folder=models/x"] }).model, { preset: null, folder: "models/x", hub: null, revision: "main", dtype: "F32", endpoint: null, endpoints: {}, endpointPrompt: "text" });
 });
 
 Deno.test("files named in the config are checked when a file system is given", () => {
@@ -236,6 +235,8 @@ Deno.test("warnings flag legal but doubtful settings", () => {
   assert(!has(parseConfig({}), "maxTurns"), "turns match by default");
   assert(has(parseConfig({ env: { id: "tic_tac_toe_v1" }, level: "L3", update: { mode: "full" } }), "symmetric"), "L3 self-play");
   assert(has(parseConfig({ run: { steps: 5 }, update: { schedule: { warmupSteps: 0 } } }), "no validation"), "eval after the end");
+  assert(has(parseConfig({ run: { steps: 5 } }), "warmupSteps 10 > run.steps 5"), "a run that ends in warmup");
+  assert(!has(parseConfig({ run: { steps: 5 }, update: { schedule: { kind: "constant" } } }), "warmupSteps"), "constant schedules warm up too, but have no decay to squeeze");
 });
 
 Deno.test("trainer settings derived from the config", () => {

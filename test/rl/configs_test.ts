@@ -6,6 +6,7 @@ import { currentAgent } from "../../src/envs/api.ts";
 import { getEnv } from "../../src/envs/registry.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
 import { loadConfigFile, type RunConfig } from "../../src/rl/config.ts";
+import { promptStyleFor } from "../../src/rl/generation.ts";
 import { policyMapFor } from "../../src/rl/policy_map.ts";
 
 const DIR = new URL("../../configs/", import.meta.url);
@@ -90,7 +91,7 @@ Deno.test("prompts of oracle episodes fit each config's maxPromptTokens", async 
       let s = env.reset(env.generate(c.env.trainSeed + seed, { split: "train", difficulty: c.env.difficulty }));
       for (let t = 0; !s.terminated && !s.truncated && t < 40; t++) {
         const agent = currentAgent(env, s)!;
-        const p = env.observe(s, agent, c.rollout.promptStyle);
+        const p = env.observe(s, agent, promptStyleFor(c.rollout.promptStyle, tok));
         const text = p.style === "compact" ? p.text : p.messages.map((m) => m.content).join("\n");
         longest = Math.max(longest, tok.encode(text, { addSpecialTokens: true }).length);
         s = env.step(s, agent, env.oracle(s, agent).action).state;

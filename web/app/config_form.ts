@@ -16,6 +16,11 @@ function initialHubEndpoint(): string {
 
 const shipped = import.meta.glob("../../configs/*.json", { eager: true, import: "default" }) as Record<string, Record<string, unknown>>;
 const CONFIGS = Object.entries(shipped).map(([p, c]) => ({ name: p.replace(/^.*\//, "").replace(/\.json$/, ""), raw: c }));
+/** configs/hf/<task>_<level>_<model>.json: real chat models from the Hub, offered as "hf:<model>" in the model menu. */
+const hfShipped = import.meta.glob("../../configs/hf/*.json", { eager: true, import: "default" }) as Record<string, Record<string, unknown>>;
+const HF_CONFIGS = Object.entries(hfShipped).map(([p, c]) => ({ name: p.replace(/^.*\//, "").replace(/\.json$/, ""), raw: c }));
+/** Model key (e.g. qwen2.5-0.5b) → its Hub id, read off the configs. */
+const HF_MODELS = new Map(HF_CONFIGS.map((c) => [c.name.replace(/^.*_L\d_/, ""), String((c.raw.model as { hub?: string }).hub)]));
 const presetFiles = import.meta.glob("../../configs/models/*.json", { eager: true, import: "default" });
 const PRESET_NAMES = Object.keys(presetFiles).map((p) => p.replace(/^.*\//, "").replace(/\.json$/, ""));
 const builtinFiles = import.meta.glob("../../models/*/config.json", { eager: true, import: "default" });
@@ -50,6 +55,10 @@ function set(o: Record<string, unknown>, path: string, v: unknown) {
 
 /** The shipped config for (task, level), preferring the quickstart for the quickstart's built-in warm start. */
 function baseConfig(env: string, level: string, model: string): Record<string, unknown> {
+  if (model.startsWith("hf:")) {
+    const hf = HF_CONFIGS.find((c) => c.name === `${env.replace(/_v\d+$/, "")}_${level}_${model.slice(3)}`);
+    if (hf) return structuredClone(hf.raw);
+  }
   if (model === `builtin:${QUICKSTART_MODEL}`) {
     const qs = CONFIGS.find((c) => c.name === "quickstart");
     if (qs && get(qs.raw, "env.id") === env && qs.raw.level === level) return structuredClone(qs.raw);
@@ -97,7 +106,7 @@ export class ConfigForm {
       </div>
       <div class="row model-extra">
         <label class="hub wide">Hub id <input id="f-hub" placeholder="HuggingFaceTB/SmolLM2-135M" spellcheck="false"></label>
-        <label class="hub wide" title="Files are read from <endpoint>/<id>/resolve/main/<file>; a mirror or a local server in that layout works too (page parameter ?hub=URL)">Hub endpoint
+        <label class="hub hub-endpoint wide" title="Files are read from <endpoint>/<id>/resolve/main/<file>; a mirror or a local server in that layout works too (page parameter ?hub=URL)">Hub endpoint
           <input id="f-hub-endpoint" spellcheck="false"></label>
         <label class="local wide">folder <input id="f-local" type="file" webkitdirectory multiple>
           <button type="button" id="f-local-fsa" class="small">choose folder…</button></label>
@@ -121,6 +130,7 @@ export class ConfigForm {
     for (const l of LEVELS) this.level.add(new Option(l, l));
     for (const b of BUILTIN_NAMES) this.model.add(new Option(`built-in warm start: ${b}`, `builtin:${b}`));
     for (const p of PRESET_NAMES) this.model.add(new Option(`preset: ${p} (fresh init, byte tokenizer)`, `preset:${p}`));
+    for (const [key, id] of HF_MODELS) this.model.add(new Option(`Hub: ${id} (configs/hf, chat prompts; online)`, `hf:${key}`));
     this.model.add(new Option("Hugging Face model from a local folder…", "local"));
     this.model.add(new Option("Hugging Face model from the Hub by id (online)…", "hub"));
     const fields = root.querySelector(".fields")!;
@@ -172,7 +182,8 @@ export class ConfigForm {
     } catch { /* shown by validate */ }
     const src = d ?? defaultConfig();
     for (const [path, input] of this.inputs) input.value = String(get(src, path) ?? "");
-    this.root.querySelectorAll<HTMLElement>(".hub").forEach((el) => (el.hidden = this.model.value !== "hub"));
+    const hf = this.model.value.startsWith("hf:");
+    this.root.querySelectorAll<HTMLElement>(".hub").forEach((el) => (el.hidden = this.model.value !== "hub" && !(hf && el.classList.contains("hub-endpoint"))));
     this.root.querySelector<HTMLElement>(".local")!.hidden = this.model.value !== "local";
     this.validate();
   }
@@ -181,8 +192,8 @@ export class ConfigForm {
     const v = this.model.value;
     if (v.startsWith("builtin:")) return { kind: "builtin", id: v.slice(8) };
     if (v.startsWith("preset:")) return { kind: "preset", preset: v.slice(7) };
-    if (v === "hub") {
-      const id = this.hub.value.trim();
+    if (v === "hub" || v.startsWith("hf:")) {
+      const id = v === "hub" ? this.hub.value.trim() : HF_MODELS.get(v.slice(3)) ?? "";
       let endpoint = this.hubEndpoint.value.trim() || DEFAULT_HUB;
       try {
         endpoint = normalizeHubEndpoint(endpoint);

@@ -14,6 +14,7 @@ import { SandboxPool } from "../../src/sandbox/mod.ts";
 import { parseConfig, type RunConfig } from "../../src/rl/config.ts";
 import { type BestCheckpoint, RlSession, runSession, type RunSink, type SessionInit, type StepMetrics, type StepOutcome } from "../../src/rl/session.ts";
 import { encodePrompt } from "../../src/rl/rollout.ts";
+import { promptStyleFor } from "../../src/rl/generation.ts";
 import { readCheckpoint } from "../../src/train/checkpoint.ts";
 import type { CheckpointContents } from "../../src/train/checkpoint.ts";
 import { loadPeftAdapter } from "../../src/train/peft.ts";
@@ -435,12 +436,12 @@ const service: TrainerService = {
         for (let guard = 0; guard < 8 && currentAgent(s.env, st) !== null && currentAgent(s.env, st) !== req.agent; guard++) {
           const who = currentAgent(s.env, st)!, p = s.policies.agentPolicy(who);
           const [g] = await p.generator.generate([{
-            prompt: encodePrompt({ env: s.env, tokenizer: tok, policyOf: (a) => s.policies.agentPolicy(a) }, st, who, s.cfg.rollout.promptStyle),
+            prompt: encodePrompt({ env: s.env, tokenizer: tok, policyOf: (a) => s.policies.agentPolicy(a) }, st, who, promptStyleFor(s.cfg.rollout.promptStyle, tok)),
             maxNewTokens: s.cfg.rollout.maxNewTokens, stopIds: tok.stopIds, adapter: p.adapter, sampling: { temperature: 0 },
           }]);
           st = (await act(s.env, st, who, tok.decode(g.ids, { skipSpecialTokens: true }), executor)).state;
         }
-        ids = encodePrompt({ env: s.env, tokenizer: tok, policyOf: (a) => s.policies.agentPolicy(a) }, st, req.agent, s.cfg.rollout.promptStyle);
+        ids = encodePrompt({ env: s.env, tokenizer: tok, policyOf: (a) => s.policies.agentPolicy(a) }, st, req.agent, promptStyleFor(s.cfg.rollout.promptStyle, tok));
       }
       ids = [...ids, ...(req.appendIds ?? [])];
       const model = pol.gen.model;
@@ -510,7 +511,7 @@ const ttt = {
     while (currentAgent(this.env, this.st) === this.policy) {
       const trained = s.env.id === TTT_ID;
       const pol = s.policies.agentPolicy(trained ? this.policy : s.env.possibleAgents[0]);
-      const prompt = encodePrompt({ env: this.env, tokenizer: s.tokenizer, policyOf: () => pol }, this.st, this.policy, s.cfg.rollout.promptStyle);
+      const prompt = encodePrompt({ env: this.env, tokenizer: s.tokenizer, policyOf: () => pol }, this.st, this.policy, promptStyleFor(s.cfg.rollout.promptStyle, s.tokenizer));
       const [g] = await pol.generator.generate([{
         prompt, maxNewTokens: Math.min(32, s.cfg.rollout.maxNewTokens), stopIds: s.tokenizer.stopIds, adapter: pol.adapter, sampling: { temperature: 0 },
       }]);
