@@ -22,7 +22,11 @@ import { SandboxPool } from "../../src/sandbox/mod.ts";
 import { checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
 import { qwenTokenizer, reducedConfig, withAnswerPrior } from "./hf_chat_fixtures.ts";
 
-const TASKS = ["plan_path_v1", "sokoban_v1", "sudoku4_v1", "math_v1", "code_v1", "search_v1", "tic_tac_toe_v1", "hanabi_v1"];
+// Three tasks, one per prompt family (tool → plan grid task at L2 on the Qwen2.5 shape, the
+// coder/tester pair with the resume check at L1 on the Qwen3 shape, a self-play game at L2): each
+// full-vocabulary decode step costs ~0.1 s on llvmpipe, so all eight would add minutes to CI.
+// test/rl/hf_configs_test.ts renders every task's chat prompts under Qwen's template.
+const TASKS = ["plan_path_v1", "code_v1", "tic_tac_toe_v1"];
 
 const cfgFor = (envId: string, level: "L1" | "L2", seed = 0): RunConfig =>
   parseConfig({
@@ -98,7 +102,7 @@ function adapterDiff(x: Contents, y: Contents): number {
 
 const texts = (o: StepOutcome) => o.groups.flatMap((g) => g.samples.map((x) => `${g.key}:${x.candidate}:${x.text}:${x.reward}`));
 
-Deno.test("chat path: two AT-GRPO steps on every task with Qwen's tokenizer and full-vocabulary Qwen models, then checkpoint and resume", async (t) => {
+Deno.test("chat path: two AT-GRPO steps per prompt family with Qwen's tokenizer and full-vocabulary Qwen models, then checkpoint and resume", async (t) => {
   let trainedTasks = 0;
   try {
     for (const [i, id] of TASKS.entries()) {
