@@ -101,6 +101,7 @@ class Chart {
   private readonly box: HTMLElement;
   private readonly plotBox: HTMLElement;
   private readonly latest: HTMLElement;
+  private total = 0;
   points = 0;
 
   constructor(readonly spec: ChartSpec, parent: HTMLElement) {
@@ -130,6 +131,7 @@ class Chart {
   }
 
   update(live: RunData | null, overlays: RunData[], agents: string[], o: ChartOptions, total: number) {
+    this.total = total;
     let series = this.spec.series(agents);
     // Before the first step the reward chart knows no agents: one empty series keeps its axes.
     if (!series.length) series = [{ label: "agents appear after the first step", value: () => null }];
@@ -155,7 +157,7 @@ class Chart {
     if (!this.plot || key !== this.key) {
       this.plot?.destroy();
       this.key = key;
-      this.plot = new uPlot(this.options(runs, series, log, o, total), data, this.plotBox);
+      this.plot = new uPlot(this.options(runs, series, log, o), data, this.plotBox);
     } else this.plot.setData(data);
   }
 
@@ -171,8 +173,9 @@ class Chart {
     this.plotBox.setAttribute("aria-label", `${this.spec.title} (${this.spec.y}) by ${o.x === "step" ? "training step" : "minutes"}: ${text}`);
   }
 
-  private options(runs: RunData[], series: SeriesSpec[], log: boolean, o: ChartOptions, total: number): uPlot.Options {
-    const xMax = o.x === "step" ? Math.max(total, 1) : 1;
+  private options(runs: RunData[], series: SeriesSpec[], log: boolean, o: ChartOptions): uPlot.Options {
+    // Read when drawn: the planned steps can change after the plot is built (the form's Steps field).
+    const xMax = () => (o.x === "step" ? Math.max(this.total, 1) : 1);
     return {
       width: this.width(),
       height: HEIGHT,
@@ -182,7 +185,7 @@ class Chart {
         // By step, the axis spans the whole run from the start, so the curve grows into it.
         x: {
           time: false,
-          range: (_u, mn, mx) => o.x === "step" ? [0, Math.max(xMax, mx ?? 0)] : mn === null || mx === null || mn === mx ? [0, Math.max(1, mx ?? 0)] : [mn, mx],
+          range: (_u, mn, mx) => o.x === "step" ? [0, Math.max(xMax(), mx ?? 0)] : mn === null || mx === null || mn === mx ? [0, Math.max(1, mx ?? 0)] : [mn, mx],
         },
         y: log ? { distr: 3 } : {
           range: (_u, mn, mx) => this.spec.yRange ?? (mn === null || mx === null ? [0, 1] : uPlot.rangeNum(mn, mx, 0.1, true)),

@@ -25,8 +25,8 @@ export class GrpoExplainer {
   constructor(root: HTMLElement, private readonly measure: Measure) {
     root.innerHTML = `<p class="muted">A group is the K candidates one agent produced for one environment and turn.
       GRPO compares them with each other: no value network, just the group's own mean and spread.</p>
-      <div class="row"><label>group <select class="gx-group"></select></label>
-      <button type="button" class="gx-measure small">measure Δ log p under the current policy</button></div>
+      <div class="row"><label>Group <select class="gx-group"></select></label>
+      <button type="button" class="gx-measure small">Measure Δ log p under the current policy</button></div>
       <div class="gx-body"><p class="muted">Groups appear after the first training step.</p></div>`;
     this.sel = root.querySelector(".gx-group")!;
     this.body = root.querySelector(".gx-body")!;
