@@ -145,6 +145,8 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     await offer.waitFor({ timeout: 10_000 });
     assert.match(await offer.textContent(), /Resume the interrupted run from step 1/);
     assert.match(await page.textContent(`.run[data-run="${runId}"]`), /interrupted/);
+    // Its curves are shown (dashed) until a run starts.
+    await page.waitForFunction((id) => window.__app.overlays.includes(id), runId, { timeout: 10_000 });
     await inView(page, "#banner .offer-resume");
     await page.screenshot({ path: `${OUT}/desktop-resume-offer.png` });
     await page.close();

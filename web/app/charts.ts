@@ -204,7 +204,8 @@ class Chart {
             width: ri === 0 ? 2 : 1.5,
             dash: ri === 0 ? undefined : [5, 4],
             spanGaps: true,
-            points: { show: true, size: s.sparse ? 8 : ri === 0 ? 4 : 0 },
+            // Overlaid runs: lines only (their held-out points stay, as they are sparse).
+            points: s.sparse ? { show: true, size: 8 } : ri === 0 ? { show: true, size: 4 } : { show: false },
           }))
         ),
       ],

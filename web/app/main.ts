@@ -28,6 +28,8 @@ interface AppProbe {
   /** The worker's current phase, and when each phase was first reported (ms since the page loaded). */
   phase: Phase;
   phases: { phase: Phase; at: number }[];
+  /** Stored runs drawn dashed in the charts. */
+  overlays: string[];
   step: number;
   total: number;
   resumedFrom: number | null;
@@ -41,7 +43,7 @@ interface AppProbe {
   status: Status | null;
 }
 const probe: AppProbe = {
-  ready: false, init: null, state: "idle", runId: null, phase: "idle", phases: [], step: 0, total: 0, resumedFrom: null, charts: {}, rolloutSteps: [], evals: [], errors: [], deviceLost: 0, log: [], status: null,
+  ready: false, init: null, state: "idle", runId: null, phase: "idle", phases: [], overlays: [], step: 0, total: 0, resumedFrom: null, charts: {}, rolloutSteps: [], evals: [], errors: [], deviceLost: 0, log: [], status: null,
 };
 (globalThis as unknown as { __app: AppProbe }).__app = probe;
 
@@ -218,7 +220,10 @@ async function main() {
     idle: () => !bar.live,
     resume: resumeRun,
     banner,
-    compare: (rs) => dashboard.setOverlays(rs),
+    compare: (rs) => {
+      dashboard.setOverlays(rs);
+      probe.overlays = rs.map((r) => r.id);
+    },
   });
 
   async function refreshStatus() {

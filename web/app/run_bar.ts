@@ -28,6 +28,7 @@ export class RunBar {
   private step = 0;
   private total = 0;
   private startedAt: number | null = null;
+  private endedAt: number | null = null;
   /** (time, step) when each step of this session finished: the ETA's rate. */
   private marks: { t: number; step: number }[] = [];
   private readonly statusEl: HTMLElement;
@@ -57,6 +58,7 @@ export class RunBar {
   /** A run (new or resumed) begins now: the clock and the ETA start over. */
   begin() {
     this.startedAt = Date.now();
+    this.endedAt = null;
     this.marks = [];
   }
 
@@ -106,7 +108,12 @@ export class RunBar {
 
   private drawClock() {
     if (this.startedAt === null) return void (this.timeEl.textContent = "");
-    if (!this.live) return;
+    if (!this.live) {
+      // Ended (finished, stopped, failed): the time it ran, once.
+      this.endedAt ??= Date.now();
+      return void (this.timeEl.textContent = `Ran for ${clock((this.endedAt - this.startedAt) / 1000)}`);
+    }
+    this.endedAt = null;
     const eta = this.eta();
     this.timeEl.textContent = `Elapsed ${clock((Date.now() - this.startedAt) / 1000)}` +
       (this.state === "running" || this.state === "pausing" ? ` · ${eta === null ? "time left known after two steps" : `about ${clock(eta)} left`}` : "");

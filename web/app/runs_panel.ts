@@ -40,6 +40,7 @@ export function runLabel(r: RunInfo): string {
   return `${task} ${cfg.level ?? ""} · ${isNaN(when.getTime()) ? r.created : when.toLocaleString([], { dateStyle: "short", timeStyle: "short" })}`;
 }
 
+/** Stored as running or paused, but no worker has it: the page was closed or reloaded. */
 const interrupted = (r: RunInfo, live: string | null) => (r.status === "running" || r.status === "paused") && r.id !== live;
 
 export class RunsPanel {
@@ -85,8 +86,9 @@ export class RunsPanel {
     b.textContent = runLabel(r);
     const status = document.createElement("span");
     status.className = "muted";
-    const lost = interrupted(r, live);
-    status.textContent = ` · ${lost ? "interrupted" : r.id === live ? "this run" : r.status} · ` +
+    // A paused run keeps "paused" (its checkpoint is where it stopped); a running one lost its step.
+    const lost = interrupted(r, live) && r.status === "running";
+    status.textContent = ` · ${r.id === live ? "this run, " : ""}${lost ? "interrupted" : r.status} · ` +
       (r.latest ? `checkpoint at step ${r.latest.step} of ${r.steps}` : lost ? `no checkpoint yet (stopped before step 1 finished)` : `no checkpoint`);
     const id = document.createElement("div");
     id.className = "muted run-id";
