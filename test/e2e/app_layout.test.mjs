@@ -110,7 +110,7 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     const a1 = await waitFor(page, "step 1 and its checkpoint", (x) => x.log.some((l) => /checkpoint step-1 /.test(l)), 300_000);
     const seen = a1.phases.map((p) => p.phase);
     for (const p of ["loading", "compiling", "validating", "rollout", "update", "saving"]) assert.ok(seen.includes(p), `phase ${p} never reported: ${seen}`);
-    const t = a1.phases.map((p, i) => `${p.phase} ${(((a1.phases[i + 1]?.at ?? p.at) - p.at) / 1000).toFixed(1)} s`);
+    const t = a1.phases.map((p, i) => `${p.phase} ${(((a1.phases[i + 1]?.at ?? p.at) - p.at) / 1000).toFixed(1)} s (${p.pipelines} pipelines)`);
     console.log(`# step 1 checkpointed after ${((Date.now() - t0) / 1000).toFixed(0)} s: ${t.join(" → ")}`);
     // Scrolled to the charts, the run bar is still in view (sticky).
     await scrollUnderBar(page, "#h-training");

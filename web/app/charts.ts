@@ -93,6 +93,8 @@ interface RunData {
   id: string;
   label: string;
   lines: readonly StepMetrics[];
+  /** Drawn dashed and lighter, behind the shown run. */
+  overlay?: boolean;
 }
 
 class Chart {
@@ -135,7 +137,7 @@ class Chart {
     let series = this.spec.series(agents);
     // Before the first step the reward chart knows no agents: one empty series keeps its axes.
     if (!series.length) series = [{ label: "agents appear after the first step", value: () => null }];
-    const runs = [...(live ? [live] : []), ...overlays];
+    const runs = [...(live ? [live] : []), ...overlays.map((r) => ({ ...r, overlay: true }))];
     const per = runs.map((r) => runPoints(r.lines, o.x));
     const xs = [...new Set(per.flatMap((p) => p.xs))].sort((a, b) => a - b);
     const log = o.log && !!this.spec.logOk;
@@ -151,9 +153,9 @@ class Chart {
     });
     this.points = live ? ys.slice(0, series.length).reduce((n, y) => n + y.filter((v) => v !== null).length, 0) : 0;
     this.box.dataset.points = String(this.points);
-    this.describe(live, series, per[0]?.points ?? [], o);
+    this.describe(live, overlays, series, live ? per[0].points : [], o);
     const data = [xs, ...ys] as uPlot.AlignedData;
-    const key = JSON.stringify([agents, runs.map((r) => r.id), log, o.x]);
+    const key = JSON.stringify([agents, runs.map((r) => r.id + (r.overlay ? "*" : "")), log, o.x]);
     if (!this.plot || key !== this.key) {
       this.plot?.destroy();
       this.key = key;
@@ -162,13 +164,14 @@ class Chart {
   }
 
   /** The latest values in words: shown under the title, and the chart's text alternative. */
-  private describe(live: RunData | null, series: SeriesSpec[], points: ChartPoint[], o: ChartOptions) {
+  private describe(live: RunData | null, overlays: RunData[], series: SeriesSpec[], points: ChartPoint[], o: ChartOptions) {
     const parts: string[] = [];
     for (const s of series) {
       const last = [...points].reverse().find((p) => s.value(p) !== null);
       if (last) parts.push(`${s.label} ${tick(s.value(last)!)} at step ${last.step}`);
     }
-    const text = !live ? "no data yet" : parts.length ? parts.join(" · ") : "no values yet";
+    const others = overlays.length ? ` (dashed: ${overlays.map((r) => r.label).join(", ")})` : "";
+    const text = (!live ? "no run yet" : parts.length ? parts.join(" · ") : "no values yet") + others;
     this.latest.textContent = ` — ${text}`;
     this.plotBox.setAttribute("aria-label", `${this.spec.title} (${this.spec.y}) by ${o.x === "step" ? "training step" : "minutes"}: ${text}`);
   }
@@ -197,15 +200,17 @@ class Chart {
       ],
       series: [
         { label: o.x === "step" ? "step" : "minutes" },
-        ...runs.flatMap((r, ri) =>
+        ...runs.flatMap((r) =>
           series.map((s, i) => ({
-            label: runs.length > 1 ? `${s.label} (${r.label})` : s.label,
-            stroke: COLORS[i % COLORS.length] + (ri === 0 ? "" : "99"),
-            width: ri === 0 ? 2 : 1.5,
-            dash: ri === 0 ? undefined : [5, 4],
+            // An overlay's legend names it by its start time (the label's last part).
+            label: r.overlay ? `${s.label}, ${r.label.split(" · ").pop()}` : s.label,
+            stroke: COLORS[i % COLORS.length] + (r.overlay ? "99" : ""),
+            width: r.overlay ? 1.5 : 2,
+            dash: r.overlay ? [5, 4] : undefined,
             spanGaps: true,
-            // Overlaid runs: lines only (their held-out points stay, as they are sparse).
-            points: s.sparse ? { show: true, size: 8 } : ri === 0 ? { show: true, size: 4 } : { show: false },
+            // Overlaid runs: dashed, lighter, smaller points
+            // (a point's size must exceed the line width: uPlot's radius is their half-difference).
+            points: { show: true, size: s.sparse ? 8 : r.overlay ? 5 : 4 },
           }))
         ),
       ],

@@ -25,9 +25,9 @@ interface AppProbe {
   init: InitInfo | null;
   state: RunState;
   runId: string | null;
-  /** The worker's current phase, and when each phase was first reported (ms since the page loaded). */
+  /** The worker's current phase; each phase as first reported (ms since the page loaded) with the pipelines compiled by its end. */
   phase: Phase;
-  phases: { phase: Phase; at: number }[];
+  phases: { phase: Phase; at: number; pipelines: number }[];
   /** Stored runs drawn dashed in the charts. */
   overlays: string[];
   step: number;
@@ -154,7 +154,8 @@ async function main() {
         break;
       case "phase":
         probe.phase = e.phase;
-        if (probe.phases[probe.phases.length - 1]?.phase !== e.phase) probe.phases.push({ phase: e.phase, at: performance.now() });
+        if (probe.phases[probe.phases.length - 1]?.phase !== e.phase) probe.phases.push({ phase: e.phase, at: performance.now(), pipelines: e.pipelines });
+        else probe.phases[probe.phases.length - 1].pipelines = e.pipelines;
         bar.onPhase(e.phase, e.pipelines);
         break;
       case "log":
