@@ -108,3 +108,18 @@ export function metricsToCsv(lines: readonly StepMetrics[]): string {
   for (const r of rows) for (const k of Object.keys(r)) if (!seen.has(k)) [seen.add(k), cols.push(k)];
   return [cols.map(csvCell).join(","), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(","))].join("\n") + "\n";
 }
+
+/**
+ * Exponential moving average with TensorBoard's debiasing (the first values are not pulled
+ * towards 0); `w` is the weight of the past, 0 = off. Nulls stay null and do not count.
+ */
+export function smooth(ys: readonly (number | null)[], w: number): (number | null)[] {
+  if (w <= 0) return [...ys];
+  let acc = 0, n = 0;
+  return ys.map((v) => {
+    if (v === null) return null;
+    acc = acc * w + (1 - w) * v;
+    n++;
+    return acc / (1 - w ** n);
+  });
+}

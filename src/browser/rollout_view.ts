@@ -13,7 +13,10 @@ import type { Tokenizer } from "../model/tokenizer.ts";
 
 export interface CandidateView {
   candidate: number;
+  /** The completion as the environment read it (special tokens such as <eos> included). */
   text: string;
+  /** The completion for people: special tokens left out. */
+  shown: string;
   /** Each completion token as text (for per-token highlighting). */
   tokens: string[];
   completionIds: number[];
@@ -39,6 +42,11 @@ export interface FrameView {
   mean: number;
   std: number;
   zeroVariance: boolean;
+  /**
+   * A tool agent's turn: what its chosen program printed (or why it failed), which is what the
+   * next agent reads as "Tool output"; null for other agents.
+   */
+  toolOutput: string | null;
 }
 
 export interface EpisodeView {
@@ -49,6 +57,17 @@ export interface EpisodeView {
   frames: FrameView[];
   final: Rendered;
   success: boolean;
+}
+
+/** The (env, frame) with the widest reward spread, where GRPO has the most to learn from (0, 0 when no group has any). */
+export function mostInformative(eps: readonly EpisodeView[]): { env: number; frame: number } {
+  let best = { env: 0, frame: 0, std: -1 };
+  eps.forEach((ep, e) =>
+    ep.frames.forEach((f, i) => {
+      if (!f.zeroVariance && f.std > best.std) best = { env: e, frame: i, std: f.std };
+    })
+  );
+  return { env: best.env, frame: best.frame };
 }
 
 /** Advantage of each sample, looked up by identity in the step's group statistics. */
@@ -66,6 +85,14 @@ export interface ViewOptions {
   tokenizer: Tokenizer;
   /** Environments to build (default: all). */
   maxEnvs?: number;
+}
+
+/** After a tool agent's move in a tool → plan env (tool_plan.ts state), what its program printed. */
+function toolOutputOf(env: AnyEnvDefinition, agent: string, state: unknown): string | null {
+  if (!env.toolAgents.includes(agent)) return null;
+  const tool = (state as { tool?: { stdout?: string; problem?: string | null } | null }).tool;
+  if (!tool) return null;
+  return tool.problem ? `${tool.stdout ?? ""}${tool.stdout ? "\n" : ""}(${tool.problem})` : tool.stdout ?? "";
 }
 
 const tokenTexts = (tok: Tokenizer, ids: readonly number[]) => ids.map((id) => tok.decode([id]));
@@ -87,7 +114,7 @@ export async function buildEpisodeViews(
     const cand = (s: Sample): CandidateView => {
       const a = adv.get(s);
       return {
-        candidate: s.candidate, text: s.text, tokens: tokenTexts(o.tokenizer, s.completionIds), completionIds: s.completionIds,
+        candidate: s.candidate, text: s.text, shown: o.tokenizer.decode(s.completionIds, { skipSpecialTokens: true }), tokens: tokenTexts(o.tokenizer, s.completionIds), completionIds: s.completionIds,
         promptIds: s.promptIds, oldLogp: s.oldLogp, reward: s.reward, team: s.team, local: s.local,
         advantage: a?.advantage ?? 0, chosen: s.chosen, invalid: s.invalid ?? null,
       };
@@ -98,9 +125,10 @@ export async function buildEpisodeViews(
         const a = adv.get(chosen);
         frames.push({
           turn: g.turn, agent: g.agent, board: env.render(state), prompt: o.tokenizer.decode(chosen.promptIds, { skipSpecialTokens: true }),
-          candidates: g.samples.map(cand), mean: a?.mean ?? 0, std: a?.std ?? 0, zeroVariance: a?.zeroVariance ?? true,
+          candidates: g.samples.map(cand), mean: a?.mean ?? 0, std: a?.std ?? 0, zeroVariance: a?.zeroVariance ?? true, toolOutput: null,
         });
         if (currentAgent(env, state) === g.agent) state = (await act(env, state, g.agent, chosen.text, o.executor)).state;
+        frames[frames.length - 1].toolOutput = toolOutputOf(env, g.agent, state);
       }
     } else {
       // Independent GRPO: replay trajectory 0; each frame lists what every trajectory did at that point.
@@ -112,9 +140,10 @@ export async function buildEpisodeViews(
         const a = adv.get(s);
         frames.push({
           turn: s.turn, agent: s.agent, board: env.render(state), prompt: o.tokenizer.decode(s.promptIds, { skipSpecialTokens: true }),
-          candidates: same.map(cand), mean: a?.mean ?? 0, std: a?.std ?? 0, zeroVariance: a?.zeroVariance ?? true,
+          candidates: same.map(cand), mean: a?.mean ?? 0, std: a?.std ?? 0, zeroVariance: a?.zeroVariance ?? true, toolOutput: null,
         });
         if (currentAgent(env, state) === s.agent) state = (await act(env, state, s.agent, s.text, o.executor)).state;
+        frames[frames.length - 1].toolOutput = toolOutputOf(env, s.agent, state);
         if (i > 64) break;
       }
     }

@@ -56,6 +56,9 @@ export interface RunSink {
 export type StepMetrics = Record<string, unknown> & { step: number };
 
 /** One RL step's outcome: its metrics line, the rollout groups, their advantages and the tasks. */
+/** What an RlSession is doing, for hosts that show progress. */
+export type SessionPhase = "validate" | "rollout" | "update";
+
 export interface StepOutcome {
   metrics: StepMetrics;
   groups: Group[];
@@ -158,6 +161,8 @@ export class RlSession {
   /** The last completed step (0 before training). */
   step: number;
   best: BestCheckpoint | null;
+  /** Told when a phase of the loop begins (a page's progress line); never changes what runs. */
+  onPhase: ((phase: SessionPhase) => void) | null = null;
 
   private constructor(
     readonly cfg: RunConfig,
@@ -227,6 +232,7 @@ export class RlSession {
 
   /** Held-out evaluation with the current policies (greedy, or the config's temperature). */
   async evaluate(opts: { episodes?: number; temperature?: number; split?: "train" | "test" } = {}): Promise<EvalResult> {
+    this.onPhase?.("validate");
     return await evaluate({ env: this.env, tokenizer: this.tokenizer, policies: this.policies, executor: this.executor }, this.cfg, opts);
   }
 
@@ -235,6 +241,7 @@ export class RlSession {
     const { cfg, env, policies } = this;
     const step = this.step + 1;
     const t0 = performance.now();
+    this.onPhase?.("rollout");
     const tasks = Array.from({ length: cfg.rollout.envsPerStep }, (_, e) =>
       env.generate(cfg.env.trainSeed + step * cfg.rollout.envsPerStep + e, { split: "train", difficulty: cfg.env.difficulty }));
     const deps = { env, tokenizer: this.tokenizer, policyOf: (a: string) => policies.agentPolicy(a), executor: this.executor };
@@ -249,6 +256,7 @@ export class RlSession {
     };
     const r = ro.mode === "independent" ? await rolloutIndependent(deps, tasks, ro) : await rolloutTree(deps, tasks, ro);
     const tRoll = performance.now();
+    this.onPhase?.("update");
     const members = r.groups.flatMap((g) => g.samples);
     const adv = { normalize: cfg.rewards.normalize, eps: cfg.rewards.eps };
     const filter = { kind: cfg.rewards.filter, fraction: cfg.rewards.filterFraction };

@@ -1,14 +1,15 @@
 // The browser app's host-neutral parts in Deno: the run store (checkpoints, keep-last-N,
 // half-written checkpoints skipped, metrics), metrics export (chart points, JSONL, CSV), the ZIP
-// writer and reader, the sampling explorer's cuts and the rollout viewer's board replay.
+// writer and reader, the sampling explorer's cuts, the charts' smoothing, and the rollout viewer's
+// board replay, text without special tokens and the group it opens on.
 
 import { assert, assertEquals } from "../assert.ts";
 import { contents, preset } from "../train/ckpt_fixtures.ts";
-import { chartPoint, metricsToCsv, metricsToJsonl } from "../../src/browser/metrics_export.ts";
+import { chartPoint, metricsToCsv, metricsToJsonl, smooth } from "../../src/browser/metrics_export.ts";
 import { memoryStore, metricsUpTo, newRunId, type RunMeta, RunStore, StoreRunSink } from "../../src/browser/run_store.ts";
 import { crc32, unzipFiles, zipFiles } from "../../src/browser/zip.ts";
 import { samplingView } from "../../src/browser/sampling_view.ts";
-import { buildEpisodeViews } from "../../src/browser/rollout_view.ts";
+import { buildEpisodeViews, type EpisodeView, mostInformative } from "../../src/browser/rollout_view.ts";
 import { checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
 import { getEnv } from "../../src/envs/registry.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
@@ -150,4 +151,37 @@ Deno.test("rollout view: boards replayed along the chosen branch, advantages att
   assertEquals(ep.frames[0].candidates[0].tokens, ["#", "#"]);
   // Structured-cloneable: it crosses from the worker to the page.
   assertEquals(structuredClone(ep).frames[1].agent, "player_o");
+});
+
+Deno.test("smooth: debiased EMA, nulls kept, 0 = off", () => {
+  assertEquals(smooth([1, null, 3], 0), [1, null, 3]);
+  const s = smooth([2, null, 4, 4], 0.5);
+  assertEquals(s[0], 2, "debiased: the first value is itself");
+  assertEquals(s[1], null);
+  // acc = 0.5·1 + 0.5·4 = 2.5 over (1 − 0.25) = 10/3; then (0.5·2.5 + 2) / (1 − 0.125) = 26/7.
+  assert(Math.abs(s[2]! - 10 / 3) < 1e-12 && Math.abs(s[3]! - 26 / 7) < 1e-12, `${s}`);
+});
+
+Deno.test("rollout view: shown text without special tokens; no tool output for a game's agents; the widest group first", async () => {
+  const env = getEnv("tic_tac_toe_v1");
+  const tok = new ByteTokenizer();
+  const ids = [...new TextEncoder().encode("#### 5"), tok.eosId];
+  const mk = (agent: string, candidate: number, reward: number, chosen: boolean): Sample => ({
+    env: 0, agent, turn: 0, candidate, promptIds: [257], completionIds: ids, oldLogp: ids.map(() => -1), text: tok.decode(ids), reward, team: 0, local: reward, chosen,
+  });
+  const groups: Group[] = [
+    { key: "0|player_x|0", env: 0, agent: "player_x", turn: 0, samples: [mk("player_x", 0, 0, true), mk("player_x", 1, 0, false)] },
+    { key: "0|player_o|0", env: 0, agent: "player_o", turn: 0, samples: [mk("player_o", 0, 1, true), mk("player_o", 1, -1, false)] },
+  ];
+  const stats = groupAdvantages(buildGroups<Sample>(groups.flatMap((g) => g.samples), "tree"), { normalize: "std", eps: 1e-6 });
+  const [ep] = await buildEpisodeViews(env, groups, stats, { step: 1, tasks: [{ opening: [], shaping: false }], tokenizer: tok });
+  const c = ep.frames[0].candidates[0];
+  assertEquals(c.text, "#### 5<eos>");
+  assertEquals(c.shown, "#### 5");
+  assertEquals(c.tokens[c.tokens.length - 1], "<eos>", "tokens keep the special token: it is trained on");
+  assertEquals(ep.frames.map((f) => f.toolOutput), [null, null]);
+  // Frame 0 (player_x): equal rewards, no signal; frame 1 (player_o) has the spread.
+  assertEquals(mostInformative([ep]), { env: 0, frame: 1 });
+  const flat: EpisodeView = { ...ep, frames: ep.frames.map((f) => ({ ...f, zeroVariance: true, std: 0 })) };
+  assertEquals(mostInformative([flat]), { env: 0, frame: 0 });
 });

@@ -387,7 +387,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
 
     // The whole checkpoint: captured as the browser's download, opened here.
     const row = page.locator(`.run[data-run="${trainedRun}"]`);
-    assert.match(await row.textContent(), /finished · checkpoint step 1 of 1/);
+    assert.match(await row.textContent(), /finished · checkpoint at step 1 of 1/);
     await row.locator("select").selectOption("step-1");
     const [dl] = await Promise.all([page.waitForEvent("download"), row.locator("button", { hasText: "download checkpoint" }).click()]);
     assert.equal(dl.suggestedFilename(), `${trainedRun}-step-1.zip`);
@@ -525,7 +525,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
     assert.equal(await page.inputValue("#f-hub-endpoint"), "https://huggingface.co");
     assert.match(await page.textContent("#banner"), new RegExp(`A run was interrupted[^]*${hubRun}[^]*step-1`));
     const row = page.locator(`.run[data-run="${hubRun}"]`);
-    assert.match(await row.textContent(), /paused · checkpoint step 1 of 2/);
+    assert.match(await row.textContent(), /paused · checkpoint at step 1 of 2/);
     await row.locator("select").selectOption("step-1");
     const [dl] = await Promise.all([page.waitForEvent("download"), row.locator("button", { hasText: "download checkpoint" }).click()]);
     assert.ok(readFileSync(await dl.path()).equals(hubCheckpoint), "the step-1 checkpoint read back from OPFS differs from the one before the reload");

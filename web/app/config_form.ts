@@ -7,6 +7,7 @@ import { applySets, type ConfigError, defaultConfig, describeConfig, LEVELS, par
 import { ENVS } from "../../src/envs/registry.ts";
 import type { ModelSourceSpec } from "../../src/browser/run_store.ts";
 import { DEFAULT_HUB, normalizeHubEndpoint } from "./hub.ts";
+import { CONFIGS, HF_CONFIGS, HF_MODELS, modelGroups, QUICKSTART_MODEL, recommendedModel } from "./model_choices.ts";
 
 /** The Hub endpoint the form starts with: the page's `?hub=` parameter (a mirror, a local server) or huggingface.co. */
 function initialHubEndpoint(): string {
@@ -14,38 +15,34 @@ function initialHubEndpoint(): string {
   return (q ? new URLSearchParams(q).get("hub") : null) || DEFAULT_HUB;
 }
 
-const shipped = import.meta.glob("../../configs/*.json", { eager: true, import: "default" }) as Record<string, Record<string, unknown>>;
-const CONFIGS = Object.entries(shipped).map(([p, c]) => ({ name: p.replace(/^.*\//, "").replace(/\.json$/, ""), raw: c }));
-/** configs/hf/<task>_<level>_<model>.json: real chat models from the Hub, offered as "hf:<model>" in the model menu. */
-const hfShipped = import.meta.glob("../../configs/hf/*.json", { eager: true, import: "default" }) as Record<string, Record<string, unknown>>;
-const HF_CONFIGS = Object.entries(hfShipped).map(([p, c]) => ({ name: p.replace(/^.*\//, "").replace(/\.json$/, ""), raw: c }));
-/** Model key (e.g. qwen2.5-0.5b) → its Hub id, read off the configs. */
-const HF_MODELS = new Map(HF_CONFIGS.map((c) => [c.name.replace(/^.*_L\d_/, ""), String((c.raw.model as { hub?: string }).hub)]));
-const presetFiles = import.meta.glob("../../configs/models/*.json", { eager: true, import: "default" });
-const PRESET_NAMES = Object.keys(presetFiles).map((p) => p.replace(/^.*\//, "").replace(/\.json$/, ""));
-const builtinFiles = import.meta.glob("../../models/*/config.json", { eager: true, import: "default" });
-const BUILTIN_NAMES = Object.keys(builtinFiles).map((p) => p.split("/").slice(-2)[0]);
 const DOCS = new Map(describeConfig().map((d) => [d.path, d]));
+
+const LEVEL_NAMES: Record<string, string> = {
+  L0: "L0 · one agent", L1: "L1 · agents share one model", L2: "L2 · one LoRA adapter per agent", L3: "L3 · one full model per agent",
+};
 
 /** The main hyper-parameters shown as fields (dotted config paths). */
 const FIELDS: { path: string; label: string; step?: string }[] = [
-  { path: "run.steps", label: "steps" },
-  { path: "rollout.envsPerStep", label: "envs / step (E)" },
-  { path: "rollout.k", label: "candidates (K)" },
-  { path: "rollout.maxTurns", label: "max turns" },
-  { path: "rollout.maxNewTokens", label: "max new tokens" },
-  { path: "rollout.sampling.temperature", label: "temperature", step: "0.05" },
-  { path: "update.optimizer.lr", label: "learning rate", step: "any" },
+  { path: "run.steps", label: "Steps" },
+  { path: "rollout.envsPerStep", label: "Environments per step (E)" },
+  { path: "rollout.k", label: "Candidates per group (K)" },
+  { path: "rollout.maxTurns", label: "Max turns" },
+  { path: "rollout.maxNewTokens", label: "Max new tokens" },
+  { path: "rollout.sampling.temperature", label: "Temperature", step: "0.05" },
+  { path: "update.optimizer.lr", label: "Learning rate", step: "any" },
   { path: "update.lora.rank", label: "LoRA rank" },
-  { path: "eval.everySteps", label: "validate every" },
-  { path: "eval.episodes", label: "validation episodes" },
-  { path: "run.checkpointEvery", label: "checkpoint every" },
-  { path: "run.seed", label: "seed" },
+  { path: "eval.everySteps", label: "Validate every (steps)" },
+  { path: "eval.episodes", label: "Validation episodes" },
+  { path: "run.checkpointEvery", label: "Checkpoint every (steps)" },
+  { path: "run.seed", label: "Seed" },
 ];
 
 const get = (o: unknown, path: string) => path.split(".").reduce<unknown>((x, k) => (x as Record<string, unknown> | undefined)?.[k], o);
-/** The quickstart's warm start (configs/quickstart.json model.folder): the built-in model the page opens with. */
-const QUICKSTART_MODEL = String(get(CONFIGS.find((c) => c.name === "quickstart")?.raw, "model.folder") ?? "").split("/").pop() ?? "";
+/** A config path as the person filling the form knows it: the field's label, with the path for the curious. */
+export function fieldName(path: string): string {
+  const f = FIELDS.find((x) => x.path === path);
+  return f ? `${f.label} (${path})` : path === "model" ? "Model" : path;
+}
 function set(o: Record<string, unknown>, path: string, v: unknown) {
   const ks = path.split(".");
   let x = o;
@@ -91,6 +88,11 @@ export class ConfigForm {
   private readonly errorsBox: HTMLElement;
   private readonly preview: HTMLElement;
   private base: Record<string, unknown> = {};
+  /** Fields the user typed in: kept when the task, level or model changes. */
+  private readonly edited = new Set<string>();
+  /** The user chose the model themselves: a task change keeps it if the new task offers it. */
+  private modelPicked = false;
+  private readonly editNote: HTMLElement;
   localFiles: File[] | null = null;
   localHandle: FileSystemDirectoryHandle | null = null;
   value!: FormValue;
@@ -98,24 +100,27 @@ export class ConfigForm {
   constructor(private readonly root: HTMLElement, private readonly onChange: (v: FormValue) => void) {
     root.innerHTML = `
       <div class="row">
-        <label>task <select id="f-task"></select></label>
-        <label>level <select id="f-level"></select></label>
+        <label class="grow">Task <select id="f-task"></select></label>
+        <label>Level <select id="f-level"></select></label>
       </div>
+      <p class="muted small" id="f-task-desc"></p>
       <div class="row">
-        <label class="wide">model <select id="f-model"></select></label>
+        <label class="wide">Model <select id="f-model"></select></label>
       </div>
       <div class="row model-extra">
         <label class="hub wide">Hub id <input id="f-hub" placeholder="HuggingFaceTB/SmolLM2-135M" spellcheck="false"></label>
         <label class="hub hub-endpoint wide" title="Files are read from <endpoint>/<id>/resolve/main/<file>; a mirror or a local server in that layout works too (page parameter ?hub=URL)">Hub endpoint
           <input id="f-hub-endpoint" spellcheck="false"></label>
-        <label class="local wide">folder <input id="f-local" type="file" webkitdirectory multiple>
-          <button type="button" id="f-local-fsa" class="small">choose folder…</button></label>
+        <label class="local wide">Folder <input id="f-local" type="file" webkitdirectory multiple>
+          <button type="button" id="f-local-fsa" class="small">Choose folder…</button></label>
       </div>
       <div class="fields"></div>
-      <label class="wide"><span>more settings: <code>path=value</code>, comma-separated (as <code>--set</code>)</span>
+      <div class="row edit-note" hidden><span class="muted small"></span>
+        <button type="button" class="small" id="f-reset">Reset to this task's defaults</button></div>
+      <label class="wide"><span>More settings: <code>path=value</code>, comma-separated (as <code>--set</code>)</span>
         <input id="f-sets" placeholder="rewards.filter=drop-zero-variance" spellcheck="false"></label>
       <div class="form-errors" id="f-errors"></div>
-      <details><summary>the config that will run</summary><pre id="f-preview"></pre></details>`;
+      <details><summary>The config that will run</summary><pre id="f-preview"></pre></details>`;
     this.task = root.querySelector("#f-task")!;
     this.level = root.querySelector("#f-level")!;
     this.model = root.querySelector("#f-model")!;
@@ -126,13 +131,16 @@ export class ConfigForm {
     this.sets = root.querySelector("#f-sets")!;
     this.errorsBox = root.querySelector("#f-errors")!;
     this.preview = root.querySelector("#f-preview")!;
-    for (const e of ENVS) this.task.add(new Option(`${e.id} — ${e.description}`, e.id));
-    for (const l of LEVELS) this.level.add(new Option(l, l));
-    for (const b of BUILTIN_NAMES) this.model.add(new Option(`built-in warm start: ${b}`, `builtin:${b}`));
-    for (const p of PRESET_NAMES) this.model.add(new Option(`preset: ${p} (fresh init, byte tokenizer)`, `preset:${p}`));
-    for (const [key, id] of HF_MODELS) this.model.add(new Option(`Hub: ${id} (configs/hf, chat prompts; online)`, `hf:${key}`));
-    this.model.add(new Option("Hugging Face model from a local folder…", "local"));
-    this.model.add(new Option("Hugging Face model from the Hub by id (online)…", "hub"));
+    this.editNote = root.querySelector(".edit-note")!;
+    // Short names in the menu (a long option widens the select past a phone's width); the
+    // description goes under it.
+    for (const e of ENVS) this.task.add(new Option(e.id.replace(/_v\d+$/, "").replaceAll("_", " "), e.id));
+    for (const l of LEVELS) this.level.add(new Option(LEVEL_NAMES[l] ?? l, l));
+    root.querySelector("#f-reset")!.addEventListener("click", () => {
+      this.edited.clear();
+      this.sets.value = "";
+      this.loadBase();
+    });
     const fields = root.querySelector(".fields")!;
     for (const f of FIELDS) {
       const label = document.createElement("label");
@@ -147,7 +155,10 @@ export class ConfigForm {
       label.append(input);
       fields.append(label);
       this.inputs.set(f.path, input);
-      input.addEventListener("input", () => this.validate());
+      input.addEventListener("input", () => {
+        this.edited.add(f.path);
+        this.validate();
+      });
     }
     const fsa = root.querySelector<HTMLButtonElement>("#f-local-fsa")!;
     const picker = (globalThis as { showDirectoryPicker?: () => Promise<FileSystemDirectoryHandle> }).showDirectoryPicker;
@@ -167,13 +178,41 @@ export class ConfigForm {
     });
     this.task.value = "plan_path_v1";
     this.level.value = "L2";
-    this.model.value = BUILTIN_NAMES.includes(QUICKSTART_MODEL) ? `builtin:${QUICKSTART_MODEL}` : `preset:${PRESET_NAMES[0]}`;
-    for (const el of [this.task, this.level, this.model]) el.addEventListener("change", () => this.loadBase());
+    this.fillModels();
+    if (QUICKSTART_MODEL) this.model.value = `builtin:${QUICKSTART_MODEL}`;
+    this.task.addEventListener("change", () => {
+      this.fillModels();
+      this.loadBase();
+    });
+    this.level.addEventListener("change", () => {
+      if (!this.modelPicked) this.model.value = recommendedModel(this.task.value, this.level.value);
+      this.loadBase();
+    });
+    this.model.addEventListener("change", () => {
+      this.modelPicked = true;
+      this.loadBase();
+    });
     for (const el of [this.hub, this.hubEndpoint, this.sets]) el.addEventListener("input", () => this.validate());
     this.loadBase();
   }
 
-  /** Field values from the shipped config of the chosen task and level. */
+  /** The model menu of the chosen task; the task's own warm start unless the user picked another model it still offers. */
+  private fillModels() {
+    const keep = this.modelPicked ? this.model.value : null;
+    this.model.replaceChildren(...modelGroups(this.task.value).map((g) => {
+      const og = document.createElement("optgroup");
+      og.label = g.label;
+      og.append(...g.options.map((o) => new Option(o.label, o.value)));
+      return og;
+    }));
+    const offered = [...this.model.options].map((o) => o.value);
+    this.model.value = keep && offered.includes(keep) && !keep.startsWith("builtin:") ? keep : recommendedModel(this.task.value, this.level.value);
+    if (keep?.startsWith("builtin:")) this.modelPicked = false;
+    const env = ENVS.find((e) => e.id === this.task.value);
+    this.root.querySelector("#f-task-desc")!.textContent = env ? env.description : "";
+  }
+
+  /** Field values from the shipped config of the chosen task and level; fields the user edited keep their values. */
   private loadBase() {
     this.base = baseConfig(this.task.value, this.level.value, this.model.value);
     let d: RunConfig | null = null;
@@ -181,7 +220,7 @@ export class ConfigForm {
       d = parseConfig(this.withModel(structuredClone(this.base)));
     } catch { /* shown by validate */ }
     const src = d ?? defaultConfig();
-    for (const [path, input] of this.inputs) input.value = String(get(src, path) ?? "");
+    for (const [path, input] of this.inputs) if (!this.edited.has(path)) input.value = String(get(src, path) ?? "");
     const hf = this.model.value.startsWith("hf:");
     this.root.querySelectorAll<HTMLElement>(".hub").forEach((el) => (el.hidden = this.model.value !== "hub" && !(hf && el.classList.contains("hub-endpoint"))));
     this.root.querySelector<HTMLElement>(".local")!.hidden = this.model.value !== "local";
@@ -217,12 +256,16 @@ export class ConfigForm {
   /** Sets a field (tests and the quick-run button use this). */
   setField(path: string, value: string | number) {
     const input = this.inputs.get(path);
-    if (input) input.value = String(value);
-    else this.sets.value = [this.sets.value, `${path}=${value}`].filter(Boolean).join(", ");
+    if (input) {
+      input.value = String(value);
+      this.edited.add(path);
+    } else this.sets.value = [this.sets.value, `${path}=${value}`].filter(Boolean).join(", ");
     this.validate();
   }
 
   validate() {
+    this.editNote.hidden = this.edited.size === 0;
+    this.editNote.querySelector("span")!.textContent = `Your ${this.edited.size} edited field${this.edited.size === 1 ? "" : "s"} stay${this.edited.size === 1 ? "s" : ""} when the task changes; the others follow it.`;
     const raw = this.withModel(structuredClone(this.base));
     for (const [path, input] of this.inputs) if (input.value !== "") set(raw, path, Number(input.value));
     const errors: { path: string; message: string }[] = [];
@@ -247,7 +290,7 @@ export class ConfigForm {
     for (const [path, input] of this.inputs) input.classList.toggle("bad", errors.some((e) => e.path === path));
     this.errorsBox.replaceChildren(...errors.map((e) => {
       const d = document.createElement("div");
-      d.textContent = e.path ? `${e.path}: ${e.message}` : e.message;
+      d.textContent = e.path ? `${fieldName(e.path)}: ${e.message}` : e.message;
       return d;
     }));
     // What runs: the form's JSON with the --set values applied (the worker validates it again).

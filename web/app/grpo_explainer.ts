@@ -25,8 +25,8 @@ export class GrpoExplainer {
   constructor(root: HTMLElement, private readonly measure: Measure) {
     root.innerHTML = `<p class="muted">A group is the K candidates one agent produced for one environment and turn.
       GRPO compares them with each other: no value network, just the group's own mean and spread.</p>
-      <div class="row"><label>group <select class="gx-group"></select></label>
-      <button type="button" class="gx-measure small">measure Δ log p under the current policy</button></div>
+      <div class="row"><label>Group <select class="gx-group"></select></label>
+      <button type="button" class="gx-measure small">Measure Δ log p under the current policy</button></div>
       <div class="gx-body"><p class="muted">Groups appear after the first training step.</p></div>`;
     this.sel = root.querySelector(".gx-group")!;
     this.body = root.querySelector(".gx-body")!;
@@ -41,7 +41,7 @@ export class GrpoExplainer {
   /** The groups of a new step; the one with the widest reward spread is shown first. */
   update(episodes: EpisodeView[]) {
     const groups = episodes.flatMap((ep) =>
-      ep.frames.map((f) => ({ label: `step ${ep.step} · env ${ep.env} · turn ${f.turn} · ${f.agent} (std ${f.std.toFixed(2)})`, frame: f, step: ep.step }))
+      ep.frames.map((f) => ({ label: `step ${ep.step} · env ${ep.env} · turn ${f.turn + 1} · ${f.agent} (std ${f.std.toFixed(2)})`, frame: f, step: ep.step }))
     );
     if (!groups.length) return;
     groups.sort((a, b) => b.frame.std - a.frame.std);
@@ -82,12 +82,14 @@ export class GrpoExplainer {
       el("span", "muted", c.advantage > 0 ? " pushed up" : c.advantage < 0 ? " pushed down" : " untouched"));
     const toks = el("div", "tokens mono");
     c.tokens.forEach((t, j) => {
-      const s = el("span", "tok", t === "\n" ? "⏎" : t);
+      // Special tokens (<eos>, <|im_end|>) are trained like any other: shown as a marker, named in the tooltip.
+      const special = /^<\|?[a-z_]+\|?>$/i.test(t);
+      const s = el("span", special ? "tok special" : "tok", t === "\n" ? "⏎" : special ? "∎" : t);
       const d = delta?.[j];
       const v = d ?? c.advantage; // colour: measured Δ log p, else the direction A gives it
       const a = Math.min(1, Math.abs(v) * (d !== undefined ? 4 : 0.5));
       s.style.background = v >= 0 ? `rgba(22,163,74,${a})` : `rgba(220,38,38,${a})`;
-      s.title = `token ${c.completionIds[j]} · old log p ${c.oldLogp[j]?.toFixed(3)}${d !== undefined ? ` · Δ log p ${fmt(d, 3)}` : ""}`;
+      s.title = `${special ? `special token ${t} · ` : ""}token ${c.completionIds[j]} · old log p ${c.oldLogp[j]?.toFixed(3)}${d !== undefined ? ` · Δ log p ${fmt(d, 3)}` : ""}`;
       toks.append(s);
     });
     row.append(head, toks);

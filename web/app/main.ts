@@ -1,16 +1,18 @@
-// The page: the run form, controls, live charts, rollout viewer, teaching demos and the runs
-// stored in this browser. Everything heavy happens in the trainer worker (trainer_worker.ts),
-// reached through comlink; this module only draws and forwards clicks.
+// The page: the sticky run bar, the run form, live charts, rollout viewer, teaching demos and the
+// runs stored in this browser. Everything heavy happens in the trainer worker (trainer_worker.ts),
+// reached through comlink; this module only wires the parts together and forwards clicks.
 
 import * as Comlink from "comlink";
-import { metricsToCsv, metricsToJsonl } from "../../src/browser/metrics_export.ts";
 import { unzipFiles } from "../../src/browser/zip.ts";
 import type { RunInfo } from "../../src/browser/run_store.ts";
-import type { StepMetrics } from "../../src/rl/session.ts";
 import { Dashboard } from "./charts.ts";
+import { ChartControls } from "./chart_controls.ts";
+import { DemoGate } from "./demo_gate.ts";
+import { BUSY, RunBar } from "./run_bar.ts";
+import { RunsPanel } from "./runs_panel.ts";
 import { ConfigForm } from "./config_form.ts";
 import { GrpoExplainer } from "./grpo_explainer.ts";
-import type { InitInfo, LogitsRequest, RunState, Status, TrainerEvent, TrainerService } from "./protocol.ts";
+import type { InitInfo, LogitsRequest, Phase, RunState, Status, TrainerEvent, TrainerService } from "./protocol.ts";
 import { RolloutViewer } from "./rollout_viewer.ts";
 import { SamplingExplorer } from "./sampling_explorer.ts";
 import { TicTacToePlay } from "./tic_tac_toe_play.ts";
@@ -23,6 +25,11 @@ interface AppProbe {
   init: InitInfo | null;
   state: RunState;
   runId: string | null;
+  /** The worker's current phase; each phase as first reported (ms since the page loaded) with the pipelines compiled by its end. */
+  phase: Phase;
+  phases: { phase: Phase; at: number; pipelines: number }[];
+  /** Stored runs drawn dashed in the charts. */
+  overlays: string[];
   step: number;
   total: number;
   resumedFrom: number | null;
@@ -36,11 +43,12 @@ interface AppProbe {
   status: Status | null;
 }
 const probe: AppProbe = {
-  ready: false, init: null, state: "idle", runId: null, step: 0, total: 0, resumedFrom: null, charts: {}, rolloutSteps: [], evals: [], errors: [], deviceLost: 0, log: [], status: null,
+  ready: false, init: null, state: "idle", runId: null, phase: "idle", phases: [], overlays: [], step: 0, total: 0, resumedFrom: null, charts: {}, rolloutSteps: [], evals: [], errors: [], deviceLost: 0, log: [], status: null,
 };
 (globalThis as unknown as { __app: AppProbe }).__app = probe;
 
-function banner(kind: "error" | "warn" | "info", title: string, body: string) {
+type BannerAction = { label: string; className: string; run: string; onClick: () => void };
+function banner(kind: "error" | "warn" | "info", title: string, body: string, action?: BannerAction) {
   const b = $("#banner");
   b.className = `banner ${kind}`;
   b.hidden = false;
@@ -49,7 +57,21 @@ function banner(kind: "error" | "warn" | "info", title: string, body: string) {
   h.textContent = title;
   const p = document.createElement("div");
   p.textContent = body;
-  b.append(h, p);
+  const close = document.createElement("button");
+  close.type = "button";
+  close.className = "small banner-close";
+  close.textContent = "Dismiss";
+  close.addEventListener("click", () => (b.hidden = true));
+  b.append(close, h, p);
+  if (action) {
+    const a = document.createElement("button");
+    a.type = "button";
+    a.className = `primary ${action.className}`;
+    a.dataset.run = action.run;
+    a.textContent = action.label;
+    a.addEventListener("click", action.onClick);
+    b.append(a);
+  }
 }
 
 function log(line: string) {
@@ -60,15 +82,6 @@ function log(line: string) {
   box.prepend(d);
 }
 
-function download(name: string, data: BlobPart, type = "application/octet-stream") {
-  const url = URL.createObjectURL(new Blob([data], { type }));
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
 const NO_WEBGPU_HELP = "Training runs on WebGPU, which this browser does not offer here. Use a recent Chrome, Edge or " +
   "Chromium (113+), or Firefox 141+ / Safari 26+; on Linux start Chromium with --enable-unsafe-webgpu " +
   "(and --enable-features=Vulkan); open the page from https:// or http://127.0.0.1 (WebGPU needs a secure context). " +
@@ -77,27 +90,33 @@ const NO_WEBGPU_HELP = "Training runs on WebGPU, which this browser does not off
 async function main() {
   const dashboard = new Dashboard($("#charts"));
   const viewer = new RolloutViewer($("#viewer"));
-  let form: ConfigForm;
-  const stateEl = $("#state");
-  const buttons = {
-    start: $<HTMLButtonElement>("#btn-start"), pause: $<HTMLButtonElement>("#btn-pause"),
-    resume: $<HTMLButtonElement>("#btn-resume"), stop: $<HTMLButtonElement>("#btn-stop"),
-  };
+  const bar = new RunBar($("#runbar"));
+  const buttons = bar.buttons;
   let state: RunState = "idle";
   let recovering = false;
   let formOk = false;
   let gpuOk = false;
+  let runs: RunsPanel | null = null;
+  const refreshRuns = async () => await runs?.refresh();
   const syncButtons = () => {
-    const live = ["loading", "running", "pausing", "paused", "stopping", "recovering"].includes(state);
-    buttons.start.disabled = live || !formOk || !gpuOk;
+    buttons.start.disabled = bar.live || !formOk || !gpuOk;
+    buttons.start.title = !gpuOk ? "This browser offers no WebGPU here (see the message above)" : !formOk ? "Fix the settings marked in red first" : "";
     buttons.pause.disabled = state !== "running";
     buttons.resume.disabled = state !== "paused" && state !== "pausing";
     buttons.stop.disabled = !["running", "paused", "pausing"].includes(state);
-    document.querySelectorAll<HTMLButtonElement>(".run-resume").forEach((b) => (b.disabled = live || !gpuOk));
+    runs?.syncButtons();
   };
-  form = new ConfigForm($("#form"), (v) => {
+  const form = new ConfigForm($("#form"), (v) => {
     formOk = v.errors.length === 0;
+    if (v.parsed) dashboard.setTotal(v.parsed.run.steps);
     syncButtons();
+  });
+  setUpGuideAndTeaching();
+  // Closing the tab mid-step loses the work since the last checkpoint: the browser asks first.
+  addEventListener("beforeunload", (ev) => {
+    if (!BUSY.includes(state)) return;
+    ev.preventDefault();
+    (ev as { returnValue: unknown }).returnValue = "";
   });
 
   // No WebGPU on the page: say so before starting anything.
@@ -124,8 +143,7 @@ async function main() {
         probe.runId = e.runId;
         probe.step = e.step;
         probe.total = e.total;
-        stateEl.textContent = `${e.state}${e.runId ? ` · ${e.runId}` : ""} · step ${e.step}/${e.total}${e.detail ? ` · ${e.detail}` : ""}`;
-        $("#progress").style.width = e.total ? `${(100 * e.step) / e.total}%` : "0";
+        bar.onState(e.state, e.step, e.total);
         syncButtons();
         if (recovering && e.state === "running") {
           recovering = false;
@@ -133,6 +151,12 @@ async function main() {
         }
         if (["stopped", "finished", "failed", "paused"].includes(e.state)) void refreshRuns();
         void refreshStatus();
+        break;
+      case "phase":
+        probe.phase = e.phase;
+        if (probe.phases[probe.phases.length - 1]?.phase !== e.phase) probe.phases.push({ phase: e.phase, at: performance.now(), pipelines: e.pipelines });
+        else probe.phases[probe.phases.length - 1].pipelines = e.pipelines;
+        bar.onPhase(e.phase, e.pipelines);
         break;
       case "log":
         log(e.line);
@@ -148,7 +172,7 @@ async function main() {
         break;
       }
       case "history":
-        dashboard.reset(e.lines);
+        dashboard.reset(e.lines, probe.total);
         probe.charts = dashboard.counts();
         probe.evals = e.lines.filter((l) => l.eval).map((l) => ({ step: l.step, successRate: (l.eval as { successRate: number }).successRate }));
         viewer.clear();
@@ -159,6 +183,7 @@ async function main() {
         break;
       case "checkpoint":
         log(`checkpoint ${e.info.name} (step ${e.info.step}) saved to ${probe.init?.opfs ? "OPFS" : "memory"}`);
+        void refreshRuns();
         break;
       case "device-lost":
         probe.deviceLost++;
@@ -167,7 +192,7 @@ async function main() {
         break;
       case "error":
         probe.errors.push(`${e.error.name}: ${e.error.message}`);
-        banner("error", e.error.name, e.error.message);
+        banner("error", errorTitle(e.error.name), e.error.message);
         break;
     }
   };
@@ -176,25 +201,40 @@ async function main() {
   gpuOk = hasGpu && init.adapter !== null;
   if (!hasGpu || init.error?.name === "NoWebGPUError" || !init.adapter) {
     banner("error", "No WebGPU here", `${init.error ? `${init.error.message}\n` : ""}${NO_WEBGPU_HELP}`);
-    $("#adapter").textContent = "no WebGPU adapter";
+    $("#adapter").textContent = "GPU: no WebGPU adapter";
   } else {
-    $("#adapter").textContent = `WebGPU adapter: ${init.adapter} — in a Web Worker${init.adapterClass === "cpu" ? " (a software adapter: correct but slow)" : ""}`;
+    $("#adapter").textContent = `GPU: ${init.adapter} (in a Web Worker)`;
+    if (init.adapterClass === "cpu") log("this browser's WebGPU runs on the CPU (a software adapter): correct, but training is slow");
   }
-  $("#storage").textContent = init.opfs ? "checkpoints: this browser's origin-private file system (OPFS), kept across reloads"
-    : "checkpoints: memory only (this browser offers no OPFS here): lost on reload; download them";
+  $("#storage").textContent = init.opfs ? "Checkpoints: kept in this browser (origin-private file system) across reloads."
+    : "Checkpoints: in memory only (this browser offers no private file system here): lost on reload, so download them.";
 
   const explainer = new GrpoExplainer($("#grpo"), (agent, seqs) => api.currentLogprobs(agent, seqs));
   viewer.onGroups = (eps) => explainer.update(eps);
   const sampling = new SamplingExplorer($("#sampling"), (r) => api.logits(r));
   new TicTacToePlay($("#ttt"), { tttNew: (h) => api.tttNew(h), tttMove: (c) => api.tttMove(c) });
+  const demos = new DemoGate($(".demos"));
+  new ChartControls($("#chart-controls"), dashboard);
+  runs = new RunsPanel($("#runs"), api, {
+    liveRunId: () => probe.runId,
+    canStart: () => !bar.live && gpuOk,
+    idle: () => !bar.live,
+    resume: resumeRun,
+    banner,
+    compare: (rs) => {
+      dashboard.setOverlays(rs);
+      probe.overlays = rs.map((r) => r.id);
+    },
+  });
 
   async function refreshStatus() {
     const s = await api.status();
     sampling.setAgents(s.agents);
+    demos.update(s);
     probe.status = s;
     const mi = s.modelInfo;
     const size = mi ? ` · ${mi.params.toLocaleString("en-US")} parameters (${mi.layers} layers × ${mi.hidden}, vocabulary ${mi.vocab}) · ${mi.tokenizer === "hf" ? "HF tokenizer (transformers.js)" : "byte tokenizer"}` : "";
-    $("#model-line").textContent = s.model ? `model: ${s.model}${size}${s.level ? ` · level ${s.level}` : ""}${s.envId ? ` · env ${s.envId}` : ""}` : "";
+    $("#model-line").textContent = s.model ? `Model: ${s.model}${size}${s.level ? ` · level ${s.level}` : ""}${s.envId ? ` · env ${s.envId}` : ""}` : "";
   }
 
   let warmAdapter: Record<string, Uint8Array> | undefined;
@@ -238,16 +278,20 @@ async function main() {
     $("#banner").hidden = true;
     try {
       const local = v.model.kind === "local" ? (form.localHandle ? { handle: form.localHandle } : { files: form.localFiles ?? [] }) : undefined;
+      // The previous run's curves stay in view, dashed, behind the new one.
+      if (probe.runId) runs!.compareRun(probe.runId);
       probe.resumedFrom = null;
       probe.rolloutSteps = [];
-      dashboard.reset([]);
+      probe.phases = [];
+      bar.begin();
+      dashboard.reset([], v.parsed?.run.steps ?? 0);
       viewer.clear();
       explainer.setTemperature(v.parsed?.rollout.sampling.temperature ?? 1);
       await api.start({ config: v.config, model: v.model, local, warmStartAdapter: warmAdapter });
       void refreshRuns();
     } catch (e) {
       probe.errors.push(`${(e as Error).name}: ${(e as Error).message}`);
-      banner("error", (e as Error).name, (e as Error).message);
+      banner("error", errorTitle((e as Error).name), (e as Error).message);
     }
   });
   buttons.pause.addEventListener("click", () => void api.pause());
@@ -263,83 +307,13 @@ async function main() {
         local = form.localHandle ? { handle: form.localHandle } : { files: form.localFiles! };
       }
       probe.rolloutSteps = [];
+      probe.phases = [];
+      bar.begin();
       const res = await api.resumeRun(r.id, local);
       probe.resumedFrom = res.step;
     } catch (e) {
       probe.errors.push(`${(e as Error).name}: ${(e as Error).message}`);
-      banner("error", (e as Error).name, (e as Error).message);
-    }
-  }
-
-  async function exportMetrics(r: RunInfo, kind: "jsonl" | "csv") {
-    const lines: StepMetrics[] = await api.readMetrics(r.id);
-    if (kind === "jsonl") download(`${r.id}-metrics.jsonl`, metricsToJsonl(lines), "application/x-ndjson");
-    else download(`${r.id}-metrics.csv`, metricsToCsv(lines), "text/csv");
-  }
-
-  // Calls overlap (run start, pause, delete...) and the worker may answer an older listing last:
-  // only the newest call draws, so a stale listing never replaces a fresher one.
-  let runsListing = 0;
-  async function refreshRuns() {
-    const call = ++runsListing;
-    const runs = await api.listRuns();
-    if (call !== runsListing) return;
-    const box = $("#runs");
-    box.replaceChildren();
-    if (!runs.length) {
-      box.textContent = "No runs stored in this browser yet.";
-      return;
-    }
-    for (const r of runs) {
-      const row = document.createElement("div");
-      row.className = "run";
-      row.dataset.run = r.id;
-      const cfg = r.config as { env?: { id?: string }; level?: string };
-      const title = document.createElement("div");
-      title.innerHTML = `<b></b> <span class="muted"></span>`;
-      title.querySelector("b")!.textContent = r.id;
-      title.querySelector("span")!.textContent = ` ${cfg.env?.id ?? "?"} ${cfg.level ?? ""} · ${r.status} · checkpoint step ${r.latest?.step ?? "none"} of ${r.steps}`;
-      const actions = document.createElement("div");
-      actions.className = "row";
-      const btn = (label: string, cls: string, fn: () => unknown) => {
-        const b = document.createElement("button");
-        b.type = "button";
-        b.className = `small ${cls}`;
-        b.textContent = label;
-        b.addEventListener("click", () => void fn());
-        actions.append(b);
-        return b;
-      };
-      if (r.latest && r.latest.step < r.steps) btn(`resume from step ${r.latest.step}`, "run-resume", () => resumeRun(r));
-      const ckSel = document.createElement("select");
-      for (const c of r.checkpoints) ckSel.add(new Option(`${c.name} (step ${c.step})`, c.name));
-      if (r.checkpoints.length) {
-        actions.append(ckSel);
-        btn("download checkpoint (.zip)", "", async () => {
-          const { fileName, bytes } = await api.exportCheckpoint(r.id, ckSel.value, "checkpoint");
-          download(fileName, bytes as Uint8Array<ArrayBuffer>, "application/zip");
-        });
-        btn("download PEFT adapters", "", async () => {
-          for (const a of await api.checkpointAdapters(r.id, ckSel.value)) {
-            const { fileName, bytes } = await api.exportCheckpoint(r.id, ckSel.value, `adapter:${a}`);
-            download(fileName, bytes as Uint8Array<ArrayBuffer>, "application/zip");
-          }
-        });
-      }
-      btn("metrics .jsonl", "", () => exportMetrics(r, "jsonl"));
-      btn("metrics .csv", "", () => exportMetrics(r, "csv"));
-      btn("delete", "danger", async () => {
-        if (!confirm(`Delete run ${r.id} and its checkpoints from this browser?`)) return;
-        await api.deleteRun(r.id);
-        await refreshRuns();
-      });
-      row.append(title, actions);
-      box.append(row);
-    }
-    syncButtons();
-    const interrupted = runs.find((r) => (r.status === "running" || r.status === "paused") && r.latest && r.latest.step < r.steps && r.id !== probe.runId);
-    if (interrupted && state === "idle" && gpuOk) {
-      banner("info", "A run was interrupted", `${interrupted.id} stopped at its step-${interrupted.latest!.step} checkpoint when the page closed. Resume it from "Runs in this browser" below.`);
+      banner("error", errorTitle((e as Error).name), (e as Error).message);
     }
   }
 
@@ -348,7 +322,33 @@ async function main() {
   probe.ready = true;
 }
 
+/**
+ * The first visit opens "What you are watching"; later visits keep it closed. Teaching mode puts
+ * the GRPO explainer and the sampling explorer first, open (remembered across visits).
+ */
+function setUpGuideAndTeaching() {
+  const store = globalThis.localStorage;
+  const guide = $<HTMLDetailsElement>("#guide");
+  if (!store?.getItem("guide-seen")) guide.open = true;
+  store?.setItem("guide-seen", "1");
+  const btn = $<HTMLButtonElement>("#btn-teach");
+  const set = (on: boolean) => {
+    document.body.classList.toggle("teaching", on);
+    btn.setAttribute("aria-pressed", String(on));
+    if (on) document.querySelectorAll<HTMLDetailsElement>(".demos details").forEach((d, i) => (d.open = i < 2));
+    store?.setItem("teaching", on ? "1" : "");
+  };
+  set(store?.getItem("teaching") === "1");
+  btn.addEventListener("click", () => set(!document.body.classList.contains("teaching")));
+}
+
+/** An error's name as a heading: "ConfigError" → "Config error". */
+function errorTitle(name: string): string {
+  const words = name.replace(/Error$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
+  return words ? `${words[0].toUpperCase()}${words.slice(1)} error` : "Error";
+}
+
 main().catch((e) => {
   probe.errors.push(`${(e as Error).name}: ${(e as Error).message}`);
-  banner("error", (e as Error).name, (e as Error).message);
+  banner("error", errorTitle((e as Error).name), (e as Error).message);
 });

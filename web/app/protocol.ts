@@ -9,6 +9,23 @@ import type { Rendered } from "../../src/envs/types.ts";
 
 export type RunState = "idle" | "loading" | "running" | "pausing" | "paused" | "stopping" | "stopped" | "finished" | "failed" | "recovering";
 
+/**
+ * What the worker is doing, as it does it: reading the model's files, building the GPU side of
+ * the policies (buffers; pipelines compile on first use, so their count keeps rising during the
+ * first validation and step), validating on held-out tasks, sampling rollouts, the PPO update,
+ * writing a checkpoint. "idle" once the loop waits (paused, stopped, finished, failed).
+ */
+export type Phase = "loading" | "compiling" | "validating" | "rollout" | "update" | "saving" | "idle";
+export const PHASE_LABELS: Record<Phase, string> = {
+  loading: "Loading the model",
+  compiling: "Preparing the GPU",
+  validating: "Validating on held-out tasks",
+  rollout: "Sampling rollouts",
+  update: "Updating the policy",
+  saving: "Saving a checkpoint",
+  idle: "Idle",
+};
+
 export interface ErrorInfo {
   name: string;
   message: string;
@@ -29,6 +46,8 @@ export interface StartRequest {
 
 export type TrainerEvent =
   | { type: "state"; state: RunState; runId: string | null; step: number; total: number; detail?: string }
+  /** `pipelines`: GPU compute pipelines compiled so far in this worker (a real count, rising while shaders compile). */
+  | { type: "phase"; phase: Phase; step: number; total: number; pipelines: number }
   | { type: "log"; line: string }
   | { type: "metric"; m: StepMetrics }
   | { type: "history"; runId: string; lines: StepMetrics[] }

@@ -34,10 +34,10 @@ export class SamplingExplorer {
     root.innerHTML = `<div class="row">
         <label>agent <select class="se-agent"></select></label>
         <label>held-out task <input class="se-task" type="number" min="0" value="0"></label>
-        <button type="button" class="se-load small">logits for this task's prompt</button>
+        <button type="button" class="se-load small">Logits for this task's prompt</button>
       </div>
       <div class="row"><label class="wide">or your own prompt <textarea class="se-text" rows="2" spellcheck="false"></textarea></label>
-        <button type="button" class="se-load-text small">logits for this text</button></div>
+        <button type="button" class="se-load-text small">Logits for this text</button></div>
       <div class="row sliders">
         <label>temperature <input class="se-T" type="range" min="0" max="2" step="0.05" value="1"> <output class="se-Tv">1</output></label>
         <label>top-k <input class="se-K" type="range" min="0" max="64" step="1" value="0"> <output class="se-Kv">off</output></label>
@@ -46,7 +46,7 @@ export class SamplingExplorer {
       <div class="se-status muted">Load logits after starting or resuming a run.</div>
       <details class="se-prompt-box"><summary>prompt</summary><pre class="mono se-prompt"></pre></details>
       <div class="se-out"></div>
-      <div class="row"><button type="button" class="se-append small">append the most likely token and recompute</button></div>`;
+      <div class="row"><button type="button" class="se-append small">Append the most likely token and recompute</button></div>`;
     this.agent = root.querySelector(".se-agent")!;
     this.task = root.querySelector(".se-task")!;
     this.text = root.querySelector(".se-text")!;

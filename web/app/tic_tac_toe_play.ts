@@ -9,8 +9,8 @@ export class TicTacToePlay {
   private readonly side: HTMLSelectElement;
 
   constructor(root: HTMLElement, private readonly api: { tttNew(h: "player_x" | "player_o"): Promise<TttView>; tttMove(c: number): Promise<TttView> }) {
-    root.innerHTML = `<div class="row"><label>you play <select class="ttt-side"><option value="player_x">x (first)</option><option value="player_o">o (second)</option></select></label>
-      <button type="button" class="ttt-new small">new game</button></div>
+    root.innerHTML = `<div class="row"><label>You play <select class="ttt-side"><option value="player_x">x (first)</option><option value="player_o">o (second)</option></select></label>
+      <button type="button" class="ttt-new small">New game</button></div>
       <div class="ttt-board"></div><div class="ttt-status muted">Start or resume a run, then start a game.</div>`;
     this.board = root.querySelector(".ttt-board")!;
     this.status = root.querySelector(".ttt-status")!;

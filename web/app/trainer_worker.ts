@@ -31,6 +31,7 @@ import type {
   LocalModel,
   LogitsRequest,
   ModelInfo,
+  Phase,
   RunState,
   StartRequest,
   Status,
@@ -75,6 +76,26 @@ let draining = false;
 function setState(s: RunState, detail?: string) {
   state = s;
   emit({ type: "state", state: s, runId, step: session?.step ?? 0, total: cfg?.run.steps ?? 0, detail });
+  if (!["loading", "running", "pausing", "stopping", "recovering"].includes(s)) setPhase("idle");
+}
+
+let phase: Phase = "idle";
+let phaseTimer: ReturnType<typeof setInterval> | null = null;
+let phasePipelines = -1;
+const emitPhase = () => {
+  phasePipelines = gpu?.pipelines.created ?? 0;
+  emit({ type: "phase", phase, step: session?.step ?? 0, total: cfg?.run.steps ?? 0, pipelines: phasePipelines });
+};
+/** Reports a phase, then its pipeline count once a second while it changes (shaders compiling). */
+function setPhase(p: Phase) {
+  phase = p;
+  emitPhase();
+  if (p === "idle" && phaseTimer !== null) {
+    clearInterval(phaseTimer);
+    phaseTimer = null;
+  } else if (p !== "idle" && phaseTimer === null) {
+    phaseTimer = setInterval(() => (gpu?.pipelines.created ?? 0) !== phasePipelines && emitPhase(), 1000);
+  }
 }
 
 async function drain() {
@@ -143,13 +164,16 @@ function guardedSink(inner: StoreRunSink, gen: number): RunSink {
   const live = () => gen === generation;
   return {
     log: (l) => live() && inner.log(l),
+    // `at` (ms since 1970): the charts' wall-clock axis.
     metric: async (m) => {
-      if (live()) await inner.metric(m);
+      if (live()) await inner.metric({ ...m, at: Date.now() });
     },
     progress: (s, t, m) => live() && inner.progress(s, t, m),
     writeRollouts: async () => {},
     saveCheckpoint: async (name: string, contents: CheckpointContents, keepLast: number) => {
-      if (live()) await inner.saveCheckpoint(name, contents, keepLast);
+      if (!live()) return;
+      setPhase("saving");
+      await inner.saveCheckpoint(name, contents, keepLast);
     },
   };
 }
@@ -207,8 +231,17 @@ async function runLoop(previous: StepMetrics[]) {
   setState("running");
   await runs.updateMeta(id, { status: "running" });
   const lost = gpu!.ctx.lost.then((err) => ({ lost: err }));
+  s.onPhase = (p) => gen === generation && setPhase(p === "validate" ? "validating" : p);
+  // A checkpoint after the first step (besides run.checkpointEvery), so a reload soon after the
+  // start can resume; the metrics line of step 1 records it.
+  let firstSaved = s.step > 0;
   const done = runSession(s, guardedSink(sink, gen), {
     stopRequested: () => stopRequested,
+    takeSaveRequest: () => {
+      if (firstSaved || s.step !== 1 || c.run.checkpointEvery === 1) return false;
+      firstSaved = true;
+      return "the first step (a reload can resume from it)";
+    },
     onStep: (outcome) => onStep(gen, outcome),
   }).then((summary) => ({ summary }), (error) => ({ error }));
   const r = await Promise.race([done, lost]);
@@ -268,6 +301,7 @@ function resolveConfig(raw: Record<string, unknown>): RunConfig {
 
 async function prepare(c: RunConfig, spec: ModelSourceSpec, local: LocalModel | undefined, id: string, uploaded: boolean) {
   setState("loading", `loading ${describeSource(spec)}`);
+  setPhase("loading");
   await ensureGpu();
   base = await loadBaseModel(spec, c.run.seed, local);
   baseSpec = spec;
@@ -325,6 +359,7 @@ const service: TrainerService = {
         steps: c.run.steps, adapter: gpu!.describe(),
       };
       await runs.writeMeta(meta);
+      setPhase("compiling");
       session = await RlSession.create(c, { gpu: gpu!, weights: base!.weights, tokenizer: base!.tokenizer, executor, warmStart });
       emit({ type: "log", line: `run ${id}: ${c.env.id} ${c.level}, ${base!.label}, on ${gpu!.describe()}` });
       emit({ type: "history", runId: id, lines: [] });
@@ -350,6 +385,7 @@ const service: TrainerService = {
       const latest = infos[infos.length - 1];
       if (!latest) throw Object.assign(new Error(`run "${id}" has no complete checkpoint to resume from`), { name: "CheckpointNotFoundError" });
       const resume = await readCheckpoint(runs.checkpointFolder(id, latest.name), { base: base!.weights.config });
+      setPhase("compiling");
       session = await RlSession.create(c, { gpu: gpu!, weights: base!.weights, tokenizer: base!.tokenizer, executor, resume });
       const lines = metricsUpTo(await runs.readMetrics(id), session.step);
       emit({ type: "history", runId: id, lines });
