@@ -151,6 +151,7 @@ async function ensureGpu(): Promise<Gpu> {
   return gpu;
 }
 
+// deno-lint-ignore require-await -- callers await it beside async teardown steps; kept a Promise for them
 async function teardown() {
   generation++;
   try {
@@ -400,17 +401,20 @@ const service: TrainerService = {
     }
   },
 
+  // deno-lint-ignore require-await -- TrainerService methods are async across comlink
   async pause() {
     if (!loopRunning) return;
     pauseRequested = true;
     setState("pausing", "pausing after this step");
   },
 
+  // deno-lint-ignore require-await -- TrainerService methods are async across comlink
   async resume() {
     pauseRequested = false;
     wake?.();
   },
 
+  // deno-lint-ignore require-await -- TrainerService methods are async across comlink
   async stop() {
     if (!loopRunning) return;
     stopRequested = true;
@@ -418,6 +422,7 @@ const service: TrainerService = {
     wake?.();
   },
 
+  // deno-lint-ignore require-await -- TrainerService methods are async across comlink
   async status(): Promise<Status> {
     return {
       state, runId, step: session?.step ?? 0, total: cfg?.run.steps ?? 0, envId: session?.env.id ?? null,
@@ -517,6 +522,7 @@ const service: TrainerService = {
   tttNew: (humanPlays) => gpuJob(async () => await ttt.start(humanPlays)),
   tttMove: (cell) => gpuJob(async () => await ttt.move(cell)),
 
+  // deno-lint-ignore require-await -- TrainerService methods are async across comlink
   async debugLoseDevice() {
     gpu?.device.destroy();
   },
