@@ -9,7 +9,9 @@ const g = globalThis as any;
 /** Which JavaScript host this module is running in. */
 export function runtimeKind(): RuntimeKind {
   if (typeof g.Deno?.version?.deno === "string") return "deno";
-  if (typeof g.WorkerGlobalScope === "function" && g instanceof g.WorkerGlobalScope) return "worker";
+  if (typeof g.WorkerGlobalScope === "function" && g instanceof g.WorkerGlobalScope) {
+    return "worker";
+  }
   if (typeof g.window === "object" && typeof g.document === "object") return "browser";
   if (typeof g.process?.versions?.node === "string") return "node";
   return "unknown";

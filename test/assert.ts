@@ -10,15 +10,23 @@ export function assert(cond: unknown, message = "assertion failed"): asserts con
 
 export function assertEquals<T>(actual: T, expected: T, message?: string): void {
   const a = JSON.stringify(actual), e = JSON.stringify(expected);
-  if (a !== e) throw new AssertionError(`${message ?? "not equal"}:\n  actual:   ${a}\n  expected: ${e}`);
+  if (a !== e) {
+    throw new AssertionError(`${message ?? "not equal"}:\n  actual:   ${a}\n  expected: ${e}`);
+  }
 }
 
-export async function assertRejects(fn: () => Promise<unknown>, name?: string, includes?: string): Promise<Error> {
+export async function assertRejects(
+  fn: () => Promise<unknown>,
+  name?: string,
+  includes?: string,
+): Promise<Error> {
   try {
     await fn();
   } catch (e) {
     const err = e as Error;
-    if (name && err.name !== name) throw new AssertionError(`expected ${name}, got ${err.name}: ${err.message}`);
+    if (name && err.name !== name) {
+      throw new AssertionError(`expected ${name}, got ${err.name}: ${err.message}`);
+    }
     if (includes && !err.message.includes(includes)) {
       throw new AssertionError(`error message lacks "${includes}": ${err.message}`);
     }
@@ -32,7 +40,9 @@ export function assertThrows(fn: () => unknown, name?: string, includes?: string
     fn();
   } catch (e) {
     const err = e as Error;
-    if (name && err.name !== name) throw new AssertionError(`expected ${name}, got ${err.name}: ${err.message}`);
+    if (name && err.name !== name) {
+      throw new AssertionError(`expected ${name}, got ${err.name}: ${err.message}`);
+    }
     if (includes && !err.message.includes(includes)) {
       throw new AssertionError(`error message lacks "${includes}": ${err.message}`);
     }

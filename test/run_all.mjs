@@ -6,16 +6,24 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
-  console.log("usage: npm test\n\nThe whole suite: Deno's tests and the browser tests in headless Chromium, side by side;\nends with \"N passed, N failed\" (exit 1 if any failed). It takes no flags.");
+  console.log(
+    'usage: npm test\n\nThe whole suite: Deno\'s tests and the browser tests in headless Chromium, side by side;\nends with "N passed, N failed" (exit 1 if any failed). It takes no flags.',
+  );
   process.exit(0);
 }
 if (process.argv.length > 2) {
-  console.error(`error: unexpected argument "${process.argv[2]}"\n\nusage: npm test   (takes no flags; npm test -- --help)`);
+  console.error(
+    `error: unexpected argument "${
+      process.argv[2]
+    }"\n\nusage: npm test   (takes no flags; npm test -- --help)`,
+  );
   process.exit(2);
 }
 
 const repo = fileURLToPath(new URL("..", import.meta.url));
-const deno = existsSync(`${repo}/node_modules/.bin/deno`) ? `${repo}/node_modules/.bin/deno` : "deno";
+const deno = existsSync(`${repo}/node_modules/.bin/deno`)
+  ? `${repo}/node_modules/.bin/deno`
+  : "deno";
 
 // Both suites run at once, their lines streamed with a "[suite] " prefix: much of the browser
 // suite waits on single-threaded shader compilation in Chromium, which leaves a core to Deno's.
@@ -41,7 +49,9 @@ function run(name, cmd, args) {
 
 // Deno: "ok | 6 passed (536 steps) | 0 failed" or "FAILED | 5 passed (530 steps) | 1 failed (6 steps)".
 function denoCounts(out) {
-  const m = /(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?/.exec(out);
+  const m =
+    /(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?/
+      .exec(out);
   if (!m) return null;
   return { passed: Number(m[1]) + Number(m[2] ?? 0), failed: Number(m[3]) + Number(m[4] ?? 0) };
 }
@@ -55,13 +65,22 @@ function nodeCounts(out) {
 
 const suites = [
   { name: "deno", cmd: deno, args: ["task", "test"], counts: denoCounts },
-  { name: "browser", cmd: process.execPath, args: ["--test", "--test-reporter=tap", "test/e2e/"], counts: nodeCounts },
+  {
+    name: "browser",
+    cmd: process.execPath,
+    args: ["--test", "--test-reporter=tap", "test/e2e/"],
+    counts: nodeCounts,
+  },
 ];
 
 const t0 = Date.now();
 const results = await Promise.all(suites.map(async (s) => {
   const r = await run(s.name, s.cmd, s.args);
-  console.log(`=== ${s.name} tests ended after ${((Date.now() - t0) / 1000).toFixed(0)} s (exit ${r.code}) ===`);
+  console.log(
+    `=== ${s.name} tests ended after ${
+      ((Date.now() - t0) / 1000).toFixed(0)
+    } s (exit ${r.code}) ===`,
+  );
   return r;
 }));
 

@@ -2,7 +2,13 @@
 // layer, so workers never fetch shader files at run time.
 import { registerShaders } from "../src/gpu/shaders.ts";
 
-const sources = import.meta.glob("../shaders/*.wgsl", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+const sources = import.meta.glob("../shaders/*.wgsl", {
+  query: "?raw",
+  import: "default",
+  eager: true,
+}) as Record<string, string>;
 registerShaders(sources);
 
-export const shaderNames = Object.keys(sources).map((p) => p.replace(/^.*\//, "").replace(/\.wgsl$/, ""));
+export const shaderNames = Object.keys(sources).map((p) =>
+  p.replace(/^.*\//, "").replace(/\.wgsl$/, "")
+);

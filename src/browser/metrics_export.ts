@@ -74,12 +74,17 @@ export function metricsToJsonl(lines: readonly StepMetrics[]): string {
 }
 
 /** Scalar leaves of a line as dotted columns; arrays (updates, eval transcripts) are left out. */
-export function flattenMetric(m: unknown, prefix = "", out: Record<string, string | number | boolean | null> = {}) {
+export function flattenMetric(
+  m: unknown,
+  prefix = "",
+  out: Record<string, string | number | boolean | null> = {},
+) {
   if (m === null || typeof m !== "object" || Array.isArray(m)) return out;
   for (const [k, v] of Object.entries(m as Record<string, unknown>)) {
     const key = prefix ? `${prefix}.${k}` : k;
-    if (v === null || typeof v === "number" || typeof v === "string" || typeof v === "boolean") out[key] = v;
-    else if (typeof v === "object" && !Array.isArray(v)) flattenMetric(v, key, out);
+    if (v === null || typeof v === "number" || typeof v === "string" || typeof v === "boolean") {
+      out[key] = v;
+    } else if (typeof v === "object" && !Array.isArray(v)) flattenMetric(v, key, out);
   }
   return out;
 }
@@ -98,15 +103,28 @@ export function metricsToCsv(lines: readonly StepMetrics[]): string {
   const rows = lines.map((l) => {
     const p = chartPoint(l);
     const flat = flattenMetric(l);
-    for (const k of ["loss", "pgLoss", "approxKl", "klLoss", "entropy", "clipFrac", "gradNorm"] as const) {
+    for (
+      const k of [
+        "loss",
+        "pgLoss",
+        "approxKl",
+        "klLoss",
+        "entropy",
+        "clipFrac",
+        "gradNorm",
+      ] as const
+    ) {
       if (p[k] !== null) flat[`update.${k}`] = p[k];
     }
     return flat;
   });
   const cols: string[] = [];
   const seen = new Set<string>();
-  for (const r of rows) for (const k of Object.keys(r)) if (!seen.has(k)) [seen.add(k), cols.push(k)];
-  return [cols.map(csvCell).join(","), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(","))].join("\n") + "\n";
+  for (const r of rows) {
+    for (const k of Object.keys(r)) if (!seen.has(k)) [seen.add(k), cols.push(k)];
+  }
+  return [cols.map(csvCell).join(","), ...rows.map((r) => cols.map((c) => csvCell(r[c])).join(","))]
+    .join("\n") + "\n";
 }
 
 /**

@@ -15,7 +15,9 @@ export function hasOpfs(): boolean {
 
 /** A DirStore rooted at `sub` under the OPFS root (created when missing). */
 export async function opfsStore(sub = "pettingllms"): Promise<DirStore> {
-  const root = await (await navigator.storage.getDirectory()).getDirectoryHandle(sub, { create: true });
+  const root = await (await navigator.storage.getDirectory()).getDirectoryHandle(sub, {
+    create: true,
+  });
 
   async function dirOf(segs: string[], create: boolean): Promise<FileSystemDirectoryHandle | null> {
     let d = root;
@@ -23,7 +25,9 @@ export async function opfsStore(sub = "pettingllms"): Promise<DirStore> {
       try {
         d = await d.getDirectoryHandle(s, { create });
       } catch (e) {
-        if ((e as Error).name === "NotFoundError" || (e as Error).name === "TypeMismatchError") return null;
+        if ((e as Error).name === "NotFoundError" || (e as Error).name === "TypeMismatchError") {
+          return null;
+        }
         throw e;
       }
     }
@@ -37,7 +41,9 @@ export async function opfsStore(sub = "pettingllms"): Promise<DirStore> {
     try {
       return await d.getFileHandle(segs[segs.length - 1]);
     } catch (e) {
-      if ((e as Error).name === "NotFoundError" || (e as Error).name === "TypeMismatchError") return null;
+      if ((e as Error).name === "NotFoundError" || (e as Error).name === "TypeMismatchError") {
+        return null;
+      }
       throw e;
     }
   }
@@ -61,8 +67,10 @@ export async function opfsStore(sub = "pettingllms"): Promise<DirStore> {
       const d = await dirOf(parts(dir), false);
       if (!d) return [];
       const out: { name: string; kind: "file" | "dir" }[] = [];
-      // deno-lint-ignore no-explicit-any
-      for await (const [name, h] of (d as any).entries() as AsyncIterable<[string, FileSystemHandle]>) {
+      // The DOM typings lack FileSystemDirectoryHandle.entries().
+      const entries = (d as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> })
+        .entries();
+      for await (const [name, h] of entries) {
         out.push({ name, kind: h.kind === "directory" ? "dir" : "file" });
       }
       return out;

@@ -71,9 +71,23 @@ export function mostInformative(eps: readonly EpisodeView[]): { env: number; fra
 }
 
 /** Advantage of each sample, looked up by identity in the step's group statistics. */
-export function advantageIndex(stats: readonly GroupResult<Sample>[]): Map<Sample, { advantage: number; mean: number; std: number; zeroVariance: boolean }> {
-  const m = new Map<Sample, { advantage: number; mean: number; std: number; zeroVariance: boolean }>();
-  for (const g of stats) g.members.forEach((s, i) => m.set(s, { advantage: g.advantages[i], mean: g.mean, std: g.std, zeroVariance: g.zeroVariance }));
+export function advantageIndex(
+  stats: readonly GroupResult<Sample>[],
+): Map<Sample, { advantage: number; mean: number; std: number; zeroVariance: boolean }> {
+  const m = new Map<
+    Sample,
+    { advantage: number; mean: number; std: number; zeroVariance: boolean }
+  >();
+  for (const g of stats) {
+    g.members.forEach((s, i) =>
+      m.set(s, {
+        advantage: g.advantages[i],
+        mean: g.mean,
+        std: g.std,
+        zeroVariance: g.zeroVariance,
+      })
+    );
+  }
   return m;
 }
 
@@ -92,7 +106,9 @@ function toolOutputOf(env: AnyEnvDefinition, agent: string, state: unknown): str
   if (!env.toolAgents.includes(agent)) return null;
   const tool = (state as { tool?: { stdout?: string; problem?: string | null } | null }).tool;
   if (!tool) return null;
-  return tool.problem ? `${tool.stdout ?? ""}${tool.stdout ? "\n" : ""}(${tool.problem})` : tool.stdout ?? "";
+  return tool.problem
+    ? `${tool.stdout ?? ""}${tool.stdout ? "\n" : ""}(${tool.problem})`
+    : tool.stdout ?? "";
 }
 
 const tokenTexts = (tok: Tokenizer, ids: readonly number[]) => ids.map((id) => tok.decode([id]));
@@ -114,9 +130,19 @@ export async function buildEpisodeViews(
     const cand = (s: Sample): CandidateView => {
       const a = adv.get(s);
       return {
-        candidate: s.candidate, text: s.text, shown: o.tokenizer.decode(s.completionIds, { skipSpecialTokens: true }), tokens: tokenTexts(o.tokenizer, s.completionIds), completionIds: s.completionIds,
-        promptIds: s.promptIds, oldLogp: s.oldLogp, reward: s.reward, team: s.team, local: s.local,
-        advantage: a?.advantage ?? 0, chosen: s.chosen, invalid: s.invalid ?? null,
+        candidate: s.candidate,
+        text: s.text,
+        shown: o.tokenizer.decode(s.completionIds, { skipSpecialTokens: true }),
+        tokens: tokenTexts(o.tokenizer, s.completionIds),
+        completionIds: s.completionIds,
+        promptIds: s.promptIds,
+        oldLogp: s.oldLogp,
+        reward: s.reward,
+        team: s.team,
+        local: s.local,
+        advantage: a?.advantage ?? 0,
+        chosen: s.chosen,
+        invalid: s.invalid ?? null,
       };
     };
     if (!independent) {
@@ -124,10 +150,19 @@ export async function buildEpisodeViews(
         const chosen = g.samples.find((s) => s.chosen) ?? g.samples[0];
         const a = adv.get(chosen);
         frames.push({
-          turn: g.turn, agent: g.agent, board: env.render(state), prompt: o.tokenizer.decode(chosen.promptIds, { skipSpecialTokens: true }),
-          candidates: g.samples.map(cand), mean: a?.mean ?? 0, std: a?.std ?? 0, zeroVariance: a?.zeroVariance ?? true, toolOutput: null,
+          turn: g.turn,
+          agent: g.agent,
+          board: env.render(state),
+          prompt: o.tokenizer.decode(chosen.promptIds, { skipSpecialTokens: true }),
+          candidates: g.samples.map(cand),
+          mean: a?.mean ?? 0,
+          std: a?.std ?? 0,
+          zeroVariance: a?.zeroVariance ?? true,
+          toolOutput: null,
         });
-        if (currentAgent(env, state) === g.agent) state = (await act(env, state, g.agent, chosen.text, o.executor)).state;
+        if (currentAgent(env, state) === g.agent) {
+          state = (await act(env, state, g.agent, chosen.text, o.executor)).state;
+        }
         frames[frames.length - 1].toolOutput = toolOutputOf(env, g.agent, state);
       }
     } else {
@@ -139,15 +174,32 @@ export async function buildEpisodeViews(
         const same = samples.filter((x) => x.agent === s.agent && x.turn === s.turn);
         const a = adv.get(s);
         frames.push({
-          turn: s.turn, agent: s.agent, board: env.render(state), prompt: o.tokenizer.decode(s.promptIds, { skipSpecialTokens: true }),
-          candidates: same.map(cand), mean: a?.mean ?? 0, std: a?.std ?? 0, zeroVariance: a?.zeroVariance ?? true, toolOutput: null,
+          turn: s.turn,
+          agent: s.agent,
+          board: env.render(state),
+          prompt: o.tokenizer.decode(s.promptIds, { skipSpecialTokens: true }),
+          candidates: same.map(cand),
+          mean: a?.mean ?? 0,
+          std: a?.std ?? 0,
+          zeroVariance: a?.zeroVariance ?? true,
+          toolOutput: null,
         });
-        if (currentAgent(env, state) === s.agent) state = (await act(env, state, s.agent, s.text, o.executor)).state;
+        if (currentAgent(env, state) === s.agent) {
+          state = (await act(env, state, s.agent, s.text, o.executor)).state;
+        }
         frames[frames.length - 1].toolOutput = toolOutputOf(env, s.agent, state);
         if (i > 64) break;
       }
     }
-    out.push({ step: o.step, env: e, envId: env.id, mode: independent ? "independent" : "tree", frames, final: env.render(state), success: env.success(state) });
+    out.push({
+      step: o.step,
+      env: e,
+      envId: env.id,
+      mode: independent ? "independent" : "tree",
+      frames,
+      final: env.render(state),
+      success: env.success(state),
+    });
   }
   return out;
 }

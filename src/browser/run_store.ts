@@ -124,7 +124,10 @@ export class RunStore {
   }
 
   async writeMeta(meta: RunMeta): Promise<void> {
-    await this.store.write(`${this.dir(meta.id)}/run.json`, enc.encode(JSON.stringify(meta, null, 2) + "\n"));
+    await this.store.write(
+      `${this.dir(meta.id)}/run.json`,
+      enc.encode(JSON.stringify(meta, null, 2) + "\n"),
+    );
   }
 
   async readMeta(id: string): Promise<RunMeta | null> {
@@ -182,7 +185,9 @@ export class RunStore {
 
   checkpointPath(id: string, name: string): string {
     if (name === "best") return `${this.dir(id)}/best`;
-    if (!/^step-\d+$/.test(name)) throw new TypeError(`"${name}" is not a checkpoint name (best or step-N)`);
+    if (!/^step-\d+$/.test(name)) {
+      throw new TypeError(`"${name}" is not a checkpoint name (best or step-N)`);
+    }
     return `${this.dir(id)}/checkpoints/${name}`;
   }
 
@@ -204,11 +209,18 @@ export class RunStore {
    * Writes a checkpoint: the old folder of that name goes first, the manifest last. Step
    * checkpoints beyond `keepLast` (oldest first) are removed afterwards.
    */
-  async saveCheckpoint(id: string, name: string, files: ReadonlyMap<string, Uint8Array>, keepLast: number): Promise<void> {
+  async saveCheckpoint(
+    id: string,
+    name: string,
+    files: ReadonlyMap<string, Uint8Array>,
+    keepLast: number,
+  ): Promise<void> {
     const root = this.checkpointPath(id, name);
     await this.store.remove(root);
     const manifest = [...files].filter(([p]) => p === "checkpoint.json");
-    for (const [p, b] of files) if (p !== "checkpoint.json") await this.store.write(`${root}/${p}`, b);
+    for (const [p, b] of files) {
+      if (p !== "checkpoint.json") await this.store.write(`${root}/${p}`, b);
+    }
     for (const [p, b] of manifest) await this.store.write(`${root}/${p}`, b);
     if (name === "best") return;
     const steps = (await this.store.list(`${this.dir(id)}/checkpoints`))
@@ -221,13 +233,18 @@ export class RunStore {
   }
 
   async writeMetrics(id: string, lines: readonly StepMetrics[]): Promise<void> {
-    await this.store.write(`${this.dir(id)}/metrics.jsonl`, enc.encode(lines.map((l) => JSON.stringify(l) + "\n").join("")));
+    await this.store.write(
+      `${this.dir(id)}/metrics.jsonl`,
+      enc.encode(lines.map((l) => JSON.stringify(l) + "\n").join("")),
+    );
   }
 
   async readMetrics(id: string): Promise<StepMetrics[]> {
     const b = await this.store.read(`${this.dir(id)}/metrics.jsonl`);
     if (!b) return [];
-    return dec.decode(b).split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as StepMetrics);
+    return dec.decode(b).split("\n").filter((l) => l.trim()).map((l) =>
+      JSON.parse(l) as StepMetrics
+    );
   }
 
   /** Files stored with a run outside checkpoints (e.g. warm_start/ for an uploaded adapter). */
@@ -260,7 +277,12 @@ export interface SinkEvents {
 export class StoreRunSink implements RunSink {
   readonly metrics: StepMetrics[];
 
-  constructor(readonly runs: RunStore, readonly id: string, previous: readonly StepMetrics[] = [], private events: SinkEvents = {}) {
+  constructor(
+    readonly runs: RunStore,
+    readonly id: string,
+    previous: readonly StepMetrics[] = [],
+    private events: SinkEvents = {},
+  ) {
     this.metrics = [...previous];
   }
 

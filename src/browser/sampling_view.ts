@@ -40,9 +40,17 @@ function softmax(z: ArrayLike<number>, keep?: Uint8Array): Float64Array {
 }
 
 /** The distribution of one logits row under (temperature, topK, topP); temperature 0 is greedy. */
-export function samplingView(logits: ArrayLike<number>, o: { temperature: number; topK: number; topP: number }): SamplingView {
+export function samplingView(
+  logits: ArrayLike<number>,
+  o: { temperature: number; topK: number; topP: number },
+): SamplingView {
   const greedy = o.temperature <= 0;
-  const z = scoresRef(logits, { temperature: greedy ? 1 : o.temperature, seed: 0, sequence: 0, step: 0 });
+  const z = scoresRef(logits, {
+    temperature: greedy ? 1 : o.temperature,
+    seed: 0,
+    sequence: 0,
+    step: 0,
+  });
   const full = softmax(z);
   let keepK: Uint8Array, keepAll: Uint8Array;
   if (greedy) {

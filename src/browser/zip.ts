@@ -26,9 +26,17 @@ export class ZipError extends Error {
 /** A ZIP (method 0, stored) of the given files, in map order. */
 export function zipFiles(files: ReadonlyMap<string, Uint8Array>): Uint8Array {
   const enc = new TextEncoder();
-  const entries = [...files].map(([path, data]) => ({ name: enc.encode(path), data, crc: crc32(data), offset: 0 }));
-  const size = entries.reduce((s, e) => s + 30 + e.name.length + e.data.length + 46 + e.name.length, 0) + 22;
-  if (size >= 2 ** 32) throw new ZipError(`archive of ${size} bytes needs ZIP64, which this writer does not do`);
+  const entries = [...files].map(([path, data]) => ({
+    name: enc.encode(path),
+    data,
+    crc: crc32(data),
+    offset: 0,
+  }));
+  const size =
+    entries.reduce((s, e) => s + 30 + e.name.length + e.data.length + 46 + e.name.length, 0) + 22;
+  if (size >= 2 ** 32) {
+    throw new ZipError(`archive of ${size} bytes needs ZIP64, which this writer does not do`);
+  }
   const out = new Uint8Array(size);
   const dv = new DataView(out.buffer);
   let o = 0;
@@ -98,22 +106,32 @@ export async function unzipFiles(zip: Uint8Array): Promise<Map<string, Uint8Arra
   const dec = new TextDecoder();
   const out = new Map<string, Uint8Array>();
   for (let i = 0; i < count; i++) {
-    if (dv.getUint32(o, true) !== 0x02014b50) throw new ZipError(`central directory entry ${i} is damaged`);
+    if (dv.getUint32(o, true) !== 0x02014b50) {
+      throw new ZipError(`central directory entry ${i} is damaged`);
+    }
     const method = dv.getUint16(o + 10, true), crc = dv.getUint32(o + 16, true);
     const csize = dv.getUint32(o + 20, true), usize = dv.getUint32(o + 24, true);
-    const nlen = dv.getUint16(o + 28, true), xlen = dv.getUint16(o + 30, true), clen = dv.getUint16(o + 32, true);
+    const nlen = dv.getUint16(o + 28, true),
+      xlen = dv.getUint16(o + 30, true),
+      clen = dv.getUint16(o + 32, true);
     const local = dv.getUint32(o + 42, true);
     const name = dec.decode(zip.subarray(o + 46, o + 46 + nlen));
     o += 46 + nlen + xlen + clen;
     if (name.endsWith("/")) continue;
-    if (dv.getUint32(local, true) !== 0x04034b50) throw new ZipError(`${name}: local header is damaged`);
+    if (dv.getUint32(local, true) !== 0x04034b50) {
+      throw new ZipError(`${name}: local header is damaged`);
+    }
     const start = local + 30 + dv.getUint16(local + 26, true) + dv.getUint16(local + 28, true);
     const raw = zip.subarray(start, start + csize);
     let data: Uint8Array;
     if (method === 0) data = raw.slice();
     else if (method === 8) data = await inflateRaw(raw);
-    else throw new ZipError(`${name}: compression method ${method} is not supported (use stored or deflate)`);
-    if (data.length !== usize || crc32(data) !== crc) throw new ZipError(`${name}: CRC or size mismatch; the archive is damaged`);
+    else {throw new ZipError(
+        `${name}: compression method ${method} is not supported (use stored or deflate)`,
+      );}
+    if (data.length !== usize || crc32(data) !== crc) {
+      throw new ZipError(`${name}: CRC or size mismatch; the archive is damaged`);
+    }
     out.set(name, data);
   }
   return out;

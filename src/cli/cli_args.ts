@@ -146,7 +146,9 @@ export function parseArgs<F extends Record<string, FlagSpec>>(
     const f = Object.hasOwn(spec.flags, name) ? spec.flags[name] : undefined;
     if (f === undefined) throw new UsageError(`unknown flag --${name}`);
     const again = seen.has(name);
-    if (again && !(f.type === "string" && f.repeatable)) throw new UsageError(`--${name} given twice`);
+    if (again && !(f.type === "string" && f.repeatable)) {
+      throw new UsageError(`--${name} given twice`);
+    }
     seen.add(name);
     if (f.type === "boolean") {
       if (eq >= 0) throw new UsageError(`--${name} is a switch and takes no value`);
@@ -159,7 +161,9 @@ export function parseArgs<F extends Record<string, FlagSpec>>(
       throw new UsageError(`--${name} needs a value`);
     }
     const value = parseValue(name, f, raw);
-    out[camel(name)] = again && f.type === "string" && f.repeatable ? `${out[camel(name)]}${f.repeatable.joinWith}${value}` : value;
+    out[camel(name)] = again && f.type === "string" && f.repeatable
+      ? `${out[camel(name)]}${f.repeatable.joinWith}${value}`
+      : value;
   }
   if (out.help) return out as ParsedArgs<F>;
   for (const [name, f] of Object.entries(spec.flags)) {
@@ -177,7 +181,10 @@ export function parseArgs<F extends Record<string, FlagSpec>>(
  * prints the problem and the usage to stderr and exits 2. `parse` may check more than the flags'
  * specs do (e.g. a list's names) by throwing UsageError.
  */
-export function parseArgsOrExit<F extends Record<string, FlagSpec>, R extends { help: boolean } = ParsedArgs<F>>(
+export function parseArgsOrExit<
+  F extends Record<string, FlagSpec>,
+  R extends { help: boolean } = ParsedArgs<F>,
+>(
   spec: CliSpec<F>,
   argv: readonly string[] = Deno.args,
   parse: (argv: readonly string[]) => R = (a) => parseArgs(spec, a) as unknown as R,
@@ -246,7 +253,9 @@ export const BAD_INPUT_ERRORS: ReadonlySet<string> = new Set([
 /** The exit code of a command that threw `e`: 2 for bad input, 1 for anything else. */
 export function exitCodeFor(e: unknown): number {
   const name = (e as Error)?.name;
-  return typeof name === "string" && BAD_INPUT_ERRORS.has(name) ? EXIT_CODES.badInput : EXIT_CODES.failure;
+  return typeof name === "string" && BAD_INPUT_ERRORS.has(name)
+    ? EXIT_CODES.badInput
+    : EXIT_CODES.failure;
 }
 
 /**

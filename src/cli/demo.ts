@@ -31,12 +31,18 @@ await runMain(async () => {
     if (ratio <= 1) ok++;
     else console.log(`  MISMATCH ${c.name}: ${ratio.toFixed(2)}× tolerance`);
   }
-  console.log(`kernels: ${ok}/${cases.length} cases match the float64 reference (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  console.log(
+    `kernels: ${ok}/${cases.length} cases match the float64 reference (${
+      ((performance.now() - t0) / 1000).toFixed(1)
+    } s)`,
+  );
 
   for (const n of [256, 512]) {
     for (const form of ["nn", "nt", "tn"] as const) {
       const s = { form, M: n, N: n, K: n };
-      const A = gpu.upload(seededValues(n * n, 1)), B = gpu.upload(seededValues(n * n, 2)), C = gpu.zeros(n * n);
+      const A = gpu.upload(seededValues(n * n, 1)),
+        B = gpu.upload(seededValues(n * n, 2)),
+        C = gpu.zeros(n * n);
       const reps = 4;
       const rec0 = gpu.recorder();
       ops.matmul.encode(rec0, s, A, B, C);
@@ -48,7 +54,11 @@ await runMain(async () => {
       rec.submit();
       await gpu.sync();
       const ms = (performance.now() - t) / reps;
-      console.log(`matmul ${form} ${n}³ with ${ops.matmul.variantFor(s).name}: ${(2 * n ** 3 / ms / 1e6).toFixed(2)} GFLOPS`);
+      console.log(
+        `matmul ${form} ${n}³ with ${ops.matmul.variantFor(s).name}: ${
+          (2 * n ** 3 / ms / 1e6).toFixed(2)
+        } GFLOPS`,
+      );
       [A, B, C].forEach((b) => b.destroy());
     }
   }

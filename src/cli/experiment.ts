@@ -22,19 +22,19 @@ import {
   BASELINE_OF,
   curvesFromMetrics,
   evaluateWith,
+  ExperimentMergeError,
   type ExperimentSpec,
   hasSolo,
   lrFragment,
   markdownTable,
+  mergeExperiments,
   METHOD_SPECS,
   methodConfig,
   type MethodId,
   METHODS,
   pairedTable,
-  ExperimentMergeError,
-  mergeExperiments,
-  type RunResult,
   runLrSweep,
+  type RunResult,
   type SavedExperiment,
   seedLabel,
   swapRoleAdapters,
@@ -52,18 +52,53 @@ export const EXPERIMENT_CLI = defineCli({
     "The paper's table in miniature: single agent vs MAS, untrained vs RL, per task, over seeds, with paired tests and learning curves (README: Paper table).",
   flags: {
     tasks: { type: "string", metavar: "a,b", help: "tasks of the spec to run (default: all)" },
-    methods: { type: "string", metavar: "a,b", help: `methods (default: all): ${METHODS.join(", ")}, ablation` },
-    seeds: { type: "number", integer: true, min: 1, help: "seeds per method (default: the spec's)" },
-    "first-seed": { type: "number", integer: true, min: 0, default: 0, metavar: "K", help: "run seeds K..K+N−1 (N: --seeds or the spec's seeds)" },
-    steps: { type: "number", integer: true, min: 1, help: "RL steps of trained methods (default: the spec's)" },
+    methods: {
+      type: "string",
+      metavar: "a,b",
+      help: `methods (default: all): ${METHODS.join(", ")}, ablation`,
+    },
+    seeds: {
+      type: "number",
+      integer: true,
+      min: 1,
+      help: "seeds per method (default: the spec's)",
+    },
+    "first-seed": {
+      type: "number",
+      integer: true,
+      min: 0,
+      default: 0,
+      metavar: "K",
+      help: "run seeds K..K+N−1 (N: --seeds or the spec's seeds)",
+    },
+    steps: {
+      type: "number",
+      integer: true,
+      min: 1,
+      help: "RL steps of trained methods (default: the spec's)",
+    },
     "no-sweep": {
       type: "boolean",
       help:
         "skip the spec's learning-rate sweep (sweep.single_grpo: {lrs, seed, episodes}: each lr trains single_grpo on one seed, the lr with the best train-split success trains every seed); single_grpo then trains at its configured lr",
     },
-    spec: { type: "string", default: "configs/experiments/paper_table.json", metavar: "FILE", help: "experiment spec (evalEvery: validate trained runs every N steps for the curves)" },
-    out: { type: "string", metavar: "DIR", help: "output folder (default runs/experiments/paper-table/<timestamp>): results.json, table.md, curves_<task>.svg, rewards_<task>.svg, runs/" },
-    json: { type: "boolean", help: "last stdout line: {out, aggregates (mean, std as fractions, perSeed, pVsSingleGrpo, pVsMas), sweeps, notes} as JSON" },
+    spec: {
+      type: "string",
+      default: "configs/experiments/paper_table.json",
+      metavar: "FILE",
+      help: "experiment spec (evalEvery: validate trained runs every N steps for the curves)",
+    },
+    out: {
+      type: "string",
+      metavar: "DIR",
+      help:
+        "output folder (default runs/experiments/paper-table/<timestamp>): results.json, table.md, curves_<task>.svg, rewards_<task>.svg, runs/",
+    },
+    json: {
+      type: "boolean",
+      help:
+        "last stdout line: {out, aggregates (mean, std as fractions, perSeed, pVsSingleGrpo, pVsMas), sweeps, notes} as JSON",
+    },
   },
 });
 
@@ -72,9 +107,21 @@ export const MERGE_CLI = defineCli({
   summary:
     "Several paper-table invocations (seeds run apart with --first-seed, on other machines or side by side) as one: results.json, table.md and plots over every seed, paired tests on the pooled seeds. Refuses a (task, method, seed) measured twice and runs of different budgets.",
   flags: {
-    from: { type: "string", metavar: "DIR1,DIR2", help: "the invocations' output folders (each with its results.json) (required)" },
-    out: { type: "string", metavar: "DIR", help: "the merged output folder: results.json, table.md, curves_<task>.svg, rewards_<task>.svg (required)" },
-    json: { type: "boolean", help: "last stdout line: {out, mergedFrom, aggregates, sweeps, notes} as JSON" },
+    from: {
+      type: "string",
+      metavar: "DIR1,DIR2",
+      help: "the invocations' output folders (each with its results.json) (required)",
+    },
+    out: {
+      type: "string",
+      metavar: "DIR",
+      help:
+        "the merged output folder: results.json, table.md, curves_<task>.svg, rewards_<task>.svg (required)",
+    },
+    json: {
+      type: "boolean",
+      help: "last stdout line: {out, mergedFrom, aggregates, sweeps, notes} as JSON",
+    },
   },
 });
 
@@ -83,7 +130,11 @@ const EXPERIMENTS = ["paper-table", "merge"];
 function list(s: string | undefined, all: readonly string[], what: string): string[] {
   if (!s) return [...all];
   const xs = s.split(",").map((x) => x.trim()).filter(Boolean);
-  for (const x of xs) if (!all.includes(x)) throw new UsageError(`--${what}: unknown "${x}"; choose from ${all.join(", ")}`);
+  for (const x of xs) {
+    if (!all.includes(x)) {
+      throw new UsageError(`--${what}: unknown "${x}"; choose from ${all.join(", ")}`);
+    }
+  }
   return xs;
 }
 
@@ -98,7 +149,10 @@ async function readMetrics(runDir: string): Promise<Record<string, unknown>[]> {
 }
 
 /** Runs fn with a code sandbox where the config's env has tool agents, closing it after. */
-async function withExecutor<T>(cfg: RunConfig, fn: (executor: CodeExecutor | undefined) => Promise<T>): Promise<T> {
+async function withExecutor<T>(
+  cfg: RunConfig,
+  fn: (executor: CodeExecutor | undefined) => Promise<T>,
+): Promise<T> {
   const executor = envForConfig(cfg).toolAgents.length ? new SandboxPool() : undefined;
   try {
     return await fn(executor);
@@ -108,31 +162,71 @@ async function withExecutor<T>(cfg: RunConfig, fn: (executor: CodeExecutor | und
 }
 
 /** A trained run: its held-out result after the last step, samples and curves from metrics.jsonl. */
-async function trainedRun(cfg: RunConfig, task: string, method: MethodId, lr?: number): Promise<RunResult> {
+async function trainedRun(
+  cfg: RunConfig,
+  task: string,
+  method: MethodId,
+  lr?: number,
+): Promise<RunResult> {
   const s = await train(cfg, { log: () => {} });
   const metrics = await readMetrics(s.runDir);
   const samples = metrics.reduce((a, m) => a + ((m.samples as number | undefined) ?? 0), 0);
   const { curve, rewardCurve } = curvesFromMetrics(metrics);
   return {
-    task, method, seed: cfg.run.seed, successRate: s.after!.successRate, samples, steps: s.steps, runDir: s.runDir, eval: withoutSamples(s.after!),
-    ...(lr === undefined ? {} : { lr }), curve, rewardCurve,
+    task,
+    method,
+    seed: cfg.run.seed,
+    successRate: s.after!.successRate,
+    samples,
+    steps: s.steps,
+    runDir: s.runDir,
+    eval: withoutSamples(s.after!),
+    ...(lr === undefined ? {} : { lr }),
+    curve,
+    rewardCurve,
   };
 }
 
 /** An untrained method: the base policies on the held-out tasks. */
-async function untrainedRun(gpu: Gpu, cfg: RunConfig, task: string, method: MethodId): Promise<RunResult> {
+async function untrainedRun(
+  gpu: Gpu,
+  cfg: RunConfig,
+  task: string,
+  method: MethodId,
+): Promise<RunResult> {
   const { weights, tokenizer } = await loadBase(cfg);
-  const ev = await withExecutor(cfg, (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }));
-  return { task, method, seed: cfg.run.seed, successRate: ev.successRate, samples: 0, steps: 0, runDir: null, eval: withoutSamples(ev) };
+  const ev = await withExecutor(
+    cfg,
+    (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }),
+  );
+  return {
+    task,
+    method,
+    seed: cfg.run.seed,
+    successRate: ev.successRate,
+    samples: 0,
+    steps: 0,
+    runDir: null,
+    eval: withoutSamples(ev),
+  };
 }
 
 /** A trained run's final checkpoint evaluated on `episodes` train-split tasks (the sweep's score). */
-async function trainSplitSuccess(gpu: Gpu, cfg: RunConfig, runDir: string, episodes: number): Promise<number> {
+async function trainSplitSuccess(
+  gpu: Gpu,
+  cfg: RunConfig,
+  runDir: string,
+  episodes: number,
+): Promise<number> {
   const { weights, tokenizer } = await loadBase(cfg);
   const ckDir = await latestCheckpoint(joinPath(runDir, "checkpoints"));
   if (!ckDir) throw new Error(`${runDir} has no checkpoint to score`);
   const ck = await loadCheckpoint(ckDir, { base: weights.config });
-  const ev = await withExecutor(cfg, (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck, { split: "train", episodes }));
+  const ev = await withExecutor(
+    cfg,
+    (executor) =>
+      evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck, { split: "train", episodes }),
+  );
   return ev.successRate;
 }
 
@@ -141,8 +235,20 @@ async function ablationRun(gpu: Gpu, l2: RunResult, cfg: RunConfig): Promise<Run
   const { weights, tokenizer } = await loadBase(cfg);
   const ckDir = await latestCheckpoint(joinPath(l2.runDir!, "checkpoints"));
   const ck = swapRoleAdapters(await loadCheckpoint(ckDir!, { base: weights.config }), cfg);
-  const ev = await withExecutor(cfg, (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck));
-  return { task: l2.task, method: "ablation_swapped", seed: l2.seed, successRate: ev.successRate, samples: 0, steps: 0, runDir: l2.runDir, eval: withoutSamples(ev) };
+  const ev = await withExecutor(
+    cfg,
+    (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck),
+  );
+  return {
+    task: l2.task,
+    method: "ablation_swapped",
+    seed: l2.seed,
+    successRate: ev.successRate,
+    samples: 0,
+    steps: 0,
+    runDir: l2.runDir,
+    eval: withoutSamples(ev),
+  };
 }
 
 /** What one invocation is doing: its settings, and what it has measured so far. */
@@ -164,17 +270,35 @@ interface Experiment {
 /** Adds a result (a trained curve gets its step 0 from the untrained method of the same seed) and saves. */
 async function record(x: Experiment, r: RunResult, t0: number) {
   const base = BASELINE_OF[r.method as MethodId];
-  if (r.curve && base) r.curve = withStepZero(r.curve, x.results.find((b) => b.task === r.task && b.method === base && b.seed === r.seed));
+  if (r.curve && base) {
+    r.curve = withStepZero(
+      r.curve,
+      x.results.find((b) => b.task === r.task && b.method === base && b.seed === r.seed),
+    );
+  }
   x.results.push(r);
   await x.save();
   const what = r.method === "ablation_swapped" ? "ablation (L2 adapters swapped)" : r.method;
-  console.log(`${r.task} ${what} seed ${r.seed}: held-out success ${(r.successRate * 100).toFixed(1)}% (${r.samples} training samples${r.lr === undefined ? "" : `, lr ${r.lr}`}, ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+  console.log(
+    `${r.task} ${what} seed ${r.seed}: held-out success ${
+      (r.successRate * 100).toFixed(1)
+    }% (${r.samples} training samples${r.lr === undefined ? "" : `, lr ${r.lr}`}, ${
+      ((performance.now() - t0) / 1000).toFixed(0)
+    } s)`,
+  );
 }
 
 /** spec.sweep.single_grpo for one task; returns the chosen lr and the run that may stand for its seed. */
-async function sweepTask(x: Experiment, task: string): Promise<{ lr: number; run: RunResult; seed: number }> {
+async function sweepTask(
+  x: Experiment,
+  task: string,
+): Promise<{ lr: number; run: RunResult; seed: number }> {
   const sweepsBefore = x.sweeps.length;
-  const { record: rec, chosen } = await runLrSweep(x.spec, task, { seed: x.firstSeed, steps: x.steps, outDir: joinPath(x.out, "runs") }, {
+  const { record: rec, chosen } = await runLrSweep(x.spec, task, {
+    seed: x.firstSeed,
+    steps: x.steps,
+    outDir: joinPath(x.out, "runs"),
+  }, {
     train: async (cfg) => {
       const run = await trainedRun(cfg, task, "single_grpo", cfg.update.optimizer.lr);
       return { runDir: run.runDir!, kept: run };
@@ -184,7 +308,11 @@ async function sweepTask(x: Experiment, task: string): Promise<{ lr: number; run
       x.sweeps.splice(sweepsBefore, 1, r);
       await x.save();
       const p = r.points[r.points.length - 1];
-      console.log(`${task} sweep single_grpo lr ${p.lr} seed ${r.seed}: train-split success ${(p.trainSuccess * 100).toFixed(1)}% (${r.episodes} tasks)`);
+      console.log(
+        `${task} sweep single_grpo lr ${p.lr} seed ${r.seed}: train-split success ${
+          (p.trainSuccess * 100).toFixed(1)
+        }% (${r.episodes} tasks)`,
+      );
     },
   });
   x.sweeps.splice(sweepsBefore, 1, rec);
@@ -197,17 +325,28 @@ async function sweepTask(x: Experiment, task: string): Promise<{ lr: number; run
 async function runTask(x: Experiment, task: string) {
   const envId = (x.spec.tasks[task].env as { id: string }).id;
   const solo = hasSolo(envId);
-  const wantSweep = x.sweep && x.methods.includes("single_grpo") && solo && (x.spec.sweep?.single_grpo?.lrs.length ?? 0) > 0;
+  const wantSweep = x.sweep && x.methods.includes("single_grpo") && solo &&
+    (x.spec.sweep?.single_grpo?.lrs.length ?? 0) > 0;
   const swept = wantSweep ? await sweepTask(x, task) : null;
   for (let seed = x.firstSeed; seed < x.firstSeed + x.seeds; seed++) {
     let l2: { run: RunResult; cfg: RunConfig } | null = null;
     for (const method of x.methods.filter((m) => m !== "ablation") as MethodId[]) {
       if (METHOD_SPECS[method].level === "L0" && !solo) {
-        if (seed === x.firstSeed) x.notes.push(`${task}: no single-agent variant of ${envId}; ${method} skipped`);
+        if (seed === x.firstSeed) {
+          x.notes.push(`${task}: no single-agent variant of ${envId}; ${method} skipped`);
+        }
         continue;
       }
       const lr = method === "single_grpo" ? swept?.lr : undefined;
-      const cfg = methodConfig(x.spec, task, method, seed, x.steps, joinPath(x.out, "runs"), lr === undefined ? {} : lrFragment(lr));
+      const cfg = methodConfig(
+        x.spec,
+        task,
+        method,
+        seed,
+        x.steps,
+        joinPath(x.out, "runs"),
+        lr === undefined ? {} : lrFragment(lr),
+      );
       const t0 = performance.now();
       let r: RunResult;
       if (lr !== undefined && swept?.seed === seed) r = swept.run; // the sweep's run at the chosen lr: the same config
@@ -218,18 +357,24 @@ async function runTask(x: Experiment, task: string) {
     }
     if (!x.methods.includes("ablation")) continue;
     if (!l2) {
-      if (seed === x.firstSeed) x.notes.push(`${task}: ablation needs the mas_l2 method in the same invocation; skipped`);
+      if (seed === x.firstSeed) {
+        x.notes.push(`${task}: ablation needs the mas_l2 method in the same invocation; skipped`);
+      }
       continue;
     }
     const roles = getEnv(envId).possibleAgents;
     if (roles.length !== 2) {
-      if (seed === x.firstSeed) x.notes.push(`${task}: ablation needs two roles (${envId} has ${roles.length}); skipped`);
+      if (seed === x.firstSeed) {
+        x.notes.push(`${task}: ablation needs two roles (${envId} has ${roles.length}); skipped`);
+      }
       continue;
     }
     const t0 = performance.now();
     await record(x, await ablationRun(x.gpu, l2.run, l2.cfg), t0);
   }
-  for (const p of await taskPlots(x.results, task)) await writeFileAtomic(joinPath(x.out, p.name), p.svg);
+  for (const p of await taskPlots(x.results, task)) {
+    await writeFileAtomic(joinPath(x.out, p.name), p.svg);
+  }
 }
 
 /** What table.md is made of: one invocation's (or several merged invocations') measurements. */
@@ -247,7 +392,9 @@ function tableMarkdown(x: TableInput, tasks: readonly string[], plots: readonly 
   const aggs = aggregate(x.results);
   const nSeeds = new Set(x.results.map((r) => r.seed)).size;
   return [
-    `Held-out success (%), mean ± std over ${nSeeds} seed(s) (${seedLabel(x.results)}); ${x.steps} RL steps per trained method; spec ${x.spec}.`,
+    `Held-out success (%), mean ± std over ${nSeeds} seed(s) (${
+      seedLabel(x.results)
+    }); ${x.steps} RL steps per trained method; spec ${x.spec}.`,
     "",
     markdownTable(aggs, tasks),
     "",
@@ -255,10 +402,17 @@ function tableMarkdown(x: TableInput, tasks: readonly string[], plots: readonly 
     "",
     pairedTable(aggs, tasks),
     ...(x.sweeps.length
-      ? ["", "single agent + GRPO learning rate, chosen per task on the training split (the final policy of one seed on train-split tasks; ties: the lower lr):", "", sweepTable(x.sweeps)]
+      ? [
+        "",
+        "single agent + GRPO learning rate, chosen per task on the training split (the final policy of one seed on train-split tasks; ties: the lower lr):",
+        "",
+        sweepTable(x.sweeps),
+      ]
       : []),
     "",
-    "Training samples per run (mean): " + aggs.filter((a) => a.samples > 0).map((a) => `${a.task}/${a.method} ${a.samples.toFixed(0)}`).join(", "),
+    "Training samples per run (mean): " +
+    aggs.filter((a) => a.samples > 0).map((a) => `${a.task}/${a.method} ${a.samples.toFixed(0)}`)
+      .join(", "),
     ...(plots.length ? ["", `Plots: ${plots.join(", ")}`] : []),
     ...(x.notes.length ? ["", ...x.notes.map((n) => `- ${n}`)] : []),
   ].join("\n");
@@ -267,7 +421,9 @@ function tableMarkdown(x: TableInput, tasks: readonly string[], plots: readonly 
 /** The .svg files in a folder, sorted. */
 async function svgsIn(out: string): Promise<string[]> {
   const plots: string[] = [];
-  for await (const e of Deno.readDir(out)) if (e.isFile && e.name.endsWith(".svg")) plots.push(e.name);
+  for await (const e of Deno.readDir(out)) {
+    if (e.isFile && e.name.endsWith(".svg")) plots.push(e.name);
+  }
   return plots.sort();
 }
 
@@ -277,7 +433,9 @@ async function svgsIn(out: string): Promise<string[]> {
  * the plots over every seed, with the paired tests recomputed on the pooled seeds.
  */
 async function mergeCommand(args: { from?: string; out?: string; json?: boolean }) {
-  if (!args.from) throw new UsageError("merge: name the invocations' output folders with --from DIR1,DIR2");
+  if (!args.from) {
+    throw new UsageError("merge: name the invocations' output folders with --from DIR1,DIR2");
+  }
   if (!args.out) throw new UsageError("merge: name the merged output folder with --out DIR");
   const dirs = args.from.split(",").map((d) => d.trim()).filter(Boolean);
   const saved: SavedExperiment[] = [];
@@ -288,7 +446,11 @@ async function mergeCommand(args: { from?: string; out?: string; json?: boolean 
     try {
       text = await Deno.readTextFile(file);
     } catch (e) {
-      if (e instanceof Deno.errors.NotFound) throw new UsageError(`merge: ${file} is not there; --from takes paper-table output folders`);
+      if (e instanceof Deno.errors.NotFound) {
+        throw new UsageError(
+          `merge: ${file} is not there; --from takes paper-table output folders`,
+        );
+      }
       throw e;
     }
     const s = JSON.parse(text) as SavedExperiment & { spec?: string };
@@ -304,16 +466,38 @@ async function mergeCommand(args: { from?: string; out?: string; json?: boolean 
   }
   const out = args.out;
   await writingTo(out, () => Deno.mkdir(out, { recursive: true }));
-  for (const task of merged.tasks) for (const p of await taskPlots(merged.results, task)) await writeFileAtomic(joinPath(out, p.name), p.svg);
+  for (const task of merged.tasks) {
+    for (const p of await taskPlots(merged.results, task)) {
+      await writeFileAtomic(joinPath(out, p.name), p.svg);
+    }
+  }
   const aggregates = aggregate(merged.results);
   await writeFileAtomic(
     joinPath(out, "results.json"),
-    JSON.stringify({ spec: specs.join(", "), mergedFrom: dirs, ...merged, aggregates }, null, 1) + "\n",
+    JSON.stringify({ spec: specs.join(", "), mergedFrom: dirs, ...merged, aggregates }, null, 1) +
+      "\n",
   );
-  const md = tableMarkdown({ ...merged, sweeps: merged.sweeps ?? [], notes: merged.notes ?? [], spec: specs.join(", ") }, merged.tasks, await svgsIn(out));
-  await writeFileAtomic(joinPath(out, "table.md"), `Merged from ${dirs.join(", ")}.\n\n` + md + "\n");
+  const md = tableMarkdown(
+    { ...merged, sweeps: merged.sweeps ?? [], notes: merged.notes ?? [], spec: specs.join(", ") },
+    merged.tasks,
+    await svgsIn(out),
+  );
+  await writeFileAtomic(
+    joinPath(out, "table.md"),
+    `Merged from ${dirs.join(", ")}.\n\n` + md + "\n",
+  );
   console.log("\n" + md);
-  if (args.json) console.log(JSON.stringify({ out, mergedFrom: dirs, aggregates, sweeps: merged.sweeps, notes: merged.notes }));
+  if (args.json) {
+    console.log(
+      JSON.stringify({
+        out,
+        mergedFrom: dirs,
+        aggregates,
+        sweeps: merged.sweeps,
+        notes: merged.notes,
+      }),
+    );
+  }
 }
 
 if (import.meta.main) {
@@ -325,28 +509,66 @@ if (import.meta.main) {
   }
   const args = parseArgsOrExit(EXPERIMENT_CLI, argv);
   if (!name || !EXPERIMENTS.includes(name)) {
-    console.error(`error: name the experiment first (one of ${EXPERIMENTS.join(", ")}), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1, or experiment merge --from A,B --out DIR`);
+    console.error(
+      `error: name the experiment first (one of ${
+        EXPERIMENTS.join(", ")
+      }), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1, or experiment merge --from A,B --out DIR`,
+    );
     Deno.exit(2);
   }
   await runMain(async () => {
     const spec = JSON.parse(await Deno.readTextFile(args.spec)) as ExperimentSpec;
     const tasks = list(args.tasks, Object.keys(spec.tasks), "tasks");
     const methods = list(args.methods, [...METHODS, "ablation"], "methods");
-    const seeds = args.seeds ?? spec.seeds, steps = args.steps ?? spec.steps, firstSeed = args.firstSeed;
-    const out = args.out ?? `runs/experiments/paper-table/${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    const seeds = args.seeds ?? spec.seeds,
+      steps = args.steps ?? spec.steps,
+      firstSeed = args.firstSeed;
+    const out = args.out ??
+      `runs/experiments/paper-table/${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await writingTo(out, () => Deno.mkdir(out, { recursive: true }));
     await writeFileAtomic(joinPath(out, "spec.json"), JSON.stringify(spec, null, 1) + "\n"); // what this run used
     const sweep = !args.noSweep && !!spec.sweep?.single_grpo;
     console.log(
-      `experiment paper-table: tasks ${tasks.join(", ")}; methods ${methods.join(", ")}; seeds ${firstSeed}..${firstSeed + seeds - 1}; ${steps} steps; lr sweep ${sweep ? "on" : "off"}; output ${out}`,
+      `experiment paper-table: tasks ${tasks.join(", ")}; methods ${
+        methods.join(", ")
+      }; seeds ${firstSeed}..${firstSeed + seeds - 1}; ${steps} steps; lr sweep ${
+        sweep ? "on" : "off"
+      }; output ${out}`,
     );
     const gpu = await Gpu.create();
     const x: Experiment = {
-      spec, out, methods, firstSeed, seeds, steps, sweep, gpu, results: [], sweeps: [], notes: [],
+      spec,
+      out,
+      methods,
+      firstSeed,
+      seeds,
+      steps,
+      sweep,
+      gpu,
+      results: [],
+      sweeps: [],
+      notes: [],
       save: () =>
         writeFileAtomic(
           joinPath(out, "results.json"),
-          JSON.stringify({ spec: args.spec, tasks, methods, firstSeed, seeds, steps, evalEvery: spec.evalEvery ?? null, sweep, results: x.results, sweeps: x.sweeps, aggregates: aggregate(x.results), notes: x.notes }, null, 1) + "\n",
+          JSON.stringify(
+            {
+              spec: args.spec,
+              tasks,
+              methods,
+              firstSeed,
+              seeds,
+              steps,
+              evalEvery: spec.evalEvery ?? null,
+              sweep,
+              results: x.results,
+              sweeps: x.sweeps,
+              aggregates: aggregate(x.results),
+              notes: x.notes,
+            },
+            null,
+            1,
+          ) + "\n",
         ),
     };
     try {
@@ -358,6 +580,18 @@ if (import.meta.main) {
     await writeFileAtomic(joinPath(out, "table.md"), md + "\n");
     await x.save();
     console.log("\n" + md);
-    if (args.json) console.log(JSON.stringify({ out, firstSeed, seeds, steps, aggregates: aggregate(x.results), sweeps: x.sweeps, notes: x.notes }));
+    if (args.json) {
+      console.log(
+        JSON.stringify({
+          out,
+          firstSeed,
+          seeds,
+          steps,
+          aggregates: aggregate(x.results),
+          sweeps: x.sweeps,
+          notes: x.notes,
+        }),
+      );
+    }
   });
 }

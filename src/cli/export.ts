@@ -9,7 +9,8 @@ import { loadModel } from "../model/weights.ts";
 
 export const EXPORT_CLI = defineCli({
   command: "npx deno task export",
-  summary: "Export a Llama/Qwen2/Qwen3 model folder (not GPT-2) as an ONNX graph (input_ids → logits).",
+  summary:
+    "Export a Llama/Qwen2/Qwen3 model folder (not GPT-2) as an ONNX graph (input_ids → logits).",
   flags: {
     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder to read" },
     onnx: { type: "string", required: true, metavar: "OUT.onnx", help: "file to write" },

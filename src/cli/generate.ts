@@ -13,11 +13,28 @@ export const GENERATE_CLI = defineCli({
     prompt: { type: "string", metavar: "TEXT", help: "prompt text (needs the folder's tokenizer)" },
     ids: { type: "string", metavar: "1,2,3", help: "prompt token ids instead of text" },
     chat: { type: "boolean", help: "wrap --prompt as a user message with the chat template" },
-    "max-new-tokens": { type: "number", integer: true, min: 1, default: 64, help: "tokens to generate" },
+    "max-new-tokens": {
+      type: "number",
+      integer: true,
+      min: 1,
+      default: 64,
+      help: "tokens to generate",
+    },
     temperature: { type: "number", min: 0, default: 1, help: "0 = greedy" },
     "top-p": { type: "number", min: 0, default: 1, help: "nucleus mass (1 = off)" },
-    "top-k": { type: "number", integer: true, min: 0, default: 0, help: "keep the k best tokens (0 = off)" },
-    "repetition-penalty": { type: "number", min: 0, default: 1, help: "HF repetition penalty (1 = off)" },
+    "top-k": {
+      type: "number",
+      integer: true,
+      min: 0,
+      default: 0,
+      help: "keep the k best tokens (0 = off)",
+    },
+    "repetition-penalty": {
+      type: "number",
+      min: 0,
+      default: 1,
+      help: "HF repetition penalty (1 = off)",
+    },
     seed: { type: "number", integer: true, min: 0, default: 0, help: "sampling seed" },
     json: { type: "boolean", help: 'last stdout line: {"ids":[...],"text":"..."}' },
   },
@@ -40,7 +57,9 @@ if (import.meta.main) {
     checkIdsInVocab(promptIds, weights.config.vocabSize);
     if (args.prompt !== undefined) {
       promptIds = args.chat
-        ? tokenizer!.encodeChat([{ role: "user", content: args.prompt }], { addGenerationPrompt: true })
+        ? tokenizer!.encodeChat([{ role: "user", content: args.prompt }], {
+          addGenerationPrompt: true,
+        })
         : tokenizer!.encode(args.prompt);
     }
     const { gpu, model } = await gpuModel(weights, 1, promptIds.length + args.maxNewTokens);
@@ -49,7 +68,13 @@ if (import.meta.main) {
       prompt: promptIds,
       maxNewTokens: args.maxNewTokens,
       stopIds: tokenizer?.stopIds ?? model.config.eosTokenIds,
-      sampling: { temperature: args.temperature, topP: args.topP, topK: args.topK, repetitionPenalty: args.repetitionPenalty, seed: args.seed },
+      sampling: {
+        temperature: args.temperature,
+        topP: args.topP,
+        topK: args.topK,
+        repetitionPenalty: args.repetitionPenalty,
+        seed: args.seed,
+      },
     }]);
     const text = tokenizer ? tokenizer.decode(res.ids, { skipSpecialTokens: true }) : "";
     if (args.json) console.log(JSON.stringify({ ids: res.ids, text }));

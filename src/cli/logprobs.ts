@@ -7,10 +7,16 @@ import { Generator } from "../model/generate.ts";
 
 export const LOGPROBS_CLI = defineCli({
   command: "npx deno task logprobs",
-  summary: "Per-token log-probabilities of a sequence under a Llama/Qwen2/Qwen3/GPT-2 model folder.",
+  summary:
+    "Per-token log-probabilities of a sequence under a Llama/Qwen2/Qwen3/GPT-2 model folder.",
   flags: {
     model: { type: "string", required: true, metavar: "DIR", help: "HF model folder" },
-    ids: { type: "string", required: true, metavar: "1,2,3", help: "the token ids to score (at least 2)" },
+    ids: {
+      type: "string",
+      required: true,
+      metavar: "1,2,3",
+      help: "the token ids to score (at least 2)",
+    },
     json: { type: "boolean", help: 'last stdout line: {"logprobs":[...]}' },
   },
 });
@@ -24,7 +30,11 @@ if (import.meta.main) {
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
-    if (ids.length < 2) throw new UsageError(`--ids ${args.ids}: give at least 2 ids (each after the first is scored given those before it)`);
+    if (ids.length < 2) {
+      throw new UsageError(
+        `--ids ${args.ids}: give at least 2 ids (each after the first is scored given those before it)`,
+      );
+    }
     const { weights } = await loadFolder(args.model, false);
     checkIdsInVocab(ids, weights.config.vocabSize);
     const { gpu, model } = await gpuModel(weights, 1, ids.length);

@@ -24,7 +24,11 @@ export async function loadFolder(dir: string, needTokenizer: boolean): Promise<L
 }
 
 /** A GPU model of `weights` with room for `slots` sequences of up to `maxLen` tokens. */
-export async function gpuModel(weights: ModelWeights, slots: number, maxLen: number): Promise<{ gpu: Gpu; model: GpuModel }> {
+export async function gpuModel(
+  weights: ModelWeights,
+  slots: number,
+  maxLen: number,
+): Promise<{ gpu: Gpu; model: GpuModel }> {
   const gpu = await Gpu.create();
   return { gpu, model: await GpuModel.create(gpu, weights, { slots, maxLen }) };
 }
@@ -33,7 +37,11 @@ export async function gpuModel(weights: ModelWeights, slots: number, maxLen: num
 /** A UsageError when an id is not a token of a vocabulary of `vocabSize`. */
 export function checkIdsInVocab(ids: readonly number[], vocabSize: number): void {
   const bad = ids.find((n) => n >= vocabSize);
-  if (bad !== undefined) throw new UsageError(`--ids: ${bad} is not a token id of this model (its vocabulary has ids 0..${vocabSize - 1})`);
+  if (bad !== undefined) {
+    throw new UsageError(
+      `--ids: ${bad} is not a token id of this model (its vocabulary has ids 0..${vocabSize - 1})`,
+    );
+  }
 }
 
 export function parseIds(text: string): number[] {

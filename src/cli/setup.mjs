@@ -6,7 +6,7 @@
 // exact command to run. A machine with a GPU and its driver needs none of it.
 // Set PETTINGLLMS_SKIP_SETUP=1 to skip.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const repo = fileURLToPath(new URL("../..", import.meta.url));
@@ -18,7 +18,8 @@ function denoBin() {
 }
 
 function probeAdapter() {
-  const code = `const a = await navigator.gpu?.requestAdapter(); console.log(a ? "adapter:" + (a.info?.description || a.info?.vendor || "unnamed") : "none");`;
+  const code =
+    `const a = await navigator.gpu?.requestAdapter(); console.log(a ? "adapter:" + (a.info?.description || a.info?.vendor || "unnamed") : "none");`;
   const r = spawnSync(denoBin(), ["eval", code], { encoding: "utf8", timeout: 60_000 });
   const line = (r.stdout || "").trim().split("\n").pop() || "";
   return line.startsWith("adapter:") ? line.slice(8) : null;
@@ -45,7 +46,11 @@ function aptInstall(pkgs) {
   const cmd = `apt-get update && apt-get install -y --no-install-recommends ${pkgs.join(" ")}`;
   if (!(isDebianLike() && isRoot)) {
     say(`please install: ${pkgs.join(", ")}`);
-    say(process.platform === "linux" ? `  run as root: ${cmd}` : "  (use your system's package manager)");
+    say(
+      process.platform === "linux"
+        ? `  run as root: ${cmd}`
+        : "  (use your system's package manager)",
+    );
     return false;
   }
   say(`installing ${pkgs.join(", ")} with apt-get`);
@@ -68,12 +73,15 @@ function main() {
   const missing = [];
   let adapter = probeAdapter();
   if (!adapter && !hasVulkanIcd()) missing.push("mesa-vulkan-drivers");
-  const chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].some(existsSync) || process.env.CHROMIUM_PATH;
+  const chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].some(existsSync) ||
+    process.env.CHROMIUM_PATH;
   if (!chromium) missing.push("chromium");
   if (missing.length) aptInstall(missing);
   adapter = probeAdapter();
   if (adapter) say(`WebGPU adapter for Deno: ${adapter}`);
-  else say("no WebGPU adapter found for Deno; see the README's 'WebGPU on a machine without a GPU'.");
+  else {say(
+      "no WebGPU adapter found for Deno; see the README's 'WebGPU on a machine without a GPU'.",
+    );}
 }
 
 main();

@@ -7,15 +7,34 @@
 
 import { defineCli, parseArgsOrExit, runMain, usage, UsageError } from "./cli_args.ts";
 import { joinPath } from "../io/deno_files.ts";
-import { applySets, loadSftConfig, runSft, type SftControl, type SftProgress } from "../train/sft.ts";
+import {
+  applySets,
+  loadSftConfig,
+  runSft,
+  type SftControl,
+  type SftProgress,
+} from "../train/sft.ts";
 
 export const SFT_CLI = defineCli({
   command: "npx deno task sft",
-  summary: "Supervised fine-tuning (LoRA or full) on prompt/completion or chat JSONL, with checkpoints and exact resume.",
+  summary:
+    "Supervised fine-tuning (LoRA or full) on prompt/completion or chat JSONL, with checkpoints and exact resume.",
   flags: {
-    config: { type: "string", metavar: "FILE", help: "run config, e.g. configs/sft/plan_path_tiny.json" },
-    set: { type: "string", metavar: "PATH=VALUE", help: "override a config field, e.g. --set run.steps=20 (repeatable)" },
-    resume: { type: "string", metavar: "RUN_DIR", help: "continue this run folder from its latest checkpoint (uses its config.json)" },
+    config: {
+      type: "string",
+      metavar: "FILE",
+      help: "run config, e.g. configs/sft/plan_path_tiny.json",
+    },
+    set: {
+      type: "string",
+      metavar: "PATH=VALUE",
+      help: "override a config field, e.g. --set run.steps=20 (repeatable)",
+    },
+    resume: {
+      type: "string",
+      metavar: "RUN_DIR",
+      help: "continue this run folder from its latest checkpoint (uses its config.json)",
+    },
   },
 });
 
@@ -27,18 +46,27 @@ export function splitSets(argv: readonly string[]): { sets: string[]; rest: stri
     if (a.startsWith("--set=")) sets.push(a.slice(6));
     else if (a === "--set") {
       const v = argv[++i];
-      if (v === undefined || v.startsWith("--")) throw new UsageError("--set needs a value: --set path=value");
+      if (v === undefined || v.startsWith("--")) {
+        throw new UsageError("--set needs a value: --set path=value");
+      }
       sets.push(v);
     } else rest.push(a);
   }
   for (const s of sets) {
-    if (s.indexOf("=") <= 0) throw new UsageError(`--set ${s}: expected path=value, e.g. --set update.optimizer.lr=1e-3`);
+    if (s.indexOf("=") <= 0) {
+      throw new UsageError(`--set ${s}: expected path=value, e.g. --set update.optimizer.lr=1e-3`);
+    }
   }
   return { sets, rest };
 }
 
-const fmtTime = (s: number) => (s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
-  : s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s` : `${s.toFixed(0)}s`);
+const fmtTime = (
+  s: number,
+) => (s >= 3600
+  ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
+  : s >= 60
+  ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`
+  : `${s.toFixed(0)}s`);
 
 /** Progress on stdout (one rewritten line on a terminal) and log lines on stderr, kept apart. */
 function makeDisplay() {
@@ -50,7 +78,8 @@ function makeDisplay() {
     progress(p: SftProgress) {
       firstStep ??= p.step - 1;
       const done = p.step - firstStep, eta = (p.elapsedS / done) * (p.totalSteps - p.step);
-      current = `step ${p.step}/${p.totalSteps} loss ${p.loss.toFixed(4)} lr ${p.lr.toExponential(2)} ` +
+      current =
+        `step ${p.step}/${p.totalSteps} loss ${p.loss.toFixed(4)} lr ${p.lr.toExponential(2)} ` +
         `${p.tokensPerS.toFixed(0)} tok/s epoch ${p.epoch.toFixed(2)}` +
         (p.evalLoss !== undefined ? ` eval ${p.evalLoss.toFixed(4)}` : "") + ` eta ${fmtTime(eta)}`;
       if (tty) write(`\r\x1b[K${current}${p.step === p.totalSteps ? "\n" : ""}`);
@@ -78,11 +107,18 @@ if (import.meta.main) {
   }
   const args = parseArgsOrExit(SFT_CLI, rest);
   if ((args.config === undefined) === (args.resume === undefined)) {
-    console.error(`error: give --config FILE to start a run, or --resume RUN_DIR to continue one (not both)\n\n${usage(SFT_CLI)}`);
+    console.error(
+      `error: give --config FILE to start a run, or --resume RUN_DIR to continue one (not both)\n\n${
+        usage(SFT_CLI)
+      }`,
+    );
     Deno.exit(2);
   }
   await runMain(async () => {
-    const config = await loadSftConfig(args.resume !== undefined ? joinPath(args.resume, "config.json") : args.config!, sets);
+    const config = await loadSftConfig(
+      args.resume !== undefined ? joinPath(args.resume, "config.json") : args.config!,
+      sets,
+    );
     const display = makeDisplay();
     const control: SftControl = { stop: false, checkpoint: false };
     const onInt = () => {
@@ -99,8 +135,16 @@ if (import.meta.main) {
     const usr = Deno.build.os !== "windows" ? (["SIGUSR1", "SIGUSR2"] as const) : [];
     for (const sig of usr) Deno.addSignalListener(sig, onUsr);
     try {
-      if (args.resume !== undefined && sets.length) display.log(`overrides on resume (exactness is yours to judge): ${sets.join(" ")}`);
-      await runSft({ config, resumeDir: args.resume, control, onProgress: display.progress, log: display.log });
+      if (args.resume !== undefined && sets.length) {
+        display.log(`overrides on resume (exactness is yours to judge): ${sets.join(" ")}`);
+      }
+      await runSft({
+        config,
+        resumeDir: args.resume,
+        control,
+        onProgress: display.progress,
+        log: display.log,
+      });
     } finally {
       Deno.removeSignalListener("SIGINT", onInt);
       for (const sig of usr) Deno.removeSignalListener(sig, onUsr);

@@ -6,9 +6,23 @@
 
 import { currentAgent } from "./api.ts";
 import { MOVES } from "./grid.ts";
-import { SEARCH_DRILL_ENV as SEARCH_ENV, SEARCH_DRILL_KINDS, searchCopyDrill, type SearchDrillKind } from "./search/drills.ts";
+import {
+  SEARCH_DRILL_ENV as SEARCH_ENV,
+  SEARCH_DRILL_KINDS,
+  searchCopyDrill,
+  type SearchDrillKind,
+} from "./search/drills.ts";
 import { hash32, Rng } from "./rng.ts";
-import type { AgentId, AnyEnvDefinition, ChatMessage, CodeAction, Difficulty, EnvState, PromptStyle, Split } from "./types.ts";
+import type {
+  AgentId,
+  AnyEnvDefinition,
+  ChatMessage,
+  CodeAction,
+  Difficulty,
+  EnvState,
+  PromptStyle,
+  Split,
+} from "./types.ts";
 
 /** Where a record came from; `deno task sft` ignores it, people filter on it. */
 export interface DemoMeta {
@@ -85,13 +99,17 @@ export const HELPER_TOOL_CODE: Readonly<Record<string, string>> = {
   sudoku4_v1: 'console.log(solveSudoku(grid).map((r) => r.join("")).join(" "))',
 };
 
-const randomMoves = (rng: Rng): string => Array.from({ length: 1 + rng.int(10) }, () => rng.pick(MOVES)).join(" ");
+const randomMoves = (rng: Rng): string =>
+  Array.from({ length: 1 + rng.int(10) }, () => rng.pick(MOVES)).join(" ");
 
 /** Random answers in the form each env's tool prints them (see HELPER_TOOL_CODE), by env id. */
 export const COPY_DRILL_ANSWERS: Readonly<Record<string, (rng: Rng) => string>> = {
   plan_path_v1: randomMoves,
   sokoban_v1: randomMoves,
-  sudoku4_v1: (rng) => Array.from({ length: 4 }, () => Array.from({ length: 4 }, () => 1 + rng.int(4)).join("")).join(" "),
+  sudoku4_v1: (rng) =>
+    Array.from({ length: 4 }, () => Array.from({ length: 4 }, () => 1 + rng.int(4)).join("")).join(
+      " ",
+    ),
 };
 
 const sameLengthRandomMoves = (rng: Rng, oracle: string): string => {
@@ -144,26 +162,50 @@ function exploreMove(env: AnyEnvDefinition, state: EnvState, agent: AgentId, rng
  * agent, would not solve the task; a random answer that happens to solve it is drawn again, so
  * the plan agent is never taught to reject a right answer).
  */
-function wrongToolAnswer(env: AnyEnvDefinition, state: EnvState, tool: AgentId, rng: Rng): EnvState {
+function wrongToolAnswer(
+  env: AnyEnvDefinition,
+  state: EnvState,
+  tool: AgentId,
+  rng: Rng,
+): EnvState {
   const oracle = env.oracle(state, tool).action as CodeAction;
   for (let tries = 0;; tries++) {
     const printed = NOISY_TOOL_ANSWERS[env.id](rng, oracle.execution?.stdout ?? "");
     const code = `console.log(${JSON.stringify(printed)})`;
-    const action: CodeAction = { kind: "code", code, execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 } };
+    const action: CodeAction = {
+      kind: "code",
+      code,
+      execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 },
+    };
     const next = env.step(state, tool, action).state;
     const plan = currentAgent(env, next);
     const copy = plan === null ? null : env.parseAction(plan, `#### ${printed}`);
-    const solves = plan !== null && copy !== null && copy.ok && env.success(env.step(next, plan, copy.action).state);
+    const solves = plan !== null && copy !== null && copy.ok &&
+      env.success(env.step(next, plan, copy.action).state);
     if (!solves) return next;
-    if (tries === 100) throw new DemoOptionsError(`${env.id}: 100 random tool answers in a row solved the task; toolNoise cannot make this partner wrong`);
+    if (tries === 100) {
+      throw new DemoOptionsError(
+        `${env.id}: 100 random tool answers in a row solved the task; toolNoise cannot make this partner wrong`,
+      );
+    }
   }
 }
 
 /** Plays one oracle episode from the task of `seed`, collecting (observation, oracle text) pairs. */
-function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: ReadonlySet<AgentId>): { records: DemoRecord[]; success: boolean; explored: number; noisy: boolean } {
+function episode(
+  env: AnyEnvDefinition,
+  seed: number,
+  o: DemoOptions,
+  keep: ReadonlySet<AgentId>,
+): { records: DemoRecord[]; success: boolean; explored: number; noisy: boolean } {
   const split = o.split ?? "train", style = o.style ?? "compact";
   let state: EnvState = env.reset(env.generate(seed, { split, difficulty: o.difficulty }));
-  const turns: { agent: AgentId; turn: number; prompt: ReturnType<AnyEnvDefinition["observe"]>; text: string }[] = [];
+  const turns: {
+    agent: AgentId;
+    turn: number;
+    prompt: ReturnType<AnyEnvDefinition["observe"]>;
+    text: string;
+  }[] = [];
   const drill = o.copyDrills ? COPY_DRILL_ANSWERS[env.id] : undefined;
   const rng = new Rng(hash32(`${env.id}:copy-drill:${seed}`));
   const explorer = new Rng(hash32(`${env.id}:explore:${seed}`));
@@ -184,7 +226,11 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
     if (drill && env.toolAgents.includes(agent)) {
       printed = drill(rng);
       text = `console.log(${JSON.stringify(printed)})`;
-      action = { kind: "code", code: text, execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 } } satisfies CodeAction;
+      action = {
+        kind: "code",
+        code: text,
+        execution: { ok: true, stdout: `${printed}\n`, error: null, timedOut: false, ms: 0 },
+      } satisfies CodeAction;
     } else if (noisy && env.toolAgents.includes(agent)) {
       // The wrong answer is the partner's noise, not behaviour to imitate: not recorded.
       state = wrongToolAnswer(env, state, agent, noiseRng);
@@ -192,7 +238,11 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
     } else if (drill) {
       text = `#### ${printed}`;
       const parsed = env.parseAction(agent, text);
-      if (!parsed.ok) throw new DemoOptionsError(`${env.id}: the copy drill "${text}" does not parse: ${parsed.invalid.reason}`);
+      if (!parsed.ok) {
+        throw new DemoOptionsError(
+          `${env.id}: the copy drill "${text}" does not parse: ${parsed.invalid.reason}`,
+        );
+      }
       action = parsed.action;
     } else {
       const move = env.oracle(state, agent);
@@ -218,16 +268,42 @@ function episode(env: AnyEnvDefinition, seed: number, o: DemoOptions, keep: Read
  * the documents).
  */
 function searchDrills(o: DemoOptions, seed0: number): Demonstrations {
-  if (o.agents?.length) throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are not agent turns (they drill the copy both agents use); drop agents`);
-  if (o.helperTools || o.explore) throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are not oracle play; drop helperTools and explore`);
-  if ((o.style ?? "compact") !== "compact") throw new DemoOptionsError(`${SEARCH_ENV}'s copy drills are compact prompt/completion records; drop style "chat"`);
+  if (o.agents?.length) {
+    throw new DemoOptionsError(
+      `${SEARCH_ENV}'s copy drills are not agent turns (they drill the copy both agents use); drop agents`,
+    );
+  }
+  if (o.helperTools || o.explore) {
+    throw new DemoOptionsError(
+      `${SEARCH_ENV}'s copy drills are not oracle play; drop helperTools and explore`,
+    );
+  }
+  if ((o.style ?? "compact") !== "compact") {
+    throw new DemoOptionsError(
+      `${SEARCH_ENV}'s copy drills are compact prompt/completion records; drop style "chat"`,
+    );
+  }
   const kinds = o.drillKinds ?? SEARCH_DRILL_KINDS;
   const bad = kinds.filter((k) => !SEARCH_DRILL_KINDS.includes(k));
-  if (bad.length || kinds.length === 0) throw new DemoOptionsError(`drill kinds must be some of ${SEARCH_DRILL_KINDS.join(", ")}; got ${kinds.join(", ") || "none"}`);
+  if (bad.length || kinds.length === 0) {
+    throw new DemoOptionsError(
+      `drill kinds must be some of ${SEARCH_DRILL_KINDS.join(", ")}; got ${
+        kinds.join(", ") || "none"
+      }`,
+    );
+  }
   const records = Array.from({ length: o.episodes }, (_, i): DemoRecord => {
     const seed = seed0 + i;
     const d = searchCopyDrill(new Rng(hash32(`${SEARCH_ENV}:copy-drill:${seed}`)), kinds);
-    const meta: DemoMeta = { env: SEARCH_ENV, split: o.split ?? "train", seed, turn: 0, agent: "drill", success: true, drill: d.kind };
+    const meta: DemoMeta = {
+      env: SEARCH_ENV,
+      split: o.split ?? "train",
+      seed,
+      turn: 0,
+      agent: "drill",
+      success: true,
+      drill: d.kind,
+    };
     return { prompt: d.prompt, completion: d.completion, meta };
   });
   return { records, episodes: o.episodes, successes: o.episodes, explored: 0, noisyTools: 0 };
@@ -239,40 +315,84 @@ export function demonstrations(env: AnyEnvDefinition, o: DemoOptions): Demonstra
     throw new DemoOptionsError(`episodes must be a whole number ≥ 1, got ${o.episodes}`);
   }
   const seed0 = o.seed ?? 0;
-  if (!Number.isInteger(seed0) || seed0 < 0) throw new DemoOptionsError(`seed must be a whole number ≥ 0, got ${seed0}`);
+  if (!Number.isInteger(seed0) || seed0 < 0) {
+    throw new DemoOptionsError(`seed must be a whole number ≥ 0, got ${seed0}`);
+  }
   if (o.helperTools && !HELPER_TOOL_CODE[env.id]) {
-    throw new DemoOptionsError(`${env.id} has no helper-based tool program; helper tools exist for ${Object.keys(HELPER_TOOL_CODE).join(", ")}`);
+    throw new DemoOptionsError(
+      `${env.id} has no helper-based tool program; helper tools exist for ${
+        Object.keys(HELPER_TOOL_CODE).join(", ")
+      }`,
+    );
   }
   const unknown = (o.agents ?? []).filter((a) => !env.possibleAgents.includes(a));
   if (unknown.length) {
-    throw new DemoOptionsError(`${env.id} has no agent ${unknown.map((a) => `"${a}"`).join(", ")}; its agents: ${env.possibleAgents.join(", ")}`);
+    throw new DemoOptionsError(
+      `${env.id} has no agent ${unknown.map((a) => `"${a}"`).join(", ")}; its agents: ${
+        env.possibleAgents.join(", ")
+      }`,
+    );
   }
   if (o.copyDrills && env.id === SEARCH_ENV) return searchDrills(o, seed0);
-  if (o.drillKinds) throw new DemoOptionsError(`drill kinds choose among ${SEARCH_ENV}'s copy drills; pass them with copyDrills for ${SEARCH_ENV} only`);
+  if (o.drillKinds) {
+    throw new DemoOptionsError(
+      `drill kinds choose among ${SEARCH_ENV}'s copy drills; pass them with copyDrills for ${SEARCH_ENV} only`,
+    );
+  }
   if (o.copyDrills) {
     if (!COPY_DRILL_ANSWERS[env.id]) {
-      throw new DemoOptionsError(`${env.id} has no copy drills; they exist for ${[...Object.keys(COPY_DRILL_ANSWERS), SEARCH_ENV].join(", ")}`);
+      throw new DemoOptionsError(
+        `${env.id} has no copy drills; they exist for ${
+          [...Object.keys(COPY_DRILL_ANSWERS), SEARCH_ENV].join(", ")
+        }`,
+      );
     }
     const tools = (o.agents ?? []).filter((a) => env.toolAgents.includes(a));
     if (tools.length) {
-      throw new DemoOptionsError(`copy drills keep only plan turns (their tool turns print random answers); drop ${tools.join(", ")} from agents`);
+      throw new DemoOptionsError(
+        `copy drills keep only plan turns (their tool turns print random answers); drop ${
+          tools.join(", ")
+        } from agents`,
+      );
     }
-    if (o.helperTools) throw new DemoOptionsError("copy drills replace the tool turns; pass either copyDrills or helperTools, not both");
-    if (o.explore) throw new DemoOptionsError("copy drills are not oracle play; pass either copyDrills or explore, not both");
+    if (o.helperTools) {
+      throw new DemoOptionsError(
+        "copy drills replace the tool turns; pass either copyDrills or helperTools, not both",
+      );
+    }
+    if (o.explore) {
+      throw new DemoOptionsError(
+        "copy drills are not oracle play; pass either copyDrills or explore, not both",
+      );
+    }
   }
   const toolNoise = o.toolNoise ?? 0;
   if (!(toolNoise >= 0 && toolNoise < 1)) {
-    throw new DemoOptionsError(`toolNoise is the fraction of episodes whose tool prints a wrong answer, in [0, 1); got ${o.toolNoise}`);
+    throw new DemoOptionsError(
+      `toolNoise is the fraction of episodes whose tool prints a wrong answer, in [0, 1); got ${o.toolNoise}`,
+    );
   }
   if (toolNoise > 0 && !NOISY_TOOL_ANSWERS[env.id]) {
-    throw new DemoOptionsError(`${env.id} has no noisy tool answers; toolNoise exists for ${Object.keys(NOISY_TOOL_ANSWERS).join(", ")}`);
+    throw new DemoOptionsError(
+      `${env.id} has no noisy tool answers; toolNoise exists for ${
+        Object.keys(NOISY_TOOL_ANSWERS).join(", ")
+      }`,
+    );
   }
-  if (toolNoise > 0 && o.copyDrills) throw new DemoOptionsError("copy drills already print random tool answers; pass either copyDrills or toolNoise, not both");
+  if (toolNoise > 0 && o.copyDrills) {
+    throw new DemoOptionsError(
+      "copy drills already print random tool answers; pass either copyDrills or toolNoise, not both",
+    );
+  }
   const explore = o.explore ?? 0;
   if (!(explore >= 0 && explore < 1)) {
-    throw new DemoOptionsError(`explore is the fraction of turns played at random, in [0, 1); got ${o.explore}`);
+    throw new DemoOptionsError(
+      `explore is the fraction of turns played at random, in [0, 1); got ${o.explore}`,
+    );
   }
-  const defaultAgents = o.copyDrills ? env.possibleAgents.filter((a) => !env.toolAgents.includes(a)) : env.possibleAgents;
+  const defaultAgents = o.copyDrills
+    ? env.possibleAgents.filter((a) => !env.toolAgents.includes(a))
+    : env.possibleAgents;
   const keep = new Set(o.agents?.length ? o.agents : defaultAgents);
   const records: DemoRecord[] = [];
   let successes = 0, explored = 0, noisyTools = 0;

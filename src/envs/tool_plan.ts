@@ -328,7 +328,9 @@ function observe<T, G, Ans, D extends Difficulty>(
     : s.tool.answer !== null
     ? g.formatAnswer(s.tool.answer)
     : `error (${s.tool.problem})`;
-  const toolCompact = s.tool?.answer != null && g.formatToolCompact ? g.formatToolCompact(s.tool.answer, s.task) : tool;
+  const toolCompact = s.tool?.answer != null && g.formatToolCompact
+    ? g.formatToolCompact(s.tool.answer, s.task)
+    : tool;
   return buildPrompt(style, {
     system: g.systemPlan,
     user: `${head}\n${d.full}${hist}\nTool output: ${tool}\nGive the final answer.`,

@@ -85,7 +85,9 @@ export function createBufferFrom(
 ): GPUBuffer {
   const size = Math.max(16, Math.ceil(data.byteLength / 16) * 16);
   const buf = device.createBuffer({ size, usage, mappedAtCreation: true, label });
-  new Uint8Array(buf.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  new Uint8Array(buf.getMappedRange()).set(
+    new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+  );
   buf.unmap();
   return buf;
 }
@@ -94,15 +96,31 @@ export function createBufferFrom(
  * Copies a buffer range back to the CPU once the work submitted before it has finished
  * (through the device's staging buffers: src/gpu/readback.ts).
  */
-export function readBuffer(device: GPUDevice, ref: BufferRef, bytes?: number): Promise<ArrayBuffer> {
+export function readBuffer(
+  device: GPUDevice,
+  ref: BufferRef,
+  bytes?: number,
+): Promise<ArrayBuffer> {
   const r = resolveRange(ref);
   return readbackFor(device).read(r.buffer, r.offset, Math.ceil((bytes ?? r.size) / 4) * 4);
 }
 
-export async function readFloat32(device: GPUDevice, ref: BufferRef, count?: number): Promise<Float32Array> {
-  return new Float32Array(await readBuffer(device, ref, count === undefined ? undefined : count * 4));
+export async function readFloat32(
+  device: GPUDevice,
+  ref: BufferRef,
+  count?: number,
+): Promise<Float32Array> {
+  return new Float32Array(
+    await readBuffer(device, ref, count === undefined ? undefined : count * 4),
+  );
 }
 
-export async function readUint32(device: GPUDevice, ref: BufferRef, count?: number): Promise<Uint32Array> {
-  return new Uint32Array(await readBuffer(device, ref, count === undefined ? undefined : count * 4));
+export async function readUint32(
+  device: GPUDevice,
+  ref: BufferRef,
+  count?: number,
+): Promise<Uint32Array> {
+  return new Uint32Array(
+    await readBuffer(device, ref, count === undefined ? undefined : count * 4),
+  );
 }

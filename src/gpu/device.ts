@@ -2,7 +2,7 @@
 // adapter (CPU fallback vs GPU) so kernels can pick variants, and report device loss.
 
 import { webgpu } from "../runtime.ts";
-import { DeviceLostError, DeviceRequestError, NoWebGPUError, noAdapterAdvice } from "./errors.ts";
+import { DeviceLostError, DeviceRequestError, noAdapterAdvice, NoWebGPUError } from "./errors.ts";
 
 /** Coarse adapter families; kernel variants are chosen per class in the kernel lab. */
 export type AdapterClass = "cpu" | "gpu";
@@ -110,7 +110,9 @@ function describeAdapter(adapter: GPUAdapter): Omit<AdapterDescription, "adapter
  * other drivers ignore the variable.
  */
 function tuneSoftwareRasterizerThreads() {
-  const deno = (globalThis as { Deno?: { env: { get(k: string): string | undefined; set(k: string, v: string): void } } }).Deno;
+  const deno = (globalThis as {
+    Deno?: { env: { get(k: string): string | undefined; set(k: string, v: string): void } };
+  }).Deno;
   if (!deno) return;
   try {
     if (deno.env.get("LP_NUM_THREADS") !== undefined) return;
@@ -127,11 +129,15 @@ export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuCont
   tuneSoftwareRasterizerThreads();
   const gpu = webgpu();
   if (!gpu) throw new NoWebGPUError(`This host has no navigator.gpu.\n${noAdapterAdvice()}`);
-  const adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? "high-performance" });
+  const adapter = await gpu.requestAdapter({
+    powerPreference: options.powerPreference ?? "high-performance",
+  });
   if (!adapter) throw new NoWebGPUError(noAdapterAdvice());
 
   const disabled = new Set(options.disableFeatures ?? []);
-  const requiredFeatures = WANTED_FEATURES.filter((f) => adapter.features.has(f) && !disabled.has(f));
+  const requiredFeatures = WANTED_FEATURES.filter((f) =>
+    adapter.features.has(f) && !disabled.has(f)
+  );
   const requiredLimits: Record<string, number> = {};
   for (const k of WANTED_LIMITS) {
     const v = (adapter.limits as unknown as Record<string, number>)[k];
@@ -151,7 +157,10 @@ export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuCont
     );
   }
   const base = describeAdapter(adapter);
-  const info: AdapterDescription = { ...base, adapterClass: options.adapterClass ?? classifyAdapter(base) };
+  const info: AdapterDescription = {
+    ...base,
+    adapterClass: options.adapterClass ?? classifyAdapter(base),
+  };
   const lost = device.lost.then((i) => {
     const err = new DeviceLostError(String(i.reason ?? "unknown"), i.message || "no message");
     options.onLost?.(err);
@@ -164,7 +173,9 @@ export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuCont
     info,
     features,
     limits: device.limits,
-    wgslFeatures: new Set<string>([...(gpu as { wgslLanguageFeatures?: Iterable<string> }).wgslLanguageFeatures ?? []]),
+    wgslFeatures: new Set<string>([
+      ...(gpu as { wgslLanguageFeatures?: Iterable<string> }).wgslLanguageFeatures ?? [],
+    ]),
     lost,
     maxBindingBytes: Math.min(capCheck, device.limits.maxStorageBufferBindingSize),
     has: (f) => features.has(f),
@@ -178,7 +189,9 @@ export function describeGpu(ctx: GpuContext): string {
     "unnamed adapter";
   const feats = [...ctx.features].join(", ") || "none";
   const mib = (ctx.limits.maxStorageBufferBindingSize / 2 ** 20).toFixed(0);
-  const cap = ctx.maxBindingBytes < ctx.limits.maxStorageBufferBindingSize ? ` (parameters capped at ${ctx.maxBindingBytes} B)` : "";
+  const cap = ctx.maxBindingBytes < ctx.limits.maxStorageBufferBindingSize
+    ? ` (parameters capped at ${ctx.maxBindingBytes} B)`
+    : "";
   return `${name} [${i.adapterClass}${i.isFallback ? ", fallback" : ""}] features: ${feats}; ` +
     `max binding ${mib} MiB${cap}, workgroup storage ${ctx.limits.maxComputeWorkgroupStorageSize} B`;
 }

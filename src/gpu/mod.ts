@@ -1,8 +1,21 @@
 // The GPU layer's front door: one object per device holding the pipeline cache, the buffer
 // pool and helpers to upload, record, submit and read back.
 
-import { BufferPool, type BufferRef, createBufferFrom, readBuffer, readFloat32, STORAGE } from "./buffers.ts";
-import { bindingCap, createGpu, type CreateGpuOptions, describeGpu, type GpuContext } from "./device.ts";
+import {
+  BufferPool,
+  type BufferRef,
+  createBufferFrom,
+  readBuffer,
+  readFloat32,
+  STORAGE,
+} from "./buffers.ts";
+import {
+  bindingCap,
+  createGpu,
+  type CreateGpuOptions,
+  describeGpu,
+  type GpuContext,
+} from "./device.ts";
 import { type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { readbackFor } from "./readback.ts";
 import { Recorder } from "./recorder.ts";
@@ -80,7 +93,11 @@ export class Gpu {
 
   /** A new zero-filled storage buffer of `floats` 32-bit elements. */
   zeros(floats: number, label?: string, usage = STORAGE): GPUBuffer {
-    return this.device.createBuffer({ size: Math.max(16, Math.ceil(floats / 4) * 16), usage, label });
+    return this.device.createBuffer({
+      size: Math.max(16, Math.ceil(floats / 4) * 16),
+      usage,
+      label,
+    });
   }
 
   write(ref: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {

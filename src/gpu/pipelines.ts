@@ -17,7 +17,12 @@ import { shaderSource } from "./shaders.ts";
  * level's size and offset per lane, while a storage-texture load is inline. Measured on a 2-core
  * EPYC, 8 rows, r8c32 tiles: K×N 512×2816 0.96 → 0.65 ms, 1408×512 0.48 → 0.31 ms.
  */
-export type BindingKind = "uniform" | "storage" | "read-only-storage" | "texture-read" | "texture-write";
+export type BindingKind =
+  | "uniform"
+  | "storage"
+  | "read-only-storage"
+  | "texture-read"
+  | "texture-write";
 
 /** What a kernel is: one entry point of one WGSL file with its binding list. */
 export interface KernelSpec {
@@ -43,14 +48,20 @@ export function kernelKey(spec: KernelSpec): string {
   return `${spec.shader}:${spec.entry}|${spec.bindings.join(",")}|${sorted(spec.constants)}`;
 }
 
-async function compileModule(device: GPUDevice, name: string, code: string): Promise<GPUShaderModule> {
+async function compileModule(
+  device: GPUDevice,
+  name: string,
+  code: string,
+): Promise<GPUShaderModule> {
   device.pushErrorScope("validation");
   const module = device.createShaderModule({ label: name, code });
   const info = await module.getCompilationInfo();
   const scoped = await device.popErrorScope();
   const errors = info.messages.filter((m) => m.type === "error");
   if (errors.length || scoped) {
-    const diags = errors.map((m) => `${name}.wgsl:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`);
+    const diags = errors.map((m) =>
+      `${name}.wgsl:${m.lineNum}:${m.linePos} ${m.type}: ${m.message}`
+    );
     if (scoped && !diags.length) diags.push(scoped.message);
     throw new ShaderCompileError(name, diags);
   }
@@ -59,10 +70,18 @@ async function compileModule(device: GPUDevice, name: string, code: string): Pro
 
 function layoutEntry(kind: BindingKind, binding: number): GPUBindGroupLayoutEntry {
   if (kind === "texture-read") {
-    return { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: "read-only", format: "rgba32float", viewDimension: "2d" } };
+    return {
+      binding,
+      visibility: GPUShaderStage.COMPUTE,
+      storageTexture: { access: "read-only", format: "rgba32float", viewDimension: "2d" },
+    };
   }
   if (kind === "texture-write") {
-    return { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: "write-only", format: "rgba32float", viewDimension: "2d" } };
+    return {
+      binding,
+      visibility: GPUShaderStage.COMPUTE,
+      storageTexture: { access: "write-only", format: "rgba32float", viewDimension: "2d" },
+    };
   }
   return {
     binding,
@@ -109,7 +128,9 @@ export class PipelineCache {
     const key = spec.shader;
     let m = this.modules.get(key);
     if (!m) {
-      m = shaderSource(spec.shader).then((src) => this.scoped(() => compileModule(this.device, spec.shader, src)));
+      m = shaderSource(spec.shader).then((src) =>
+        this.scoped(() => compileModule(this.device, spec.shader, src))
+      );
       m.catch(() => this.modules.delete(key));
       this.modules.set(key, m);
     }

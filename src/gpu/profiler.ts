@@ -27,23 +27,40 @@ export class GpuProfiler {
 
   constructor(private device: GPUDevice) {
     if (!device.features.has("timestamp-query")) {
-      throw new Error("GpuProfiler needs the adapter feature timestamp-query (Gpu.create requests it where present)");
+      throw new Error(
+        "GpuProfiler needs the adapter feature timestamp-query (Gpu.create requests it where present)",
+      );
     }
   }
 
   /** Encodes `dispatches` (each in its own timed pass) into `enc`; called by CommandPlan.run. */
-  encode(enc: GPUCommandEncoder, dispatches: readonly { label: string; run(pass: GPUComputePassEncoder): void }[]): void {
+  encode(
+    enc: GPUCommandEncoder,
+    dispatches: readonly { label: string; run(pass: GPUComputePassEncoder): void }[],
+  ): void {
     for (let first = 0; first < dispatches.length; first += QUERIES / 2) {
       const part = dispatches.slice(first, first + QUERIES / 2);
       const qs = this.device.createQuerySet({ type: "timestamp", count: 2 * part.length });
       part.forEach((d, i) => {
-        const pass = enc.beginComputePass({ timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } });
+        const pass = enc.beginComputePass({
+          timestampWrites: {
+            querySet: qs,
+            beginningOfPassWriteIndex: 2 * i,
+            endOfPassWriteIndex: 2 * i + 1,
+          },
+        });
         d.run(pass);
         pass.end();
       });
       const bytes = 16 * part.length;
-      const resolve = this.device.createBuffer({ size: bytes, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-      const read = this.device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const resolve = this.device.createBuffer({
+        size: bytes,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
+      const read = this.device.createBuffer({
+        size: bytes,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      });
       enc.resolveQuerySet(qs, 0, 2 * part.length, resolve, 0);
       enc.copyBufferToBuffer(resolve, 0, read, 0, bytes);
       // Mapped in report(), after the caller has submitted this encoder.

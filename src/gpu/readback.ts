@@ -60,7 +60,11 @@ export class Readback {
    */
   async sync(): Promise<void> {
     if (!this.earlyReads) return await this.device.queue.onSubmittedWorkDone();
-    this.syncSource ??= this.device.createBuffer({ size: 16, usage: GPUBufferUsage.COPY_SRC, label: "readback.sync" });
+    this.syncSource ??= this.device.createBuffer({
+      size: 16,
+      usage: GPUBufferUsage.COPY_SRC,
+      label: "readback.sync",
+    });
     await this.read(this.syncSource, 0, 4);
   }
 
@@ -100,7 +104,11 @@ export class Readback {
     const cls = stagingClass(bytes);
     const reuse = this.free.get(cls)?.pop();
     if (reuse) return reuse;
-    const b = this.device.createBuffer({ size: cls, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: "readback.staging" });
+    const b = this.device.createBuffer({
+      size: cls,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      label: "readback.staging",
+    });
     if (this.earlyReads) {
       await b.mapAsync(GPUMapMode.READ); // priming: see the header
       b.unmap();

@@ -94,7 +94,13 @@ export class CommandPlan {
     const flush = () => {
       if (!run.length) return;
       if (profiler) {
-        profiler.encode(enc, run.map((c) => ({ label: c.label.split("|")[0], run: (pass: GPUComputePassEncoder) => encodeDispatch(pass, c) })));
+        profiler.encode(
+          enc,
+          run.map((c) => ({
+            label: c.label.split("|")[0],
+            run: (pass: GPUComputePassEncoder) => encodeDispatch(pass, c),
+          })),
+        );
       } else {
         const pass = enc.beginComputePass({ label: this.label });
         for (const c of run) encodeDispatch(pass, c);
@@ -153,15 +159,24 @@ export class Recorder {
    * Adds one dispatch. `bindings` follow the kernel's binding list; a "uniform" slot is filled
    * from `uniform` (a packed std140-style block) automatically when given as null.
    */
-  dispatch(kernel: Kernel, bindings: Binding[], workgroups: Workgroups, uniform?: ArrayBuffer): this {
+  dispatch(
+    kernel: Kernel,
+    bindings: Binding[],
+    workgroups: Workgroups,
+    uniform?: ArrayBuffer,
+  ): this {
     const kinds = kernel.spec.bindings;
     if (bindings.length !== kinds.length) {
-      throw new KernelArgumentError(`${kernel.key}: expected ${kinds.length} bindings, got ${bindings.length}`);
+      throw new KernelArgumentError(
+        `${kernel.key}: expected ${kinds.length} bindings, got ${bindings.length}`,
+      );
     }
     const wg: [number, number, number] = [workgroups[0], workgroups[1] ?? 1, workgroups[2] ?? 1];
     const maxWg = this.device.limits.maxComputeWorkgroupsPerDimension;
     if (wg.some((n) => n > maxWg)) {
-      throw new GpuLimitError(`${kernel.key}: dispatch ${wg.join("×")} exceeds ${maxWg} workgroups per dimension`);
+      throw new GpuLimitError(
+        `${kernel.key}: dispatch ${wg.join("×")} exceeds ${maxWg} workgroups per dimension`,
+      );
     }
     let uniformOffset = -1, uniformSize = 0;
     if (uniform) {
@@ -170,14 +185,27 @@ export class Recorder {
     }
     bindings.forEach((b, i) => {
       if (!b && (kinds[i] !== "uniform" || !uniform)) {
-        throw new KernelArgumentError(`${kernel.key}: binding ${i} is null but no uniform block was given for it`);
+        throw new KernelArgumentError(
+          `${kernel.key}: binding ${i} is null but no uniform block was given for it`,
+        );
       }
       if (b && isTexture(b) !== (kinds[i] === "texture-read" || kinds[i] === "texture-write")) {
-        throw new KernelArgumentError(`${kernel.key}: binding ${i} is a ${kinds[i]} slot, given a ${isTexture(b) ? "texture" : "buffer"}`);
+        throw new KernelArgumentError(
+          `${kernel.key}: binding ${i} is a ${kinds[i]} slot, given a ${
+            isTexture(b) ? "texture" : "buffer"
+          }`,
+        );
       }
     });
     if (wg[0] * wg[1] * wg[2] > 0) {
-      this.cmds.push({ kind: "dispatch", kernel, bindings: [...bindings], workgroups: wg, uniformOffset, uniformSize });
+      this.cmds.push({
+        kind: "dispatch",
+        kernel,
+        bindings: [...bindings],
+        workgroups: wg,
+        uniformOffset,
+        uniformSize,
+      });
     }
     return this;
   }
@@ -210,7 +238,9 @@ export class Recorder {
     // Dispatches with the same kernel, bindings and uniform block (a decode step replayed S
     // times, say) share one bind group.
     const groups = new Map<string, GPUBindGroup>();
-    const encoded: Encoded[] = this.cmds.map((c) => c.kind === "dispatch" ? this.encodeDispatch(c, arena, groups) : c);
+    const encoded: Encoded[] = this.cmds.map((c) =>
+      c.kind === "dispatch" ? this.encodeDispatch(c, arena, groups) : c
+    );
     this.cmds = [];
     this.used = 0;
     this.uniformSlots.clear();
@@ -225,19 +255,42 @@ export class Recorder {
     this.device.queue.onSubmittedWorkDone().then(() => plan.destroy());
   }
 
-  private encodeDispatch(c: DispatchCmd, arena: GPUBuffer | null, groups: Map<string, GPUBindGroup>): EncodedDispatch {
-    const ranges = c.bindings.map((b) => isTexture(b) ? b : b ? resolveRange(b) : { buffer: arena!, offset: c.uniformOffset, size: c.uniformSize });
-    const key = `${c.kernel.key}|${ranges.map((r) => "view" in r ? `t${r.id}` : `${bufferId(r.buffer)}:${r.offset}:${r.size}`).join(",")}`;
+  private encodeDispatch(
+    c: DispatchCmd,
+    arena: GPUBuffer | null,
+    groups: Map<string, GPUBindGroup>,
+  ): EncodedDispatch {
+    const ranges = c.bindings.map((b) =>
+      isTexture(b)
+        ? b
+        : b
+        ? resolveRange(b)
+        : { buffer: arena!, offset: c.uniformOffset, size: c.uniformSize }
+    );
+    const key = `${c.kernel.key}|${
+      ranges.map((r) => "view" in r ? `t${r.id}` : `${bufferId(r.buffer)}:${r.offset}:${r.size}`)
+        .join(",")
+    }`;
     let bindGroup = groups.get(key);
     if (!bindGroup) {
       const entries: GPUBindGroupEntry[] = ranges.map((r, i) => ({
         binding: i,
         resource: "view" in r ? r.view : { buffer: r.buffer, offset: r.offset, size: r.size },
       }));
-      bindGroup = this.device.createBindGroup({ layout: c.kernel.layout, entries, label: c.kernel.key });
+      bindGroup = this.device.createBindGroup({
+        layout: c.kernel.layout,
+        entries,
+        label: c.kernel.key,
+      });
       groups.set(key, bindGroup);
     }
-    return { kind: "dispatch", pipeline: c.kernel.pipeline, bindGroup, workgroups: c.workgroups, label: c.kernel.key };
+    return {
+      kind: "dispatch",
+      pipeline: c.kernel.pipeline,
+      bindGroup,
+      workgroups: c.workgroups,
+      label: c.kernel.key,
+    };
   }
 
   /** The arena offset of a uniform block: an identical block recorded before is reused. */
@@ -259,9 +312,12 @@ export class Recorder {
   /** Whether the arena holds `bytes` at `off` (a slot offset, so word-aligned). */
   private sameBytes(off: number, bytes: Uint8Array): boolean {
     const n = bytes.length >> 2;
-    const have = new Uint32Array(this.uniforms.buffer, off, n), want = new Uint32Array(bytes.buffer, bytes.byteOffset, n);
+    const have = new Uint32Array(this.uniforms.buffer, off, n),
+      want = new Uint32Array(bytes.buffer, bytes.byteOffset, n);
     for (let i = 0; i < n; i++) if (have[i] !== want[i]) return false;
-    for (let i = 4 * n; i < bytes.length; i++) if (this.uniforms[off + i] !== bytes[i]) return false;
+    for (let i = 4 * n; i < bytes.length; i++) {
+      if (this.uniforms[off + i] !== bytes[i]) return false;
+    }
     return true;
   }
 
@@ -269,7 +325,9 @@ export class Recorder {
     const off = Math.ceil(this.used / this.align) * this.align;
     const need = off + size;
     const maxArena = 256 * 2 ** 20;
-    if (need > maxArena) throw new GpuLimitError(`uniform arena over ${maxArena} bytes: split the recording`);
+    if (need > maxArena) {
+      throw new GpuLimitError(`uniform arena over ${maxArena} bytes: split the recording`);
+    }
     if (need > this.uniforms.length) {
       const grown = new Uint8Array(Math.max(need, this.uniforms.length * 2));
       grown.set(this.uniforms.subarray(0, this.used));
@@ -281,7 +339,9 @@ export class Recorder {
 }
 
 /** Packs a uniform block of u32/i32/f32 scalars (each 4 bytes, in declaration order). */
-export function packUniform(fields: readonly (readonly [kind: "u32" | "i32" | "f32", value: number])[]): ArrayBuffer {
+export function packUniform(
+  fields: readonly (readonly [kind: "u32" | "i32" | "f32", value: number])[],
+): ArrayBuffer {
   const buf = new ArrayBuffer(Math.max(16, Math.ceil(fields.length / 4) * 16));
   const dv = new DataView(buf);
   fields.forEach(([kind, v], i) => {

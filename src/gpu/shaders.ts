@@ -32,12 +32,18 @@ async function expand(name: string, seen: Set<string>): Promise<string> {
   const parts = new Map<string, string>();
   for (const n of names) {
     if (parts.has(n)) continue;
-    if (seen.has(n)) { parts.set(n, `// (${n} included above)`); continue; }
+    if (seen.has(n)) {
+      parts.set(n, `// (${n} included above)`);
+      continue;
+    }
     seen.add(n);
     parts.set(n, await expand(n, seen));
   }
   const done = new Set<string>();
-  return text.replace(INCLUDE, (_, n: string) => done.has(n) ? `// (${n} included above)` : (done.add(n), parts.get(n)!));
+  return text.replace(
+    INCLUDE,
+    (_, n: string) => done.has(n) ? `// (${n} included above)` : (done.add(n), parts.get(n)!),
+  );
 }
 
 function rawSource(name: string): Promise<string> {

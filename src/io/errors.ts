@@ -72,14 +72,29 @@ export class SafetensorsIndexError extends SafetensorsError {}
  * output or run directory): bad input, exit code 2.
  */
 export class NotWritableError extends IoError {
-  constructor(readonly path: string, readonly code: string, reason: string, options?: ErrorOptions) {
-    super(`${path}: cannot write here (${code}: ${reason}); ${NOT_WRITABLE_HINTS[code] ?? NOT_WRITABLE_HINTS.EACCES}`, options);
+  constructor(
+    readonly path: string,
+    readonly code: string,
+    reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `${path}: cannot write here (${code}: ${reason}); ${
+        NOT_WRITABLE_HINTS[code] ?? NOT_WRITABLE_HINTS.EACCES
+      }`,
+      options,
+    );
   }
 }
 
 /** The disk (or the user's quota) is full (ENOSPC, EDQUOT): a failure while running, exit code 1. */
 export class DiskFullError extends IoError {
-  constructor(readonly path: string, readonly code: string, reason: string, options?: ErrorOptions) {
+  constructor(
+    readonly path: string,
+    readonly code: string,
+    reason: string,
+    options?: ErrorOptions,
+  ) {
     super(
       `${path}: the disk is full (${code}: ${reason}); free space (old runs/, checkpoints: run.keepLast) ` +
         "or write to another disk, then run again (a train run continues from its last checkpoint with --resume RUN_DIR)",
@@ -116,7 +131,9 @@ export function writeFailure(e: unknown, path: string): unknown {
   if (code === undefined) return e;
   // Deno's message is "<reason> (os error N): <op> '<path>'"; keep the reason
   const reason = ((e as Error).message ?? String(e)).replace(/ \(os error \d+\).*$/s, "");
-  if (code === "ENOSPC" || code === "EDQUOT") return new DiskFullError(path, code, reason, { cause: e });
+  if (code === "ENOSPC" || code === "EDQUOT") {
+    return new DiskFullError(path, code, reason, { cause: e });
+  }
   if (code in NOT_WRITABLE_HINTS) return new NotWritableError(path, code, reason, { cause: e });
   return e;
 }

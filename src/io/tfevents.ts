@@ -37,7 +37,9 @@ const PROTO: protobuf.INamespace = {
             checkpointPath: { type: "string", id: 2 },
             msg: { type: "string", id: 3 },
           },
-          nested: { SessionStatus: { values: { STATUS_UNSPECIFIED: 0, START: 1, STOP: 2, CHECKPOINT: 3 } } },
+          nested: {
+            SessionStatus: { values: { STATUS_UNSPECIFIED: 0, START: 1, STOP: 2, CHECKPOINT: 3 } },
+          },
         },
       },
     },
@@ -100,7 +102,11 @@ export function encodeEvent(e: TfEvent): Uint8Array {
   const msg: Record<string, unknown> = { wallTime: e.wallTime };
   if (e.step !== undefined) msg.step = e.step;
   if (e.fileVersion !== undefined) msg.fileVersion = e.fileVersion;
-  if (e.scalars) msg.summary = { value: Object.entries(e.scalars).map(([tag, simpleValue]) => ({ tag, simpleValue })) };
+  if (e.scalars) {
+    msg.summary = {
+      value: Object.entries(e.scalars).map(([tag, simpleValue]) => ({ tag, simpleValue })),
+    };
+  }
   if (e.sessionStart) msg.sessionLog = { status: 1 };
   return EventType.encode(EventType.fromObject(msg)).finish();
 }
@@ -117,5 +123,7 @@ export function fileVersionRecord(wallTime: number): Uint8Array {
 
 /** TensorFlow's file name: events.out.tfevents.<unix seconds, 10 digits>.<host>.<pid>.<counter>. */
 export function eventsFileName(wallTime: number, host: string, pid: number, counter = 0): string {
-  return `events.out.tfevents.${String(Math.floor(wallTime)).padStart(10, "0")}.${host}.${pid}.${counter}`;
+  return `events.out.tfevents.${
+    String(Math.floor(wallTime)).padStart(10, "0")
+  }.${host}.${pid}.${counter}`;
 }

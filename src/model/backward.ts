@@ -59,43 +59,76 @@ export class ModelBackward {
 
   private constructor(readonly model: GpuModel, private k: BackwardKernels, opts: BackwardOptions) {
     const c = model.config, gpu = model.gpu, N = model.chunkRows;
-    const C = c.hiddenSize, I = c.intermediateSize, qw = c.numHeads * c.headDim, kvw = c.numKvHeads * c.headDim;
+    const C = c.hiddenSize,
+      I = c.intermediateSize,
+      qw = c.numHeads * c.headDim,
+      kvw = c.numKvHeads * c.headDim;
     const f = (n: number, label: string) => gpu.zeros(n, label);
     const cache = model.slots * c.numKvHeads * model.maxLen * c.headDim;
     this.g = {
-      dX: f(N * C, "dX"), dXmid: f(N * C, "dXmid"), dxn: f(N * C, "dxn"), dh: f(N * I, "dh"),
-      dgate: f(N * I, "dgate"), dup: f(N * I, "dup"), datt: f(N * qw, "datt"), dq: f(N * qw, "dq"),
-      dqraw: f(N * qw, "dqraw"), dk: f(N * kvw, "dk"), dkraw: f(N * kvw, "dkraw"), dv: f(N * kvw, "dv"),
-      delta: f(N * c.numHeads, "delta"), dkc: f(cache, "dkc"), dvc: f(cache, "dvc"),
-      rowOf: f(model.slots * model.maxLen, "rowOf"), seqLen: f(model.slots, "seqLen"),
-      tokens: f(N, "tokens"), offsets: f(N + 1, "offsets"), csrRows: f(N, "csrRows"),
-      dqkv: f(c.modelType === "gpt2" ? N * 3 * C : 4, "dqkv"), posIds: f(N, "posIds"),
-      posOffsets: f(N + 1, "posOffsets"), posRows: f(N, "posRows"),
+      dX: f(N * C, "dX"),
+      dXmid: f(N * C, "dXmid"),
+      dxn: f(N * C, "dxn"),
+      dh: f(N * I, "dh"),
+      dgate: f(N * I, "dgate"),
+      dup: f(N * I, "dup"),
+      datt: f(N * qw, "datt"),
+      dq: f(N * qw, "dq"),
+      dqraw: f(N * qw, "dqraw"),
+      dk: f(N * kvw, "dk"),
+      dkraw: f(N * kvw, "dkraw"),
+      dv: f(N * kvw, "dv"),
+      delta: f(N * c.numHeads, "delta"),
+      dkc: f(cache, "dkc"),
+      dvc: f(cache, "dvc"),
+      rowOf: f(model.slots * model.maxLen, "rowOf"),
+      seqLen: f(model.slots, "seqLen"),
+      tokens: f(N, "tokens"),
+      offsets: f(N + 1, "offsets"),
+      csrRows: f(N, "csrRows"),
+      dqkv: f(c.modelType === "gpt2" ? N * 3 * C : 4, "dqkv"),
+      posIds: f(N, "posIds"),
+      posOffsets: f(N + 1, "posOffsets"),
+      posRows: f(N, "posRows"),
     };
     this.trainable = opts.trainable ?? (() => true);
     // LoRA mode allocates no base gradients at all.
     const anyTrainable = model.weights.layout.tensors.some((t) => this.trainable(t));
     // Same placement as the parameters: chunk k of a split tensor's gradient mirrors chunk k of it.
-    this.grads = anyTrainable ? allocParams(gpu, model.weights, null, "grads", model.params.placement) : emptyParams();
+    this.grads = anyTrainable
+      ? allocParams(gpu, model.weights, null, "grads", model.params.placement)
+      : emptyParams();
   }
 
   static async create(model: GpuModel, opts: BackwardOptions = {}): Promise<ModelBackward> {
-    if (!model.training) throw new KernelArgumentError("the backward pass needs a GpuModel created with training: true");
-    return new ModelBackward(model, await BackwardKernels.create(
-      model.gpu,
-      model.slots,
-      model.maxLen,
-      model.config.headDim,
-      model.kernels.attentionVariant,
-      model.config.numHeads / model.config.numKvHeads,
-      model.kernels.normVariant,
-    ), opts);
+    if (!model.training) {
+      throw new KernelArgumentError(
+        "the backward pass needs a GpuModel created with training: true",
+      );
+    }
+    return new ModelBackward(
+      model,
+      await BackwardKernels.create(
+        model.gpu,
+        model.slots,
+        model.maxLen,
+        model.config.headDim,
+        model.kernels.attentionVariant,
+        model.config.numHeads / model.config.numKvHeads,
+        model.kernels.normVariant,
+      ),
+      opts,
+    );
   }
 
   /** Uploads what the backward needs to know about the rows (call with the forward's rows). */
   prepare(rows: readonly ModelRow[]) {
     const m = this.model, S = m.slots, P = m.maxLen;
-    if (rows.length > m.chunkRows) throw new KernelArgumentError(`a training call holds at most chunkRows=${m.chunkRows} rows, got ${rows.length}`);
+    if (rows.length > m.chunkRows) {
+      throw new KernelArgumentError(
+        `a training call holds at most chunkRows=${m.chunkRows} rows, got ${rows.length}`,
+      );
+    }
     const rowOf = new Uint32Array(S * P), seqLen = new Uint32Array(S), seen = new Uint8Array(S * P);
     rows.forEach((r, i) => {
       rowOf[r.slot * P + r.pos] = i;
@@ -104,7 +137,11 @@ export class ModelBackward {
     });
     for (let s = 0; s < S; s++) {
       for (let p = 0; p < seqLen[s]; p++) {
-        if (!seen[s * P + p]) throw new KernelArgumentError(`slot ${s} lacks position ${p}: a training call must hold complete sequences`);
+        if (!seen[s * P + p]) {
+          throw new KernelArgumentError(
+            `slot ${s} lacks position ${p}: a training call must hold complete sequences`,
+          );
+        }
       }
     }
     // Ascending ids: each chunk of a split embedding owns a contiguous run of unique tokens.
@@ -148,19 +185,36 @@ export class ModelBackward {
   }
 
   /** dX [N, in] (=, or += when acc) dY [N, out] · W;  dW += dYᵀ · X when W is trainable. */
-  private linearBwd(rec: Recorder, N: number, dy: BufferRef, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, dx: BufferRef, acc: boolean) {
+  private linearBwd(
+    rec: Recorder,
+    N: number,
+    dy: BufferRef,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    dx: BufferRef,
+    acc: boolean,
+  ) {
     const [out, inp] = w.shape;
     const m = this.model;
     const chunks = m.params.chunks(w);
     if (chunks.length === 1) {
       this.mm(rec, { form: "nn", M: N, N: inp, K: out, beta: acc ? 1 : 0 }, dy, chunks[0].ref, dx);
-      if (this.trainable(w)) this.mm(rec, { form: "tn", M: out, N: inp, K: N, beta: 1 }, dy, x, this.grads.ref(w));
+      if (this.trainable(w)) {
+        this.mm(rec, { form: "tn", M: out, N: inp, K: N, beta: 1 }, dy, x, this.grads.ref(w));
+      }
     } else {
       // W split into row chunks: dX sums the chunks' products; each chunk's dW is its own.
       const tmp = m.splitTmp!, dw = this.trainable(w) ? this.grads.chunks(w) : null;
       chunks.forEach((c, k) => {
         m.split!.gatherCols(rec, N, c.rows, out, c.rowStart, dy, tmp);
-        this.mm(rec, { form: "nn", M: N, N: inp, K: c.rows, beta: acc || k > 0 ? 1 : 0 }, tmp, c.ref, dx);
+        this.mm(
+          rec,
+          { form: "nn", M: N, N: inp, K: c.rows, beta: acc || k > 0 ? 1 : 0 },
+          tmp,
+          c.ref,
+          dx,
+        );
         if (dw) this.mm(rec, { form: "tn", M: c.rows, N: inp, K: N, beta: 1 }, tmp, x, dw[k].ref);
       });
     }
@@ -169,29 +223,71 @@ export class ModelBackward {
   }
 
   /** GPT-2's LayerNorm backward: dx (= or +=), and dw, db += where trainable. */
-  private layerNormBwd(rec: Recorder, N: number, dy: BufferRef, x: BufferRef, w: ParamTensor, b: ParamTensor, mean: BufferRef, rstd: BufferRef, dx: BufferRef, acc: boolean) {
+  private layerNormBwd(
+    rec: Recorder,
+    N: number,
+    dy: BufferRef,
+    x: BufferRef,
+    w: ParamTensor,
+    b: ParamTensor,
+    mean: BufferRef,
+    rstd: BufferRef,
+    dx: BufferRef,
+    acc: boolean,
+  ) {
     const m = this.model, C = m.config.hiddenSize;
     const tw = this.trainable(w), tb = this.trainable(b);
-    if (tw !== tb) throw new KernelArgumentError(`${w.name} and ${b.name}: train a LayerNorm's weight and bias together`);
+    if (tw !== tb) {
+      throw new KernelArgumentError(
+        `${w.name} and ${b.name}: train a LayerNorm's weight and bias together`,
+      );
+    }
     const wb = tw ? { dw: this.grads.ref(w), db: this.grads.ref(b) } : null;
     m.gpt2!.layernormBwd(rec, N, C, dy, x, m.p(w), mean, rstd, dx, acc, wb);
   }
 
   /** The backward of one GPT2Block (GpuModel.encodeGpt2Layer reversed). */
   private encodeGpt2LayerBwd(rec: Recorder, l: number, N: number) {
-    const m = this.model, c = m.config, a = m.acts[l], g = this.g, lv = m.weights.layout.layerView(l);
+    const m = this.model,
+      c = m.config,
+      a = m.acts[l],
+      g = this.g,
+      lv = m.weights.layout.layerView(l);
     const C = c.hiddenSize, NH = c.numHeads, D = c.headDim, s = m.scratch;
     // MLP: res[l+1] = xmid + c_proj(gelu_new(c_fc(xn2))),  xn2 = ln_2(xmid)
     this.linearBwd(rec, N, g.dX, a.h, lv.down, lv.downBias, g.dh, false);
     m.gpt2!.geluBwd(rec, N * c.intermediateSize, g.dh, a.gate, g.dgate);
     this.linearBwd(rec, N, g.dgate, a.xn2, lv.up, lv.upBias, g.dxn, false);
     rec.copy(g.dX, g.dXmid, N * C * 4);
-    this.layerNormBwd(rec, N, g.dxn, a.xmid, lv.postNorm, lv.postNormBias!, a.mean2, a.rstd2, g.dXmid, true);
+    this.layerNormBwd(
+      rec,
+      N,
+      g.dxn,
+      a.xmid,
+      lv.postNorm,
+      lv.postNormBias!,
+      a.mean2,
+      a.rstd2,
+      g.dXmid,
+      true,
+    );
     // Attention: xmid = res[l] + c_proj(attn(split(c_attn(ln_1(res[l])))))
     this.linearBwd(rec, N, g.dXmid, a.att, lv.o, lv.oBias, g.datt, false);
     this.k.attention(rec, N, NH, NH, D, {
-      meta: s.meta, rowOf: g.rowOf, seqLen: g.seqLen, q: a.q, kc: m.kCache[l], vc: m.vCache[l], out: a.att,
-      dout: g.datt, lse: a.lse, delta: g.delta, dq: g.dq, dkc: g.dkc, dvc: g.dvc, grid: this.attnGrid,
+      meta: s.meta,
+      rowOf: g.rowOf,
+      seqLen: g.seqLen,
+      q: a.q,
+      kc: m.kCache[l],
+      vc: m.vCache[l],
+      out: a.att,
+      dout: g.datt,
+      lse: a.lse,
+      delta: g.delta,
+      dq: g.dq,
+      dkc: g.dkc,
+      dvc: g.dvc,
+      grid: this.attnGrid,
     });
     this.k.kvGather(rec, N, NH, D, s.meta, g.dkc, g.dk);
     this.k.kvGather(rec, N, NH, D, s.meta, g.dvc, g.dv);
@@ -201,16 +297,41 @@ export class ModelBackward {
     sp.copyCols(rec, N, C, 3 * C, 2 * C, g.dv, g.dqkv);
     this.linearBwd(rec, N, g.dqkv, a.xn1, lv.qkv!, lv.qkvBias, g.dxn, false);
     rec.copy(g.dXmid, g.dX, N * C * 4);
-    this.layerNormBwd(rec, N, g.dxn, m.res[l], lv.inputNorm, lv.inputNormBias!, a.mean1, a.rstd1, g.dX, true);
+    this.layerNormBwd(
+      rec,
+      N,
+      g.dxn,
+      m.res[l],
+      lv.inputNorm,
+      lv.inputNormBias!,
+      a.mean1,
+      a.rstd1,
+      g.dX,
+      true,
+    );
   }
 
-  private normBwd(rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: ParamTensor, rstd: BufferRef, dx: BufferRef, acc: boolean) {
+  private normBwd(
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    dy: BufferRef,
+    x: BufferRef,
+    w: ParamTensor,
+    rstd: BufferRef,
+    dx: BufferRef,
+    acc: boolean,
+  ) {
     const dw = this.trainable(w) ? this.grads.ref(w) : null;
     this.k.rmsnorm(rec, rows, cols, dy, x, this.model.p(w), rstd, dx, dw, acc);
   }
 
   private encodeLayerBwd(rec: Recorder, l: number, N: number) {
-    const m = this.model, c = m.config, a = m.acts[l], g = this.g, lv = m.weights.layout.layerView(l);
+    const m = this.model,
+      c = m.config,
+      a = m.acts[l],
+      g = this.g,
+      lv = m.weights.layout.layerView(l);
     const C = c.hiddenSize, NH = c.numHeads, KV = c.numKvHeads, D = c.headDim;
     // MLP: res[l+1] = xmid + down(silu(gate(xn2)) · up(xn2)),  xn2 = norm(xmid)
     this.linearBwd(rec, N, g.dX, a.h, lv.down, null, g.dh, false);
@@ -224,8 +345,20 @@ export class ModelBackward {
     const { q } = m.qkUsed(l); // K and V come from the layer's cache
     const s = m.scratch;
     this.k.attention(rec, N, NH, KV, D, {
-      meta: s.meta, rowOf: g.rowOf, seqLen: g.seqLen, q, kc: m.kCache[l], vc: m.vCache[l], out: a.att,
-      dout: g.datt, lse: a.lse, delta: g.delta, dq: g.dq, dkc: g.dkc, dvc: g.dvc, grid: this.attnGrid,
+      meta: s.meta,
+      rowOf: g.rowOf,
+      seqLen: g.seqLen,
+      q,
+      kc: m.kCache[l],
+      vc: m.vCache[l],
+      out: a.att,
+      dout: g.datt,
+      lse: a.lse,
+      delta: g.delta,
+      dq: g.dq,
+      dkc: g.dkc,
+      dvc: g.dvc,
+      grid: this.attnGrid,
     });
     this.k.kvGather(rec, N, KV, D, s.meta, g.dkc, g.dk);
     this.k.kvGather(rec, N, KV, D, s.meta, g.dvc, g.dv);
@@ -250,17 +383,42 @@ export class ModelBackward {
    * more gradient into dL/dxf [N, C] (the final norm's output, scratch.xf) after the LM head's:
    * another head on the same hidden state (PPO's value head) trains the trunk through it too.
    */
-  encode(rec: Recorder, N: number, dlogits: BufferRef, finalHidden?: (rec: Recorder, dxf: GPUBuffer) => void) {
+  encode(
+    rec: Recorder,
+    N: number,
+    dlogits: BufferRef,
+    finalHidden?: (rec: Recorder, dxf: GPUBuffer) => void,
+  ) {
     const m = this.model, c = m.config, lay = m.weights.layout, g = this.g, s = m.scratch;
     const C = c.hiddenSize, L = c.numLayers;
     this.linearBwd(rec, N, dlogits, s.xf, lay.lmHead, null, g.dxn, false);
     finalHidden?.(rec, g.dxn);
     if (m.gpt2) {
-      this.layerNormBwd(rec, N, g.dxn, m.res[L], lay.finalNorm, lay.finalNormBias!, s.meanf, s.rstdf, g.dX, false);
+      this.layerNormBwd(
+        rec,
+        N,
+        g.dxn,
+        m.res[L],
+        lay.finalNorm,
+        lay.finalNormBias!,
+        s.meanf,
+        s.rstdf,
+        g.dX,
+        false,
+      );
       for (let l = L - 1; l >= 0; l--) this.encodeGpt2LayerBwd(rec, l, N);
       const wpe = lay.posEmbed!;
       if (this.trainable(wpe)) {
-        this.k.embedding(rec, this.uniquePositions, C, g.dX, g.posIds, g.posOffsets, g.posRows, this.grads.ref(wpe));
+        this.k.embedding(
+          rec,
+          this.uniquePositions,
+          C,
+          g.dX,
+          g.posIds,
+          g.posOffsets,
+          g.posRows,
+          this.grads.ref(wpe),
+        );
       }
     } else {
       this.normBwd(rec, N, C, g.dxn, m.res[L], lay.finalNorm, s.rstdf, g.dX, false);
@@ -269,11 +427,33 @@ export class ModelBackward {
     if (this.trainable(lay.embed)) {
       const chunks = this.grads.chunks(lay.embed);
       if (chunks.length === 1) {
-        this.k.embedding(rec, this.uniqueTokens, C, g.dX, g.tokens, g.offsets, g.csrRows, chunks[0].ref);
+        this.k.embedding(
+          rec,
+          this.uniqueTokens,
+          C,
+          g.dX,
+          g.tokens,
+          g.offsets,
+          g.csrRows,
+          chunks[0].ref,
+        );
       } else {
         chunks.forEach((c, i) => {
           const r = this.embedRanges[i];
-          if (r?.count) m.split!.embeddingBwd(rec, r.uStart, r.count, C, c.rowStart, g.dX, g.tokens, g.offsets, g.csrRows, c.ref);
+          if (r?.count) {
+            m.split!.embeddingBwd(
+              rec,
+              r.uStart,
+              r.count,
+              C,
+              c.rowStart,
+              g.dX,
+              g.tokens,
+              g.offsets,
+              g.csrRows,
+              c.ref,
+            );
+          }
         });
       }
     }
@@ -291,7 +471,9 @@ export class ModelBackward {
 }
 
 /** Row indices grouped by key (ascending keys): keys, CSR offsets and the rows in key order. */
-function groupRows(keysOfRows: readonly number[]): { keys: number[]; offsets: number[]; csr: number[] } {
+function groupRows(
+  keysOfRows: readonly number[],
+): { keys: number[]; offsets: number[]; csr: number[] } {
   const by = new Map<number, number[]>();
   keysOfRows.forEach((k, i) => {
     const list = by.get(k);

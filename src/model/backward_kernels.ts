@@ -12,10 +12,25 @@ import { LANE_WG, laneAttentionFits } from "./model_kernels.ts";
 
 const EW = 256, RED = 64, ATT = 64;
 
-type Names = "normX" | "normXAcc" | "normW" | "swiglu" | "colsum" | "embed" | "delta" | "dq" | "dkv" | "kvGather";
+type Names =
+  | "normX"
+  | "normXAcc"
+  | "normW"
+  | "swiglu"
+  | "colsum"
+  | "embed"
+  | "delta"
+  | "dq"
+  | "dkv"
+  | "kvGather";
 
 export class BackwardKernels {
-  private constructor(private k: Record<Names, Kernel>, private maxPerDim: number, readonly P: number, readonly S: number) {}
+  private constructor(
+    private k: Record<Names, Kernel>,
+    private maxPerDim: number,
+    readonly P: number,
+    readonly S: number,
+  ) {}
 
   /**
    * `variant` "lane": the attention backward as one invocation per (row, head) for dQ and per
@@ -34,14 +49,21 @@ export class BackwardKernels {
     // attn_dkv gives each head dim a lane: its workgroup is at least head_dim wide.
     const kvWg = Math.max(ATT, 2 ** Math.ceil(Math.log2(headDim)));
     if (kvWg > gpu.device.limits.maxComputeInvocationsPerWorkgroup) {
-      throw new KernelArgumentError(`head_dim ${headDim} exceeds this adapter's workgroup size for the attention backward`);
+      throw new KernelArgumentError(
+        `head_dim ${headDim} exceeds this adapter's workgroup size for the attention backward`,
+      );
     }
     // The vec4 dK/dV kernel needs head_dim a multiple of 4 and at most 4·64 (its K/V row cache).
     const vec4Dkv = headDim % 4 === 0 && headDim <= 256;
-    const lane = vec4Dkv && variant === "lane" && laneAttentionFits(headDim, cachePositions, kvGroups);
+    const lane = vec4Dkv && variant === "lane" &&
+      laneAttentionFits(headDim, cachePositions, kvGroups);
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
-      gpu.kernel({ shader, entry, bindings: bindings as never, constants });
+    const s = (
+      shader: string,
+      entry: string,
+      bindings: string[],
+      constants: Record<string, number>,
+    ) => gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const norm = [u, ro, ro, ro, ro, rw];
     const normX = normVariant === "rows" ? "rmsnorm_bwd_x_rows" : "rmsnorm_bwd_x";
     const entries = await Promise.all([
@@ -53,18 +75,47 @@ export class BackwardKernels {
       s("embedding_bwd", "embedding_bwd", [u, ro, ro, ro, ro, rw], { WG: EW }),
       s("attention_delta", "attention_delta", [u, ro, ro, rw], { WG: RED }),
       lane
-        ? s("attention_bwd_lane", "attn_dq_lane", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: LANE_WG, D4: headDim / 4 })
-        : s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], { WG: ATT, MAXP: cachePositions }),
+        ? s("attention_bwd_lane", "attn_dq_lane", [u, ro, ro, ro, ro, ro, ro, ro, rw], {
+          WG: LANE_WG,
+          D4: headDim / 4,
+        })
+        : s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], {
+          WG: ATT,
+          MAXP: cachePositions,
+        }),
       lane
-        ? s("attention_bwd_kv_lane", "attn_dkv_lane", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: headDim / 4 })
+        ? s("attention_bwd_kv_lane", "attn_dkv_lane", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], {
+          WG: LANE_WG,
+          D4: headDim / 4,
+        })
         : vec4Dkv
-        ? s("attention_bwd_kv4", "attn_dkv4", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: ATT })
-        : s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], { WG: kvWg }),
+        ? s("attention_bwd_kv4", "attn_dkv4", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], {
+          WG: ATT,
+        })
+        : s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], {
+          WG: kvWg,
+        }),
       s("kv_gather", "kv_gather", [u, ro, ro, rw], { WG: EW }),
     ]);
-    const names: Names[] = ["normX", "normXAcc", "normW", "swiglu", "colsum", "embed", "delta", "dq", "dkv", "kvGather"];
+    const names: Names[] = [
+      "normX",
+      "normXAcc",
+      "normW",
+      "swiglu",
+      "colsum",
+      "embed",
+      "delta",
+      "dq",
+      "dkv",
+      "kvGather",
+    ];
     const k = Object.fromEntries(names.map((n, i) => [n, entries[i]])) as Record<Names, Kernel>;
-    const bk = new BackwardKernels(k, gpu.device.limits.maxComputeWorkgroupsPerDimension, cachePositions, slots);
+    const bk = new BackwardKernels(
+      k,
+      gpu.device.limits.maxComputeWorkgroupsPerDimension,
+      cachePositions,
+      slots,
+    );
     bk.lane = lane;
     bk.normRows = normVariant === "rows";
     return bk;
@@ -78,53 +129,141 @@ export class BackwardKernels {
   }
 
   /** dx (= or += when accumulate) and dw += for y = rmsnorm(x)·w over [rows, cols]. */
-  rmsnorm(rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: BufferRef, rstd: BufferRef, dx: BufferRef, dw: BufferRef | null, accumulate: boolean) {
+  rmsnorm(
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    dy: BufferRef,
+    x: BufferRef,
+    w: BufferRef,
+    rstd: BufferRef,
+    dx: BufferRef,
+    dw: BufferRef | null,
+    accumulate: boolean,
+  ) {
     const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
     const grid = this.normRows ? this.grid(rows, RED) : grid1d(rows, this.maxPerDim);
     rec.dispatch(accumulate ? this.k.normXAcc : this.k.normX, [null, dy, x, w, rstd, dx], grid, u);
     if (dw) rec.dispatch(this.k.normW, [null, dy, x, w, rstd, dw], [Math.ceil(cols / RED)], u);
   }
 
-  swiglu(rec: Recorder, n: number, dout: BufferRef, g: BufferRef, up: BufferRef, dg: BufferRef, du: BufferRef) {
-    rec.dispatch(this.k.swiglu, [null, dout, g, up, dg, du], this.grid(n), packUniform([["u32", n]]));
+  swiglu(
+    rec: Recorder,
+    n: number,
+    dout: BufferRef,
+    g: BufferRef,
+    up: BufferRef,
+    dg: BufferRef,
+    du: BufferRef,
+  ) {
+    rec.dispatch(
+      this.k.swiglu,
+      [null, dout, g, up, dg, du],
+      this.grid(n),
+      packUniform([["u32", n]]),
+    );
   }
 
   /** out[c] += Σ_r x[r, c]. */
   colsum(rec: Recorder, rows: number, cols: number, x: BufferRef, out: BufferRef) {
-    rec.dispatch(this.k.colsum, [null, x, out], [Math.ceil(cols / RED)], packUniform([["u32", rows], ["u32", cols]]));
+    rec.dispatch(
+      this.k.colsum,
+      [null, x, out],
+      [Math.ceil(cols / RED)],
+      packUniform([["u32", rows], ["u32", cols]]),
+    );
   }
 
   /** dE[tokens[u]] += Σ rows of dx listed for u (CSR). */
-  embedding(rec: Recorder, unique: number, cols: number, dx: BufferRef, tokens: BufferRef, offsets: BufferRef, rows: BufferRef, dE: BufferRef) {
+  embedding(
+    rec: Recorder,
+    unique: number,
+    cols: number,
+    dx: BufferRef,
+    tokens: BufferRef,
+    offsets: BufferRef,
+    rows: BufferRef,
+    dE: BufferRef,
+  ) {
     const u = packUniform([["u32", unique], ["u32", cols]]);
     rec.dispatch(this.k.embed, [null, dx, tokens, offsets, rows, dE], this.grid(unique * cols), u);
   }
 
   private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
     return packUniform([
-      ["u32", N], ["u32", NH], ["u32", KV], ["u32", D],
-      ["u32", this.P], ["f32", 1 / Math.sqrt(D)], ["u32", this.S], ["u32", 0],
+      ["u32", N],
+      ["u32", NH],
+      ["u32", KV],
+      ["u32", D],
+      ["u32", this.P],
+      ["f32", 1 / Math.sqrt(D)],
+      ["u32", this.S],
+      ["u32", 0],
     ]);
   }
 
   /** dq [N, NH·D], dKc/dVc [S, KV, P, D] (entries of rows in this call) from dOut. */
   attention(
-    rec: Recorder, N: number, NH: number, KV: number, D: number,
-    b: { meta: BufferRef; rowOf: BufferRef; seqLen: BufferRef; q: BufferRef; kc: BufferRef; vc: BufferRef; out: BufferRef; dout: BufferRef; lse: BufferRef; delta: BufferRef; dq: BufferRef; dkc: BufferRef; dvc: BufferRef; grid?: { slots: number; positions: number } },
+    rec: Recorder,
+    N: number,
+    NH: number,
+    KV: number,
+    D: number,
+    b: {
+      meta: BufferRef;
+      rowOf: BufferRef;
+      seqLen: BufferRef;
+      q: BufferRef;
+      kc: BufferRef;
+      vc: BufferRef;
+      out: BufferRef;
+      dout: BufferRef;
+      lse: BufferRef;
+      delta: BufferRef;
+      dq: BufferRef;
+      dkc: BufferRef;
+      dvc: BufferRef;
+      grid?: { slots: number; positions: number };
+    },
   ) {
-    rec.dispatch(this.k.delta, [null, b.dout, b.out, b.delta], this.grid(N * NH, RED), packUniform([["u32", N * NH], ["u32", D]]));
+    rec.dispatch(
+      this.k.delta,
+      [null, b.dout, b.out, b.delta],
+      this.grid(N * NH, RED),
+      packUniform([["u32", N * NH], ["u32", D]]),
+    );
     const u = this.attnUniform(N, NH, KV, D);
     const dqGrid: [number, number] | [number, number, number] = this.lane
       ? this.grid(N * NH, LANE_WG)
       : [NH, Math.min(N, 65535), Math.ceil(N / 65535)];
-    rec.dispatch(this.k.dq, [null, b.meta, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dq], dqGrid, u);
+    rec.dispatch(
+      this.k.dq,
+      [null, b.meta, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dq],
+      dqGrid,
+      u,
+    );
     const positions = b.grid?.positions ?? this.P, slots = b.grid?.slots ?? this.S;
-    const dkvGrid: [number, number, number] = this.lane ? [Math.ceil(positions / LANE_WG), KV, slots] : [KV, positions, slots];
-    rec.dispatch(this.k.dkv, [null, b.rowOf, b.seqLen, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dkc, b.dvc], dkvGrid, u);
+    const dkvGrid: [number, number, number] = this.lane
+      ? [Math.ceil(positions / LANE_WG), KV, slots]
+      : [KV, positions, slots];
+    rec.dispatch(
+      this.k.dkv,
+      [null, b.rowOf, b.seqLen, b.q, b.kc, b.vc, b.dout, b.lse, b.delta, b.dkc, b.dvc],
+      dkvGrid,
+      u,
+    );
   }
 
   /** out [N, KV·D] = cache rows at each row's (slot, pos). */
-  kvGather(rec: Recorder, N: number, KV: number, D: number, meta: BufferRef, cache: BufferRef, out: BufferRef) {
+  kvGather(
+    rec: Recorder,
+    N: number,
+    KV: number,
+    D: number,
+    meta: BufferRef,
+    cache: BufferRef,
+    out: BufferRef,
+  ) {
     const u = packUniform([["u32", N], ["u32", KV], ["u32", D], ["u32", this.P]]);
     rec.dispatch(this.k.kvGather, [null, meta, cache, out], this.grid(N * KV * D), u);
   }

@@ -14,7 +14,12 @@ import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import type { ModelConfig } from "./config.ts";
 import type { BufferRange, GpuParams } from "./gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "./weights.ts";
-import { LLAMA_LORA_MODULES as LORA_MODULES, type LoraAdapters, type LoraLayout, vec4Entry } from "./lora.ts";
+import {
+  LLAMA_LORA_MODULES as LORA_MODULES,
+  type LoraAdapters,
+  type LoraLayout,
+  vec4Entry,
+} from "./lora.ts";
 import { ParamAtlas } from "./param_atlas.ts";
 import { ropeTable } from "./rope_table.ts";
 import { laneLoopBound } from "./sampling.ts";
@@ -25,7 +30,16 @@ import { laneLoopBound } from "./sampling.ts";
  * (rows · column groups) and weight rows (4 · column groups), head_dim / 4, query heads per kv
  * head, and a lane's attention registers (G · head_dim / 4 vec4s).
  */
-export const DECODE_FORWARD_LIMITS = { MAXL: 32, MAXR: 16, MAXCG: 4, MAXT: 16, MAXW: 16, MAXD4: 16, MAXG: 8, QLEN: 32 } as const;
+export const DECODE_FORWARD_LIMITS = {
+  MAXL: 32,
+  MAXR: 16,
+  MAXCG: 4,
+  MAXT: 16,
+  MAXW: 16,
+  MAXD4: 16,
+  MAXG: 8,
+  QLEN: 32,
+} as const;
 const { MAXL, MAXR, MAXCG, MAXT, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
 /** Words of the shader's `Layer` struct: 16 offsets and flags, then (offA, strideA, offB, strideB) per LoRA module. */
 const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
@@ -38,8 +52,17 @@ const HEADER_WORDS = 20;
 const STORAGE_BINDINGS = 10;
 const SAMPLE_STORAGE_BINDINGS = 12;
 const FORWARD_BINDINGS: readonly BindingKind[] = [
-  "uniform", "read-only-storage", "storage", "storage", "read-only-storage", "storage", "storage", "storage",
-  "read-only-storage", "read-only-storage", "storage",
+  "uniform",
+  "read-only-storage",
+  "storage",
+  "storage",
+  "read-only-storage",
+  "storage",
+  "storage",
+  "storage",
+  "read-only-storage",
+  "read-only-storage",
+  "storage",
 ];
 
 /** What a generation step that samples inside the kernel needs (DecodeForwardKernel.encode). */
@@ -110,7 +133,9 @@ const MAX_RANK4 = 16;
 /** Why rows' adapters of this layout cannot apply inside the fused kernel, or null. */
 export function decodeLoraUnfit(l: LoraLayout): string | null {
   const r = l.cfg.rank;
-  if (r % 4 || r / 4 > MAX_RANK4) return `LoRA rank ${r} must be a multiple of 4 up to ${4 * MAX_RANK4}`;
+  if (r % 4 || r / 4 > MAX_RANK4) {
+    return `LoRA rank ${r} must be a multiple of 4 up to ${4 * MAX_RANK4}`;
+  }
   if (l.entries.some((e) => !vec4Entry(e, r))) return "LoRA tensors must be vec4-aligned";
   return null;
 }
@@ -130,7 +155,19 @@ function sizes(c: ModelConfig, R: number, wg: number) {
   const SU = R * 3 * MAX_RANK4;
   const SQ = R * NH * D4, SKV = R * KV * D4, SI = R * I4, SPACC = SPART * D4;
   // WS: the workgroup's scratch (vec4s) in the Scr binding.
-  return { D4, NH, KV, NCH, SC: R * C4, SQ, SKV, SI, SPART, SPACC, WS: 2 * R * C4 + SQ + 2 * SKV + SI + SPACC + SU };
+  return {
+    D4,
+    NH,
+    KV,
+    NCH,
+    SC: R * C4,
+    SQ,
+    SKV,
+    SI,
+    SPART,
+    SPACC,
+    WS: 2 * R * C4 + SQ + 2 * SKV + SI + SPACC + SU,
+  };
 }
 
 /**
@@ -139,14 +176,25 @@ function sizes(c: ModelConfig, R: number, wg: number) {
  * override dims (D4, G, R, NCH, CG, RANK4) are unrolled and do not count. `rank4`: rows' LoRA
  * adapters of rank 4·rank4 on every module (their x·Aᵀ loops).
  */
-export function decodeForwardLoopBound(c: ModelConfig, cachePositions: number, R: number, wg: number, cg = 1, rank4 = 0): number {
-  const s = sizes(c, R, wg), C4 = c.hiddenSize / 4, I4 = c.intermediateSize / 4, V4 = c.vocabSize / 4;
+export function decodeForwardLoopBound(
+  c: ModelConfig,
+  cachePositions: number,
+  R: number,
+  wg: number,
+  cg = 1,
+  rank4 = 0,
+): number {
+  const s = sizes(c, R, wg),
+    C4 = c.hiddenSize / 4,
+    I4 = c.intermediateSize / 4,
+    V4 = c.vocabSize / 4;
   const Q4 = c.numHeads * s.D4, K4 = c.numKvHeads * s.D4;
   const per = (n: number) => Math.ceil(n / wg); // iterations of a loop spread over the lanes
   const groups = (n: number) => per(Math.ceil(n / cg)); // a projection's column-group loop
   const norm = per(R) * 3 * C4;
   const layer = norm * 2 + groups(Q4 + 2 * K4) * (C4 + 1) + per(R * (c.numHeads + s.KV)) +
-    per(R * s.KV * s.NCH) * (Math.ceil(cachePositions / s.NCH) + 1) + per(R * Q4) + groups(C4) * (Q4 + 1) +
+    per(R * s.KV * s.NCH) * (Math.ceil(cachePositions / s.NCH) + 1) + per(R * Q4) +
+    groups(C4) * (Q4 + 1) +
     groups(I4) * 2 * (C4 + 1) + groups(C4) * (I4 + 1) + 1 +
     (rank4 ? per(R * rank4) * (5 * (C4 + 1) + (Q4 + 1) + (I4 + 1)) : 0);
   return per(R * C4) + c.numLayers * layer + norm + groups(V4) * (C4 + 1);
@@ -163,7 +211,13 @@ function workgroupBytes(c: ModelConfig, R: number, wg: number): number {
  * The override constants that place the projections' inputs (sX, sQ, sH) in workgroup memory
  * where the adapter's limit holds them beside the attention sums, else leave them in Scr.
  */
-function inputPlacement(c: ModelConfig, R: number, wg: number, maxWorkgroupBytes: number, wanted: boolean) {
+function inputPlacement(
+  c: ModelConfig,
+  R: number,
+  wg: number,
+  maxWorkgroupBytes: number,
+  wanted: boolean,
+) {
   const s = sizes(c, R, wg);
   const fits = wanted && workgroupBytes(c, R, wg) + 16 * (s.SC + s.SQ + s.SI) <= maxWorkgroupBytes;
   return fits ? { WGIN: 1, SCW: s.SC, SQW: s.SQ, SIW: s.SI } : { WGIN: 0, SCW: 1, SQW: 1, SIW: 1 };
@@ -174,32 +228,62 @@ function inputPlacement(c: ModelConfig, R: number, wg: number, maxWorkgroupBytes
  * can: its shapes, the shader's limits, workgroup memory, and every parameter in one binding.
  */
 export function decodeForwardUnfit(
-  c: ModelConfig, cachePositions: number, params: Pick<GpuParams, "buffers" | "anySplit">,
-  limits: { maxWorkgroupBytes: number; maxBindingBytes: number; maxStorageBuffers?: number }, opts: DecodeForwardOptions = {},
+  c: ModelConfig,
+  cachePositions: number,
+  params: Pick<GpuParams, "buffers" | "anySplit">,
+  limits: { maxWorkgroupBytes: number; maxBindingBytes: number; maxStorageBuffers?: number },
+  opts: DecodeForwardOptions = {},
 ): string | null {
-  const R = opts.rows ?? 4, wg = opts.workgroup ?? 16, C = c.hiddenSize, I = c.intermediateSize, D = c.headDim;
+  const R = opts.rows ?? 4,
+    wg = opts.workgroup ?? 16,
+    C = c.hiddenSize,
+    I = c.intermediateSize,
+    D = c.headDim;
   const G = c.numHeads / c.numKvHeads, cg = columnGroups(c, opts);
-  if (c.modelType === "gpt2") return "gpt2 (LayerNorm, learned positions, gelu_new) takes the per-op path";
-  if (!Number.isInteger(R) || R < 1 || R > MAXR) return `rows per workgroup ${R} outside 1..${MAXR}`;
+  if (c.modelType === "gpt2") {
+    return "gpt2 (LayerNorm, learned positions, gelu_new) takes the per-op path";
+  }
+  if (!Number.isInteger(R) || R < 1 || R > MAXR) {
+    return `rows per workgroup ${R} outside 1..${MAXR}`;
+  }
   if (![1, 2, 4].includes(cg) || cg > MAXCG) return `columns per lane ${4 * cg} must be 4, 8 or 16`;
-  if (R * cg > MAXT) return `rows per workgroup ${R} × columns per lane ${4 * cg} exceed the lane's ${4 * MAXT} accumulators`;
-  if (!Number.isInteger(wg) || wg < 16 || wg % 8) return `workgroup ${wg} must be a multiple of 8, at least 16`;
+  if (R * cg > MAXT) {
+    return `rows per workgroup ${R} × columns per lane ${4 * cg} exceed the lane's ${
+      4 * MAXT
+    } accumulators`;
+  }
+  if (!Number.isInteger(wg) || wg < 16 || wg % 8) {
+    return `workgroup ${wg} must be a multiple of 8, at least 16`;
+  }
   if (C % 4 || I % 4 || D % 8 || c.vocabSize % 4) {
     return `hidden ${C}, intermediate ${I} and vocabulary ${c.vocabSize} must be multiples of 4 and head_dim ${D} of 8`;
   }
   if ([C, I, c.numKvHeads * D].some((x) => (x / 4) % cg)) {
-    return `columns per lane ${4 * cg} must divide hidden ${C}, intermediate ${I} and the kv width ${c.numKvHeads * D}`;
+    return `columns per lane ${
+      4 * cg
+    } must divide hidden ${C}, intermediate ${I} and the kv width ${c.numKvHeads * D}`;
   }
-  if (c.numLayers > MAXL) return `${c.numLayers} layers exceed the ${MAXL} the kernel's uniform block holds`;
-  if (G > MAXG || G * D / 4 > QLEN || D / 4 > MAXD4) return `${G} query heads per kv head of head_dim ${D} exceed the attention registers`;
+  if (c.numLayers > MAXL) {
+    return `${c.numLayers} layers exceed the ${MAXL} the kernel's uniform block holds`;
+  }
+  if (G > MAXG || G * D / 4 > QLEN || D / 4 > MAXD4) {
+    return `${G} query heads per kv head of head_dim ${D} exceed the attention registers`;
+  }
   if ((limits.maxStorageBuffers ?? STORAGE_BINDINGS) < STORAGE_BINDINGS) {
     return `needs ${STORAGE_BINDINGS} storage buffers per shader stage, the adapter allows ${limits.maxStorageBuffers}`;
   }
   const bytes = workgroupBytes(c, R, wg);
-  if (bytes > limits.maxWorkgroupBytes) return `needs ${bytes} bytes of workgroup memory, the adapter has ${limits.maxWorkgroupBytes}`;
+  if (bytes > limits.maxWorkgroupBytes) {
+    return `needs ${bytes} bytes of workgroup memory, the adapter has ${limits.maxWorkgroupBytes}`;
+  }
   const loops = decodeForwardLoopBound(c, cachePositions, R, wg, cg);
-  if (loops > LOOP_LIMIT) return `a lane would run up to ${loops} loop iterations a step, over llvmpipe's limit (${LOOP_LIMIT})`;
-  if (params.anySplit || params.buffers.length !== 1 || params.buffers[0].size > limits.maxBindingBytes) {
+  if (loops > LOOP_LIMIT) {
+    return `a lane would run up to ${loops} loop iterations a step, over llvmpipe's limit (${LOOP_LIMIT})`;
+  }
+  if (
+    params.anySplit || params.buffers.length !== 1 ||
+    params.buffers[0].size > limits.maxBindingBytes
+  ) {
     return "the parameters do not fit one storage binding";
   }
   return null;
@@ -249,7 +333,12 @@ export class DecodeForwardKernel {
    * `decodeForwardUnfit` must have returned null for these options.
    */
   static async create(
-    gpu: Gpu, c: ModelConfig, layout: ParamLayout, params: GpuParams, cachePositions: number, slots: number,
+    gpu: Gpu,
+    c: ModelConfig,
+    layout: ParamLayout,
+    params: GpuParams,
+    cachePositions: number,
+    slots: number,
     opts: DecodeForwardOptions = {},
   ): Promise<DecodeForwardKernel> {
     const wg = opts.workgroup ?? 16;
@@ -260,10 +349,22 @@ export class DecodeForwardKernel {
     const sinAt = Math.ceil(rt.cos.length / 4) * 4;
     const atlas = opts.atlas && gpu.readOnlyStorageTextures ? ParamAtlas.create(gpu, params) : null;
     const shader = opts.shader ?? (atlas ? "decode_forward_atlas" : "decode_forward");
-    const k = new DecodeForwardKernel(gpu, c, cachePositions, uniformOffsets(c, layout, params), rows, cores, wg, columnGroups(c, opts), shader,
+    const k = new DecodeForwardKernel(
+      gpu,
+      c,
+      cachePositions,
+      uniformOffsets(c, layout, params),
+      rows,
+      cores,
+      wg,
+      columnGroups(c, opts),
+      shader,
       gpu.zeros(4 * slots * sizes(c, rows, wg).WS, "decode_forward.scratch"),
       gpu.device.limits.maxStorageBuffersPerShaderStage >= SAMPLE_STORAGE_BINDINGS,
-      gpu.upload(new Float32Array([...rt.cos, ...new Float32Array(sinAt - rt.cos.length), ...rt.sin]), "decode_forward.rope"),
+      gpu.upload(
+        new Float32Array([...rt.cos, ...new Float32Array(sinAt - rt.cos.length), ...rt.sin]),
+        "decode_forward.rope",
+      ),
       sinAt,
       atlas,
       opts.workgroupInputs ?? true,
@@ -280,16 +381,30 @@ export class DecodeForwardKernel {
     const rank4 = lora ? lora.cfg.rank / 4 : 0, key = variantKey(rank4, sample);
     let k = this.kernels.get(key);
     if (!k) {
-      const forward: BindingKind[] = this.atlas ? [...FORWARD_BINDINGS, "texture-read"] : [...FORWARD_BINDINGS];
+      const forward: BindingKind[] = this.atlas
+        ? [...FORWARD_BINDINGS, "texture-read"]
+        : [...FORWARD_BINDINGS];
       const R = this.rows;
       k = this.gpu.kernel({
         shader: this.shader,
         entry: sample ? "decode_sample" : "decode_forward",
         bindings: sample ? [...forward, "storage", "storage"] : forward,
         constants: {
-          WG: this.wg, R, CG: this.cg, ...sizes(this.config, R, this.wg), LORA: rank4 ? 1 : 0, RANK4: Math.max(1, rank4),
-          SU: R * 3 * Math.max(1, rank4), ...(this.atlas ? { ATLAS_SHIFT: this.atlas.shift } : {}),
-          ...inputPlacement(this.config, R, this.wg, this.gpu.device.limits.maxComputeWorkgroupStorageSize, this.workgroupInputs),
+          WG: this.wg,
+          R,
+          CG: this.cg,
+          ...sizes(this.config, R, this.wg),
+          LORA: rank4 ? 1 : 0,
+          RANK4: Math.max(1, rank4),
+          SU: R * 3 * Math.max(1, rank4),
+          ...(this.atlas ? { ATLAS_SHIFT: this.atlas.shift } : {}),
+          ...inputPlacement(
+            this.config,
+            R,
+            this.wg,
+            this.gpu.device.limits.maxComputeWorkgroupStorageSize,
+            this.workgroupInputs,
+          ),
         },
       });
       this.kernels.set(key, k);
@@ -307,7 +422,14 @@ export class DecodeForwardKernel {
 
   /** The worst case of a step's loop iterations (decodeForwardLoopBound). */
   private loopBound(rank4: number): number {
-    return decodeForwardLoopBound(this.config, this.cachePositions, this.rows, this.wg, this.cg, rank4);
+    return decodeForwardLoopBound(
+      this.config,
+      this.cachePositions,
+      this.rows,
+      this.wg,
+      this.cg,
+      rank4,
+    );
   }
 
   /** Whether rows' adapters of this rank fit the kernel's loops (else they take the per-op path). */
@@ -323,12 +445,19 @@ export class DecodeForwardKernel {
    */
   stepsPerDispatch(lora: LoraLayout | null): number {
     if (!this.sampleBindings) return 0;
-    return Math.floor(LOOP_LIMIT / (this.loopBound(lora ? lora.cfg.rank / 4 : 0) + laneLoopBound(this.config.vocabSize, 0) + 1));
+    return Math.floor(
+      LOOP_LIMIT /
+        (this.loopBound(lora ? lora.cfg.rank / 4 : 0) + laneLoopBound(this.config.vocabSize, 0) +
+          1),
+    );
   }
 
   /** The kernel and rows per workgroup for a step of N rows: a workgroup per core where rows allow. */
   private pick(N: number, key: string): { kernel: Kernel; rows: number } {
-    return { kernel: this.ready.get(key)!, rows: Math.min(this.rows, Math.max(1, Math.ceil(N / this.cores))) };
+    return {
+      kernel: this.ready.get(key)!,
+      rows: Math.min(this.rows, Math.max(1, Math.ceil(N / this.cores))),
+    };
   }
 
   /** Whether the kernels read their projection weights from the parameter atlas. */
@@ -345,36 +474,82 @@ export class DecodeForwardKernel {
    * the recorded step reads the parameters as they are when it is recorded.
    */
   encode(
-    rec: Recorder, N: number, params: GpuParams, ids: GPUBuffer, meta: GPUBuffer,
-    kc: GPUBuffer, vc: GPUBuffer, cacheStride: number, logits: BufferRange, lora: LoraAdapters | null,
-    sample: DecodeSampleStep | null = null, paramsVersion = 0,
+    rec: Recorder,
+    N: number,
+    params: GpuParams,
+    ids: GPUBuffer,
+    meta: GPUBuffer,
+    kc: GPUBuffer,
+    vc: GPUBuffer,
+    cacheStride: number,
+    logits: BufferRange,
+    lora: LoraAdapters | null,
+    sample: DecodeSampleStep | null = null,
+    paramsVersion = 0,
   ) {
     const c = this.config, L = lora?.layout ?? null;
     const count = sample?.count ?? 1, most = sample ? this.stepsPerDispatch(L) : 1;
-    if (sample && !(Number.isInteger(count) && count >= 1 && count <= most && sample.step + count <= sample.steps)) {
-      throw new KernelArgumentError(`decode step: ${count} chained steps from step ${sample.step} of ${sample.steps} (at most ${most} a dispatch)`);
+    if (
+      sample &&
+      !(Number.isInteger(count) && count >= 1 && count <= most &&
+        sample.step + count <= sample.steps)
+    ) {
+      throw new KernelArgumentError(
+        `decode step: ${count} chained steps from step ${sample.step} of ${sample.steps} (at most ${most} a dispatch)`,
+      );
     }
     const { kernel, rows: rpg } = this.pick(N, variantKey(L ? L.cfg.rank / 4 : 0, sample !== null));
     // Without adapters LW and AdapterOf are never read; AdapterOf must not alias Ids (writable
     // storage: a buffer bound writable may not be bound read-only in the same dispatch).
-    const [lw, adapterOf] = lora ? [lora.params, lora.rowAdapters] : [params.buffers[0], this.noAdapters];
+    const [lw, adapterOf] = lora
+      ? [lora.params, lora.rowAdapters]
+      : [params.buffers[0], this.noAdapters];
     // The block is the shader's Params: a per-step header, then the layer table (~6 KiB, the
     // same for every step with these adapters, so built once).
     const block = this.layerTable(L).slice(0);
     const header = packUniform([
-      ["u32", N], ["u32", this.cachePositions], ["f32", c.rmsNormEps], ["f32", 1 / Math.sqrt(c.headDim)],
-      ["u32", c.numLayers], ["u32", this.offsets[0]], ["u32", this.offsets[1]], ["u32", this.offsets[2]],
-      ["u32", cacheStride / 4], ["u32", c.hiddenSize / 4], ["u32", c.intermediateSize / 4], ["u32", c.vocabSize / 4],
-      ["u32", c.numHeads * c.headDim / 4], ["u32", rpg], ["u32", L ? L.cfg.adapters.length : 0], ["f32", L ? L.scale : 0],
-      ["u32", sample?.step ?? 0], ["u32", sample?.steps ?? 0], ["u32", count], ["u32", this.sinAt / 4],
+      ["u32", N],
+      ["u32", this.cachePositions],
+      ["f32", c.rmsNormEps],
+      ["f32", 1 / Math.sqrt(c.headDim)],
+      ["u32", c.numLayers],
+      ["u32", this.offsets[0]],
+      ["u32", this.offsets[1]],
+      ["u32", this.offsets[2]],
+      ["u32", cacheStride / 4],
+      ["u32", c.hiddenSize / 4],
+      ["u32", c.intermediateSize / 4],
+      ["u32", c.vocabSize / 4],
+      ["u32", c.numHeads * c.headDim / 4],
+      ["u32", rpg],
+      ["u32", L ? L.cfg.adapters.length : 0],
+      ["f32", L ? L.scale : 0],
+      ["u32", sample?.step ?? 0],
+      ["u32", sample?.steps ?? 0],
+      ["u32", count],
+      ["u32", this.sinAt / 4],
     ]);
     new Uint8Array(block).set(new Uint8Array(header));
-    const bindings: Parameters<Recorder["dispatch"]>[1] = [null, params.buffers[0], meta, ids, this.rope, kc, vc, logits, lw, adapterOf, this.scratch];
+    const bindings: Parameters<Recorder["dispatch"]>[1] = [
+      null,
+      params.buffers[0],
+      meta,
+      ids,
+      this.rope,
+      kc,
+      vc,
+      logits,
+      lw,
+      adapterOf,
+      this.scratch,
+    ];
     if (this.atlas) {
       this.atlas.ensure(params, paramsVersion);
       bindings.push(this.atlas.binding);
     }
-    rec.dispatch(kernel, sample ? [...bindings, sample.params, sample.out] : bindings, [Math.ceil(N / rpg)], block);
+    rec.dispatch(kernel, sample ? [...bindings, sample.params, sample.out] : bindings, [
+      Math.ceil(N / rpg),
+    ], block);
   }
 
   private tables = new Map<LoraLayout | null, ArrayBuffer>();
@@ -385,9 +560,17 @@ export class DecodeForwardKernel {
     if (t) return t;
     const layers = this.offsets.slice(3);
     for (const e of L?.entries ?? []) {
-      const m = LORA_MODULES.indexOf(e.module as typeof LORA_MODULES[number]), base = e.layer * LAYER_WORDS;
+      const m = LORA_MODULES.indexOf(e.module as typeof LORA_MODULES[number]),
+        base = e.layer * LAYER_WORDS;
       layers[base + 15] |= 1 << (8 + m);
-      layers.splice(base + 16 + 4 * m, 4, e.offsetA / 4, e.strideA / 4, e.offsetB / 4, e.strideB / 4);
+      layers.splice(
+        base + 16 + 4 * m,
+        4,
+        e.offsetA / 4,
+        e.strideA / 4,
+        e.offsetB / 4,
+        e.strideB / 4,
+      );
     }
     const words = new Uint32Array(HEADER_WORDS + LAYER_WORDS * MAXL); // unused layers stay zero
     words.set(layers, HEADER_WORDS);
@@ -404,8 +587,22 @@ function uniformOffsets(c: ModelConfig, layout: ParamLayout, params: GpuParams):
     const v = layout.layerView(l);
     const flags = (v.qBias ? 1 : 0) | (v.oBias ? 2 : 0) | (v.qNorm ? 4 : 0);
     out.push(
-      at(v.inputNorm), at(v.q), at(v.k), at(v.v), at(v.o), at(v.postNorm), at(v.gate), at(v.up),
-      at(v.down), at(v.qBias), at(v.kBias), at(v.vBias), at(v.oBias), at(v.qNorm), at(v.kNorm), flags,
+      at(v.inputNorm),
+      at(v.q),
+      at(v.k),
+      at(v.v),
+      at(v.o),
+      at(v.postNorm),
+      at(v.gate),
+      at(v.up),
+      at(v.down),
+      at(v.qBias),
+      at(v.kBias),
+      at(v.vBias),
+      at(v.oBias),
+      at(v.qNorm),
+      at(v.kNorm),
+      flags,
       ...Array(LAYER_WORDS - 16).fill(0),
     );
   }

@@ -78,7 +78,12 @@ export interface GeneratorOptions {
 }
 
 export class Generator {
-  private constructor(readonly model: GpuModel, readonly sampler: Sampler, private advance: Kernel, private fuseSampling: boolean) {}
+  private constructor(
+    readonly model: GpuModel,
+    readonly sampler: Sampler,
+    private advance: Kernel,
+    private fuseSampling: boolean,
+  ) {}
 
   static async create(model: GpuModel, opts: GeneratorOptions = {}): Promise<Generator> {
     const [sampler, advance] = await Promise.all([
@@ -86,7 +91,15 @@ export class Generator {
       model.gpu.kernel({
         shader: "decode",
         entry: "advance",
-        bindings: ["uniform", "read-only-storage", "read-only-storage", "storage", "storage", "storage", "storage"],
+        bindings: [
+          "uniform",
+          "read-only-storage",
+          "read-only-storage",
+          "storage",
+          "storage",
+          "storage",
+          "storage",
+        ],
         constants: { WG: 64 },
       }),
     ]);
@@ -102,7 +115,9 @@ export class Generator {
     const m = this.model;
     if (reqs.length === 0) throw new KernelArgumentError("generate: no requests");
     reqs.forEach((r, i) => {
-      if (r.prompt.length === 0) throw new KernelArgumentError(`request ${i}: empty prompt (add a BOS token)`);
+      if (r.prompt.length === 0) {
+        throw new KernelArgumentError(`request ${i}: empty prompt (add a BOS token)`);
+      }
       if (r.prompt.length + r.maxNewTokens > m.maxLen) {
         throw new KernelArgumentError(
           `request ${i}: prompt ${r.prompt.length} + ${r.maxNewTokens} new tokens exceeds maxLen ${m.maxLen}; create the model with a larger maxLen`,
@@ -116,19 +131,27 @@ export class Generator {
    * batches; each keeps its RNG stream (`sequence`, default its index in `reqs`), so the tokens
    * are the same as in one batch. onStep sees every request's results (later batches' still empty).
    */
-  async generate(reqs: readonly GenerateRequest[], opts: GenerateOptions = {}): Promise<GenerateResult[]> {
+  async generate(
+    reqs: readonly GenerateRequest[],
+    opts: GenerateOptions = {},
+  ): Promise<GenerateResult[]> {
     this.checkRequests(reqs);
     const cap = this.maxBatch;
     if (reqs.length <= cap) return await this.generateBatch(reqs, opts);
     const all: GenerateResult[] = reqs.map(() => ({ ids: [], logprobs: [], finish: "length" }));
     const total: GenerateTiming = { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
     for (let start = 0; start < reqs.length; start += cap) {
-      const part = reqs.slice(start, start + cap).map((r, j) => ({ ...r, sequence: r.sequence ?? start + j }));
-      const timing: GenerateTiming | undefined = opts.timing && { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
+      const part = reqs.slice(start, start + cap).map((r, j) => ({
+        ...r,
+        sequence: r.sequence ?? start + j,
+      }));
+      const timing: GenerateTiming | undefined = opts.timing &&
+        { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
       const onStep = opts.onStep && ((step: number, res: readonly GenerateResult[]) => {
         opts.onStep!(step, [...all.slice(0, start), ...res, ...all.slice(start + res.length)]);
       });
-      const onFinish = opts.onFinish && ((i: number, res: GenerateResult) => opts.onFinish!(start + i, res));
+      const onFinish = opts.onFinish &&
+        ((i: number, res: GenerateResult) => opts.onFinish!(start + i, res));
       const out = await this.generateBatch(part, { ...opts, timing, onStep, onFinish });
       all.splice(start, out.length, ...out);
       if (timing) {
@@ -141,7 +164,10 @@ export class Generator {
     return all;
   }
 
-  private async generateBatch(reqs: readonly GenerateRequest[], opts: GenerateOptions): Promise<GenerateResult[]> {
+  private async generateBatch(
+    reqs: readonly GenerateRequest[],
+    opts: GenerateOptions,
+  ): Promise<GenerateResult[]> {
     const m = this.model, gpu = m.gpu, B = reqs.length, V = m.config.vocabSize;
     // Prefill all but each prompt's last token; that token starts the first decode step.
     const prefill: ModelRow[] = reqs.flatMap((r, slot) =>
@@ -157,15 +183,34 @@ export class Generator {
     const done = reqs.map((r) => r.maxNewTokens <= 0);
     done.forEach((d, i) => d && opts.onFinish?.(i, results[i]));
     // Requests that can only end by length, with no streaming, are read back once at the end.
-    const lengthBound = !opts.onStep && reqs.every((r) => !r.stopIds?.length && !(r.stopStrings?.length && opts.decode));
+    const lengthBound = !opts.onStep &&
+      reqs.every((r) => !r.stopIds?.length && !(r.stopStrings?.length && opts.decode));
     const longest = Math.max(...reqs.map((r) => r.maxNewTokens));
     const S = Math.max(1, Math.min(opts.stepsPerSync ?? (lengthBound ? longest : 8), longest));
     const ids = gpu.zeros(B, "gen.ids"), logprobs = gpu.zeros(B, "gen.logprobs");
     const params = gpu.zeros(B * PARAM_WORDS, "gen.params");
     const out = gpu.zeros(2 * S * B, "gen.out"); // [S, B] ids then [S, B] log-probs
     // The first decode step feeds each prompt's last token at its position.
-    m.writeRows(reqs.map((r, slot) => ({ token: r.prompt[r.prompt.length - 1], slot, pos: r.prompt.length - 1, adapter: r.adapter })), reqs.map((_, i) => i));
-    gpu.write(params, packSamplingParams(reqs.map((r, i) => ({ ...r.sampling, seed: r.sampling?.seed ?? 0, sequence: r.sequence ?? i, step: 0 }))));
+    m.writeRows(
+      reqs.map((r, slot) => ({
+        token: r.prompt[r.prompt.length - 1],
+        slot,
+        pos: r.prompt.length - 1,
+        adapter: r.adapter,
+      })),
+      reqs.map((_, i) => i),
+    );
+    gpu.write(
+      params,
+      packSamplingParams(
+        reqs.map((r, i) => ({
+          ...r.sampling,
+          seed: r.sampling?.seed ?? 0,
+          sequence: r.sequence ?? i,
+          step: 0,
+        })),
+      ),
+    );
     // S chained steps, recorded once and replayed: forward, sample, then save and advance; or
     // all three in the fused step's dispatch, which chains up to sampleStepsPerDispatch steps.
     const fused = this.fuseSampling && m.canSampleInStep && this.sampler.variantFor(V) === "lane";
@@ -178,9 +223,24 @@ export class Generator {
         continue;
       }
       m.encodeForward(rec, B, B, true); // a decode step: one row per slot, all logits
-      this.sampler.encode(rec, { rows: B, vocab: V, logits: m.logitsBuffer, params, ids, logprobs });
-      const adv = packUniform([["u32", B], ["u32", m.maxLen], ["u32", PARAM_WORDS], ["u32", s], ["u32", S]]);
-      rec.dispatch(this.advance, [null, ids, logprobs, m.scratch.ids, m.scratch.meta, params, out], [Math.ceil(B / 64)], adv);
+      this.sampler.encode(rec, {
+        rows: B,
+        vocab: V,
+        logits: m.logitsBuffer,
+        params,
+        ids,
+        logprobs,
+      });
+      const adv = packUniform([["u32", B], ["u32", m.maxLen], ["u32", PARAM_WORDS], ["u32", s], [
+        "u32",
+        S,
+      ]]);
+      rec.dispatch(
+        this.advance,
+        [null, ids, logprobs, m.scratch.ids, m.scratch.meta, params, out],
+        [Math.ceil(B / 64)],
+        adv,
+      );
     }
     const plan = rec.finish();
     try {
@@ -196,14 +256,21 @@ export class Generator {
             const res = results[i], id = idv[s * B + i];
             res.ids.push(id);
             res.logprobs.push(lpv[s * B + i]);
-            if (r.stopIds?.includes(id) || this.hitStopString(r, res, opts)) [res.finish, done[i]] = ["stop", true];
-            else if (res.ids.length >= r.maxNewTokens) done[i] = true;
+            if (r.stopIds?.includes(id) || this.hitStopString(r, res, opts)) {
+              [res.finish, done[i]] = ["stop", true];
+            } else if (res.ids.length >= r.maxNewTokens) done[i] = true;
             if (done[i]) opts.onFinish?.(i, res);
           });
           opts.onStep?.(step + s, results);
         }
       }
-      if (opts.timing) Object.assign(opts.timing, { prefillMs: t1 - t0, decodeMs: performance.now() - t1, decodeSteps: steps });
+      if (opts.timing) {
+        Object.assign(opts.timing, {
+          prefillMs: t1 - t0,
+          decodeMs: performance.now() - t1,
+          decodeSteps: steps,
+        });
+      }
     } finally {
       plan.destroy();
       [ids, logprobs, params, out].forEach((b) => b.destroy());

@@ -20,7 +20,12 @@ export class Gpt2Kernels {
   static async create(gpu: Gpu): Promise<Gpt2Kernels> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const s = (entry: string, bindings: string[], constants: Record<string, number> = {}) =>
-      gpu.kernel({ shader: "gpt2", entry, bindings: bindings as never, constants: { WG, ...constants } });
+      gpu.kernel({
+        shader: "gpt2",
+        entry,
+        bindings: bindings as never,
+        constants: { WG, ...constants },
+      });
     const [norm, normBwdX, normBwdXAcc, normBwdWB, gelu, geluBwd, pos] = await Promise.all([
       s("layernorm", [u, ro, ro, ro, rw, rw, rw]),
       s("layernorm_bwd_x", [u, ro, ro, ro, ro, ro, rw], { ACCUM: 0 }),
@@ -45,18 +50,52 @@ export class Gpt2Kernels {
   }
 
   /** out = LayerNorm(x)·w + b per row of [rows, cols]; mean and rstd [rows] saved. */
-  layernorm(rec: Recorder, rows: number, cols: number, eps: number, x: BufferRef, w: BufferRef, b: BufferRef, out: BufferRef, mean: BufferRef, rstd: BufferRef) {
-    rec.dispatch(this.k.norm, [null, x, w, b, out, mean, rstd], this.grid(rows), Gpt2Kernels.u(rows, cols, eps));
+  layernorm(
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    eps: number,
+    x: BufferRef,
+    w: BufferRef,
+    b: BufferRef,
+    out: BufferRef,
+    mean: BufferRef,
+    rstd: BufferRef,
+  ) {
+    rec.dispatch(
+      this.k.norm,
+      [null, x, w, b, out, mean, rstd],
+      this.grid(rows),
+      Gpt2Kernels.u(rows, cols, eps),
+    );
   }
 
   /** dx (=, or += when accumulate) of the LayerNorm; dw, db += its weight and bias gradients when given. */
   layernormBwd(
-    rec: Recorder, rows: number, cols: number, dy: BufferRef, x: BufferRef, w: BufferRef, mean: BufferRef, rstd: BufferRef,
-    dx: BufferRef, accumulate: boolean, wb: { dw: BufferRef; db: BufferRef } | null,
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    dy: BufferRef,
+    x: BufferRef,
+    w: BufferRef,
+    mean: BufferRef,
+    rstd: BufferRef,
+    dx: BufferRef,
+    accumulate: boolean,
+    wb: { dw: BufferRef; db: BufferRef } | null,
   ) {
     const u = Gpt2Kernels.u(rows, cols);
-    rec.dispatch(accumulate ? this.k.normBwdXAcc : this.k.normBwdX, [null, dy, x, w, mean, rstd, dx], this.grid(rows), u);
-    if (wb) rec.dispatch(this.k.normBwdWB, [null, dy, x, mean, rstd, wb.dw, wb.db], [Math.ceil(cols / WG)], u);
+    rec.dispatch(
+      accumulate ? this.k.normBwdXAcc : this.k.normBwdX,
+      [null, dy, x, w, mean, rstd, dx],
+      this.grid(rows),
+      u,
+    );
+    if (wb) {
+      rec.dispatch(this.k.normBwdWB, [null, dy, x, mean, rstd, wb.dw, wb.db], [
+        Math.ceil(cols / WG),
+      ], u);
+    }
   }
 
   /** out = gelu_new(x) over n values. */
@@ -70,7 +109,19 @@ export class Gpt2Kernels {
   }
 
   /** x [rows, cols] += wpe[pos of row] (positions from the (slot, pos) pairs in meta). */
-  addPosEmbed(rec: Recorder, rows: number, cols: number, meta: BufferRef, wpe: BufferRef, x: BufferRef) {
-    rec.dispatch(this.k.pos, [null, meta, wpe, x], this.grid(rows * cols), Gpt2Kernels.u(rows, cols));
+  addPosEmbed(
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    meta: BufferRef,
+    wpe: BufferRef,
+    x: BufferRef,
+  ) {
+    rec.dispatch(
+      this.k.pos,
+      [null, meta, wpe, x],
+      this.grid(rows * cols),
+      Gpt2Kernels.u(rows, cols),
+    );
   }
 }

@@ -18,7 +18,13 @@ import { ropeTable } from "./rope_table.ts";
 import { SplitKernels } from "./split_kernels.ts";
 import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
-import { DecodeForwardKernel, type DecodeForwardOptions, decodeForwardUnfit, decodeLoraUnfit, type DecodeSampleStep } from "./decode_forward.ts";
+import {
+  DecodeForwardKernel,
+  type DecodeForwardOptions,
+  decodeForwardUnfit,
+  decodeLoraUnfit,
+  type DecodeSampleStep,
+} from "./decode_forward.ts";
 import type { BufferRange } from "./gpu_params.ts";
 import { WeightTextures } from "./weight_textures.ts";
 import { Gpt2Kernels } from "./gpt2_kernels.ts";
@@ -150,17 +156,37 @@ export class GpuModel {
     const qw = c.numHeads * D, kvw = c.numKvHeads * D;
     const f = (n: number, label: string) => gpu.zeros(n, label);
     this.scratch = {
-      ids: f(N, "ids"), meta: f(2 * N, "meta"), sel: f(N, "sel"), proj: f(N * C, "proj"),
-      xs: f(N * C, "xs"), xf: f(N * C, "xf"), rstdf: f(N, "rstdf"), meanf: f(N, "meanf"), logits: f(N * c.vocabSize, "logits"),
+      ids: f(N, "ids"),
+      meta: f(2 * N, "meta"),
+      sel: f(N, "sel"),
+      proj: f(N * C, "proj"),
+      xs: f(N * C, "xs"),
+      xf: f(N * C, "xf"),
+      rstdf: f(N, "rstdf"),
+      meanf: f(N, "meanf"),
+      logits: f(N * c.vocabSize, "logits"),
       unused: f(4, "unused"),
     };
     const layerActs = (l: number): LayerActs => ({
-      xn1: f(N * C, `xn1.${l}`), rstd1: f(N, `rstd1.${l}`), q: f(N * qw, `q.${l}`), k: f(N * kvw, `k.${l}`),
-      v: f(N * kvw, `v.${l}`), qn: f(N * qw, `qn.${l}`), kn: f(N * kvw, `kn.${l}`),
-      rstdq: f(N * c.numHeads, `rstdq.${l}`), rstdk: f(N * c.numKvHeads, `rstdk.${l}`),
-      att: f(N * qw, `att.${l}`), lse: f(N * c.numHeads, `lse.${l}`), xmid: f(N * C, `xmid.${l}`),
-      xn2: f(N * C, `xn2.${l}`), rstd2: f(N, `rstd2.${l}`), gate: f(N * I, `gate.${l}`),
-      up: f(N * I, `up.${l}`), h: f(N * I, `h.${l}`), mean1: f(N, `mean1.${l}`), mean2: f(N, `mean2.${l}`),
+      xn1: f(N * C, `xn1.${l}`),
+      rstd1: f(N, `rstd1.${l}`),
+      q: f(N * qw, `q.${l}`),
+      k: f(N * kvw, `k.${l}`),
+      v: f(N * kvw, `v.${l}`),
+      qn: f(N * qw, `qn.${l}`),
+      kn: f(N * kvw, `kn.${l}`),
+      rstdq: f(N * c.numHeads, `rstdq.${l}`),
+      rstdk: f(N * c.numKvHeads, `rstdk.${l}`),
+      att: f(N * qw, `att.${l}`),
+      lse: f(N * c.numHeads, `lse.${l}`),
+      xmid: f(N * C, `xmid.${l}`),
+      xn2: f(N * C, `xn2.${l}`),
+      rstd2: f(N, `rstd2.${l}`),
+      gate: f(N * I, `gate.${l}`),
+      up: f(N * I, `up.${l}`),
+      h: f(N * I, `h.${l}`),
+      mean1: f(N, `mean1.${l}`),
+      mean2: f(N, `mean2.${l}`),
       qkv: f(c.modelType === "gpt2" ? N * 3 * C : 4, `qkv.${l}`),
     });
     if (this.training) {
@@ -174,20 +200,36 @@ export class GpuModel {
       this.res = Array.from({ length: c.numLayers + 1 }, () => stream);
     }
     const cacheFloats = slots * c.numKvHeads * maxLen * D;
-    const range = (buffer: GPUBuffer, l: number) => ({ buffer, offset: l * this.cacheStride * 4, size: cacheFloats * 4 });
+    const range = (buffer: GPUBuffer, l: number) => ({
+      buffer,
+      offset: l * this.cacheStride * 4,
+      size: cacheFloats * 4,
+    });
     if (fusedDecode) {
       // The fused decode binds every layer's cache at once: one buffer, layers 256 B aligned.
       this.cacheStride = Math.ceil(cacheFloats / PARAM_ALIGN_FLOATS) * PARAM_ALIGN_FLOATS;
-      const kAll = f(this.cacheStride * c.numLayers, "kcache"), vAll = f(this.cacheStride * c.numLayers, "vcache");
+      const kAll = f(this.cacheStride * c.numLayers, "kcache"),
+        vAll = f(this.cacheStride * c.numLayers, "vcache");
       this.kCache = Array.from({ length: c.numLayers }, (_, l) => range(kAll, l));
       this.vCache = Array.from({ length: c.numLayers }, (_, l) => range(vAll, l));
     } else {
       this.cacheStride = 0;
-      this.kCache = Array.from({ length: c.numLayers }, (_, l) => range(f(cacheFloats, `kcache${l}`), 0));
-      this.vCache = Array.from({ length: c.numLayers }, (_, l) => range(f(cacheFloats, `vcache${l}`), 0));
+      this.kCache = Array.from(
+        { length: c.numLayers },
+        (_, l) => range(f(cacheFloats, `kcache${l}`), 0),
+      );
+      this.vCache = Array.from(
+        { length: c.numLayers },
+        (_, l) => range(f(cacheFloats, `vcache${l}`), 0),
+      );
     }
     const lay = weights.layout;
-    const splitRows = Math.max(0, ...lay.tensors.filter((t) => params.isSplit(t)).flatMap((t) => params.chunks(t).map((k) => k.rows)));
+    const splitRows = Math.max(
+      0,
+      ...lay.tensors.filter((t) => params.isSplit(t)).flatMap((t) =>
+        params.chunks(t).map((k) => k.rows)
+      ),
+    );
     this.splitTmp = splitRows > 0 ? f(N * splitRows, "split.tmp") : null;
     // GPT-2 has no RoPE: an identity table (cos 1, sin 0) makes rope_store a plain cache write.
     const rt = c.modelType === "gpt2"
@@ -199,9 +241,13 @@ export class GpuModel {
 
   static async create(gpu: Gpu, weights: ModelWeights, opts: GpuModelOptions): Promise<GpuModel> {
     const c = weights.config;
-    if (c.headDim % 2 !== 0) throw new KernelArgumentError(`head_dim ${c.headDim} must be even for RoPE`);
+    if (c.headDim % 2 !== 0) {
+      throw new KernelArgumentError(`head_dim ${c.headDim} must be even for RoPE`);
+    }
     if (c.numHeads % c.numKvHeads !== 0) {
-      throw new KernelArgumentError(`num_attention_heads ${c.numHeads} must be a multiple of num_key_value_heads ${c.numKvHeads}`);
+      throw new KernelArgumentError(
+        `num_attention_heads ${c.numHeads} must be a multiple of num_key_value_heads ${c.numKvHeads}`,
+      );
     }
     if (c.modelType === "gpt2" && opts.maxLen > c.maxPositionEmbeddings) {
       throw new KernelArgumentError(
@@ -211,13 +257,16 @@ export class GpuModel {
     }
     const maxScores = (gpu.device.limits.maxComputeWorkgroupStorageSize - 1024) / 4;
     if (opts.maxLen > maxScores) {
-      throw new KernelArgumentError(`maxLen ${opts.maxLen} exceeds what attention can hold in workgroup memory on this adapter (${maxScores})`);
+      throw new KernelArgumentError(
+        `maxLen ${opts.maxLen} exceeds what attention can hold in workgroup memory on this adapter (${maxScores})`,
+      );
     }
     const params = uploadParams(gpu, weights);
     try {
       // Training models decode too (RL rollouts sample from the model they update): a decode
       // step saves nothing for the backward, so it may take the fused path as well.
-      const fused = (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
+      const fused =
+        (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
       const unfit = fused
         ? decodeForwardUnfit(c, opts.maxLen, params, {
           maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize,
@@ -225,22 +274,43 @@ export class GpuModel {
           maxStorageBuffers: gpu.device.limits.maxStorageBuffersPerShaderStage,
         }, opts.decodeForward)
         : null;
-      if (unfit && opts.decodeVariant === "fused") throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
+      if (unfit && opts.decodeVariant === "fused") {
+        throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
+      }
       const gpt2 = c.modelType === "gpt2";
       const [ops, kernels, split, gpt2Kernels] = await Promise.all([
         createOps(gpu, {
-          matmulBuckets: bucketsForShapes(Math.max(opts.chunkRows ?? 256, opts.slots), weights.layout.tensors.map((t) => t.shape)),
+          matmulBuckets: bucketsForShapes(
+            Math.max(opts.chunkRows ?? 256, opts.slots),
+            weights.layout.tensors.map((t) => t.shape),
+          ),
         }),
         ModelKernels.create(gpu, opts.maxLen, {
-          normVariant: opts.normVariant, headDim: weights.config.headDim, attentionVariant: opts.attentionVariant,
+          normVariant: opts.normVariant,
+          headDim: weights.config.headDim,
+          attentionVariant: opts.attentionVariant,
           queryGroup: weights.config.numHeads / weights.config.numKvHeads,
         }),
         params.anySplit || gpt2 ? SplitKernels.create(gpu) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,
       ]);
       // The fused step reads its weights from the parameter atlas where decode reads textures.
-      const fusedDecode = fused && !unfit ? { atlas: opts.weightTextures ?? ops.matmul.prefersTextures, ...opts.decodeForward } : null;
-      return new GpuModel(gpu, weights, params, ops, kernels, split, gpt2Kernels, fusedDecode, opts.slots, opts.maxLen, opts);
+      const fusedDecode = fused && !unfit
+        ? { atlas: opts.weightTextures ?? ops.matmul.prefersTextures, ...opts.decodeForward }
+        : null;
+      return new GpuModel(
+        gpu,
+        weights,
+        params,
+        ops,
+        kernels,
+        split,
+        gpt2Kernels,
+        fusedDecode,
+        opts.slots,
+        opts.maxLen,
+        opts,
+      );
     } catch (e) {
       params.destroy();
       throw e;
@@ -301,7 +371,10 @@ export class GpuModel {
     await this.prepareDecodeForward(opts);
     // Decode steps the fused kernel does not take run per op: their projections read weight
     // textures where the adapter wants them (filled when a decode step is recorded).
-    if (this.useTextures && !this.gpt2 && !this.texturesTried && !this.decodeKernel?.readyFor(this.lora)) {
+    if (
+      this.useTextures && !this.gpt2 && !this.texturesTried &&
+      !this.decodeKernel?.readyFor(this.lora)
+    ) {
       this.texturesTried = true;
       const rows = Math.min(this.slots, this.chunkRows);
       const m = this.ops.matmul;
@@ -314,11 +387,23 @@ export class GpuModel {
 
   private async prepareDecodeForward(opts: { sample?: boolean }): Promise<void> {
     if (!this.fusedDecode) return;
-    this.decodeCompile ??= DecodeForwardKernel.create(this.gpu, this.config, this.weights.layout, this.params, this.maxLen, this.slots, this.fusedDecode);
+    this.decodeCompile ??= DecodeForwardKernel.create(
+      this.gpu,
+      this.config,
+      this.weights.layout,
+      this.params,
+      this.maxLen,
+      this.slots,
+      this.fusedDecode,
+    );
     const k = this.decodeKernel = await this.decodeCompile;
-    const lora = this.lora && !decodeLoraUnfit(this.lora.layout) && k.loraFits(this.lora.layout) ? this.lora.layout : null;
+    const lora = this.lora && !decodeLoraUnfit(this.lora.layout) && k.loraFits(this.lora.layout)
+      ? this.lora.layout
+      : null;
     if (lora) await k.prepare(lora);
-    if (opts.sample && k.stepsPerDispatch(lora) > 0 && (lora || !this.lora)) await k.prepare(lora, true);
+    if (opts.sample && k.stepsPerDispatch(lora) > 0 && (lora || !this.lora)) {
+      await k.prepare(lora, true);
+    }
   }
 
   /**
@@ -331,7 +416,9 @@ export class GpuModel {
 
   /** Generation steps one encodeSampleStep may chain in its dispatch (its `count`). */
   get sampleStepsPerDispatch(): number {
-    return this.canSampleInStep ? this.decodeKernel!.stepsPerDispatch(this.lora?.layout ?? null) : 0;
+    return this.canSampleInStep
+      ? this.decodeKernel!.stepsPerDispatch(this.lora?.layout ?? null)
+      : 0;
   }
 
   /**
@@ -343,9 +430,26 @@ export class GpuModel {
    * (at most sampleStepsPerDispatch), each workgroup taking its rows through all of them.
    */
   encodeSampleStep(rec: Recorder, N: number, sample: DecodeSampleStep) {
-    if (!this.canSampleInStep) throw new KernelArgumentError("encodeSampleStep: call prepareDecode({ sample: true }) first, and check canSampleInStep");
+    if (!this.canSampleInStep) {
+      throw new KernelArgumentError(
+        "encodeSampleStep: call prepareDecode({ sample: true }) first, and check canSampleInStep",
+      );
+    }
     const s = this.scratch, kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-    this.decodeKernel!.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora, sample, this.paramsVersion);
+    this.decodeKernel!.encode(
+      rec,
+      N,
+      this.params,
+      s.ids,
+      s.meta,
+      kc,
+      vc,
+      this.cacheStride,
+      this.logitRange(N),
+      this.lora,
+      sample,
+      this.paramsVersion,
+    );
   }
 
   p(t: ParamTensor | null): BufferRef {
@@ -357,7 +461,15 @@ export class GpuModel {
    * y [N, out] = x [N, in] · Wᵀ for W stored [out, in]: one matmul, or for a split W one per row
    * chunk into splitTmp, copied into the chunk's columns of y.
    */
-  matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef, tex: WeightTextures | null = null, raw: BufferRef | null = null) {
+  matmulWeight(
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    y: BufferRef,
+    tex: WeightTextures | null = null,
+    raw: BufferRef | null = null,
+  ) {
     const [out, inp] = w.shape;
     const tw = tex?.get(w);
     if (tw && (tw.normEps === undefined || raw)) {
@@ -371,7 +483,13 @@ export class GpuModel {
       return;
     }
     for (const c of chunks) {
-      this.ops.matmul.encode(rec, { form: "nt", M: N, N: c.rows, K: inp }, x, c.ref, this.splitTmp!);
+      this.ops.matmul.encode(
+        rec,
+        { form: "nt", M: N, N: c.rows, K: inp },
+        x,
+        c.ref,
+        this.splitTmp!,
+      );
       this.split!.copyCols(rec, N, c.rows, out, c.rowStart, this.splitTmp!, y);
     }
   }
@@ -381,16 +499,37 @@ export class GpuModel {
    * textures, `raw` is x before its RMSNorm (a texture with the norm folded in reads it).
    */
   private linear(
-    rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef, tex: WeightTextures | null, raw: BufferRef | null = null,
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    y: BufferRef,
+    tex: WeightTextures | null,
+    raw: BufferRef | null = null,
   ) {
     this.matmulWeight(rec, N, x, w, y, tex, raw);
     this.biasAndLora(rec, N, x, w, bias, y);
   }
 
   /** y [N, out] += bias, then += the attached LoRA adapter's x · Aᵀ · Bᵀ for this weight. */
-  private biasAndLora(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, y: BufferRef) {
+  private biasAndLora(
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    y: BufferRef,
+  ) {
     const [out] = w.shape;
-    if (bias) this.ops.elementwise.binaryInPlace(rec, { op: "add", n: N * out, cols: out, broadcast: "row" }, y, this.p(bias));
+    if (bias) {
+      this.ops.elementwise.binaryInPlace(
+        rec,
+        { op: "add", n: N * out, cols: out, broadcast: "row" },
+        y,
+        this.p(bias),
+      );
+    }
     if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
   }
 
@@ -399,12 +538,23 @@ export class GpuModel {
    * the kernels allow (Matmul.encodeGroup; not for split weights), then each bias and LoRA.
    */
   private linearGroup(
-    rec: Recorder, N: number, x: BufferRef, parts: [ParamTensor, ParamTensor | null, BufferRef][], tex: WeightTextures | null, raw: BufferRef | null = null,
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    parts: [ParamTensor, ParamTensor | null, BufferRef][],
+    tex: WeightTextures | null,
+    raw: BufferRef | null = null,
   ) {
     const tws = parts.map(([w]) => tex?.get(w) ?? null);
     const folded = tws[0]?.normEps !== undefined;
     if (tws.every((t) => t && (t.normEps !== undefined) === folded) && (!folded || raw)) {
-      this.ops.matmul.encodeGroupTexture(rec, N, folded ? raw! : x, parts.map(([, , y], i) => ({ b: tws[i]!, c: y })), this.scratch.unused);
+      this.ops.matmul.encodeGroupTexture(
+        rec,
+        N,
+        folded ? raw! : x,
+        parts.map(([, , y], i) => ({ b: tws[i]!, c: y })),
+        this.scratch.unused,
+      );
       for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
       return;
     }
@@ -413,7 +563,14 @@ export class GpuModel {
       return;
     }
     const inp = parts[0][0].shape[1];
-    this.ops.matmul.encodeGroup(rec, N, inp, x, parts.map(([w, , y]) => ({ b: this.params.chunks(w)[0].ref, c: y, N: w.shape[0] })), this.scratch.unused);
+    this.ops.matmul.encodeGroup(
+      rec,
+      N,
+      inp,
+      x,
+      parts.map(([w, , y]) => ({ b: this.params.chunks(w)[0].ref, c: y, N: w.shape[0] })),
+      this.scratch.unused,
+    );
     for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
   }
 
@@ -430,19 +587,58 @@ export class GpuModel {
    * a bias and takes its LoRA adapter (modules qkv, o, up, down).
    */
   private encodeGpt2Layer(rec: Recorder, l: number, N: number) {
-    const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
+    const c = this.config,
+      s = this.scratch,
+      a = this.acts[l],
+      lv = this.weights.layout.layerView(l);
     const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, I = c.intermediateSize;
     const K = this.kernels, g2 = this.gpt2!, sp = this.split!;
-    g2.layernorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), this.p(lv.inputNormBias), a.xn1, a.mean1, a.rstd1);
+    g2.layernorm(
+      rec,
+      N,
+      C,
+      c.rmsNormEps,
+      this.res[l],
+      this.p(lv.inputNorm),
+      this.p(lv.inputNormBias),
+      a.xn1,
+      a.mean1,
+      a.rstd1,
+    );
     this.linear(rec, N, a.xn1, lv.qkv!, lv.qkvBias, a.qkv, null);
     sp.gatherCols(rec, N, C, 3 * C, 0, a.qkv, a.q);
     sp.gatherCols(rec, N, C, 3 * C, C, a.qkv, a.k);
     sp.gatherCols(rec, N, C, 3 * C, 2 * C, a.qkv, a.v);
-    K.ropeStore(rec, N, NH, NH, D, s.meta, a.q, a.k, a.v, this.cos, this.sin, this.kCache[l], this.vCache[l]);
+    K.ropeStore(
+      rec,
+      N,
+      NH,
+      NH,
+      D,
+      s.meta,
+      a.q,
+      a.k,
+      a.v,
+      this.cos,
+      this.sin,
+      this.kCache[l],
+      this.vCache[l],
+    );
     K.attention(rec, N, NH, NH, D, s.meta, a.q, this.kCache[l], this.vCache[l], a.att, a.lse);
     const xmid = this.training ? a.xmid : this.res[l];
     this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, null);
-    g2.layernorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), this.p(lv.postNormBias), a.xn2, a.mean2, a.rstd2);
+    g2.layernorm(
+      rec,
+      N,
+      C,
+      c.rmsNormEps,
+      xmid,
+      this.p(lv.postNorm),
+      this.p(lv.postNormBias),
+      a.xn2,
+      a.mean2,
+      a.rstd2,
+    );
     this.linear(rec, N, a.xn2, lv.up, lv.upBias, a.gate, null);
     g2.gelu(rec, N * I, a.gate, a.h);
     this.residualLinear(rec, N, a.h, lv.down, lv.downBias, xmid, this.res[l + 1], null);
@@ -450,45 +646,104 @@ export class GpuModel {
 
   /** One decoder layer: res[l] → res[l+1]. */
   private encodeLayer(rec: Recorder, l: number, N: number, tex: WeightTextures | null) {
-    const c = this.config, s = this.scratch, a = this.acts[l], lv = this.weights.layout.layerView(l);
-    const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, KV = c.numKvHeads, I = c.intermediateSize;
+    const c = this.config,
+      s = this.scratch,
+      a = this.acts[l],
+      lv = this.weights.layout.layerView(l);
+    const C = c.hiddenSize,
+      D = c.headDim,
+      NH = c.numHeads,
+      KV = c.numKvHeads,
+      I = c.intermediateSize;
     const K = this.kernels;
     // Decode textures with the norms folded in read the un-normalized stream; the normalized copy
     // is still made for LoRA's input, or for a projection without such a texture.
-    const needsNorm = (ws: ParamTensor[]) => !!this.lora || ws.some((w) => tex?.get(w)?.normEps === undefined);
+    const needsNorm = (ws: ParamTensor[]) =>
+      !!this.lora || ws.some((w) => tex?.get(w)?.normEps === undefined);
     const raw = tex ? this.res[l] : null;
     const [wq, wk, wv, wg] = [lv.q!, lv.k!, lv.v!, lv.gate!];
-    if (needsNorm([wq, wk, wv])) K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
+    if (needsNorm([wq, wk, wv])) {
+      K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
+    }
     const tqkv = [wq, wk, wv].map((w) => tex?.get(w) ?? null);
     const { q, k } = this.qkUsed(l);
     if (
-      tqkv[0] && tqkv[1] && tqkv[2] && !this.lora && !lv.qBias && !lv.kBias && !lv.vBias && !lv.qNorm &&
+      tqkv[0] && tqkv[1] && tqkv[2] && !this.lora && !lv.qBias && !lv.kBias && !lv.vBias &&
+      !lv.qNorm &&
       tqkv.every((t) => t!.normEps === tqkv[0]!.normEps) && this.ops.matmul.canRopeTexture(N, D)
     ) {
       // Decode textures, no adapters, biases or q/k norms: q/k/v, RoPE and the cache write in one dispatch.
-      this.ops.matmul.encodeQkvRopeTexture(rec, N, tqkv[0].normEps === undefined ? a.xn1 : raw!, [tqkv[0], tqkv[1], tqkv[2]], {
-        q, kc: this.kCache[l], vc: this.vCache[l], meta: s.meta, cos: this.cos, sin: this.sin, headDim: D, positions: K.cachePositions,
+      this.ops.matmul.encodeQkvRopeTexture(rec, N, tqkv[0].normEps === undefined ? a.xn1 : raw!, [
+        tqkv[0],
+        tqkv[1],
+        tqkv[2],
+      ], {
+        q,
+        kc: this.kCache[l],
+        vc: this.vCache[l],
+        meta: s.meta,
+        cos: this.cos,
+        sin: this.sin,
+        headDim: D,
+        positions: K.cachePositions,
       });
     } else {
-      this.linearGroup(rec, N, a.xn1, [[wq, lv.qBias, a.q], [wk, lv.kBias, a.k], [wv, lv.vBias, a.v]], tex, raw);
+      this.linearGroup(
+        rec,
+        N,
+        a.xn1,
+        [[wq, lv.qBias, a.q], [wk, lv.kBias, a.k], [wv, lv.vBias, a.v]],
+        tex,
+        raw,
+      );
       if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
         K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
         K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
       }
-      K.ropeStore(rec, N, NH, KV, D, s.meta, q, k, a.v, this.cos, this.sin, this.kCache[l], this.vCache[l]);
+      K.ropeStore(
+        rec,
+        N,
+        NH,
+        KV,
+        D,
+        s.meta,
+        q,
+        k,
+        a.v,
+        this.cos,
+        this.sin,
+        this.kCache[l],
+        this.vCache[l],
+      );
     }
     K.attention(rec, N, NH, KV, D, s.meta, q, this.kCache[l], this.vCache[l], a.att, a.lse);
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.training ? a.xmid : this.res[l];
     this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, tex);
-    if (needsNorm([wg, lv.up])) K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
+    if (needsNorm([wg, lv.up])) {
+      K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
+    }
     const [tg, tu] = [tex?.get(wg), tex?.get(lv.up)];
     if (tg && tu && !this.lora && tg.normEps === tu.normEps) {
       // Decode textures without adapters: the gate/up products and SwiGLU in one dispatch.
-      this.ops.matmul.encodeSwigluTexture(rec, N, tg.normEps === undefined ? a.xn2 : xmid, tg, tu, a.h);
+      this.ops.matmul.encodeSwigluTexture(
+        rec,
+        N,
+        tg.normEps === undefined ? a.xn2 : xmid,
+        tg,
+        tu,
+        a.h,
+      );
     } else {
-      this.linearGroup(rec, N, a.xn2, [[wg, null, a.gate], [lv.up, null, a.up]], tex, tex ? xmid : null);
+      this.linearGroup(
+        rec,
+        N,
+        a.xn2,
+        [[wg, null, a.gate], [lv.up, null, a.up]],
+        tex,
+        tex ? xmid : null,
+      );
       K.swiglu(rec, N * I, a.gate, a.up, a.h);
     }
     this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1], tex);
@@ -500,7 +755,14 @@ export class GpuModel {
    * chunks' product in proj is added in, then the bias and LoRA: the same rounding either way.
    */
   private residualLinear(
-    rec: Recorder, N: number, x: BufferRef, w: ParamTensor, bias: ParamTensor | null, from: GPUBuffer, to: GPUBuffer, tex: WeightTextures | null,
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    from: GPUBuffer,
+    to: GPUBuffer,
+    tex: WeightTextures | null,
   ) {
     const [out, inp] = w.shape;
     const ew = this.ops.elementwise, proj = this.scratch.proj;
@@ -513,7 +775,13 @@ export class GpuModel {
     if (tw) {
       this.ops.matmul.encodeTexture(rec, { M: N, beta: 1 }, x, tw, to);
     } else if (chunks.length === 1) {
-      this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp, beta: 1 }, x, chunks[0].ref, to);
+      this.ops.matmul.encode(
+        rec,
+        { form: "nt", M: N, N: out, K: inp, beta: 1 },
+        x,
+        chunks[0].ref,
+        to,
+      );
     } else {
       this.matmulWeight(rec, N, x, w, proj);
       ew.binaryInPlace(rec, { op: "add", n: N * out }, to, proj);
@@ -538,15 +806,32 @@ export class GpuModel {
           `decode step, or a smaller chunkRows for training)`,
       );
     }
-    if (decode && nSel !== N) throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
+    if (decode && nSel !== N) {
+      throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
+    }
     if (decode && this.decodeKernel?.readyFor(this.lora)) {
       const kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-      this.decodeKernel.encode(rec, N, this.params, s.ids, s.meta, kc, vc, this.cacheStride, this.logitRange(N), this.lora, null, this.paramsVersion);
+      this.decodeKernel.encode(
+        rec,
+        N,
+        this.params,
+        s.ids,
+        s.meta,
+        kc,
+        vc,
+        this.cacheStride,
+        this.logitRange(N),
+        this.lora,
+        null,
+        this.paramsVersion,
+      );
       return;
     }
     const embed = this.params.chunks(lay.embed);
     if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
-    else for (const k of embed) this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
+    else {for (const k of embed) {
+        this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
+      }}
     const g2 = this.gpt2;
     if (g2) {
       // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.
@@ -554,47 +839,78 @@ export class GpuModel {
       for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N);
     }
     const tex = decode && !g2 ? this.decodeTextures(N) : null;
-    if (!g2) for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, tex);
+    if (!g2) { for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, tex); }
     if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
     if (!this.training && !decode) {
       this.kernels.gather(rec, nSel, C, N, this.res[L], s.sel, s.xs);
       final = s.xs;
     } else if (nSel !== N) {
-      throw new KernelArgumentError(`training forward computes logits for all ${N} rows, not ${nSel}`);
+      throw new KernelArgumentError(
+        `training forward computes logits for all ${N} rows, not ${nSel}`,
+      );
     }
-    if (g2) g2.layernorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), this.p(lay.finalNormBias), s.xf, s.meanf, s.rstdf);
-    else if (tex?.get(lay.lmHead)?.normEps === undefined) this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
+    if (g2) {
+      g2.layernorm(
+        rec,
+        nSel,
+        C,
+        c.rmsNormEps,
+        final,
+        this.p(lay.finalNorm),
+        this.p(lay.finalNormBias),
+        s.xf,
+        s.meanf,
+        s.rstdf,
+      );
+    } else if (tex?.get(lay.lmHead)?.normEps === undefined) {
+      this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
+    }
     this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel), tex, tex ? final : null);
   }
 
   /** The first rows of the logits buffer: with a large vocabulary the whole buffer can exceed a binding. */
   private logitRange(rows: number): BufferRange {
     const s = this.scratch;
-    return { buffer: s.logits, offset: 0, size: Math.min(s.logits.size, Math.ceil(rows * this.config.vocabSize / 4) * 16) };
+    return {
+      buffer: s.logits,
+      offset: 0,
+      size: Math.min(s.logits.size, Math.ceil(rows * this.config.vocabSize / 4) * 16),
+    };
   }
 
   private validate(rows: readonly ModelRow[]) {
     const V = this.config.vocabSize;
     rows.forEach((r, i) => {
       if (!Number.isInteger(r.token) || r.token < 0 || r.token >= V) {
-        throw new KernelArgumentError(`row ${i}: token id ${r.token} is outside the vocabulary [0, ${V})`);
+        throw new KernelArgumentError(
+          `row ${i}: token id ${r.token} is outside the vocabulary [0, ${V})`,
+        );
       }
       if (!Number.isInteger(r.slot) || r.slot < 0 || r.slot >= this.slots) {
-        throw new KernelArgumentError(`row ${i}: slot ${r.slot} outside [0, ${this.slots}); create the model with more slots`);
+        throw new KernelArgumentError(
+          `row ${i}: slot ${r.slot} outside [0, ${this.slots}); create the model with more slots`,
+        );
       }
       if (!Number.isInteger(r.pos) || r.pos < 0 || r.pos >= this.maxLen) {
-        throw new KernelArgumentError(`row ${i}: position ${r.pos} outside [0, ${this.maxLen}); create the model with a larger maxLen`);
+        throw new KernelArgumentError(
+          `row ${i}: position ${r.pos} outside [0, ${this.maxLen}); create the model with a larger maxLen`,
+        );
       }
       if (this.gpt2 && r.pos >= this.config.maxPositionEmbeddings) {
-        throw new KernelArgumentError(`row ${i}: position ${r.pos} outside gpt2's learned positions [0, ${this.config.maxPositionEmbeddings}) (n_positions)`);
+        throw new KernelArgumentError(
+          `row ${i}: position ${r.pos} outside gpt2's learned positions [0, ${this.config.maxPositionEmbeddings}) (n_positions)`,
+        );
       }
     });
   }
 
   /** The most rows of logits one forward call can bind: [rows, V] must fit one storage binding. */
   get maxLogitRows(): number {
-    return Math.max(1, Math.floor(this.gpu.device.limits.maxStorageBufferBindingSize / (4 * this.config.vocabSize)));
+    return Math.max(
+      1,
+      Math.floor(this.gpu.device.limits.maxStorageBufferBindingSize / (4 * this.config.vocabSize)),
+    );
   }
 
   /**
@@ -624,7 +940,10 @@ export class GpuModel {
       this.encodeForward(rec, chunk.length, all ? chunk.length : sel.length);
       rec.submit();
       if (sel.length) {
-        const logits = await this.gpu.readFloat32(this.scratch.logits, (all ? chunk.length : sel.length) * V);
+        const logits = await this.gpu.readFloat32(
+          this.scratch.logits,
+          (all ? chunk.length : sel.length) * V,
+        );
         dest.forEach((d, i) => {
           const r = all ? sel[i] : i;
           out.set(logits.subarray(r * V, (r + 1) * V), d * V);
@@ -637,7 +956,9 @@ export class GpuModel {
   /** Applies LoRA adapters from now on (null detaches them). */
   attachLora(lora: LoraAdapters | null) {
     if (lora && lora.maxRows < this.chunkRows) {
-      throw new KernelArgumentError(`LoRA buffers hold ${lora.maxRows} rows, the model's chunks ${this.chunkRows}`);
+      throw new KernelArgumentError(
+        `LoRA buffers hold ${lora.maxRows} rows, the model's chunks ${this.chunkRows}`,
+      );
     }
     this.lora = lora;
   }
@@ -661,8 +982,14 @@ export class GpuModel {
     this.decodeKernel?.destroy();
     this.textures?.destroy();
     const all = new Set<GPUBuffer>([
-      ...Object.values(this.scratch), ...this.acts.flatMap((a) => Object.values(a)), ...this.res,
-      ...this.kCache.map((r) => r.buffer), ...this.vCache.map((r) => r.buffer), this.cos, this.sin, ...(this.splitTmp ? [this.splitTmp] : []),
+      ...Object.values(this.scratch),
+      ...this.acts.flatMap((a) => Object.values(a)),
+      ...this.res,
+      ...this.kCache.map((r) => r.buffer),
+      ...this.vCache.map((r) => r.buffer),
+      this.cos,
+      this.sin,
+      ...(this.splitTmp ? [this.splitTmp] : []),
     ]);
     for (const b of all) b.destroy();
   }

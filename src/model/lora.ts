@@ -33,12 +33,22 @@ export function loraModulesOf(c: ModelConfig): readonly LoraModule[] {
 
 /** PEFT's names for the Llama family's modules (target_modules in adapter_config.json). */
 export const PEFT_MODULE_NAMES: Record<LoraModule, string> = {
-  q: "q_proj", k: "k_proj", v: "v_proj", o: "o_proj", gate: "gate_proj", up: "up_proj", down: "down_proj", qkv: "c_attn",
+  q: "q_proj",
+  k: "k_proj",
+  v: "v_proj",
+  o: "o_proj",
+  gate: "gate_proj",
+  up: "up_proj",
+  down: "down_proj",
+  qkv: "c_attn",
 };
 
 /** GPT-2's module paths under transformer.h.{i} (PEFT matches target_modules as their suffixes). */
 export const GPT2_PEFT_MODULE_NAMES: Record<string, string> = {
-  qkv: "attn.c_attn", o: "attn.c_proj", up: "mlp.c_fc", down: "mlp.c_proj",
+  qkv: "attn.c_attn",
+  o: "attn.c_proj",
+  up: "mlp.c_fc",
+  down: "mlp.c_proj",
 };
 
 /** PEFT's name of a module of model `c`: "q_proj" etc., for gpt2 its path such as "attn.c_attn". */
@@ -72,8 +82,20 @@ export interface LoraEntry {
 const align = (n: number) => Math.ceil(n / 64) * 64;
 
 function moduleDims(c: ModelConfig, m: LoraModule): [inDim: number, outDim: number] {
-  const C = c.hiddenSize, q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim, I = c.intermediateSize;
-  return { q: [C, q], k: [C, kv], v: [C, kv], o: [q, C], gate: [C, I], up: [C, I], down: [I, C], qkv: [C, 3 * C] }[m] as [number, number];
+  const C = c.hiddenSize,
+    q = c.numHeads * c.headDim,
+    kv = c.numKvHeads * c.headDim,
+    I = c.intermediateSize;
+  return {
+    q: [C, q],
+    k: [C, kv],
+    v: [C, kv],
+    o: [q, C],
+    gate: [C, I],
+    up: [C, I],
+    down: [I, C],
+    qkv: [C, 3 * C],
+  }[m] as [number, number];
 }
 
 export class LoraLayout {
@@ -83,23 +105,40 @@ export class LoraLayout {
   private byKey = new Map<string, LoraEntry>();
 
   constructor(readonly model: ModelConfig, readonly cfg: LoraConfig) {
-    if (!Number.isInteger(cfg.rank) || cfg.rank < 1) throw new KernelArgumentError(`LoRA rank must be a positive integer, got ${cfg.rank}`);
+    if (!Number.isInteger(cfg.rank) || cfg.rank < 1) {
+      throw new KernelArgumentError(`LoRA rank must be a positive integer, got ${cfg.rank}`);
+    }
     if (!cfg.adapters.length) throw new KernelArgumentError("LoRA needs at least one adapter name");
     for (const t of cfg.targets) {
-      if (!LORA_MODULES.includes(t)) throw new KernelArgumentError(`unknown LoRA target "${t}"; use ${LORA_MODULES.join(", ")}`);
+      if (!LORA_MODULES.includes(t)) {
+        throw new KernelArgumentError(`unknown LoRA target "${t}"; use ${LORA_MODULES.join(", ")}`);
+      }
     }
     const r = cfg.rank, n = cfg.adapters.length;
     const has = loraModulesOf(model);
     const modules = LORA_MODULES.filter((m) => cfg.targets.includes(m) && has.includes(m));
     if (!modules.length) {
-      throw new KernelArgumentError(`LoRA targets ${cfg.targets.join(", ")}: none is a projection of this ${model.modelType} model (${has.join(", ")})`);
+      throw new KernelArgumentError(
+        `LoRA targets ${
+          cfg.targets.join(", ")
+        }: none is a projection of this ${model.modelType} model (${has.join(", ")})`,
+      );
     }
     let off = 0;
     for (let layer = 0; layer < model.numLayers; layer++) {
       for (const module of modules) {
         const [inDim, outDim] = moduleDims(model, module);
         const strideA = align(r * inDim), strideB = align(outDim * r);
-        const e: LoraEntry = { layer, module, inDim, outDim, offsetA: off, strideA, offsetB: off + n * strideA, strideB };
+        const e: LoraEntry = {
+          layer,
+          module,
+          inDim,
+          outDim,
+          offsetA: off,
+          strideA,
+          offsetB: off + n * strideA,
+          strideB,
+        };
         off += n * (strideA + strideB);
         this.entries.push(e);
         this.byKey.set(`${layer}:${module}`, e);
@@ -123,7 +162,10 @@ export class LoraLayout {
       this.cfg.adapters.forEach((_, a) => {
         const A = data.subarray(e.offsetA + a * e.strideA, e.offsetA + a * e.strideA + r * e.inDim);
         for (let i = 0; i < A.length; i++) A[i] = (2 * rng.uniform() - 1) * bound;
-        const B = data.subarray(e.offsetB + a * e.strideB, e.offsetB + a * e.strideB + e.outDim * r);
+        const B = data.subarray(
+          e.offsetB + a * e.strideB,
+          e.offsetB + a * e.strideB + e.outDim * r,
+        );
         for (let i = 0; i < B.length; i++) B[i] = bStd ? bStd * rng.normal() : 0;
       });
     }
@@ -145,7 +187,9 @@ const VEC4_ENTRIES = ["lora4_down", "lora4_up", "lora4_du", "lora4_dx", "lora4_d
 
 /** Whether an entry can run the vec4 kernels (every dimension and stride a multiple of 4 floats). */
 export function vec4Entry(e: LoraEntry, rank: number): boolean {
-  return [e.inDim, e.outDim, rank, e.strideA, e.strideB, e.offsetA, e.offsetB].every((d) => d % 4 === 0);
+  return [e.inDim, e.outDim, rank, e.strideA, e.strideB, e.offsetA, e.offsetB].every((d) =>
+    d % 4 === 0
+  );
 }
 
 /** The adapters on the GPU: parameters, gradients and per-row selection. */
@@ -171,23 +215,51 @@ export class LoraAdapters {
     this.adapterOf = gpu.zeros(maxRows, "lora.adapterOf");
     this.ranges = gpu.zeros(2 * layout.cfg.adapters.length, "lora.ranges");
     this.du = gpu.zeros(maxRows * r, "lora.dU");
-    for (const e of layout.entries) this.u.set(`${e.layer}:${e.module}`, gpu.zeros(maxRows * r, `lora.U.${e.layer}.${e.module}`));
+    for (const e of layout.entries) {
+      this.u.set(`${e.layer}:${e.module}`, gpu.zeros(maxRows * r, `lora.U.${e.layer}.${e.module}`));
+    }
   }
 
-  static async create(gpu: Gpu, layout: LoraLayout, maxRows: number, data?: Float32Array): Promise<LoraAdapters> {
+  static async create(
+    gpu: Gpu,
+    layout: LoraLayout,
+    maxRows: number,
+    data?: Float32Array,
+  ): Promise<LoraAdapters> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const b = [u, ro, ro, ro, rw] as never;
     const names = ["lora_down", "lora_up", "lora_du", "lora_dx"];
     const k: Record<string, Kernel> = {};
     await Promise.all([
-      ...names.map(async (e) => (k[e] = await gpu.kernel({ shader: "lora", entry: e, bindings: b, constants: { WG: 64 } }))),
-      ...["lora_db", "lora_da"].map(async (e) => (k[e] = await gpu.kernel({ shader: "lora_grad", entry: e, bindings: b, constants: { WG: 64 } }))),
-      ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank)) ? VEC4_ENTRIES : []).map(async (e) =>
-        (k[e] = await gpu.kernel({ shader: "lora_vec4", entry: e, bindings: b, constants: { WG: 64 } }))
-      ),
+      ...names.map(async (
+        e,
+      ) => (k[e] = await gpu.kernel({
+        shader: "lora",
+        entry: e,
+        bindings: b,
+        constants: { WG: 64 },
+      }))),
+      ...["lora_db", "lora_da"].map(async (
+        e,
+      ) => (k[e] = await gpu.kernel({
+        shader: "lora_grad",
+        entry: e,
+        bindings: b,
+        constants: { WG: 64 },
+      }))),
+      ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank)) ? VEC4_ENTRIES : []).map(async (
+        e,
+      ) => (k[e] = await gpu.kernel({
+        shader: "lora_vec4",
+        entry: e,
+        bindings: b,
+        constants: { WG: 64 },
+      }))),
     ]);
     if (data && data.length !== layout.totalFloats) {
-      throw new KernelArgumentError(`LoRA data has ${data.length} floats, the layout needs ${layout.totalFloats}`);
+      throw new KernelArgumentError(
+        `LoRA data has ${data.length} floats, the layout needs ${layout.totalFloats}`,
+      );
     }
     return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0));
   }
@@ -202,7 +274,11 @@ export class LoraAdapters {
   }
 
   setRows(adapterIds: readonly number[]) {
-    if (adapterIds.length > this.maxRows) throw new KernelArgumentError(`${adapterIds.length} rows exceed the LoRA buffers' ${this.maxRows}`);
+    if (adapterIds.length > this.maxRows) {
+      throw new KernelArgumentError(
+        `${adapterIds.length} rows exceed the LoRA buffers' ${this.maxRows}`,
+      );
+    }
     const n = this.layout.cfg.adapters.length;
     const ids = Uint32Array.from(adapterIds, (a) => (a < 0 || a >= n ? n : a));
     const ranges = new Uint32Array(2 * n);
@@ -219,8 +295,14 @@ export class LoraAdapters {
 
   private uniform(e: LoraEntry, N: number): ArrayBuffer {
     return packUniform([
-      ["u32", N], ["u32", e.inDim], ["u32", e.outDim], ["u32", this.layout.cfg.rank],
-      ["u32", this.layout.cfg.adapters.length], ["u32", e.strideA], ["u32", e.strideB], ["f32", this.layout.scale],
+      ["u32", N],
+      ["u32", e.inDim],
+      ["u32", e.outDim],
+      ["u32", this.layout.cfg.rank],
+      ["u32", this.layout.cfg.adapters.length],
+      ["u32", e.strideA],
+      ["u32", e.strideB],
+      ["f32", this.layout.scale],
     ]);
   }
 
@@ -233,16 +315,29 @@ export class LoraAdapters {
   }
 
   /** y [N, out] += scale·(x·Aᵀ)·Bᵀ for each row's adapter, if (layer, module) is targeted. */
-  encodeForward(rec: Recorder, N: number, layer: number, module: string, x: BufferRef, y: BufferRef) {
+  encodeForward(
+    rec: Recorder,
+    N: number,
+    layer: number,
+    module: string,
+    x: BufferRef,
+    y: BufferRef,
+  ) {
     const e = this.layout.entry(layer, module);
     if (!e) return;
     const n = this.layout.cfg.adapters.length, r = this.layout.cfg.rank, u = this.uniform(e, N);
     const U = this.u.get(`${layer}:${module}`)!;
-    const A = this.stack(this.params, e.offsetA, n * e.strideA), B = this.stack(this.params, e.offsetB, n * e.strideB);
+    const A = this.stack(this.params, e.offsetA, n * e.strideA),
+      B = this.stack(this.params, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
       rec.dispatch(this.k.lora4_down, [null, this.adapterOf, x, A, U], this.g(tiles * (r / 4)), u);
-      rec.dispatch(this.k.lora4_up, [null, this.adapterOf, U, B, y], this.g(tiles * (e.outDim / 4)), u);
+      rec.dispatch(
+        this.k.lora4_up,
+        [null, this.adapterOf, U, B, y],
+        this.g(tiles * (e.outDim / 4)),
+        u,
+      );
       return;
     }
     rec.dispatch(this.k.lora_down, [null, this.adapterOf, x, A, U], this.g(N * r), u);
@@ -250,20 +345,54 @@ export class LoraAdapters {
   }
 
   /** dx += the LoRA path's input gradient; dA, dB += weight gradients (rows adapter-contiguous). */
-  encodeBackward(rec: Recorder, N: number, layer: number, module: string, x: BufferRef, dy: BufferRef, dx: BufferRef) {
+  encodeBackward(
+    rec: Recorder,
+    N: number,
+    layer: number,
+    module: string,
+    x: BufferRef,
+    dy: BufferRef,
+    dx: BufferRef,
+  ) {
     const e = this.layout.entry(layer, module);
     if (!e) return;
-    if (!this.rangesValid) throw new KernelArgumentError("LoRA backward needs each adapter's rows contiguous: order the batch by adapter");
+    if (!this.rangesValid) {
+      throw new KernelArgumentError(
+        "LoRA backward needs each adapter's rows contiguous: order the batch by adapter",
+      );
+    }
     const n = this.layout.cfg.adapters.length, r = this.layout.cfg.rank, u = this.uniform(e, N);
     const U = this.u.get(`${layer}:${module}`)!;
-    const A = this.stack(this.params, e.offsetA, n * e.strideA), B = this.stack(this.params, e.offsetB, n * e.strideB);
-    const dA = this.stack(this.grads, e.offsetA, n * e.strideA), dB = this.stack(this.grads, e.offsetB, n * e.strideB);
+    const A = this.stack(this.params, e.offsetA, n * e.strideA),
+      B = this.stack(this.params, e.offsetB, n * e.strideB);
+    const dA = this.stack(this.grads, e.offsetA, n * e.strideA),
+      dB = this.stack(this.grads, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
-      rec.dispatch(this.k.lora4_du, [null, this.adapterOf, dy, B, this.du], this.g(tiles * (r / 4)), u);
-      rec.dispatch(this.k.lora4_dx, [null, this.adapterOf, this.du, A, dx], this.g(tiles * (e.inDim / 4)), u);
-      rec.dispatch(this.k.lora4_db, [null, this.ranges, dy, U, dB], this.g(n * (e.outDim / 4) * (r / 4)), u);
-      rec.dispatch(this.k.lora4_da, [null, this.ranges, this.du, x, dA], this.g(n * (r / 4) * (e.inDim / 4)), u);
+      rec.dispatch(
+        this.k.lora4_du,
+        [null, this.adapterOf, dy, B, this.du],
+        this.g(tiles * (r / 4)),
+        u,
+      );
+      rec.dispatch(
+        this.k.lora4_dx,
+        [null, this.adapterOf, this.du, A, dx],
+        this.g(tiles * (e.inDim / 4)),
+        u,
+      );
+      rec.dispatch(
+        this.k.lora4_db,
+        [null, this.ranges, dy, U, dB],
+        this.g(n * (e.outDim / 4) * (r / 4)),
+        u,
+      );
+      rec.dispatch(
+        this.k.lora4_da,
+        [null, this.ranges, this.du, x, dA],
+        this.g(n * (r / 4) * (e.inDim / 4)),
+        u,
+      );
       return;
     }
     rec.dispatch(this.k.lora_du, [null, this.adapterOf, dy, B, this.du], this.g(N * r), u);
@@ -282,16 +411,30 @@ export class LoraAdapters {
   }
 
   destroy() {
-    for (const b of [this.params, this.grads, this.adapterOf, this.ranges, this.du, ...this.u.values()]) b.destroy();
+    for (
+      const b of [this.params, this.grads, this.adapterOf, this.ranges, this.du, ...this.u.values()]
+    ) b.destroy();
   }
 }
 
 const ROLE_OF: Record<LoraModule, "q" | "k" | "v" | "o" | "gate" | "up" | "down" | "qkv"> = {
-  q: "q", k: "k", v: "v", o: "o", gate: "gate", up: "up", down: "down", qkv: "qkv",
+  q: "q",
+  k: "k",
+  v: "v",
+  o: "o",
+  gate: "gate",
+  up: "up",
+  down: "down",
+  qkv: "qkv",
 };
 
 /** A copy of `w` with adapter `a` merged into the base: W += (alpha/r)·B·A per targeted Linear. */
-export function mergeLora(w: ModelWeights, layout: LoraLayout, data: Float32Array, a: number): ModelWeights {
+export function mergeLora(
+  w: ModelWeights,
+  layout: LoraLayout,
+  data: Float32Array,
+  a: number,
+): ModelWeights {
   const out = new Float32Array(w.data);
   const r = layout.cfg.rank, s = layout.scale;
   for (const e of layout.entries) {

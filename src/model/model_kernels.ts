@@ -31,7 +31,10 @@ export type AttentionVariant = "lane" | "workgroup";
 
 export class ModelKernels {
   private constructor(
-    private k: Record<"gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu", Kernel>,
+    private k: Record<
+      "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu",
+      Kernel
+    >,
     private maxPerDim: number,
     readonly cachePositions: number,
   ) {}
@@ -49,18 +52,29 @@ export class ModelKernels {
   static async create(
     gpu: Gpu,
     cachePositions: number,
-    opts: { normVariant?: "rows" | "workgroup"; headDim?: number; attentionVariant?: AttentionVariant; queryGroup?: number } = {},
+    opts: {
+      normVariant?: "rows" | "workgroup";
+      headDim?: number;
+      attentionVariant?: AttentionVariant;
+      queryGroup?: number;
+    } = {},
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
     // barrier-free lane kernel (attention_lane.wgsl), GPUs the workgroup-parallel attention4.
-    const vec4Attention = opts.headDim !== undefined && opts.headDim % 4 === 0 && opts.headDim <= 256;
+    const vec4Attention = opts.headDim !== undefined && opts.headDim % 4 === 0 &&
+      opts.headDim <= 256;
     const lane = vec4Attention && laneAttentionFits(opts.headDim!, cachePositions, 1) &&
       (opts.attentionVariant ?? (gpu.adapterClass === "cpu" ? "lane" : "workgroup")) === "lane";
-    const serial = (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
+    const serial =
+      (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     // Two query heads per kv head: the lane kernel's pair entry loads each K/V vector once for both.
     const pair = lane && opts.queryGroup === 2;
-    const s = (shader: string, entry: string, bindings: string[], constants: Record<string, number>) =>
-      gpu.kernel({ shader, entry, bindings: bindings as never, constants });
+    const s = (
+      shader: string,
+      entry: string,
+      bindings: string[],
+      constants: Record<string, number>,
+    ) => gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const [gather, rmsnorm, ropeInv, ropeStore, attention, swiglu] = await Promise.all([
       s("gather_rows", "gather_rows", [u, ro, ro, rw], { WG: EW }),
@@ -70,12 +84,24 @@ export class ModelKernels {
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
       s("rope", "rope_store", [u, rw, rw, ro, ro, ro, ro, rw, rw], { WG: EW }),
       pair
-        ? s("attention_lane", "attention_lane_g2", [u, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: opts.headDim! / 4 })
+        ? s("attention_lane", "attention_lane_g2", [u, ro, ro, ro, ro, rw, rw], {
+          WG: LANE_WG,
+          D4: opts.headDim! / 4,
+        })
         : lane
-        ? s("attention_lane", "attention_lane", [u, ro, ro, ro, ro, rw, rw], { WG: LANE_WG, D4: opts.headDim! / 4 })
+        ? s("attention_lane", "attention_lane", [u, ro, ro, ro, ro, rw, rw], {
+          WG: LANE_WG,
+          D4: opts.headDim! / 4,
+        })
         : vec4Attention
-        ? s("attention4", "attention4", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions })
-        : s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], { WG: ATT_WG, MAXP: cachePositions }),
+        ? s("attention4", "attention4", [u, ro, ro, ro, ro, rw, rw], {
+          WG: ATT_WG,
+          MAXP: cachePositions,
+        })
+        : s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], {
+          WG: ATT_WG,
+          MAXP: cachePositions,
+        }),
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
     ]);
     const k = new ModelKernels(
@@ -95,28 +121,63 @@ export class ModelKernels {
   }
 
   /** out[r] = src[idx[r]] for rows of `cols` floats. */
-  gather(rec: Recorder, rows: number, cols: number, srcRows: number, src: BufferRef, idx: BufferRef, out: BufferRef) {
+  gather(
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    srcRows: number,
+    src: BufferRef,
+    idx: BufferRef,
+    out: BufferRef,
+  ) {
     const u = packUniform([["u32", rows], ["u32", cols], ["u32", srcRows], ["u32", 0]]);
     rec.dispatch(this.k.gather, [null, src, idx, out], this.grid(rows * cols), u);
   }
 
   /** out = rmsnorm(x)·w per row; rstd[r] = 1/rms saved for the backward. */
-  rmsnorm(rec: Recorder, rows: number, cols: number, eps: number, x: BufferRef, w: BufferRef, out: BufferRef, rstd: BufferRef) {
+  rmsnorm(
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    eps: number,
+    x: BufferRef,
+    w: BufferRef,
+    out: BufferRef,
+    rstd: BufferRef,
+  ) {
     const u = packUniform([["u32", rows], ["u32", cols], ["f32", eps], ["u32", 0]]);
-    const wg = this.serialNorm ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim) : grid1d(rows, this.maxPerDim);
+    const wg = this.serialNorm
+      ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim)
+      : grid1d(rows, this.maxPerDim);
     rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], wg, u);
   }
 
   /** Rotates x [rows, heads, D] in place back by each row's position (the inverse RoPE, for gradients). */
-  ropeInverse(rec: Recorder, rows: number, heads: number, D: number, maxPos: number, x: BufferRef, meta: BufferRef, cos: BufferRef, sin: BufferRef) {
+  ropeInverse(
+    rec: Recorder,
+    rows: number,
+    heads: number,
+    D: number,
+    maxPos: number,
+    x: BufferRef,
+    meta: BufferRef,
+    cos: BufferRef,
+    sin: BufferRef,
+  ) {
     const u = packUniform([["u32", rows], ["u32", heads], ["u32", D], ["u32", maxPos]]);
     rec.dispatch(this.k.ropeInv, [null, x, meta, cos, sin], this.grid(rows * heads * D / 2), u);
   }
 
   private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
     return packUniform([
-      ["u32", N], ["u32", NH], ["u32", KV], ["u32", D],
-      ["u32", this.cachePositions], ["f32", 1 / Math.sqrt(D)], ["u32", 0], ["u32", 0],
+      ["u32", N],
+      ["u32", NH],
+      ["u32", KV],
+      ["u32", D],
+      ["u32", this.cachePositions],
+      ["f32", 1 / Math.sqrt(D)],
+      ["u32", 0],
+      ["u32", 0],
     ]);
   }
 
@@ -125,24 +186,73 @@ export class ModelKernels {
    * [S, KV, P, D] at each row's (slot, pos): one dispatch (rope.wgsl rope_store).
    */
   ropeStore(
-    rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, k: BufferRef,
-    v: BufferRef, cos: BufferRef, sin: BufferRef, kc: BufferRef, vc: BufferRef,
+    rec: Recorder,
+    N: number,
+    NH: number,
+    KV: number,
+    D: number,
+    meta: BufferRef,
+    q: BufferRef,
+    k: BufferRef,
+    v: BufferRef,
+    cos: BufferRef,
+    sin: BufferRef,
+    kc: BufferRef,
+    vc: BufferRef,
   ) {
-    const u = packUniform([["u32", N], ["u32", NH], ["u32", KV], ["u32", D], ["u32", this.cachePositions], ["u32", 0], ["u32", 0], ["u32", 0]]);
-    rec.dispatch(this.k.ropeStore, [null, q, k, v, meta, cos, sin, kc, vc], this.grid(N * (NH + KV) * D / 2), u);
+    const u = packUniform([
+      ["u32", N],
+      ["u32", NH],
+      ["u32", KV],
+      ["u32", D],
+      ["u32", this.cachePositions],
+      ["u32", 0],
+      ["u32", 0],
+      ["u32", 0],
+    ]);
+    rec.dispatch(
+      this.k.ropeStore,
+      [null, q, k, v, meta, cos, sin, kc, vc],
+      this.grid(N * (NH + KV) * D / 2),
+      u,
+    );
   }
 
   /** out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. */
-  attention(rec: Recorder, N: number, NH: number, KV: number, D: number, meta: BufferRef, q: BufferRef, kc: BufferRef, vc: BufferRef, out: BufferRef, lse: BufferRef) {
+  attention(
+    rec: Recorder,
+    N: number,
+    NH: number,
+    KV: number,
+    D: number,
+    meta: BufferRef,
+    q: BufferRef,
+    kc: BufferRef,
+    vc: BufferRef,
+    out: BufferRef,
+    lse: BufferRef,
+  ) {
     if (this.attentionVariant === "lane") {
       if (NH !== KV * this.laneGroup && this.laneGroup > 1) {
-        throw new KernelArgumentError(`attention: ${NH} heads over ${KV} kv heads; this kernel takes ${this.laneGroup} per kv head`);
+        throw new KernelArgumentError(
+          `attention: ${NH} heads over ${KV} kv heads; this kernel takes ${this.laneGroup} per kv head`,
+        );
       }
-      rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], this.grid(N * NH / this.laneGroup, LANE_WG), this.attnUniform(N, NH, KV, D));
+      rec.dispatch(
+        this.k.attention,
+        [null, meta, q, kc, vc, out, lse],
+        this.grid(N * NH / this.laneGroup, LANE_WG),
+        this.attnUniform(N, NH, KV, D),
+      );
       return;
     }
     const z = Math.ceil(N / 65535);
-    rec.dispatch(this.k.attention, [null, meta, q, kc, vc, out, lse], [NH, Math.min(N, 65535), z], this.attnUniform(N, NH, KV, D));
+    rec.dispatch(
+      this.k.attention,
+      [null, meta, q, kc, vc, out, lse],
+      [NH, Math.min(N, 65535), z],
+      this.attnUniform(N, NH, KV, D),
+    );
   }
 
   /** out = silu(g) · u elementwise. */

@@ -47,7 +47,9 @@ export class ParamAtlas {
     const max = gpu.device.limits.maxTextureDimension2D;
     const shift = Math.min(SHIFT, Math.floor(Math.log2(max)));
     // An npot height, like the weight textures' sides (weight_textures.ts: one compile per kernel).
-    const texels = Math.ceil(bytes / 16), width = 2 ** shift, height = npot(Math.ceil(texels / width));
+    const texels = Math.ceil(bytes / 16),
+      width = 2 ** shift,
+      height = npot(Math.ceil(texels / width));
     if (bytes % 16 || height > max) return null;
     const texture = gpu.device.createTexture({
       label: "param_atlas",
@@ -55,7 +57,13 @@ export class ParamAtlas {
       format: "rgba32float",
       usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST,
     });
-    return new ParamAtlas(gpu, texture, { view: texture.createView(), id: `atlas:${nextId++}` }, shift, texels);
+    return new ParamAtlas(
+      gpu,
+      texture,
+      { view: texture.createView(), id: `atlas:${nextId++}` },
+      shift,
+      texels,
+    );
   }
 
   /**
@@ -64,12 +72,22 @@ export class ParamAtlas {
    */
   ensure(params: GpuParams, version: number): void {
     if (this.version === version) return;
-    const width = 2 ** this.shift, full = Math.floor(this.texels / width), rest = this.texels - full * width;
+    const width = 2 ** this.shift,
+      full = Math.floor(this.texels / width),
+      rest = this.texels - full * width;
     const enc = this.gpu.device.createCommandEncoder({ label: "param_atlas.fill" });
     const src = params.buffers[0];
-    if (full) enc.copyBufferToTexture({ buffer: src, bytesPerRow: width * 16 }, { texture: this.texture }, [width, full]);
+    if (full) {
+      enc.copyBufferToTexture({ buffer: src, bytesPerRow: width * 16 }, { texture: this.texture }, [
+        width,
+        full,
+      ]);
+    }
     if (rest) {
-      enc.copyBufferToTexture({ buffer: src, offset: full * width * 16 }, { texture: this.texture, origin: [0, full] }, [rest, 1]);
+      enc.copyBufferToTexture({ buffer: src, offset: full * width * 16 }, {
+        texture: this.texture,
+        origin: [0, full],
+      }, [rest, 1]);
     }
     this.gpu.device.queue.submit([enc.finish()]);
     this.version = version;

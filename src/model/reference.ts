@@ -220,7 +220,12 @@ function gpt2Layer(w: ModelWeights, l: number, xs: Float64Array[]) {
   const { numHeads: NH, headDim: D, rmsNormEps: eps, hiddenSize: C } = cfg;
   const qs: Float64Array[] = [], ks: Float64Array[] = [], vs: Float64Array[] = [];
   for (const x of xs) {
-    const qkv = linear(layerNorm(x, p(L.inputNorm), p(L.inputNormBias), eps), p(L.qkv), p(L.qkvBias), 3 * C);
+    const qkv = linear(
+      layerNorm(x, p(L.inputNorm), p(L.inputNormBias), eps),
+      p(L.qkv),
+      p(L.qkvBias),
+      3 * C,
+    );
     qs.push(qkv.slice(0, C)); // split(n_embd, dim=2): query, key, value
     ks.push(qkv.slice(C, 2 * C));
     vs.push(qkv.slice(2 * C));
@@ -229,7 +234,12 @@ function gpt2Layer(w: ModelWeights, l: number, xs: Float64Array[]) {
   return xs.map((x, t) => {
     const o = linear(att[t], p(L.o), p(L.oBias), C);
     const r = x.map((xi, i) => xi + o[i]);
-    const h = linear(layerNorm(r, p(L.postNorm), p(L.postNormBias), eps), p(L.up), p(L.upBias), cfg.intermediateSize)
+    const h = linear(
+      layerNorm(r, p(L.postNorm), p(L.postNormBias), eps),
+      p(L.up),
+      p(L.upBias),
+      cfg.intermediateSize,
+    )
       .map(geluNew);
     const m = linear(h, p(L.down), p(L.downBias), C);
     return r.map((ri, i) => ri + m[i]);

@@ -10,7 +10,10 @@ export interface RopeTable {
 export function ropeTable(headDim: number, theta: number, maxPos: number): RopeTable {
   const half = headDim / 2;
   const f = Math.fround;
-  const invFreq = Float32Array.from({ length: half }, (_, i) => f(1 / f(Math.pow(theta, f(f(2 * i) / headDim)))));
+  const invFreq = Float32Array.from(
+    { length: half },
+    (_, i) => f(1 / f(Math.pow(theta, f(f(2 * i) / headDim)))),
+  );
   const cos = new Float32Array(maxPos * half), sin = new Float32Array(maxPos * half);
   for (let p = 0; p < maxPos; p++) {
     for (let i = 0; i < half; i++) {

@@ -52,13 +52,19 @@ interface Entry {
  * Why one weight cannot have a texture copy (a sentence), or null: stored whole in one binding,
  * K a multiple of 4, its blocks of K/4 texel columns within the adapter's texture width.
  */
-export function textureUnfit(t: ParamTensor, params: GpuParams, limits: GPUSupportedLimits): string | null {
+export function textureUnfit(
+  t: ParamTensor,
+  params: GpuParams,
+  limits: GPUSupportedLimits,
+): string | null {
   if (t.shape.length !== 2) return `${t.name} is not a matrix`;
   const [N, K] = t.shape;
   if (params.chunks(t).length !== 1) return `${t.name} is split across bindings`;
   if (K % 4) return `${t.name}'s rows (${K} floats) are not a multiple of 4`;
   const width = textureSize(N, K, limits.maxTextureDimension2D)[0];
-  if (width > limits.maxTextureDimension2D) return `${t.name} would take ${width} texels of width, over the adapter's ${limits.maxTextureDimension2D}`;
+  if (width > limits.maxTextureDimension2D) {
+    return `${t.name} would take ${width} texels of width, over the adapter's ${limits.maxTextureDimension2D}`;
+  }
   return null;
 }
 
@@ -83,7 +89,11 @@ export class WeightTextures {
   /** The parameter version the copies were made from (-1: never). */
   version = -1;
 
-  private constructor(private gpu: Gpu, private fill: Kernel, private entries: Map<ParamTensor, Entry>) {}
+  private constructor(
+    private gpu: Gpu,
+    private fill: Kernel,
+    private entries: Map<ParamTensor, Entry>,
+  ) {}
 
   /**
    * Texture copies of every projection weight (q, k, v, o, gate, up, down of each layer, and the
@@ -92,9 +102,14 @@ export class WeightTextures {
    * qualifies. refresh fills them.
    */
   static async create(
-    gpu: Gpu, layout: ParamLayout, params: GpuParams, opts: { foldNorms?: boolean; maxBytes?: number } = {},
+    gpu: Gpu,
+    layout: ParamLayout,
+    params: GpuParams,
+    opts: { foldNorms?: boolean; maxBytes?: number } = {},
   ): Promise<WeightTextures | null> {
-    const limits = gpu.device.limits, H = textureRowsPerBlock(limits.maxTextureDimension2D), eps = layout.config.rmsNormEps;
+    const limits = gpu.device.limits,
+      H = textureRowsPerBlock(limits.maxTextureDimension2D),
+      eps = layout.config.rmsNormEps;
     const fold = opts.foldNorms ?? true, maxBytes = opts.maxBytes ?? WEIGHT_TEXTURES_MAX_BYTES;
     const tensors: [ParamTensor, ParamTensor | null][] = [];
     // GPT-2 decodes on the per-op storage path (its LayerNorm cannot be folded like RMSNorm).
@@ -102,7 +117,11 @@ export class WeightTextures {
     for (let l = 0; l < layout.config.numLayers; l++) {
       const v = layout.layerView(l);
       for (const role of LAYER_ROLES) {
-        const norm = role === "q" || role === "k" || role === "v" ? v.inputNorm : role === "gate" || role === "up" ? v.postNorm : null;
+        const norm = role === "q" || role === "k" || role === "v"
+          ? v.inputNorm
+          : role === "gate" || role === "up"
+          ? v.postNorm
+          : null;
         tensors.push([v[role]!, norm]);
       }
     }
@@ -114,7 +133,8 @@ export class WeightTextures {
       const norm = fold ? n : null;
       if (norm && params.chunks(norm).length !== 1) continue;
       const [N, K] = t.shape;
-      const [width, height] = textureSize(N, K, limits.maxTextureDimension2D), size = width * height * 16;
+      const [width, height] = textureSize(N, K, limits.maxTextureDimension2D),
+        size = width * height * 16;
       if (bytes + size > maxBytes) break;
       bytes += size;
       const texture = gpu.device.createTexture({
@@ -125,12 +145,25 @@ export class WeightTextures {
       });
       const view = texture.createView(), id = `wt:${t.name}:${nextId++}`;
       entries.set(t, {
-        tensor: t, norm, texture, target: { view, id: `${id}:w` },
-        weight: { binding: { view, id }, rows: N, cols: K, rowsPerBlock: H, ...(norm ? { normEps: eps } : {}) },
+        tensor: t,
+        norm,
+        texture,
+        target: { view, id: `${id}:w` },
+        weight: {
+          binding: { view, id },
+          rows: N,
+          cols: K,
+          rowsPerBlock: H,
+          ...(norm ? { normEps: eps } : {}),
+        },
       });
     }
     if (!entries.size) return null;
-    const fill = await gpu.kernel({ shader: "weight_texture", entry: "fill", bindings: ["uniform", "read-only-storage", "read-only-storage", "texture-write"] });
+    const fill = await gpu.kernel({
+      shader: "weight_texture",
+      entry: "fill",
+      bindings: ["uniform", "read-only-storage", "read-only-storage", "texture-write"],
+    });
     return new WeightTextures(gpu, fill, entries);
   }
 
@@ -148,8 +181,16 @@ export class WeightTextures {
     const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
     for (const { tensor: t, norm, weight, target } of this.entries.values()) {
       const w = params.chunks(t)[0].ref, K4 = weight.cols / 4;
-      const u = packUniform([["u32", weight.rows], ["u32", K4], ["u32", weight.rowsPerBlock], ["u32", norm ? 1 : 0]]);
-      rec.dispatch(this.fill, [null, w, norm ? params.chunks(norm)[0].ref : w, target], grid1d(Math.ceil(weight.rows * K4 / 64), maxDim), u);
+      const u = packUniform([["u32", weight.rows], ["u32", K4], ["u32", weight.rowsPerBlock], [
+        "u32",
+        norm ? 1 : 0,
+      ]]);
+      rec.dispatch(
+        this.fill,
+        [null, w, norm ? params.chunks(norm)[0].ref : w, target],
+        grid1d(Math.ceil(weight.rows * K4 / 64), maxDim),
+        u,
+      );
     }
     rec.submit();
     this.version = version;

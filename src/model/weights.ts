@@ -318,7 +318,8 @@ function ignorable(name: string, cfg: ModelConfig): boolean {
   return name.endsWith(".rotary_emb.inv_freq") ||
     (cfg.tieWordEmbeddings && name === "lm_head.weight") ||
     // GPT-2's causal-mask buffers, saved by old transformers versions
-    (cfg.modelType === "gpt2" && (name.endsWith(".attn.bias") || name.endsWith(".attn.masked_bias")));
+    (cfg.modelType === "gpt2" &&
+      (name.endsWith(".attn.bias") || name.endsWith(".attn.masked_bias")));
 }
 
 /**
@@ -333,7 +334,8 @@ function ckptName(ckpt: SafetensorsCheckpoint, t: ParamTensor): string {
 
 /** The layout's name of a checkpoint tensor (adds GPT-2's `transformer.` prefix where needed). */
 function layoutName(name: string, layout: ParamLayout): string {
-  return layout.config.modelType === "gpt2" && !layout.has(name) && layout.has(`transformer.${name}`)
+  return layout.config.modelType === "gpt2" && !layout.has(name) &&
+      layout.has(`transformer.${name}`)
     ? `transformer.${name}`
     : name;
 }
@@ -345,7 +347,9 @@ function fileShape(t: ParamTensor): readonly number[] {
 
 /** [rows, cols] row-major → [cols, rows] (into `out`). */
 function transposeInto(src: Float32Array, rows: number, cols: number, out: Float32Array): void {
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = src[r * cols + c];
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) out[c * rows + r] = src[r * cols + c];
+  }
 }
 
 /** Reads tensor `t` into `out` ([t.size]), transposing a Conv1D weight to [out, in]. */
@@ -386,7 +390,9 @@ export function checkCheckpoint(ckpt: SafetensorsCheckpoint, layout: ParamLayout
     );
     floatDtypeOf(info);
   }
-  const extra = ckpt.names().filter((n) => !layout.has(layoutName(n, layout)) && !ignorable(n, cfg));
+  const extra = ckpt.names().filter((n) =>
+    !layout.has(layoutName(n, layout)) && !ignorable(n, cfg)
+  );
   if (extra.length > 0) throw new UnexpectedTensorError(ckpt.name, extra);
 }
 

@@ -8,7 +8,16 @@ import type { Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import { grid1d } from "./grid.ts";
 
-export const UNARY_OPS = ["affine", "exp", "log", "silu", "square", "sqrt", "tanh", "relu"] as const;
+export const UNARY_OPS = [
+  "affine",
+  "exp",
+  "log",
+  "silu",
+  "square",
+  "sqrt",
+  "tanh",
+  "relu",
+] as const;
 export type UnaryOp = typeof UNARY_OPS[number];
 export const BINARY_OPS = ["add", "sub", "mul", "div", "max", "min"] as const;
 export type BinaryOp = typeof BINARY_OPS[number];
@@ -32,10 +41,14 @@ export interface BinaryArgs {
 
 function broadcastStrides(bc: Broadcast, cols: number): [number, number] {
   switch (bc) {
-    case "same": return [cols, 1];
-    case "row": return [0, 1];
-    case "col": return [1, 0];
-    case "scalar": return [0, 0];
+    case "same":
+      return [cols, 1];
+    case "row":
+      return [0, 1];
+    case "col":
+      return [1, 0];
+    case "scalar":
+      return [0, 0];
   }
 }
 
@@ -48,14 +61,40 @@ export class Elementwise {
   ) {}
 
   static async create(gpu: Gpu): Promise<Elementwise> {
-    const u = new Map<UnaryOp, Kernel>(), b = new Map<BinaryOp, Kernel>(), ip = new Map<BinaryOp, Kernel>();
+    const u = new Map<UnaryOp, Kernel>(),
+      b = new Map<BinaryOp, Kernel>(),
+      ip = new Map<BinaryOp, Kernel>();
     await Promise.all([
       ...UNARY_OPS.map(async (op, OP) => {
-        u.set(op, await gpu.kernel({ shader: "elementwise", entry: "unary", bindings: ["uniform", "read-only-storage", "storage"], constants: { OP, WG } }));
+        u.set(
+          op,
+          await gpu.kernel({
+            shader: "elementwise",
+            entry: "unary",
+            bindings: ["uniform", "read-only-storage", "storage"],
+            constants: { OP, WG },
+          }),
+        );
       }),
       ...BINARY_OPS.map(async (op, OP) => {
-        b.set(op, await gpu.kernel({ shader: "binary", entry: "binary", bindings: ["uniform", "read-only-storage", "read-only-storage", "storage"], constants: { OP, WG } }));
-        ip.set(op, await gpu.kernel({ shader: "binary_inplace", entry: "binary_inplace", bindings: ["uniform", "storage", "read-only-storage"], constants: { OP, WG } }));
+        b.set(
+          op,
+          await gpu.kernel({
+            shader: "binary",
+            entry: "binary",
+            bindings: ["uniform", "read-only-storage", "read-only-storage", "storage"],
+            constants: { OP, WG },
+          }),
+        );
+        ip.set(
+          op,
+          await gpu.kernel({
+            shader: "binary_inplace",
+            entry: "binary_inplace",
+            bindings: ["uniform", "storage", "read-only-storage"],
+            constants: { OP, WG },
+          }),
+        );
       }),
     ]);
     return new Elementwise(u, b, ip, gpu.device.limits.maxComputeWorkgroupsPerDimension);
@@ -65,12 +104,22 @@ export class Elementwise {
   unary(rec: Recorder, op: UnaryOp, n: number, x: BufferRef, out: BufferRef, a = 1, b = 0): void {
     if (n <= 0) throw new KernelArgumentError(`unary ${op}: n must be positive, got ${n}`);
     const u = packUniform([["u32", n], ["u32", n], ["u32", 0], ["u32", 0], ["f32", a], ["f32", b]]);
-    rec.dispatch(this.unaryK.get(op)!, [null, x, out], grid1d(Math.ceil(n / WG), this.maxPerDim), u);
+    rec.dispatch(
+      this.unaryK.get(op)!,
+      [null, x, out],
+      grid1d(Math.ceil(n / WG), this.maxPerDim),
+      u,
+    );
   }
 
   /** out = g(a·x, b·y) with y broadcast per `args.broadcast`. */
   binary(rec: Recorder, args: BinaryArgs, x: BufferRef, y: BufferRef, out: BufferRef): void {
-    rec.dispatch(this.binaryK.get(args.op)!, [null, x, y, out], this.grid(args), this.uniform(args));
+    rec.dispatch(
+      this.binaryK.get(args.op)!,
+      [null, x, y, out],
+      this.grid(args),
+      this.uniform(args),
+    );
   }
 
   /** x = g(a·x, b·y) in place (e.g. accumulate: op "add"). */
@@ -85,12 +134,18 @@ export class Elementwise {
   private uniform(args: BinaryArgs): ArrayBuffer {
     const cols = args.cols ?? args.n;
     if (args.n <= 0 || cols <= 0 || args.n % cols !== 0) {
-      throw new KernelArgumentError(`binary ${args.op}: n=${args.n} must be a positive multiple of cols=${cols}`);
+      throw new KernelArgumentError(
+        `binary ${args.op}: n=${args.n} must be a positive multiple of cols=${cols}`,
+      );
     }
     const [rs, cs] = broadcastStrides(args.broadcast ?? "same", cols);
     return packUniform([
-      ["u32", args.n], ["u32", cols], ["u32", rs], ["u32", cs],
-      ["f32", args.a ?? 1], ["f32", args.b ?? 1],
+      ["u32", args.n],
+      ["u32", cols],
+      ["u32", rs],
+      ["u32", cs],
+      ["f32", args.a ?? 1],
+      ["f32", args.b ?? 1],
     ]);
   }
 }

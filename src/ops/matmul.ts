@@ -54,7 +54,9 @@ function hasGroupEntry(v: MatmulVariant): boolean {
 function groupSpec(v: MatmulVariant): KernelSpec {
   const ro = "read-only-storage", rw = "storage";
   return {
-    shader: "matmul_group", entry: `ntg_r${v.r}c${v.c}`, bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw],
+    shader: "matmul_group",
+    entry: `ntg_r${v.r}c${v.c}`,
+    bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw],
     constants: { WGX: v.wgx!, WGY: v.wgy! },
   };
 }
@@ -93,7 +95,10 @@ export interface TextureWeight {
  * Texture-form tiles (shaders/matmul_tex.wgsl, from gen_matmul_reg.ts's TEX_TILES), each with a
  * grouped entry in shaders/matmul_tex_group.wgsl.
  */
-export const TEX_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [1, 16], [4, 16], [8, 16], [8, 32]];
+export const TEX_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [1, 16], [4, 16], [
+  8,
+  16,
+], [8, 32]];
 /** Texture tiles with a q/k/v + RoPE + K/V cache entry (shaders/matmul_tex_rope.wgsl). */
 export const ROPE_TILES: ReadonlyArray<readonly [number, number]> = [[4, 16], [8, 32]];
 
@@ -101,21 +106,52 @@ export const ROPE_TILES: ReadonlyArray<readonly [number, number]> = [[4, 16], [8
  * The texture-form kernel of a variant (a TEX_TILES tile): the plain entry, the grouped one
  * ("group"), or the gate/up pair with SwiGLU applied ("swiglu", the grouped bindings).
  */
-export function textureSpec(v: MatmulVariant, entry: "plain" | "group" | "swiglu" | "rope" = "plain"): KernelSpec {
+export function textureSpec(
+  v: MatmulVariant,
+  entry: "plain" | "group" | "swiglu" | "rope" = "plain",
+): KernelSpec {
   if (v.kind !== "reg" || !TEX_TILES.some(([r, c]) => r === v.r && c === v.c)) {
     throw new KernelArgumentError(`matmul variant ${v.name} has no texture-form entry`);
   }
   const ro = "read-only-storage", rw = "storage", constants = { WGX: v.wgx!, WGY: v.wgy! };
-  if (entry === "plain") return { shader: "matmul_tex", entry: `ntx_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture-read", rw], constants };
-  if (entry === "rope") {
-    if (!ROPE_TILES.some(([r, c]) => r === v.r && c === v.c)) throw new KernelArgumentError(`matmul variant ${v.name} has no q/k/v RoPE entry`);
+  if (entry === "plain") {
     return {
-      shader: "matmul_tex_rope", entry: `ntxr_r${v.r}c${v.c}`,
-      bindings: ["uniform", ro, "texture-read", "texture-read", "texture-read", rw, rw, rw, ro, ro, ro], constants,
+      shader: "matmul_tex",
+      entry: `ntx_r${v.r}c${v.c}`,
+      bindings: ["uniform", ro, "texture-read", rw],
+      constants,
+    };
+  }
+  if (entry === "rope") {
+    if (!ROPE_TILES.some(([r, c]) => r === v.r && c === v.c)) {
+      throw new KernelArgumentError(`matmul variant ${v.name} has no q/k/v RoPE entry`);
+    }
+    return {
+      shader: "matmul_tex_rope",
+      entry: `ntxr_r${v.r}c${v.c}`,
+      bindings: [
+        "uniform",
+        ro,
+        "texture-read",
+        "texture-read",
+        "texture-read",
+        rw,
+        rw,
+        rw,
+        ro,
+        ro,
+        ro,
+      ],
+      constants,
     };
   }
   const name = entry === "group" ? "ntxg" : "ntxs";
-  return { shader: "matmul_tex_group", entry: `${name}_r${v.r}c${v.c}`, bindings: ["uniform", ro, "texture-read", "texture-read", "texture-read", rw, rw, rw], constants };
+  return {
+    shader: "matmul_tex_group",
+    entry: `${name}_r${v.r}c${v.c}`,
+    bindings: ["uniform", ro, "texture-read", "texture-read", "texture-read", rw, rw, rw],
+    constants,
+  };
 }
 
 function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
@@ -124,7 +160,9 @@ function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
 
 /** Split-K variants; shaders/matmul_splitk.wgsl holds up to 8 rows and 64 lanes (a power of 2). */
 function splitk(r: number, wg: number): MatmulVariant {
-  if (r < 1 || r > 8 || wg > 64 || (wg & (wg - 1)) !== 0) throw new Error(`split-K variant r${r} wg${wg} outside the shader's limits`);
+  if (r < 1 || r > 8 || wg > 64 || (wg & (wg - 1)) !== 0) {
+    throw new Error(`split-K variant r${r} wg${wg} outside the shader's limits`);
+  }
   return { name: `sk_r${r}_wg${wg}`, kind: "splitk", r, c: 4, wgx: wg, wgy: 1 };
 }
 
@@ -132,27 +170,58 @@ function splitk(r: number, wg: number): MatmulVariant {
 export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   { name: "generic", kind: "generic", wgx: 8, wgy: 8 },
   { name: "tiled64", kind: "tiled" },
-  reg(1, 4, 64), reg(1, 8, 32), reg(1, 8, 64), reg(2, 8, 32), reg(4, 4, 16), reg(4, 8, 16),
-  reg(4, 8, 32), reg(8, 4, 16), reg(8, 8, 8), reg(8, 8, 16), reg(8, 8, 32), reg(8, 8, 8, 4),
-  reg(8, 16, 8), reg(8, 16, 16), reg(16, 8, 8), reg(16, 8, 16),
-  reg(16, 16, 8), reg(32, 16, 8),
-  splitk(1, 64), splitk(4, 64), splitk(8, 64), splitk(1, 32),
+  reg(1, 4, 64),
+  reg(1, 8, 32),
+  reg(1, 8, 64),
+  reg(2, 8, 32),
+  reg(4, 4, 16),
+  reg(4, 8, 16),
+  reg(4, 8, 32),
+  reg(8, 4, 16),
+  reg(8, 8, 8),
+  reg(8, 8, 16),
+  reg(8, 8, 32),
+  reg(8, 8, 8, 4),
+  reg(8, 16, 8),
+  reg(8, 16, 16),
+  reg(16, 8, 8),
+  reg(16, 8, 16),
+  reg(16, 16, 8),
+  reg(32, 16, 8),
+  splitk(1, 64),
+  splitk(4, 64),
+  splitk(8, 64),
+  splitk(1, 32),
 ];
 
 /** Texture-form variants (textureSpec): TEX_TILES tiles with their workgroup widths. */
 export const TEX_VARIANTS: readonly MatmulVariant[] = [
-  reg(1, 8, 32), reg(1, 16, 32), reg(4, 16, 8), reg(8, 16, 8), reg(8, 32, 8),
+  reg(1, 8, 32),
+  reg(1, 16, 32),
+  reg(4, 16, 8),
+  reg(8, 16, 8),
+  reg(8, 32, 8),
 ];
 
 export function findTextureVariant(name: string): MatmulVariant {
   const v = TEX_VARIANTS.find((x) => x.name === name);
-  if (!v) throw new KernelArgumentError(`unknown texture-form matmul variant "${name}"; known: ${TEX_VARIANTS.map((x) => x.name).join(", ")}`);
+  if (!v) {
+    throw new KernelArgumentError(
+      `unknown texture-form matmul variant "${name}"; known: ${
+        TEX_VARIANTS.map((x) => x.name).join(", ")
+      }`,
+    );
+  }
   return v;
 }
 
 export function findVariant(name: string): MatmulVariant {
   const v = MATMUL_VARIANTS.find((x) => x.name === name);
-  if (!v) throw new KernelArgumentError(`unknown matmul variant "${name}"; known: ${MATMUL_VARIANTS.map((x) => x.name).join(", ")}`);
+  if (!v) {
+    throw new KernelArgumentError(
+      `unknown matmul variant "${name}"; known: ${MATMUL_VARIANTS.map((x) => x.name).join(", ")}`,
+    );
+  }
   return v;
 }
 
@@ -186,15 +255,36 @@ export function kernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
   const bindings = ["uniform", "read-only-storage", "read-only-storage", "storage"] as const;
   if (v.kind === "reg") {
     const shader = isBigRegTile(v.r!, v.c!) ? "matmul_reg_big" : "matmul_reg";
-    return { shader, entry: `${form}_r${v.r}c${v.c}`, bindings, constants: { WGX: v.wgx!, WGY: v.wgy! } };
+    return {
+      shader,
+      entry: `${form}_r${v.r}c${v.c}`,
+      bindings,
+      constants: { WGX: v.wgx!, WGY: v.wgy! },
+    };
   }
   if (v.kind === "splitk") {
-    if (form !== "nt") throw new KernelArgumentError(`matmul variant ${v.name} computes A·Bᵀ (nt) only, not ${form}`);
-    return { shader: "matmul_splitk", entry: "nt_splitk", bindings, constants: { WG: v.wgx!, R: v.r! } };
+    if (form !== "nt") {
+      throw new KernelArgumentError(
+        `matmul variant ${v.name} computes A·Bᵀ (nt) only, not ${form}`,
+      );
+    }
+    return {
+      shader: "matmul_splitk",
+      entry: "nt_splitk",
+      bindings,
+      constants: { WG: v.wgx!, R: v.r! },
+    };
   }
   const FORM = MATMUL_FORMS.indexOf(form);
-  if (v.kind === "tiled") return { shader: "matmul_tiled", entry: "tiled", bindings, constants: { FORM } };
-  return { shader: "matmul_tiled", entry: "generic", bindings, constants: { FORM, WGX: v.wgx!, WGY: v.wgy! } };
+  if (v.kind === "tiled") {
+    return { shader: "matmul_tiled", entry: "tiled", bindings, constants: { FORM } };
+  }
+  return {
+    shader: "matmul_tiled",
+    entry: "generic",
+    bindings,
+    constants: { FORM, WGX: v.wgx!, WGY: v.wgy! },
+  };
 }
 
 function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, number, number] {
@@ -212,7 +302,14 @@ function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, num
  * training chunks and weight gradients, where the big-tile picks leave cores idle) and the rest.
  */
 export type ShapeBucket = "vector" | "skinny" | "skinny16" | "skinny32" | "small" | "square";
-export const SHAPE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "skinny16", "skinny32", "small", "square"];
+export const SHAPE_BUCKETS: readonly ShapeBucket[] = [
+  "vector",
+  "skinny",
+  "skinny16",
+  "skinny32",
+  "small",
+  "square",
+];
 export function shapeBucket(s: MatmulShape): ShapeBucket {
   if (s.M < 8) return "vector";
   if (s.M < 16) return "skinny";
@@ -239,7 +336,10 @@ const BUCKET_STANDIN: Record<ShapeBucket, ShapeBucket[]> = {
  * big-tile picks would cost CPU adapters seconds of shader compilation; there the skinny pick
  * stands in.
  */
-export function bucketsForShapes(maxRows: number, weightShapes: ReadonlyArray<readonly number[]>): ShapeBucket[] {
+export function bucketsForShapes(
+  maxRows: number,
+  weightShapes: ReadonlyArray<readonly number[]>,
+): ShapeBucket[] {
   const dims = weightShapes.flat();
   const maxDim = Math.max(1, ...dims);
   const out = new Set<ShapeBucket>(["vector"]);
@@ -272,15 +372,28 @@ export function encodeMatmulWith(
 ): void {
   const s = dense(shape);
   if (s.M <= 0 || s.N <= 0 || s.K <= 0 || s.batch <= 0) {
-    throw new KernelArgumentError(`matmul ${s.form}: dims must be positive, got M=${s.M} N=${s.N} K=${s.K} batch=${s.batch}`);
+    throw new KernelArgumentError(
+      `matmul ${s.form}: dims must be positive, got M=${s.M} N=${s.N} K=${s.K} batch=${s.batch}`,
+    );
   }
   if (!variantSupports(v, s)) {
-    throw new KernelArgumentError(`matmul variant ${v.name} cannot run ${s.form} M=${s.M} N=${s.N} K=${s.K}`);
+    throw new KernelArgumentError(
+      `matmul variant ${v.name} cannot run ${s.form} M=${s.M} N=${s.N} K=${s.K}`,
+    );
   }
   const u = packUniform([
-    ["u32", s.M], ["u32", s.N], ["u32", s.K], ["u32", s.batch],
-    ["u32", s.strideA], ["u32", s.strideB], ["u32", s.strideC], ["u32", 0],
-    ["f32", s.alpha], ["f32", s.beta], ["f32", 0], ["f32", 0],
+    ["u32", s.M],
+    ["u32", s.N],
+    ["u32", s.K],
+    ["u32", s.batch],
+    ["u32", s.strideA],
+    ["u32", s.strideB],
+    ["u32", s.strideC],
+    ["u32", 0],
+    ["f32", s.alpha],
+    ["f32", s.beta],
+    ["f32", 0],
+    ["f32", 0],
   ]);
   rec.dispatch(kernel, [null, a, b, c], workgroups(v, s), u);
 }
@@ -300,7 +413,11 @@ export class Matmul {
   private texSwigluKernels = new Map<string, Kernel>();
   private texRopeKernels = new Map<string, Kernel>();
 
-  private constructor(private gpu: Gpu, private adapterClass: AdapterClass, private picks: Record<string, string>) {}
+  private constructor(
+    private gpu: Gpu,
+    private adapterClass: AdapterClass,
+    private picks: Record<string, string>,
+  ) {}
 
   /**
    * Compiles the picks for `buckets` (default: all) and the fallback. A shape whose bucket was not
@@ -324,7 +441,9 @@ export class Matmul {
       const [name, form] = key.split(":") as [string, MatmulForm];
       const v = findVariant(name);
       m.kernels.set(key, await gpu.kernel(kernelSpec(v, form)));
-      if (form === "nt" && hasGroupEntry(v)) m.groupKernels.set(name, await gpu.kernel(groupSpec(v)));
+      if (form === "nt" && hasGroupEntry(v)) {
+        m.groupKernels.set(name, await gpu.kernel(groupSpec(v)));
+      }
     }));
     m.picks.fallback = fallback;
     return m;
@@ -352,8 +471,17 @@ export class Matmul {
    * widest part has a grouped entry (CPU register tiles), otherwise one matmul per part. Same
    * values either way. `scratch` (≥ 4 bytes, no part's B or C) is the output of unused slots.
    */
-  encodeGroup(rec: Recorder, M: number, K: number, a: BufferRef, parts: readonly MatmulGroupPart[], scratch: BufferRef): void {
-    if (parts.length === 0 || parts.length > 3) throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
+  encodeGroup(
+    rec: Recorder,
+    M: number,
+    K: number,
+    a: BufferRef,
+    parts: readonly MatmulGroupPart[],
+    scratch: BufferRef,
+  ): void {
+    if (parts.length === 0 || parts.length > 3) {
+      throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
+    }
     const widest = Math.max(...parts.map((q) => q.N));
     const v = this.variantFor({ form: "nt", M, N: widest, K });
     // A·Bᵀ support depends on K only, so the widest part's variant fits every part.
@@ -366,11 +494,22 @@ export class Matmul {
     const tiles = parts.map((q) => Math.ceil(q.N / cols));
     const filled = [0, 1, 2].map((i) => parts[i] ?? { b: parts[0].b, c: scratch, N: 0 });
     const u = packUniform([
-      ["u32", M], ["u32", K], ["u32", filled[0].N], ["u32", filled[1].N],
-      ["u32", filled[2].N], ["u32", tiles[0]], ["u32", tiles[1] ?? 0], ["u32", 0],
+      ["u32", M],
+      ["u32", K],
+      ["u32", filled[0].N],
+      ["u32", filled[1].N],
+      ["u32", filled[2].N],
+      ["u32", tiles[0]],
+      ["u32", tiles[1] ?? 0],
+      ["u32", 0],
     ]);
     const x = tiles.reduce((s, t) => s + t, 0);
-    rec.dispatch(k, [null, a, filled[0].b, filled[1].b, filled[2].b, filled[0].c, filled[1].c, filled[2].c], [x, Math.ceil(M / (v.r! * v.wgy!)), 1], u);
+    rec.dispatch(
+      k,
+      [null, a, filled[0].b, filled[1].b, filled[2].b, filled[0].c, filled[1].c, filled[2].c],
+      [x, Math.ceil(M / (v.r! * v.wgy!)), 1],
+      u,
+    );
   }
 
   /**
@@ -387,18 +526,29 @@ export class Matmul {
    * GpuModelOptions.weightTextures: true on any adapter). Nothing where WGSL cannot read storage
    * textures (Gpu.readOnlyStorageTextures): the storage form then runs every product.
    */
-  async prepareTextures(buckets: readonly ShapeBucket[] = TEXTURE_BUCKETS, force = false): Promise<void> {
+  async prepareTextures(
+    buckets: readonly ShapeBucket[] = TEXTURE_BUCKETS,
+    force = false,
+  ): Promise<void> {
     if (!this.gpu.readOnlyStorageTextures) return; // the kernels read storage textures: storage form only
     for (const b of buckets) {
       const dflt = TEXTURE_DEFAULT_PICKS[b];
       if (force && dflt) this.picks[`ntx:${b}`] ??= dflt;
     }
-    const names = new Set(buckets.map((b) => this.picks[`ntx:${b}`]).filter((n): n is string => !!n));
+    const names = new Set(
+      buckets.map((b) => this.picks[`ntx:${b}`]).filter((n): n is string => !!n),
+    );
     await Promise.all([...names].map(async (name) => {
       const v = findTextureVariant(name);
-      if (!this.texKernels.has(name)) this.texKernels.set(name, await this.gpu.kernel(textureSpec(v)));
-      if (!this.texGroupKernels.has(name)) this.texGroupKernels.set(name, await this.gpu.kernel(textureSpec(v, "group")));
-      if (!this.texSwigluKernels.has(name)) this.texSwigluKernels.set(name, await this.gpu.kernel(textureSpec(v, "swiglu")));
+      if (!this.texKernels.has(name)) {
+        this.texKernels.set(name, await this.gpu.kernel(textureSpec(v)));
+      }
+      if (!this.texGroupKernels.has(name)) {
+        this.texGroupKernels.set(name, await this.gpu.kernel(textureSpec(v, "group")));
+      }
+      if (!this.texSwigluKernels.has(name)) {
+        this.texSwigluKernels.set(name, await this.gpu.kernel(textureSpec(v, "swiglu")));
+      }
       if (ROPE_TILES.some(([r, c]) => r === v.r && c === v.c) && !this.texRopeKernels.has(name)) {
         this.texRopeKernels.set(name, await this.gpu.kernel(textureSpec(v, "rope")));
       }
@@ -420,9 +570,19 @@ export class Matmul {
   }
 
   /** C [M, N] = A [M, K] · Bᵀ (+ beta · C) with B a texture weight [N, K]; K % 4 == 0. */
-  encodeTexture(rec: Recorder, shape: { M: number; beta?: number }, a: BufferRef, b: TextureWeight, c: BufferRef): void {
+  encodeTexture(
+    rec: Recorder,
+    shape: { M: number; beta?: number },
+    a: BufferRef,
+    b: TextureWeight,
+    c: BufferRef,
+  ): void {
     const v = this.textureVariantFor(shape.M);
-    if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${shape.M} rows (call prepareTextures)`);
+    if (!v) {
+      throw new KernelArgumentError(
+        `matmul: no texture-form kernel prepared for ${shape.M} rows (call prepareTextures)`,
+      );
+    }
     encodeTextureWith(rec, this.texKernels.get(v.name)!, v, shape, a, b, c);
   }
 
@@ -431,13 +591,28 @@ export class Matmul {
    * one encodeTexture per part where the variant has no grouped entry or the parts' K or
    * rowsPerBlock differ. `scratch` (≥ 4 bytes, no part's C) is the output of unused slots.
    */
-  encodeGroupTexture(rec: Recorder, M: number, a: BufferRef, parts: readonly { b: TextureWeight; c: BufferRef }[], scratch: BufferRef): void {
-    if (parts.length === 0 || parts.length > 3) throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
+  encodeGroupTexture(
+    rec: Recorder,
+    M: number,
+    a: BufferRef,
+    parts: readonly { b: TextureWeight; c: BufferRef }[],
+    scratch: BufferRef,
+  ): void {
+    if (parts.length === 0 || parts.length > 3) {
+      throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
+    }
     const v = this.textureVariantFor(M);
-    if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`);
+    if (!v) {
+      throw new KernelArgumentError(
+        `matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`,
+      );
+    }
     const k = this.texGroupKernels.get(v.name);
     const { cols: K, rowsPerBlock: H, normEps } = parts[0].b;
-    if (!k || parts.length === 1 || parts.some((q) => q.b.cols !== K || q.b.rowsPerBlock !== H || q.b.normEps !== normEps)) {
+    if (
+      !k || parts.length === 1 ||
+      parts.some((q) => q.b.cols !== K || q.b.rowsPerBlock !== H || q.b.normEps !== normEps)
+    ) {
       for (const q of parts) this.encodeTexture(rec, { M }, a, q.b, q.c);
       return;
     }
@@ -460,11 +635,27 @@ export class Matmul {
    * rope.wgsl's rope_store after encodeGroupTexture, in one dispatch (canRopeTexture must hold).
    */
   encodeQkvRopeTexture(
-    rec: Recorder, M: number, a: BufferRef, w: readonly [TextureWeight, TextureWeight, TextureWeight],
-    out: { q: BufferRef; kc: BufferRef; vc: BufferRef; meta: BufferRef; cos: BufferRef; sin: BufferRef; headDim: number; positions: number },
+    rec: Recorder,
+    M: number,
+    a: BufferRef,
+    w: readonly [TextureWeight, TextureWeight, TextureWeight],
+    out: {
+      q: BufferRef;
+      kc: BufferRef;
+      vc: BufferRef;
+      meta: BufferRef;
+      cos: BufferRef;
+      sin: BufferRef;
+      headDim: number;
+      positions: number;
+    },
   ): void {
     const v = this.textureVariantFor(M);
-    if (!v || !this.canRopeTexture(M, out.headDim)) throw new KernelArgumentError(`matmul: no q/k/v RoPE texture kernel for ${M} rows of head_dim ${out.headDim}`);
+    if (!v || !this.canRopeTexture(M, out.headDim)) {
+      throw new KernelArgumentError(
+        `matmul: no q/k/v RoPE texture kernel for ${M} rows of head_dim ${out.headDim}`,
+      );
+    }
     encodeQkvRopeTextureWith(rec, this.texRopeKernels.get(v.name)!, v, M, a, w, out);
   }
 
@@ -472,11 +663,32 @@ export class Matmul {
    * h [M, I] = silu(A · gateᵀ) · (A · upᵀ) for texture weights gate and up [I, K] (the same K,
    * rows per block and folded norm): the gate/up products and SwiGLU in one dispatch.
    */
-  encodeSwigluTexture(rec: Recorder, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef): void {
+  encodeSwigluTexture(
+    rec: Recorder,
+    M: number,
+    a: BufferRef,
+    gate: TextureWeight,
+    up: TextureWeight,
+    h: BufferRef,
+  ): void {
     const v = this.textureVariantFor(M);
-    if (!v) throw new KernelArgumentError(`matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`);
+    if (!v) {
+      throw new KernelArgumentError(
+        `matmul: no texture-form kernel prepared for ${M} rows (call prepareTextures)`,
+      );
+    }
     this.unusedOut ??= [this.gpu.zeros(4, "matmul.unused0"), this.gpu.zeros(4, "matmul.unused1")];
-    encodeSwigluTextureWith(rec, this.texSwigluKernels.get(v.name)!, v, M, a, gate, up, h, this.unusedOut);
+    encodeSwigluTextureWith(
+      rec,
+      this.texSwigluKernels.get(v.name)!,
+      v,
+      M,
+      a,
+      gate,
+      up,
+      h,
+      this.unusedOut,
+    );
   }
 
   /**
@@ -492,17 +704,35 @@ export class Matmul {
 
 /** Records a texture-form A·Bᵀ with a given, compiled kernel (textureSpec(v)). */
 export function encodeTextureWith(
-  rec: Recorder, kernel: Kernel, v: MatmulVariant, shape: { M: number; beta?: number }, a: BufferRef, b: TextureWeight, c: BufferRef,
+  rec: Recorder,
+  kernel: Kernel,
+  v: MatmulVariant,
+  shape: { M: number; beta?: number },
+  a: BufferRef,
+  b: TextureWeight,
+  c: BufferRef,
 ): void {
   const { M } = shape, N = b.rows, K = b.cols;
   if (M <= 0 || N <= 0 || K <= 0 || K % 4) {
-    throw new KernelArgumentError(`matmul texture form: M ${M} and N ${N} must be positive and K ${K} a positive multiple of 4`);
+    throw new KernelArgumentError(
+      `matmul texture form: M ${M} and N ${N} must be positive and K ${K} a positive multiple of 4`,
+    );
   }
   const u = packUniform([
-    ["u32", M], ["u32", N], ["u32", K], ["u32", b.rowsPerBlock],
-    ["f32", 1], ["f32", shape.beta ?? 0], ["f32", b.normEps ?? 0], ["u32", b.normEps === undefined ? 0 : 1],
+    ["u32", M],
+    ["u32", N],
+    ["u32", K],
+    ["u32", b.rowsPerBlock],
+    ["f32", 1],
+    ["f32", shape.beta ?? 0],
+    ["f32", b.normEps ?? 0],
+    ["u32", b.normEps === undefined ? 0 : 1],
   ]);
-  rec.dispatch(kernel, [null, a, b.binding, c], [Math.ceil(N / (v.c! * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1], u);
+  rec.dispatch(kernel, [null, a, b.binding, c], [
+    Math.ceil(N / (v.c! * v.wgx!)),
+    Math.ceil(M / (v.r! * v.wgy!)),
+    1,
+  ], u);
 }
 
 /**
@@ -510,66 +740,173 @@ export function encodeTextureWith(
  * parts, every part's K (cols) and rowsPerBlock the same.
  */
 export function encodeGroupTextureWith(
-  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, parts: readonly { b: TextureWeight; c: BufferRef }[], scratch: BufferRef,
+  rec: Recorder,
+  kernel: Kernel,
+  v: MatmulVariant,
+  M: number,
+  a: BufferRef,
+  parts: readonly { b: TextureWeight; c: BufferRef }[],
+  scratch: BufferRef,
 ): void {
   const { cols: K, rowsPerBlock: H, normEps } = parts[0].b;
-  if (parts.length < 2 || parts.length > 3 || parts.some((q) => q.b.cols !== K || q.b.rowsPerBlock !== H || q.b.normEps !== normEps)) {
-    throw new KernelArgumentError("matmul texture group: 2 or 3 parts with the same K, rows per block and folded norm");
+  if (
+    parts.length < 2 || parts.length > 3 ||
+    parts.some((q) => q.b.cols !== K || q.b.rowsPerBlock !== H || q.b.normEps !== normEps)
+  ) {
+    throw new KernelArgumentError(
+      "matmul texture group: 2 or 3 parts with the same K, rows per block and folded norm",
+    );
   }
-  if (M <= 0 || K % 4) throw new KernelArgumentError(`matmul texture group: M ${M} must be positive and K ${K} a multiple of 4`);
+  if (M <= 0 || K % 4) {
+    throw new KernelArgumentError(
+      `matmul texture group: M ${M} must be positive and K ${K} a multiple of 4`,
+    );
+  }
   const cols = v.c! * v.wgx!;
   const tiles = parts.map((q) => Math.ceil(q.b.rows / cols));
   const filled = [0, 1, 2].map((i) => parts[i] ?? { b: { ...parts[0].b, rows: 0 }, c: scratch });
   const u = packUniform([
-    ["u32", M], ["u32", K], ["u32", filled[0].b.rows], ["u32", filled[1].b.rows],
-    ["u32", filled[2].b.rows], ["u32", tiles[0]], ["u32", tiles[1] ?? 0], ["u32", H],
-    ["f32", normEps ?? 0], ["u32", normEps === undefined ? 0 : 1], ["u32", 0], ["u32", 0],
+    ["u32", M],
+    ["u32", K],
+    ["u32", filled[0].b.rows],
+    ["u32", filled[1].b.rows],
+    ["u32", filled[2].b.rows],
+    ["u32", tiles[0]],
+    ["u32", tiles[1] ?? 0],
+    ["u32", H],
+    ["f32", normEps ?? 0],
+    ["u32", normEps === undefined ? 0 : 1],
+    ["u32", 0],
+    ["u32", 0],
   ]);
   const x = tiles.reduce((s, t) => s + t, 0);
-  rec.dispatch(kernel, [null, a, filled[0].b.binding, filled[1].b.binding, filled[2].b.binding, filled[0].c, filled[1].c, filled[2].c], [
-    x, Math.ceil(M / (v.r! * v.wgy!)), 1,
+  rec.dispatch(kernel, [
+    null,
+    a,
+    filled[0].b.binding,
+    filled[1].b.binding,
+    filled[2].b.binding,
+    filled[0].c,
+    filled[1].c,
+    filled[2].c,
+  ], [
+    x,
+    Math.ceil(M / (v.r! * v.wgy!)),
+    1,
   ], u);
 }
 
 /** Records encodeSwigluTexture with a compiled kernel (textureSpec(v, "swiglu")). */
 export function encodeSwigluTextureWith(
-  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, gate: TextureWeight, up: TextureWeight, h: BufferRef,
+  rec: Recorder,
+  kernel: Kernel,
+  v: MatmulVariant,
+  M: number,
+  a: BufferRef,
+  gate: TextureWeight,
+  up: TextureWeight,
+  h: BufferRef,
   unused: readonly [BufferRef, BufferRef],
 ): void {
   const { rows: I, cols: K, rowsPerBlock: H, normEps } = gate;
   if (up.rows !== I || up.cols !== K || up.rowsPerBlock !== H || up.normEps !== normEps) {
-    throw new KernelArgumentError("matmul texture swiglu: gate and up must have the same shape, rows per block and folded norm");
+    throw new KernelArgumentError(
+      "matmul texture swiglu: gate and up must have the same shape, rows per block and folded norm",
+    );
   }
-  if (M <= 0 || K % 4) throw new KernelArgumentError(`matmul texture swiglu: M ${M} must be positive and K ${K} a multiple of 4`);
+  if (M <= 0 || K % 4) {
+    throw new KernelArgumentError(
+      `matmul texture swiglu: M ${M} must be positive and K ${K} a multiple of 4`,
+    );
+  }
   const u = packUniform([
-    ["u32", M], ["u32", K], ["u32", I], ["u32", 0], ["u32", 0], ["u32", 0], ["u32", 0], ["u32", H],
-    ["f32", normEps ?? 0], ["u32", normEps === undefined ? 0 : 1], ["u32", 0], ["u32", 0],
+    ["u32", M],
+    ["u32", K],
+    ["u32", I],
+    ["u32", 0],
+    ["u32", 0],
+    ["u32", 0],
+    ["u32", 0],
+    ["u32", H],
+    ["f32", normEps ?? 0],
+    ["u32", normEps === undefined ? 0 : 1],
+    ["u32", 0],
+    ["u32", 0],
   ]);
   rec.dispatch(kernel, [null, a, gate.binding, up.binding, up.binding, h, unused[0], unused[1]], [
-    Math.ceil(I / (v.c! / 2 * v.wgx!)), Math.ceil(M / (v.r! * v.wgy!)), 1,
+    Math.ceil(I / (v.c! / 2 * v.wgx!)),
+    Math.ceil(M / (v.r! * v.wgy!)),
+    1,
   ], u);
 }
 
 /** Records encodeQkvRopeTexture with a compiled kernel (textureSpec(v, "rope")). */
 export function encodeQkvRopeTextureWith(
-  rec: Recorder, kernel: Kernel, v: MatmulVariant, M: number, a: BufferRef, w: readonly [TextureWeight, TextureWeight, TextureWeight],
-  out: { q: BufferRef; kc: BufferRef; vc: BufferRef; meta: BufferRef; cos: BufferRef; sin: BufferRef; headDim: number; positions: number },
+  rec: Recorder,
+  kernel: Kernel,
+  v: MatmulVariant,
+  M: number,
+  a: BufferRef,
+  w: readonly [TextureWeight, TextureWeight, TextureWeight],
+  out: {
+    q: BufferRef;
+    kc: BufferRef;
+    vc: BufferRef;
+    meta: BufferRef;
+    cos: BufferRef;
+    sin: BufferRef;
+    headDim: number;
+    positions: number;
+  },
 ): void {
   const { cols: K, rowsPerBlock: H, normEps } = w[0], D = out.headDim;
-  if (w.some((t) => t.cols !== K || t.rowsPerBlock !== H || t.normEps !== normEps) || w[1].rows !== w[2].rows) {
-    throw new KernelArgumentError("matmul texture q/k/v RoPE: q, k, v with the same K, rows per block and folded norm, k and v of one width");
+  if (
+    w.some((t) => t.cols !== K || t.rowsPerBlock !== H || t.normEps !== normEps) ||
+    w[1].rows !== w[2].rows
+  ) {
+    throw new KernelArgumentError(
+      "matmul texture q/k/v RoPE: q, k, v with the same K, rows per block and folded norm, k and v of one width",
+    );
   }
   if (M <= 0 || K % 4 || D % 2 || (D / 2) % (v.c! / 2) || w[0].rows % D || w[1].rows % D) {
-    throw new KernelArgumentError(`matmul texture q/k/v RoPE: M ${M}, K ${K} % 4, head_dim ${D} with (D/2) % ${v.c! / 2} == 0 and whole heads`);
+    throw new KernelArgumentError(
+      `matmul texture q/k/v RoPE: M ${M}, K ${K} % 4, head_dim ${D} with (D/2) % ${
+        v.c! / 2
+      } == 0 and whole heads`,
+    );
   }
   const cols = v.c! * v.wgx!;
   const tiles = w.map((t) => Math.ceil(t.rows / cols));
   const u = packUniform([
-    ["u32", M], ["u32", K], ["u32", w[0].rows], ["u32", w[1].rows], ["u32", w[2].rows], ["u32", tiles[0]], ["u32", tiles[1]], ["u32", H],
-    ["f32", normEps ?? 0], ["u32", normEps === undefined ? 0 : 1], ["u32", D], ["u32", out.positions],
+    ["u32", M],
+    ["u32", K],
+    ["u32", w[0].rows],
+    ["u32", w[1].rows],
+    ["u32", w[2].rows],
+    ["u32", tiles[0]],
+    ["u32", tiles[1]],
+    ["u32", H],
+    ["f32", normEps ?? 0],
+    ["u32", normEps === undefined ? 0 : 1],
+    ["u32", D],
+    ["u32", out.positions],
   ]);
-  rec.dispatch(kernel, [null, a, w[0].binding, w[1].binding, w[2].binding, out.q, out.kc, out.vc, out.meta, out.cos, out.sin], [
-    tiles[0] + tiles[1] + tiles[2], Math.ceil(M / (v.r! * v.wgy!)), 1,
+  rec.dispatch(kernel, [
+    null,
+    a,
+    w[0].binding,
+    w[1].binding,
+    w[2].binding,
+    out.q,
+    out.kc,
+    out.vc,
+    out.meta,
+    out.cos,
+    out.sin,
+  ], [
+    tiles[0] + tiles[1] + tiles[2],
+    Math.ceil(M / (v.r! * v.wgy!)),
+    1,
   ], u);
 }
 
@@ -583,7 +920,17 @@ export const TEXTURE_BUCKETS: readonly ShapeBucket[] = ["vector", "skinny", "ski
  * which was as fast or faster there (ops/tuning.ts).
  */
 export function textureBucket(M: number): ShapeBucket | null {
-  return M <= 1 ? null : M <= 4 ? "vector" : M < 16 ? "skinny" : M <= 24 ? "skinny16" : M <= 32 ? "skinny32" : "small";
+  return M <= 1
+    ? null
+    : M <= 4
+    ? "vector"
+    : M < 16
+    ? "skinny"
+    : M <= 24
+    ? "skinny16"
+    : M <= 32
+    ? "skinny32"
+    : "small";
 }
 
 /** The texture tiers that M = 1..maxRows rows reach. */
@@ -595,5 +942,8 @@ export function textureBuckets(maxRows: number): ShapeBucket[] {
 
 /** Texture-form variants for adapters whose tuning has none (llvmpipe's picks, ops/tuning.ts). */
 export const TEXTURE_DEFAULT_PICKS: Partial<Record<ShapeBucket, string>> = {
-  vector: "r4c16_wg8x1", skinny: "r8c32_wg8x1", skinny16: "r8c32_wg8x1", skinny32: "r8c32_wg8x1",
+  vector: "r4c16_wg8x1",
+  skinny: "r8c32_wg8x1",
+  skinny16: "r8c32_wg8x1",
+  skinny32: "r8c32_wg8x1",
 };

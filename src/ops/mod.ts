@@ -19,7 +19,10 @@ export interface Ops {
 }
 
 /** `matmulBuckets`: the matmul shape buckets to compile kernels for (default all; see Matmul.create). */
-export async function createOps(gpu: Gpu, opts: { matmulBuckets?: readonly ShapeBucket[] } = {}): Promise<Ops> {
+export async function createOps(
+  gpu: Gpu,
+  opts: { matmulBuckets?: readonly ShapeBucket[] } = {},
+): Promise<Ops> {
   const [matmul, elementwise, softmax, reduce] = await Promise.all([
     Matmul.create(gpu, {}, opts.matmulBuckets),
     Elementwise.create(gpu),

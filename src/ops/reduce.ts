@@ -20,22 +20,36 @@ export class Reduce {
 
   static async create(gpu: Gpu): Promise<Reduce> {
     const k = new Map<string, Kernel>();
-    await Promise.all(REDUCE_OPS.flatMap((op, OP) =>
-      ["rows", "partial", "combine_partials"].map(async (entry) => {
-        k.set(`${entry}:${op}`, await gpu.kernel({
-          shader: "reduce",
-          entry,
-          bindings: ["uniform", "read-only-storage", "storage"],
-          constants: { OP, WG },
-        }));
-      })
-    ));
+    await Promise.all(
+      REDUCE_OPS.flatMap((op, OP) =>
+        ["rows", "partial", "combine_partials"].map(async (entry) => {
+          k.set(
+            `${entry}:${op}`,
+            await gpu.kernel({
+              shader: "reduce",
+              entry,
+              bindings: ["uniform", "read-only-storage", "storage"],
+              constants: { OP, WG },
+            }),
+          );
+        })
+      ),
+    );
     return new Reduce(k, gpu.device.limits.maxComputeWorkgroupsPerDimension);
   }
 
   /** out[r] = reduce over columns of row r. */
-  rows(rec: Recorder, op: ReduceOp, rows: number, cols: number, x: BufferRef, out: BufferRef): void {
-    if (rows <= 0 || cols <= 0) throw new KernelArgumentError(`reduce rows: rows=${rows}, cols=${cols} must be positive`);
+  rows(
+    rec: Recorder,
+    op: ReduceOp,
+    rows: number,
+    cols: number,
+    x: BufferRef,
+    out: BufferRef,
+  ): void {
+    if (rows <= 0 || cols <= 0) {
+      throw new KernelArgumentError(`reduce rows: rows=${rows}, cols=${cols} must be positive`);
+    }
     const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
     rec.dispatch(this.k.get(`rows:${op}`)!, [null, x, out], grid1d(rows, this.maxPerDim), u);
   }
@@ -46,14 +60,29 @@ export class Reduce {
   }
 
   /** out[0] = reduce over all n elements of x, using `scratch` (scratchFloats(n) floats). */
-  global(rec: Recorder, op: ReduceOp, n: number, x: BufferRef, scratch: BufferRef, out: BufferRef): void {
+  global(
+    rec: Recorder,
+    op: ReduceOp,
+    n: number,
+    x: BufferRef,
+    scratch: BufferRef,
+    out: BufferRef,
+  ): void {
     if (n <= 0) throw new KernelArgumentError(`reduce global: n=${n} must be positive`);
     const parts = Reduce.scratchFloats(n);
-    rec.dispatch(this.k.get(`partial:${op}`)!, [null, x, scratch], grid1d(parts, this.maxPerDim),
-      packUniform([["u32", 0], ["u32", 0], ["u32", n], ["u32", GLOBAL_CHUNK]]));
+    rec.dispatch(
+      this.k.get(`partial:${op}`)!,
+      [null, x, scratch],
+      grid1d(parts, this.maxPerDim),
+      packUniform([["u32", 0], ["u32", 0], ["u32", n], ["u32", GLOBAL_CHUNK]]),
+    );
     // The second pass only combines: partials of sumsq are already squared.
     const combineOp: ReduceOp = op === "sumsq" ? "sum" : op;
-    rec.dispatch(this.k.get(`combine_partials:${combineOp}`)!, [null, scratch, out], [1],
-      packUniform([["u32", 0], ["u32", 0], ["u32", parts], ["u32", 0]]));
+    rec.dispatch(
+      this.k.get(`combine_partials:${combineOp}`)!,
+      [null, scratch, out],
+      [1],
+      packUniform([["u32", 0], ["u32", 0], ["u32", parts], ["u32", 0]]),
+    );
   }
 }

@@ -81,13 +81,17 @@ export function softmaxRef(rows: number, cols: number, x: Num, log = false): Flo
 
 function fold(op: ReduceOp, values: Iterable<number>): number {
   let acc = op === "max" ? -Infinity : 0;
-  for (const v of values) acc = op === "max" ? Math.max(acc, v) : acc + (op === "sumsq" ? v * v : v);
+  for (const v of values) {
+    acc = op === "max" ? Math.max(acc, v) : acc + (op === "sumsq" ? v * v : v);
+  }
   return acc;
 }
 
 export function rowReduceRef(op: ReduceOp, rows: number, cols: number, x: Num): Float64Array {
-  return Float64Array.from({ length: rows }, (_, r) =>
-    fold(op, Array.from({ length: cols }, (_, c) => x[r * cols + c])));
+  return Float64Array.from(
+    { length: rows },
+    (_, r) => fold(op, Array.from({ length: cols }, (_, c) => x[r * cols + c])),
+  );
 }
 
 export function globalReduceRef(op: ReduceOp, x: Num): number {
@@ -95,7 +99,12 @@ export function globalReduceRef(op: ReduceOp, x: Num): number {
 }
 
 /** Largest |got − want| / (atol + rtol·|want|); ≤ 1 means within tolerance. */
-export function toleranceRatio(got: ArrayLike<number>, want: ArrayLike<number>, atol: number, rtol: number): number {
+export function toleranceRatio(
+  got: ArrayLike<number>,
+  want: ArrayLike<number>,
+  atol: number,
+  rtol: number,
+): number {
   if (got.length < want.length) return Infinity;
   let worst = 0;
   for (let i = 0; i < want.length; i++) {

@@ -17,12 +17,24 @@ export class Softmax {
       bindings: ["uniform", "read-only-storage", "storage"] as const,
       constants: { WG: workgroupSize },
     });
-    const [s, l] = await Promise.all([gpu.kernel(spec("softmax")), gpu.kernel(spec("log_softmax"))]);
+    const [s, l] = await Promise.all([
+      gpu.kernel(spec("softmax")),
+      gpu.kernel(spec("log_softmax")),
+    ]);
     return new Softmax(s, l, gpu.device.limits.maxComputeWorkgroupsPerDimension);
   }
 
-  encode(rec: Recorder, rows: number, cols: number, x: BufferRef, out: BufferRef, log = false): void {
-    if (rows <= 0 || cols <= 0) throw new KernelArgumentError(`softmax: rows=${rows}, cols=${cols} must be positive`);
+  encode(
+    rec: Recorder,
+    rows: number,
+    cols: number,
+    x: BufferRef,
+    out: BufferRef,
+    log = false,
+  ): void {
+    if (rows <= 0 || cols <= 0) {
+      throw new KernelArgumentError(`softmax: rows=${rows}, cols=${cols} must be positive`);
+    }
     const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
     rec.dispatch(log ? this.logSoft : this.soft, [null, x, out], grid1d(rows, this.maxPerDim), u);
   }

@@ -96,7 +96,9 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
  *   loads take longer to compile than the texel-function calls did (r8c32's grouped entry ~13 s
  *   cold against ~3 s).
  */
-export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }> = [
+export const MATMUL_DRIVER_TUNING: ReadonlyArray<
+  { adapterClass: AdapterClass; driver: RegExp; picks: Record<string, string> }
+> = [
   {
     adapterClass: "cpu",
     driver: /llvmpipe|lavapipe/i,
@@ -122,7 +124,9 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<{ adapterClass: AdapterClass; d
 export function matmulPicks(info: AdapterDescription): Record<string, string> {
   const picks = { ...MATMUL_TUNING[info.adapterClass] };
   for (const d of MATMUL_DRIVER_TUNING) {
-    if (d.adapterClass === info.adapterClass && d.driver.test(adapterText(info))) Object.assign(picks, d.picks);
+    if (d.adapterClass === info.adapterClass && d.driver.test(adapterText(info))) {
+      Object.assign(picks, d.picks);
+    }
   }
   return picks;
 }

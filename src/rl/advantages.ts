@@ -61,7 +61,9 @@ export const ZERO_SPREAD = 1e-9;
 /** r = α·team + local: the team reward is shared by every agent, the local one is the agent's own. */
 export function mixReward(team: number, local: number, alpha: number): number {
   if (![team, local, alpha].every(Number.isFinite)) {
-    throw new AdvantageInputError(`mixReward: team ${team}, local ${local}, alpha ${alpha} must be finite numbers`);
+    throw new AdvantageInputError(
+      `mixReward: team ${team}, local ${local}, alpha ${alpha} must be finite numbers`,
+    );
   }
   return alpha * team + local;
 }
@@ -96,24 +98,36 @@ export interface Trajectory<T> extends Scored {
  * trajectories' lengths or which agent acted; `expandTrajectories` gives each action its
  * trajectory's advantage.
  */
-export function trajectoryMembers<T extends Scored & { readonly candidate: number }>(actions: readonly T[]): Trajectory<T>[] {
+export function trajectoryMembers<T extends Scored & { readonly candidate: number }>(
+  actions: readonly T[],
+): Trajectory<T>[] {
   const byId = new Map<string, { env: EnvKey; reward: number; actions: T[] }>();
   for (const a of actions) {
     const id = JSON.stringify([a.env, a.candidate]);
     const t = byId.get(id) ?? byId.set(id, { env: a.env, reward: a.reward, actions: [] }).get(id)!;
     if (a.reward !== t.reward) {
-      throw new AdvantageInputError(`trajectory ${id}: its actions carry rewards ${t.reward} and ${a.reward}; independent mode credits each action with the trajectory's return`);
+      throw new AdvantageInputError(
+        `trajectory ${id}: its actions carry rewards ${t.reward} and ${a.reward}; independent mode credits each action with the trajectory's return`,
+      );
     }
     t.actions.push(a);
   }
-  return [...byId.values()].map((t) => ({ env: t.env, agent: TEAM, turn: null, reward: t.reward, actions: t.actions }));
+  return [...byId.values()].map((t) => ({
+    env: t.env,
+    agent: TEAM,
+    turn: null,
+    reward: t.reward,
+    actions: t.actions,
+  }));
 }
 
 /**
  * Trajectory groups seen per action: each group's members become its trajectories' actions, each
  * with its trajectory's advantage (and the group's mean, std and zero-variance flag).
  */
-export function expandTrajectories<T extends Scored>(groups: readonly GroupResult<Trajectory<T>>[]): GroupResult<T>[] {
+export function expandTrajectories<T extends Scored>(
+  groups: readonly GroupResult<Trajectory<T>>[],
+): GroupResult<T>[] {
   return groups.map((g) => ({
     ...g,
     members: g.members.flatMap((t) => t.actions),
@@ -126,7 +140,10 @@ export function groupKeyFor(mode: RolloutMode, sample: GroupKey): GroupKey {
 }
 
 /** Buckets members by their mode's key, groups in order of first appearance, members in input order. */
-export function buildGroups<T extends Scored>(members: readonly T[], mode: RolloutMode = "tree"): Group<T>[] {
+export function buildGroups<T extends Scored>(
+  members: readonly T[],
+  mode: RolloutMode = "tree",
+): Group<T>[] {
   const byId = new Map<string, { key: GroupKey; members: T[] }>();
   for (const m of members) {
     const key = groupKeyFor(mode, m), id = groupId(key);
@@ -138,22 +155,36 @@ export function buildGroups<T extends Scored>(members: readonly T[], mode: Rollo
 
 function checkGroup(g: Group<Scored>, seen: Set<string>): void {
   const id = groupId(g.key);
-  if (seen.has(id)) throw new AdvantageInputError(`group ${id} appears twice: one baseline per (env, agent, turn); merge the two`);
+  if (seen.has(id)) {
+    throw new AdvantageInputError(
+      `group ${id} appears twice: one baseline per (env, agent, turn); merge the two`,
+    );
+  }
   seen.add(id);
   if (!g.members.length) throw new AdvantageInputError(`group ${id} is empty`);
   for (const m of g.members) {
     if (m.env !== g.key.env) {
-      throw new AdvantageInputError(`group ${id} holds a member of env ${JSON.stringify(m.env)}: a group must never span environments (different tasks have different reward scales)`);
+      throw new AdvantageInputError(
+        `group ${id} holds a member of env ${
+          JSON.stringify(m.env)
+        }: a group must never span environments (different tasks have different reward scales)`,
+      );
     }
     if (m.agent !== g.key.agent || (g.key.turn !== null && m.turn !== g.key.turn)) {
-      throw new AdvantageInputError(`group ${id} holds a member of agent ${m.agent}, turn ${m.turn}; build groups with buildGroups`);
+      throw new AdvantageInputError(
+        `group ${id} holds a member of agent ${m.agent}, turn ${m.turn}; build groups with buildGroups`,
+      );
     }
-    if (!Number.isFinite(m.reward)) throw new AdvantageInputError(`group ${id}: reward ${m.reward} is not finite`);
+    if (!Number.isFinite(m.reward)) {
+      throw new AdvantageInputError(`group ${id}: reward ${m.reward} is not finite`);
+    }
   }
 }
 
 /** A per member: (r − mean)/(std + eps) or r − mean. */
-const NORMALIZE: { readonly [N in Normalization]: (r: number, mean: number, std: number, eps: number) => number } = {
+const NORMALIZE: {
+  readonly [N in Normalization]: (r: number, mean: number, std: number, eps: number) => number;
+} = {
   "std": (r, mean, std, eps) => (r - mean) / (std + eps),
   "mean-only": (r, mean) => r - mean,
 };
@@ -165,9 +196,16 @@ function meanStd(rewards: readonly number[]): { mean: number; std: number } {
 }
 
 /** Group-relative advantages of every group; throws on duplicate keys or members of another env. */
-export function groupAdvantages<T extends Scored>(groups: readonly Group<T>[], opts: AdvantageOptions): GroupResult<T>[] {
-  if (!(opts.normalize in NORMALIZE)) throw new AdvantageInputError(`normalize "${opts.normalize}": use "std" or "mean-only"`);
-  if (!(Number.isFinite(opts.eps) && opts.eps > 0)) throw new AdvantageInputError(`eps ${opts.eps} must be a finite number > 0`);
+export function groupAdvantages<T extends Scored>(
+  groups: readonly Group<T>[],
+  opts: AdvantageOptions,
+): GroupResult<T>[] {
+  if (!(opts.normalize in NORMALIZE)) {
+    throw new AdvantageInputError(`normalize "${opts.normalize}": use "std" or "mean-only"`);
+  }
+  if (!(Number.isFinite(opts.eps) && opts.eps > 0)) {
+    throw new AdvantageInputError(`eps ${opts.eps} must be a finite number > 0`);
+  }
   const seen = new Set<string>();
   return groups.map((g) => {
     checkGroup(g, seen);
@@ -193,30 +231,50 @@ export interface FilterResult<T extends Scored> {
 }
 
 /** Keep mask per group, by filter kind. */
-const FILTERS: { readonly [F in GroupFilterKind]: (gs: readonly GroupResult<Scored>[], fraction: number) => boolean[] } = {
+const FILTERS: {
+  readonly [F in GroupFilterKind]: (
+    gs: readonly GroupResult<Scored>[],
+    fraction: number,
+  ) => boolean[];
+} = {
   "none": (gs) => gs.map(() => true),
   // All-zero advantages add no gradient but still count in the token mean, shrinking the rest.
   "drop-zero-variance": (gs) => gs.map((g) => !g.zeroVariance),
   // Lowest mean first, ties by position, so the choice is deterministic.
   "drop-lowest-mean": (gs, fraction) => {
-    const drop = new Set(gs.map((g, i) => ({ m: g.mean, i })).sort((a, b) => a.m - b.m || a.i - b.i)
-      .slice(0, Math.floor(fraction * gs.length)).map((x) => x.i));
+    const drop = new Set(
+      gs.map((g, i) => ({ m: g.mean, i })).sort((a, b) => a.m - b.m || a.i - b.i)
+        .slice(0, Math.floor(fraction * gs.length)).map((x) => x.i),
+    );
     return gs.map((_, i) => !drop.has(i));
   },
 };
 
 /** Splits groups into those the update trains on and those it leaves out. */
-export function filterGroups<T extends Scored>(groups: readonly GroupResult<T>[], filter: GroupFilter): FilterResult<T> {
+export function filterGroups<T extends Scored>(
+  groups: readonly GroupResult<T>[],
+  filter: GroupFilter,
+): FilterResult<T> {
   const fraction = filter.fraction ?? 0;
-  if (!(filter.kind in FILTERS)) throw new AdvantageInputError(`filter "${filter.kind}": use none, drop-zero-variance or drop-lowest-mean`);
-  if (!(fraction >= 0 && fraction < 1)) throw new AdvantageInputError(`filter fraction ${fraction} must lie in [0, 1)`);
+  if (!(filter.kind in FILTERS)) {
+    throw new AdvantageInputError(
+      `filter "${filter.kind}": use none, drop-zero-variance or drop-lowest-mean`,
+    );
+  }
+  if (!(fraction >= 0 && fraction < 1)) {
+    throw new AdvantageInputError(`filter fraction ${fraction} must lie in [0, 1)`);
+  }
   const keep = FILTERS[filter.kind](groups, fraction);
   return { kept: groups.filter((_, i) => keep[i]), dropped: groups.filter((_, i) => !keep[i]) };
 }
 
 /** Each member with its advantage, group after group: what the policy update consumes. */
-export function flattenAdvantages<T extends Scored>(groups: readonly GroupResult<T>[]): { member: T; advantage: number }[] {
-  return groups.flatMap((g) => g.members.map((member, i) => ({ member, advantage: g.advantages[i] })));
+export function flattenAdvantages<T extends Scored>(
+  groups: readonly GroupResult<T>[],
+): { member: T; advantage: number }[] {
+  return groups.flatMap((g) =>
+    g.members.map((member, i) => ({ member, advantage: g.advantages[i] }))
+  );
 }
 
 export interface AgentRewardStats {
@@ -238,10 +296,14 @@ export interface RewardStats {
 
 /** Logging statistics of a step's groups (all zeros for none). */
 export function rewardStats(groups: readonly GroupResult<Scored>[]): RewardStats {
-  const sums = new Map<AgentId, { sum: number; n: number; turns: Map<string, { sum: number; n: number }> }>();
+  const sums = new Map<
+    AgentId,
+    { sum: number; n: number; turns: Map<string, { sum: number; n: number }> }
+  >();
   let total = 0, n = 0, absAdv = 0;
   for (const g of groups) {
-    const a = sums.get(g.key.agent) ?? sums.set(g.key.agent, { sum: 0, n: 0, turns: new Map() }).get(g.key.agent)!;
+    const a = sums.get(g.key.agent) ??
+      sums.set(g.key.agent, { sum: 0, n: 0, turns: new Map() }).get(g.key.agent)!;
     const turn = g.key.turn === null ? "all" : String(g.key.turn);
     const t = a.turns.get(turn) ?? a.turns.set(turn, { sum: 0, n: 0 }).get(turn)!;
     g.members.forEach((m, i) => {
@@ -258,7 +320,9 @@ export function rewardStats(groups: readonly GroupResult<Scored>[]): RewardStats
     groups: groups.length,
     samples: n,
     meanReward: n ? total / n : 0,
-    zeroVarianceFraction: groups.length ? groups.filter((g) => g.zeroVariance).length / groups.length : 0,
+    zeroVarianceFraction: groups.length
+      ? groups.filter((g) => g.zeroVariance).length / groups.length
+      : 0,
     meanAbsAdvantage: n ? absAdv / n : 0,
     byAgent,
   };

@@ -47,22 +47,32 @@ export async function gaeSequences(
   const positions = items.map((x) => (x.seq ? generated(x.seq) : []));
   const adv: number[][] = items.map(() => []), ret: number[][] = items.map(() => []);
   for (const chain of chainsOf(items, (x) => x.chain)) {
-    const turns = chain.map((i) => ({ values: positions[i].map((t) => values[i][t]), reward: items[i].reward }));
+    const turns = chain.map((i) => ({
+      values: positions[i].map((t) => values[i][t]),
+      reward: items[i].reward,
+    }));
     const r = gaeChain(turns, o);
     chain.forEach((i, k) => [adv[i] = r.advantages[k], ret[i] = r.returns[k]]);
   }
   const advantages = o.whiten ? whiten(withSeq.map((i) => adv[i])) : withSeq.map((i) => adv[i]);
   const seqs = withSeq.map((i, k) => {
     const s = items[i].seq!, n = s.tokens.length;
-    const tokenAdvantages = new Array<number>(n - 1).fill(0), returns = new Array<number>(n - 1).fill(0);
+    const tokenAdvantages = new Array<number>(n - 1).fill(0),
+      returns = new Array<number>(n - 1).fill(0);
     positions[i].forEach((t, j) => [tokenAdvantages[t] = advantages[k][j], returns[t] = ret[i][j]]);
     return { ...s, advantage: undefined, tokenAdvantages, oldValues: values[i], returns };
   });
-  const allR = withSeq.flatMap((i) => ret[i]), allV = withSeq.flatMap((i) => positions[i].map((t) => values[i][t]));
+  const allR = withSeq.flatMap((i) => ret[i]),
+    allV = withSeq.flatMap((i) => positions[i].map((t) => values[i][t]));
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
   const ev = allR.length ? explainedVariance(allR, allV) : NaN;
   return {
     seqs,
-    stats: { explainedVariance: Number.isNaN(ev) ? null : ev, valueMean: mean(allV), returnMean: mean(allR), tokens: allR.length },
+    stats: {
+      explainedVariance: Number.isNaN(ev) ? null : ev,
+      valueMean: mean(allV),
+      returnMean: mean(allR),
+      tokens: allR.length,
+    },
   };
 }

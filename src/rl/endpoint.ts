@@ -44,7 +44,11 @@ function mixSeed(seed: number, sequence: number): number {
 }
 
 interface CompletionReply {
-  choices?: { text?: string; finish_reason?: string | null; logprobs?: { tokens?: string[]; token_logprobs?: (number | null)[] } | null }[];
+  choices?: {
+    text?: string;
+    finish_reason?: string | null;
+    logprobs?: { tokens?: string[]; token_logprobs?: (number | null)[] } | null;
+  }[];
   error?: { message?: string };
 }
 
@@ -61,7 +65,11 @@ export class EndpointSampler implements CompletionSampler {
   private async post(path: string, body: unknown): Promise<unknown> {
     let res: Response;
     try {
-      res = await fetch(`${this.base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      res = await fetch(`${this.base}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
     } catch (e) {
       throw new EndpointError(`cannot reach ${this.base}${path}: ${(e as Error).message}`);
     }
@@ -70,7 +78,11 @@ export class EndpointSampler implements CompletionSampler {
     try {
       reply = JSON.parse(text);
     } catch {
-      throw new EndpointError(`${this.base}${path} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+      throw new EndpointError(
+        `${this.base}${path} answered ${res.status} with a body that is not JSON: ${
+          text.slice(0, 200)
+        }`,
+      );
     }
     if (!res.ok) {
       const msg = (reply as CompletionReply)?.error?.message ?? text.slice(0, 300);
@@ -91,7 +103,9 @@ export class EndpointSampler implements CompletionSampler {
       }
       const body = await res.json().catch(() => null) as { data?: { id?: string }[] } | null;
       const id = body?.data?.[0]?.id;
-      if (!res.ok || typeof id !== "string") throw new EndpointError(`${this.base}/models lists no model (status ${res.status})`);
+      if (!res.ok || typeof id !== "string") {
+        throw new EndpointError(`${this.base}/models lists no model (status ${res.status})`);
+      }
       return id;
     })();
     this.modelId.catch(() => (this.modelId = null));
@@ -112,15 +126,21 @@ export class EndpointSampler implements CompletionSampler {
       add_special_tokens: false,
     };
     if (s.topK) body.top_k = s.topK;
-    if (s.repetitionPenalty !== undefined && s.repetitionPenalty !== 1) body.repetition_penalty = s.repetitionPenalty;
+    if (s.repetitionPenalty !== undefined && s.repetitionPenalty !== 1) {
+      body.repetition_penalty = s.repetitionPenalty;
+    }
     if (r.stopStrings?.length) body.stop = [...r.stopStrings];
     if (asIds) body.return_tokens_as_token_ids = true;
     this.requests++;
     const reply = await this.post("/completions", body) as CompletionReply;
     const c = reply.choices?.[0];
-    if (!c || typeof c.text !== "string") throw new EndpointError(`${this.base}/completions answered without choices[0].text`);
+    if (!c || typeof c.text !== "string") {
+      throw new EndpointError(`${this.base}/completions answered without choices[0].text`);
+    }
     const lp = c.logprobs;
-    const served = asIds && lp?.tokens?.every((t) => /^token_id:\d+$/.test(t)) ? lp.tokens.map((t) => Number(t.slice(9))) : null;
+    const served = asIds && lp?.tokens?.every((t) => /^token_id:\d+$/.test(t))
+      ? lp.tokens.map((t) => Number(t.slice(9)))
+      : null;
     const ids = served ?? tk.encode(c.text);
     const logprobs = lp?.token_logprobs && lp.token_logprobs.length === ids.length
       ? lp.token_logprobs.map((x) => x ?? 0)
@@ -128,7 +148,10 @@ export class EndpointSampler implements CompletionSampler {
     return { ids, logprobs, finish: c.finish_reason === "length" ? "length" : "stop" };
   }
 
-  async generate(reqs: readonly GenerateRequest[], opts: Pick<GenerateOptions, "onFinish"> = {}): Promise<GenerateResult[]> {
+  async generate(
+    reqs: readonly GenerateRequest[],
+    opts: Pick<GenerateOptions, "onFinish"> = {},
+  ): Promise<GenerateResult[]> {
     const model = await this.model();
     const out: GenerateResult[] = new Array(reqs.length);
     let next = 0;

@@ -12,5 +12,8 @@ export function envForConfig(cfg: Pick<RunConfig, "env" | "level" | "rewards">):
   // a null shaping to the env's success-dominant weight.
   const k = env.rewardKnobs;
   if (!k) return env;
-  return k.withRewards({ shaping: cfg.rewards.shaping ?? k.defaultShaping, success: cfg.rewards.success });
+  return k.withRewards({
+    shaping: cfg.rewards.shaping ?? k.defaultShaping,
+    success: cfg.rewards.success,
+  });
 }

@@ -36,8 +36,16 @@ export interface EvalDeps {
  * Tasks numbered from cfg.env.testSeed; the same tasks at every evaluation. The test split is the
  * held-out one; the train split shows whether training improved the tasks it draws from.
  */
-export function evalTasks(cfg: RunConfig, env: AnyEnvDefinition, episodes: number, split: "train" | "test" = "test"): unknown[] {
-  return Array.from({ length: episodes }, (_, i) => env.generate(cfg.env.testSeed + i, { split, difficulty: cfg.env.difficulty }));
+export function evalTasks(
+  cfg: RunConfig,
+  env: AnyEnvDefinition,
+  episodes: number,
+  split: "train" | "test" = "test",
+): unknown[] {
+  return Array.from(
+    { length: episodes },
+    (_, i) => env.generate(cfg.env.testSeed + i, { split, difficulty: cfg.env.difficulty }),
+  );
 }
 
 export interface EvalOptions {
@@ -48,19 +56,33 @@ export interface EvalOptions {
   split?: "train" | "test";
 }
 
-export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: EvalOptions = {}): Promise<EvalResult> {
+export async function evaluate(
+  deps: EvalDeps,
+  cfg: RunConfig,
+  opts: EvalOptions = {},
+): Promise<EvalResult> {
   const episodes = opts.episodes ?? cfg.eval.episodes;
   const temperature = opts.temperature ?? evalTemperature(cfg);
   const split = opts.split ?? "test";
   const tasks = evalTasks(cfg, deps.env, episodes, split);
   const r = await rolloutTree(
-    { env: deps.env, tokenizer: deps.tokenizer, policyOf: (a) => deps.policies.agentPolicy(a), executor: deps.executor },
+    {
+      env: deps.env,
+      tokenizer: deps.tokenizer,
+      policyOf: (a) => deps.policies.agentPolicy(a),
+      executor: deps.executor,
+    },
     tasks,
     {
-      mode: "tree", K: 1, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
+      mode: "tree",
+      K: 1,
+      alpha: cfg.rewards.alpha,
+      maxNewTokens: cfg.rollout.maxNewTokens,
       sampling: { temperature, topP: cfg.rollout.sampling.topP, topK: cfg.rollout.sampling.topK },
       generationOf: (agent) => evalGeneration(cfg, agent, temperature),
-      style: opts.style ?? promptStyleFor(cfg.rollout.promptStyle, deps.tokenizer), seed: cfg.run.seed + 7777, step: 0,
+      style: opts.style ?? promptStyleFor(cfg.rollout.promptStyle, deps.tokenizer),
+      seed: cfg.run.seed + 7777,
+      step: 0,
       maxPromptTokens: cfg.rollout.maxPromptTokens,
       maxTurns: cfg.rollout.maxTurns,
       // With one candidate the partner's real next step credits the tool (no extra generation),
@@ -70,7 +92,9 @@ export async function evaluate(deps: EvalDeps, cfg: RunConfig, opts: EvalOptions
   );
   const rewardByAgent: Record<string, number> = {};
   for (const e of r.episodes) {
-    for (const [a, v] of Object.entries(e.rewardByAgent)) rewardByAgent[a] = (rewardByAgent[a] ?? 0) + v / r.episodes.length;
+    for (const [a, v] of Object.entries(e.rewardByAgent)) {
+      rewardByAgent[a] = (rewardByAgent[a] ?? 0) + v / r.episodes.length;
+    }
   }
   return {
     episodes: r.episodes.length,

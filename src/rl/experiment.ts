@@ -85,7 +85,10 @@ export interface LrSweepSpec {
 }
 
 function merge(a: unknown, b: unknown): unknown {
-  if (typeof a !== "object" || a === null || Array.isArray(a) || typeof b !== "object" || b === null || Array.isArray(b)) return b;
+  if (
+    typeof a !== "object" || a === null || Array.isArray(a) || typeof b !== "object" ||
+    b === null || Array.isArray(b)
+  ) return b;
   const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
   for (const [k, v] of Object.entries(b)) out[k] = k in out ? merge(out[k], v) : v;
   return out;
@@ -105,7 +108,11 @@ export function methodConfig(
   extra: Record<string, unknown> = {},
 ): RunConfig {
   const t = spec.tasks[task];
-  if (!t) throw new RangeError(`unknown task "${task}"; the spec has ${Object.keys(spec.tasks).join(", ")}`);
+  if (!t) {
+    throw new RangeError(
+      `unknown task "${task}"; the spec has ${Object.keys(spec.tasks).join(", ")}`,
+    );
+  }
   const m = METHOD_SPECS[method];
   const raw = merge(spec.common, t) as Record<string, unknown>;
   const env = raw.env as { id: string };
@@ -137,7 +144,9 @@ export function methodConfig(
 }
 
 /** A RunConfig fragment setting the optimizer's learning rate. */
-export const lrFragment = (lr: number): Record<string, unknown> => ({ update: { optimizer: { lr } } });
+export const lrFragment = (lr: number): Record<string, unknown> => ({
+  update: { optimizer: { lr } },
+});
 
 export interface RunResult {
   task: string;
@@ -211,17 +220,28 @@ export function compareRuns(rs: readonly RunResult[], cs: readonly RunResult[]):
  */
 export function aggregate(results: readonly RunResult[]): Aggregate[] {
   const by = new Map<string, RunResult[]>();
-  for (const r of results) by.set(`${r.task}|${r.method}`, [...(by.get(`${r.task}|${r.method}`) ?? []), r]);
-  const test = (rs: RunResult[], vs: MethodId) => rs[0].method === vs ? null : compareRuns(rs, by.get(`${rs[0].task}|${vs}`) ?? []);
+  for (const r of results) {
+    by.set(`${r.task}|${r.method}`, [...(by.get(`${r.task}|${r.method}`) ?? []), r]);
+  }
+  const test = (rs: RunResult[], vs: MethodId) =>
+    rs[0].method === vs ? null : compareRuns(rs, by.get(`${rs[0].task}|${vs}`) ?? []);
   return [...by.values()].map((rs) => {
     const xs = rs.map((r) => r.successRate), n = xs.length;
     const mean = xs.reduce((a, b) => a + b, 0) / n;
     const std = n > 1 ? Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1)) : 0;
     const tests = { single_grpo: test(rs, "single_grpo"), mas: test(rs, "mas") };
     return {
-      task: rs[0].task, method: rs[0].method, label: LABELS[rs[0].method], n, mean, std, samples: rs.reduce((a, r) => a + r.samples, 0) / n,
+      task: rs[0].task,
+      method: rs[0].method,
+      label: LABELS[rs[0].method],
+      n,
+      mean,
+      std,
+      samples: rs.reduce((a, r) => a + r.samples, 0) / n,
       perSeed: bySeed(rs).map((r) => ({ seed: r.seed, successRate: r.successRate })),
-      pVsSingleGrpo: tests.single_grpo?.p ?? null, pVsMas: tests.mas?.p ?? null, tests,
+      pVsSingleGrpo: tests.single_grpo?.p ?? null,
+      pVsMas: tests.mas?.p ?? null,
+      tests,
     };
   });
 }
@@ -240,7 +260,8 @@ export function markdownTable(aggs: readonly Aggregate[], tasks: readonly string
 }
 
 const pct = (x: number) => (x * 100).toFixed(1);
-const pCell = (t: PairedTest | null) => t ? `${t.p < 0.001 ? "<0.001" : t.p.toFixed(3)} (${t.b}:${t.c})` : "—";
+const pCell = (t: PairedTest | null) =>
+  t ? `${t.p < 0.001 ? "<0.001" : t.p.toFixed(3)} (${t.b}:${t.c})` : "—";
 
 /**
  * Rows = (task, method): each seed's held-out success (%) and the paired tests' p-values against
@@ -249,11 +270,16 @@ const pCell = (t: PairedTest | null) => t ? `${t.p < 0.001 ? "<0.001" : t.p.toFi
  */
 export function pairedTable(aggs: readonly Aggregate[], tasks: readonly string[]): string {
   const order = [...METHODS, "ablation_swapped"];
-  const head = `| task | method | success per seed (%) | p vs ${LABELS.single_grpo} | p vs ${LABELS.mas} |`;
+  const head =
+    `| task | method | success per seed (%) | p vs ${LABELS.single_grpo} | p vs ${LABELS.mas} |`;
   const rows = tasks.flatMap((t) =>
-    aggs.filter((a) => a.task === t).sort((a, b) => order.indexOf(a.method) - order.indexOf(b.method)).map((a) => {
+    aggs.filter((a) => a.task === t).sort((a, b) =>
+      order.indexOf(a.method) - order.indexOf(b.method)
+    ).map((a) => {
       const seeds = a.perSeed.map((s) => `s${s.seed} ${pct(s.successRate)}`).join(", ");
-      return `| ${t} | ${a.label} | ${seeds} | ${pCell(a.tests.single_grpo)} | ${pCell(a.tests.mas)} |`;
+      return `| ${t} | ${a.label} | ${seeds} | ${pCell(a.tests.single_grpo)} | ${
+        pCell(a.tests.mas)
+      } |`;
     })
   );
   return [head, "|---|---|---|---|---|", ...rows].join("\n");
@@ -302,15 +328,30 @@ export async function runLrSweep<T>(
   if (!sw?.lrs.length) throw new RangeError("runLrSweep: the spec has no sweep.single_grpo.lrs");
   const seed = sw.seed ?? opts.seed;
   const cfgFor = (lr: number) =>
-    methodConfig(spec, task, "single_grpo", seed, opts.steps, opts.outDir, { ...lrFragment(lr), run: { name: `${task}-single_grpo-lr${lr}-seed${seed}` } });
+    methodConfig(spec, task, "single_grpo", seed, opts.steps, opts.outDir, {
+      ...lrFragment(lr),
+      run: { name: `${task}-single_grpo-lr${lr}-seed${seed}` },
+    });
   const episodes = sw.episodes ?? cfgFor(sw.lrs[0]).eval.episodes;
-  const record: SweepRecord = { task, method: "single_grpo", seed, split: "train", episodes, points: [], chosenLr: null };
+  const record: SweepRecord = {
+    task,
+    method: "single_grpo",
+    seed,
+    split: "train",
+    episodes,
+    points: [],
+    chosenLr: null,
+  };
   const kept = new Map<number, T>();
   for (const lr of sw.lrs) {
     const cfg = cfgFor(lr);
     const run = await deps.train(cfg);
     kept.set(lr, run.kept);
-    record.points.push({ lr, trainSuccess: await deps.scoreOnTrain(cfg, run.runDir, episodes), runDir: run.runDir });
+    record.points.push({
+      lr,
+      trainSuccess: await deps.scoreOnTrain(cfg, run.runDir, episodes),
+      runDir: run.runDir,
+    });
     await deps.onPoint?.(record);
   }
   record.chosenLr = chooseLr(record.points);
@@ -320,19 +361,34 @@ export async function runLrSweep<T>(
 /** Rows = (task, lr): the train-split success of each sweep candidate, the chosen one marked. */
 export function sweepTable(sweeps: readonly SweepRecord[]): string {
   const rows = sweeps.flatMap((s) =>
-    s.points.map((p) => `| ${s.task} | ${p.lr} | ${pct(p.trainSuccess)} (${s.episodes} tasks, seed ${s.seed}) | ${p.lr === s.chosenLr ? "chosen" : ""} |`)
+    s.points.map((p) =>
+      `| ${s.task} | ${p.lr} | ${pct(p.trainSuccess)} (${s.episodes} tasks, seed ${s.seed}) | ${
+        p.lr === s.chosenLr ? "chosen" : ""
+      } |`
+    )
   );
-  return [`| task | ${LABELS.single_grpo} lr | train-split success (%) | |`, "|---|---|---|---|", ...rows].join("\n");
+  return [
+    `| task | ${LABELS.single_grpo} lr | train-split success (%) | |`,
+    "|---|---|---|---|",
+    ...rows,
+  ].join("\n");
 }
 
 /** The untrained method whose result is a trained method's step 0 (same base, same tasks). */
-export const BASELINE_OF: Partial<Record<MethodId, MethodId>> = { single_grpo: "single", mas_l1: "mas", mas_l2: "mas", mas_l3: "mas" };
+export const BASELINE_OF: Partial<Record<MethodId, MethodId>> = {
+  single_grpo: "single",
+  mas_l1: "mas",
+  mas_l2: "mas",
+  mas_l3: "mas",
+};
 
 /**
  * A trained run's curves from its metrics.jsonl lines: held-out success at each step that
  * validated, and each agent's training reward per step (the mean over its turns).
  */
-export function curvesFromMetrics(lines: readonly Record<string, unknown>[]): { curve: CurvePoint[]; rewardCurve: RewardPoint[] } {
+export function curvesFromMetrics(
+  lines: readonly Record<string, unknown>[],
+): { curve: CurvePoint[]; rewardCurve: RewardPoint[] } {
   const curve: CurvePoint[] = [], rewardCurve: RewardPoint[] = [];
   for (const m of lines) {
     const step = m.step as number;
@@ -340,10 +396,12 @@ export function curvesFromMetrics(lines: readonly Record<string, unknown>[]): { 
     if (typeof ev?.successRate === "number") curve.push({ step, successRate: ev.successRate });
     const rba = m.rewardByAgent as Record<string, Record<string, number>> | undefined;
     if (rba) {
-      const byAgent = Object.fromEntries(Object.entries(rba).map(([a, turns]) => {
-        const vs = Object.values(turns);
-        return [a, vs.reduce((s, v) => s + v, 0) / Math.max(1, vs.length)];
-      }));
+      const byAgent = Object.fromEntries(
+        Object.entries(rba).map(([a, turns]) => {
+          const vs = Object.values(turns);
+          return [a, vs.reduce((s, v) => s + v, 0) / Math.max(1, vs.length)];
+        }),
+      );
       rewardCurve.push({ step, byAgent });
     }
   }
@@ -351,7 +409,10 @@ export function curvesFromMetrics(lines: readonly Record<string, unknown>[]): { 
 }
 
 /** A curve with step 0 taken from the baseline's result where the run did not validate at step 0. */
-export function withStepZero(curve: readonly CurvePoint[], baseline: RunResult | undefined): CurvePoint[] {
+export function withStepZero(
+  curve: readonly CurvePoint[],
+  baseline: RunResult | undefined,
+): CurvePoint[] {
   if (!baseline || curve.some((p) => p.step === 0)) return [...curve];
   return [{ step: 0, successRate: baseline.successRate }, ...curve];
 }
@@ -360,10 +421,18 @@ export function withStepZero(curve: readonly CurvePoint[], baseline: RunResult |
 export function swapRoleAdapters(ck: LoadedCheckpoint, cfg: RunConfig): LoadedCheckpoint {
   const map = policyMapFor(cfg);
   if (map.level !== "L2" || map.trainers.length !== 1 || map.trainers[0].adapters.length !== 2) {
-    throw new RangeError(`the swap ablation needs an L2 run with exactly two role adapters (got ${map.level}, ${map.trainers.map((t) => t.adapters.join("+")).join(", ")})`);
+    throw new RangeError(
+      `the swap ablation needs an L2 run with exactly two role adapters (got ${map.level}, ${
+        map.trainers.map((t) => t.adapters.join("+")).join(", ")
+      })`,
+    );
   }
   const [t] = map.trainers, [a, b] = t.adapters;
-  const adapters = { ...ck.adapters, [`${t.name}.${a}`]: ck.adapters[`${t.name}.${b}`], [`${t.name}.${b}`]: ck.adapters[`${t.name}.${a}`] };
+  const adapters = {
+    ...ck.adapters,
+    [`${t.name}.${a}`]: ck.adapters[`${t.name}.${b}`],
+    [`${t.name}.${b}`]: ck.adapters[`${t.name}.${a}`],
+  };
   return { ...ck, adapters };
 }
 
@@ -377,7 +446,10 @@ export async function evaluateWith(
   ck?: LoadedCheckpoint,
   opts: { split?: "train" | "test"; episodes?: number } = {},
 ): Promise<EvalResult> {
-  const session = await RlSession.create(cfg, { ...deps, warmStart: ck ? { kind: "checkpoint", checkpoint: ck } : undefined });
+  const session = await RlSession.create(cfg, {
+    ...deps,
+    warmStart: ck ? { kind: "checkpoint", checkpoint: ck } : undefined,
+  });
   try {
     return await session.evaluate(opts);
   } finally {
@@ -418,21 +490,38 @@ export class ExperimentMergeError extends Error {
  * run's curve gets its step 0 from its untrained baseline of the same seed where that ran in
  * another invocation.
  */
-export function mergeExperiments(saved: readonly SavedExperiment[], sources: readonly string[]): SavedExperiment {
-  if (!saved.length) throw new ExperimentMergeError("nothing to merge: name at least one results.json");
+export function mergeExperiments(
+  saved: readonly SavedExperiment[],
+  sources: readonly string[],
+): SavedExperiment {
+  if (!saved.length) {
+    throw new ExperimentMergeError("nothing to merge: name at least one results.json");
+  }
   const [first] = saved;
   const seen = new Map<string, string>();
   saved.forEach((s, i) => {
     if (s.steps !== first.steps) {
-      throw new ExperimentMergeError(`${sources[i]}: ${s.steps} RL steps, ${sources[0]}: ${first.steps}; merge only runs of the same budget`);
+      throw new ExperimentMergeError(
+        `${sources[i]}: ${s.steps} RL steps, ${
+          sources[0]
+        }: ${first.steps}; merge only runs of the same budget`,
+      );
     }
     if ((s.evalEvery ?? null) !== (first.evalEvery ?? null)) {
-      throw new ExperimentMergeError(`${sources[i]}: evalEvery ${s.evalEvery ?? "none"}, ${sources[0]}: ${first.evalEvery ?? "none"}; the curves would not line up`);
+      throw new ExperimentMergeError(
+        `${sources[i]}: evalEvery ${s.evalEvery ?? "none"}, ${sources[0]}: ${
+          first.evalEvery ?? "none"
+        }; the curves would not line up`,
+      );
     }
     for (const r of s.results) {
       const key = `${r.task} ${r.method} seed ${r.seed}`;
       const other = seen.get(key);
-      if (other !== undefined) throw new ExperimentMergeError(`${key} is in both ${other} and ${sources[i]}; leave one out`);
+      if (other !== undefined) {
+        throw new ExperimentMergeError(
+          `${key} is in both ${other} and ${sources[i]}; leave one out`,
+        );
+      }
       seen.set(key, sources[i]);
     }
   });
@@ -442,7 +531,13 @@ export function mergeExperiments(saved: readonly SavedExperiment[], sources: rea
   const results = all.map((r) => {
     const base = BASELINE_OF[r.method as MethodId];
     if (!r.curve || !base) return r;
-    return { ...r, curve: withStepZero(r.curve, all.find((b) => b.task === r.task && b.method === base && b.seed === r.seed)) };
+    return {
+      ...r,
+      curve: withStepZero(
+        r.curve,
+        all.find((b) => b.task === r.task && b.method === base && b.seed === r.seed),
+      ),
+    };
   });
   const sweeps = saved.flatMap((s) => s.sweeps ?? []);
   const notes = [...new Set(saved.flatMap((s) => s.notes ?? []))];

@@ -19,7 +19,9 @@ export interface PairedTest {
  */
 export function mcnemarExact(b: number, c: number): number {
   for (const [name, v] of [["b", b], ["c", c]] as const) {
-    if (!Number.isInteger(v) || v < 0) throw new RangeError(`mcnemarExact: ${name} must be a count (got ${v})`);
+    if (!Number.isInteger(v) || v < 0) {
+      throw new RangeError(`mcnemarExact: ${name} must be a count (got ${v})`);
+    }
   }
   const n = b + c, k = Math.min(b, c);
   if (n === 0) return 1;
@@ -36,12 +38,21 @@ export function mcnemarExact(b: number, c: number): number {
  * method), each a list of per-task successes in the same task order; all (unit, task) pairs are
  * pooled.
  */
-export function pairedTest(a: readonly (readonly number[])[], b: readonly (readonly number[])[]): PairedTest {
-  if (a.length !== b.length) throw new RangeError(`pairedTest: ${a.length} vs ${b.length} pairing units`);
+export function pairedTest(
+  a: readonly (readonly number[])[],
+  b: readonly (readonly number[])[],
+): PairedTest {
+  if (a.length !== b.length) {
+    throw new RangeError(`pairedTest: ${a.length} vs ${b.length} pairing units`);
+  }
   let nb = 0, nc = 0, n = 0;
   a.forEach((xs, i) => {
     const ys = b[i];
-    if (xs.length !== ys.length) throw new RangeError(`pairedTest: unit ${i} has ${xs.length} vs ${ys.length} tasks (not the same tasks)`);
+    if (xs.length !== ys.length) {
+      throw new RangeError(
+        `pairedTest: unit ${i} has ${xs.length} vs ${ys.length} tasks (not the same tasks)`,
+      );
+    }
     xs.forEach((x, t) => {
       const y = ys[t];
       if (x && !y) nb++;

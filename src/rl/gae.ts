@@ -47,9 +47,13 @@ export function gaeChain(turns: readonly GaeTurn[], o: GaeOptions): GaeResult {
   checkOptions(o);
   const values: number[] = [], rewards: number[] = [];
   turns.forEach((t, i) => {
-    if (!Number.isFinite(t.reward)) throw new GaeInputError(`turn ${i}: reward ${t.reward} must be finite`);
+    if (!Number.isFinite(t.reward)) {
+      throw new GaeInputError(`turn ${i}: reward ${t.reward} must be finite`);
+    }
     t.values.forEach((v, j) => {
-      if (!Number.isFinite(v)) throw new GaeInputError(`turn ${i}, token ${j}: value ${v} must be finite`);
+      if (!Number.isFinite(v)) {
+        throw new GaeInputError(`turn ${i}, token ${j}: value ${v} must be finite`);
+      }
     });
     values.push(...t.values);
     rewards.push(...t.values.map(() => 0));
@@ -85,7 +89,9 @@ export function whiten(xs: readonly (readonly number[])[]): number[][] {
 
 /** 1 − Var(R − V) / Var(R): 1 is a perfect critic, 0 no better than the mean, < 0 worse (NaN if Var(R) = 0). */
 export function explainedVariance(returns: readonly number[], values: readonly number[]): number {
-  if (returns.length !== values.length) throw new GaeInputError(`${returns.length} returns but ${values.length} values`);
+  if (returns.length !== values.length) {
+    throw new GaeInputError(`${returns.length} returns but ${values.length} values`);
+  }
   const variance = (xs: readonly number[]) => {
     const m = xs.reduce((a, b) => a + b, 0) / xs.length;
     return xs.reduce((a, b) => a + (b - m) ** 2, 0) / xs.length;

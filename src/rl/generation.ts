@@ -13,7 +13,13 @@ import type { RunConfig } from "./config.ts";
 import type { SamplingSettings } from "./rollout.ts";
 
 /** The fields an agent may override. */
-export const AGENT_GENERATION_KEYS = ["temperature", "topP", "topK", "maxNewTokens", "stop"] as const;
+export const AGENT_GENERATION_KEYS = [
+  "temperature",
+  "topP",
+  "topK",
+  "maxNewTokens",
+  "stop",
+] as const;
 
 /** One agent's overrides, as written in the config. */
 export interface AgentGenerationOverride {
@@ -31,19 +37,34 @@ export interface AgentGeneration {
   readonly stop: readonly string[];
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** What is wrong with one agent's override object, or null (the config's type check). */
 export function agentOverrideProblem(o: unknown): string | null {
-  if (!isObject(o)) return `must be an object such as {"temperature": 0.7}, got ${JSON.stringify(o)}`;
+  if (!isObject(o)) {
+    return `must be an object such as {"temperature": 0.7}, got ${JSON.stringify(o)}`;
+  }
   for (const [k, v] of Object.entries(o)) {
-    if (!(AGENT_GENERATION_KEYS as readonly string[]).includes(k)) return `unknown key "${k}"; use ${AGENT_GENERATION_KEYS.join(", ")}`;
+    if (!(AGENT_GENERATION_KEYS as readonly string[]).includes(k)) {
+      return `unknown key "${k}"; use ${AGENT_GENERATION_KEYS.join(", ")}`;
+    }
     const num = typeof v === "number" && Number.isFinite(v);
-    if (k === "temperature" && !(num && (v as number) >= 0)) return `temperature must be a number ≥ 0, got ${JSON.stringify(v)}`;
-    if (k === "topP" && !(num && (v as number) > 0 && (v as number) <= 1)) return `topP must be in (0, 1], got ${JSON.stringify(v)}`;
-    if (k === "topK" && !(num && Number.isInteger(v) && (v as number) >= 0)) return `topK must be a whole number ≥ 0 (0 = off), got ${JSON.stringify(v)}`;
-    if (k === "maxNewTokens" && !(num && Number.isInteger(v) && (v as number) >= 1)) return `maxNewTokens must be a whole number ≥ 1, got ${JSON.stringify(v)}`;
-    if (k === "stop" && !(Array.isArray(v) && v.every((s) => typeof s === "string" && s !== ""))) return `stop must be a list of non-empty strings, got ${JSON.stringify(v)}`;
+    if (k === "temperature" && !(num && (v as number) >= 0)) {
+      return `temperature must be a number ≥ 0, got ${JSON.stringify(v)}`;
+    }
+    if (k === "topP" && !(num && (v as number) > 0 && (v as number) <= 1)) {
+      return `topP must be in (0, 1], got ${JSON.stringify(v)}`;
+    }
+    if (k === "topK" && !(num && Number.isInteger(v) && (v as number) >= 0)) {
+      return `topK must be a whole number ≥ 0 (0 = off), got ${JSON.stringify(v)}`;
+    }
+    if (k === "maxNewTokens" && !(num && Number.isInteger(v) && (v as number) >= 1)) {
+      return `maxNewTokens must be a whole number ≥ 1, got ${JSON.stringify(v)}`;
+    }
+    if (k === "stop" && !(Array.isArray(v) && v.every((s) => typeof s === "string" && s !== ""))) {
+      return `stop must be a list of non-empty strings, got ${JSON.stringify(v)}`;
+    }
   }
   return null;
 }
@@ -65,7 +86,11 @@ function merge(base: AgentGeneration, o: AgentGenerationOverride | undefined): A
 /** An agent's settings in training rollouts: rollout.sampling and maxNewTokens, then rollout.agents[agent]. */
 export function trainGeneration(c: RunConfig, agent: string): AgentGeneration {
   const { temperature, topP, topK, repetitionPenalty, stop } = c.rollout.sampling;
-  return merge({ sampling: { temperature, topP, topK, repetitionPenalty }, maxNewTokens: c.rollout.maxNewTokens, stop }, c.rollout.agents[agent]);
+  return merge({
+    sampling: { temperature, topP, topK, repetitionPenalty },
+    maxNewTokens: c.rollout.maxNewTokens,
+    stop,
+  }, c.rollout.agents[agent]);
 }
 
 /**
@@ -74,7 +99,11 @@ export function trainGeneration(c: RunConfig, agent: string): AgentGeneration {
  */
 export function evalGeneration(c: RunConfig, agent: string, temperature: number): AgentGeneration {
   const base: AgentGeneration = {
-    sampling: { temperature, topP: c.eval.topP ?? c.rollout.sampling.topP, topK: c.eval.topK ?? c.rollout.sampling.topK },
+    sampling: {
+      temperature,
+      topP: c.eval.topP ?? c.rollout.sampling.topP,
+      topK: c.eval.topK ?? c.rollout.sampling.topK,
+    },
     maxNewTokens: c.eval.maxNewTokens ?? c.rollout.maxNewTokens,
     stop: c.eval.stop ?? c.rollout.sampling.stop,
   };
@@ -82,14 +111,25 @@ export function evalGeneration(c: RunConfig, agent: string, temperature: number)
 }
 
 /** Problems with the per-agent sections once the env's agents are known: unknown agents, budgets, shared temperatures. */
-export function agentGenerationIssues(c: RunConfig, agents: readonly string[]): { path: string; message: string }[] {
+export function agentGenerationIssues(
+  c: RunConfig,
+  agents: readonly string[],
+): { path: string; message: string }[] {
   const out: { path: string; message: string }[] = [];
   for (const section of ["rollout", "eval"] as const) {
     for (const [a, o] of Object.entries(c[section].agents)) {
       const path = `${section}.agents.${a}`;
-      if (!agents.includes(a)) out.push({ path, message: `${c.env.id} has no agent "${a}"; agents: ${agents.join(", ")}` });
-      else if (o.maxNewTokens !== undefined && o.maxNewTokens > c.rollout.maxNewTokens) {
-        out.push({ path: `${path}.maxNewTokens`, message: `${o.maxNewTokens} > rollout.maxNewTokens (${c.rollout.maxNewTokens}), which sizes the KV cache and each training sample; raise rollout.maxNewTokens` });
+      if (!agents.includes(a)) {
+        out.push({
+          path,
+          message: `${c.env.id} has no agent "${a}"; agents: ${agents.join(", ")}`,
+        });
+      } else if (o.maxNewTokens !== undefined && o.maxNewTokens > c.rollout.maxNewTokens) {
+        out.push({
+          path: `${path}.maxNewTokens`,
+          message:
+            `${o.maxNewTokens} > rollout.maxNewTokens (${c.rollout.maxNewTokens}), which sizes the KV cache and each training sample; raise rollout.maxNewTokens`,
+        });
       }
     }
   }
@@ -98,22 +138,34 @@ export function agentGenerationIssues(c: RunConfig, agents: readonly string[]): 
     if (shared && o.temperature !== undefined && o.temperature !== c.rollout.sampling.temperature) {
       out.push({
         path: `rollout.agents.${a}.temperature`,
-        message: `${o.temperature} ≠ rollout.sampling.temperature (${c.rollout.sampling.temperature}): at ${c.level} the agents share one trainer, whose ` +
+        message:
+          `${o.temperature} ≠ rollout.sampling.temperature (${c.rollout.sampling.temperature}): at ${c.level} the agents share one trainer, whose ` +
           `loss reads logits at one temperature; set it in rollout.sampling.temperature, or use level L3 (a model per agent)`,
       });
     }
-    if (o.temperature === 0) out.push({ path: `rollout.agents.${a}.temperature`, message: "0 (greedy) makes the K candidates identical, so every group has zero variance; use > 0" });
+    if (o.temperature === 0) {
+      out.push({
+        path: `rollout.agents.${a}.temperature`,
+        message:
+          "0 (greedy) makes the K candidates identical, so every group has zero variance; use > 0",
+      });
+    }
   }
   return out;
 }
 
 /** The loss temperature of a trainer: the training temperature of its agents (one, by agentGenerationIssues). */
 export function trainerTemperature(c: RunConfig, agents: readonly string[]): number {
-  return agents.length ? trainGeneration(c, agents[0]).sampling.temperature : c.rollout.sampling.temperature;
+  return agents.length
+    ? trainGeneration(c, agents[0]).sampling.temperature
+    : c.rollout.sampling.temperature;
 }
 
 /** The style prompts are rendered in: "auto" is chat for an HF tokenizer with a chat template, else compact. */
-export function promptStyleFor(style: "auto" | PromptStyle, tokenizer: Pick<Tokenizer, "kind" | "hasChatTemplate">): PromptStyle {
+export function promptStyleFor(
+  style: "auto" | PromptStyle,
+  tokenizer: Pick<Tokenizer, "kind" | "hasChatTemplate">,
+): PromptStyle {
   if (style !== "auto") return style;
   return tokenizer.kind === "hf" && tokenizer.hasChatTemplate ? "chat" : "compact";
 }

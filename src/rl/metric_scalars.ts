@@ -10,21 +10,28 @@
 
 import type { StepMetrics } from "./session.ts";
 
-const isObj = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+const isObj = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
 const isNum = (x: unknown): x is number => typeof x === "number";
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** Numbers of a nested object under `prefix`, objects joined with "/"; arrays and non-numbers skipped. */
 function flattenInto(out: Record<string, number>, prefix: string, v: unknown) {
   if (isNum(v)) out[prefix] = v;
-  else if (isObj(v)) for (const [k, x] of Object.entries(v)) flattenInto(out, `${prefix}/${k}`, x);
+  else if (isObj(v)) {
+    for (const [k, x] of Object.entries(v)) {
+      flattenInto(out, `${prefix}/${k}`, x);
+    }
+  }
 }
 
 /** Mean of each numeric field over a list of update records. */
 function meanFields(updates: readonly Record<string, unknown>[]): Record<string, number> {
   const cols = new Map<string, number[]>();
   for (const u of updates) {
-    for (const [k, v] of Object.entries(u)) if (isNum(v)) (cols.get(k) ?? cols.set(k, []).get(k)!).push(v);
+    for (const [k, v] of Object.entries(u)) {
+      if (isNum(v)) (cols.get(k) ?? cols.set(k, []).get(k)!).push(v);
+    }
   }
   return Object.fromEntries([...cols].map(([k, xs]) => [k, mean(xs)]));
 }

@@ -9,7 +9,13 @@ import { Generator } from "../model/generate.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { ModelTrainer } from "../train/trainer.ts";
-import { endpointOf, lrSchedule, policyLossConfig, type RunConfig, valueHeadSettings } from "./config.ts";
+import {
+  endpointOf,
+  lrSchedule,
+  policyLossConfig,
+  type RunConfig,
+  valueHeadSettings,
+} from "./config.ts";
 import { EndpointSampler } from "./endpoint.ts";
 import { trainerTemperature } from "./generation.ts";
 import { loraConfigFor, type PolicyMap, policyOf } from "./policy_map.ts";
@@ -49,14 +55,27 @@ export interface PolicyInit {
  * The policies of `map`. `tokenizer` is needed when the config serves agents from an endpoint
  * (prompt ids → text, reply text → ids).
  */
-export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, init: PolicyInit, tokenizer?: Tokenizer): Promise<PolicySet> {
+export async function createPolicies(
+  gpu: Gpu,
+  cfg: RunConfig,
+  map: PolicyMap,
+  init: PolicyInit,
+  tokenizer?: Tokenizer,
+): Promise<PolicySet> {
   const agents = Object.keys(map.byAgent);
   const endpointAgents = agents.filter((a) => endpointOf(cfg, a) !== null);
   const endpoints = new Map<string, EndpointSampler>();
-  if (endpointAgents.length && !tokenizer) throw new TypeError("createPolicies: agents served by an endpoint need the tokenizer");
+  if (endpointAgents.length && !tokenizer) {
+    throw new TypeError("createPolicies: agents served by an endpoint need the tokenizer");
+  }
   for (const a of endpointAgents) {
     const url = endpointOf(cfg, a)!;
-    if (!endpoints.has(url)) endpoints.set(url, new EndpointSampler({ url, tokenizer: tokenizer!, prompt: cfg.model.endpointPrompt }));
+    if (!endpoints.has(url)) {
+      endpoints.set(
+        url,
+        new EndpointSampler({ url, tokenizer: tokenizer!, prompt: cfg.model.endpointPrompt }),
+      );
+    }
   }
 
   // Generation batches every environment's candidates into one call: E·K KV slots.
@@ -64,23 +83,32 @@ export async function createPolicies(gpu: Gpu, cfg: RunConfig, map: PolicyMap, i
   const trainers: ModelTrainer[] = [];
   for (const [i, plan] of map.trainers.entries()) {
     const weights = Array.isArray(init.weights) ? init.weights[i] : init.weights;
-    trainers.push(await ModelTrainer.create(gpu, weights, {
-      mode: plan.mode,
-      lora: loraConfigFor(cfg, plan),
-      loraData: init.loraData?.[i],
-      seed: cfg.run.seed + i,
-      optimizer: {
-        beta1: cfg.update.optimizer.beta1, beta2: cfg.update.optimizer.beta2, eps: cfg.update.optimizer.eps,
-        weightDecay: cfg.update.optimizer.weightDecay, maxGradNorm: cfg.update.optimizer.maxGradNorm,
-      },
-      schedule: lrSchedule(cfg),
-      // Old log-probs come from the sampler at the rollout temperature: the loss reads logits/T too.
-      loss: { kind: "policy", ...policyLossConfig(cfg), temperature: trainerTemperature(cfg, agentsOf(map, i)) },
-      chunkRows: cfg.update.chunkRows,
-      valueHead: valueHeadSettings(cfg),
-      slots,
-      maxLen: sampleRows(cfg),
-    }));
+    trainers.push(
+      await ModelTrainer.create(gpu, weights, {
+        mode: plan.mode,
+        lora: loraConfigFor(cfg, plan),
+        loraData: init.loraData?.[i],
+        seed: cfg.run.seed + i,
+        optimizer: {
+          beta1: cfg.update.optimizer.beta1,
+          beta2: cfg.update.optimizer.beta2,
+          eps: cfg.update.optimizer.eps,
+          weightDecay: cfg.update.optimizer.weightDecay,
+          maxGradNorm: cfg.update.optimizer.maxGradNorm,
+        },
+        schedule: lrSchedule(cfg),
+        // Old log-probs come from the sampler at the rollout temperature: the loss reads logits/T too.
+        loss: {
+          kind: "policy",
+          ...policyLossConfig(cfg),
+          temperature: trainerTemperature(cfg, agentsOf(map, i)),
+        },
+        chunkRows: cfg.update.chunkRows,
+        valueHead: valueHeadSettings(cfg),
+        slots,
+        maxLen: sampleRows(cfg),
+      }),
+    );
   }
   const generators = await Promise.all(trainers.map((t) => Generator.create(t.model)));
   return {

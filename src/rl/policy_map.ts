@@ -58,14 +58,24 @@ const PLANS: { readonly [L in Level]: (mode: TrainMode, agents: readonly AgentId
   L0: (mode, agents) => onePolicy("single", mode, agents),
   L1: (mode, agents) => onePolicy("shared", mode, agents),
   L2: (mode, agents) => {
-    if (mode !== "lora") throw ConfigError.at("update.mode", `level L2 puts one LoRA adapter per agent on a frozen base; set "lora" (got "${mode}")`);
+    if (mode !== "lora") {
+      throw ConfigError.at(
+        "update.mode",
+        `level L2 puts one LoRA adapter per agent on a frozen base; set "lora" (got "${mode}")`,
+      );
+    }
     return {
       trainers: [{ name: "base", mode, adapters: agents }],
       policies: agents.map((a, i) => ({ name: a, agents: [a], trainer: 0, adapter: i })),
     };
   },
   L3: (mode, agents) => {
-    if (mode !== "full") throw ConfigError.at("update.mode", `level L3 trains one full model per agent; set "full" (got "${mode}")`);
+    if (mode !== "full") {
+      throw ConfigError.at(
+        "update.mode",
+        `level L3 trains one full model per agent; set "full" (got "${mode}")`,
+      );
+    }
     return {
       trainers: agents.map((a) => ({ name: a, mode, adapters: [] })),
       policies: agents.map((a, i) => ({ name: a, agents: [a], trainer: i, adapter: null })),
@@ -74,10 +84,26 @@ const PLANS: { readonly [L in Level]: (mode: TrainMode, agents: readonly AgentId
 };
 
 /** The policies of `level` for an env's agents (PettingZoo possibleAgents order). */
-export function buildPolicyMap(level: Level, mode: TrainMode, agents: readonly AgentId[]): PolicyMap {
-  if (!LEVELS.includes(level)) throw ConfigError.at("level", `"${level}" is not one of ${LEVELS.join(", ")}`);
-  if (!agents.length) throw ConfigError.at("env.id", "the environment lists no agents; a policy map needs at least one");
-  if (new Set(agents).size !== agents.length) throw ConfigError.at("env.id", `agent names repeat (${agents.join(", ")}); each agent needs its own name`);
+export function buildPolicyMap(
+  level: Level,
+  mode: TrainMode,
+  agents: readonly AgentId[],
+): PolicyMap {
+  if (!LEVELS.includes(level)) {
+    throw ConfigError.at("level", `"${level}" is not one of ${LEVELS.join(", ")}`);
+  }
+  if (!agents.length) {
+    throw ConfigError.at(
+      "env.id",
+      "the environment lists no agents; a policy map needs at least one",
+    );
+  }
+  if (new Set(agents).size !== agents.length) {
+    throw ConfigError.at(
+      "env.id",
+      `agent names repeat (${agents.join(", ")}); each agent needs its own name`,
+    );
+  }
   const plan = PLANS[level](mode, agents);
   const byAgent: Record<AgentId, number> = {};
   plan.policies.forEach((p, i) => p.agents.forEach((a) => (byAgent[a] = i)));
@@ -92,7 +118,11 @@ export function policyMapFor(c: RunConfig): PolicyMap {
 /** The policy an agent's samples belong to. */
 export function policyOf(map: PolicyMap, agent: AgentId): Policy {
   const i = map.byAgent[agent];
-  if (i === undefined) throw new RangeError(`agent "${agent}" has no policy; agents: ${Object.keys(map.byAgent).join(", ")}`);
+  if (i === undefined) {
+    throw new RangeError(
+      `agent "${agent}" has no policy; agents: ${Object.keys(map.byAgent).join(", ")}`,
+    );
+  }
   return map.policies[i];
 }
 

@@ -31,24 +31,42 @@ export class ReferencePolicies {
   private constructor(private readonly gpu: Gpu, private readonly refs: Reference[]) {}
 
   /** One frozen model per trainer of `policies`, from `init` (the run's start, not a resume point). */
-  static async create(gpu: Gpu, cfg: RunConfig, policies: PolicySet, init: PolicyInit): Promise<ReferencePolicies> {
+  static async create(
+    gpu: Gpu,
+    cfg: RunConfig,
+    policies: PolicySet,
+    init: PolicyInit,
+  ): Promise<ReferencePolicies> {
     const refs: Reference[] = [];
     const done = new ReferencePolicies(gpu, refs);
     try {
       for (const [i, trainer] of policies.trainers.entries()) {
         const weights = Array.isArray(init.weights) ? init.weights[i] : init.weights;
-        const model = await GpuModel.create(gpu, weights, { slots: SLOTS, maxLen: sampleRows(cfg), chunkRows: cfg.update.chunkRows });
+        const model = await GpuModel.create(gpu, weights, {
+          slots: SLOTS,
+          maxLen: sampleRows(cfg),
+          chunkRows: cfg.update.chunkRows,
+        });
         const maxRows = Math.min(model.maxLogitRows, model.chunkRows);
         const ref: Reference = {
           model,
           lora: null,
           // Log-probs at the rollout temperature, as the policy loss reads its logits.
-          head: await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: model.config.vocabSize, temperature: trainerTemperature(cfg, agentsOf(policies.map, i)) }),
+          head: await CrossEntropyLoss.create(gpu, {
+            maxRows,
+            vocabSize: model.config.vocabSize,
+            temperature: trainerTemperature(cfg, agentsOf(policies.map, i)),
+          }),
           rowData: gpu.zeros(maxRows * ROW_FLOATS, "reference.rows"),
         };
         refs.push(ref);
         if (trainer.lora) {
-          ref.lora = await LoraAdapters.create(gpu, trainer.lora.layout, cfg.update.chunkRows, init.loraData?.[i]);
+          ref.lora = await LoraAdapters.create(
+            gpu,
+            trainer.lora.layout,
+            cfg.update.chunkRows,
+            init.loraData?.[i],
+          );
           model.attachLora(ref.lora);
         }
       }
@@ -69,18 +87,28 @@ export class ReferencePolicies {
     const { model, head, rowData } = this.refs[trainer];
     const out: TrainSequence[] = [];
     for (let i = 0; i < seqs.length;) {
-      const batch: TrainSequence[] = [], rows: ModelRow[] = [], sel: number[] = [], targets: number[] = [];
+      const batch: TrainSequence[] = [],
+        rows: ModelRow[] = [],
+        sel: number[] = [],
+        targets: number[] = [];
       const at: [number, number][] = [];
       while (i < seqs.length && batch.length < SLOTS) {
         const s = seqs[i], slot = batch.length;
         const scored = s.tokens.slice(0, -1).map((_, t) => t).filter((t) => s.weights[t] !== 0);
         if (s.tokens.length > model.chunkRows || scored.length > head.maxRows) {
-          throw new KernelArgumentError(`reference: a ${s.tokens.length}-token sequence exceeds update.chunkRows=${model.chunkRows}`);
+          throw new KernelArgumentError(
+            `reference: a ${s.tokens.length}-token sequence exceeds update.chunkRows=${model.chunkRows}`,
+          );
         }
-        if (rows.length + s.tokens.length > model.chunkRows || sel.length + scored.length > head.maxRows) break;
+        if (
+          rows.length + s.tokens.length > model.chunkRows ||
+          sel.length + scored.length > head.maxRows
+        ) break;
         const base = rows.length;
         s.tokens.forEach((token, pos) => rows.push({ token, slot, pos, adapter: s.adapter }));
-        for (const t of scored) [sel.push(base + t), targets.push(s.tokens[t + 1]), at.push([slot, t])];
+        for (const t of scored) {
+          [sel.push(base + t), targets.push(s.tokens[t + 1]), at.push([slot, t])];
+        }
         batch.push(s);
         i++;
       }
@@ -90,7 +118,12 @@ export class ReferencePolicies {
         this.gpu.write(rowData, head.pack({ targets, weights: targets.map(() => 1) }));
         const rec = this.gpu.recorder("reference log-probs");
         model.encodeForward(rec, rows.length, sel.length);
-        head.encode(rec, { rows: sel.length, rowData, logits: model.logitsBuffer, dlogits: "in-place" });
+        head.encode(rec, {
+          rows: sel.length,
+          rowData,
+          logits: model.logitsBuffer,
+          dlogits: "in-place",
+        });
         rec.submit();
         const stats = await this.gpu.readFloat32(head.rowStats, sel.length * ROW_FLOATS);
         at.forEach(([slot, t], k) => (ref[slot][t] = stats[k * ROW_FLOATS + 7]));

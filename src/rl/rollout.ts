@@ -10,7 +10,13 @@
 // earlier agent's chosen action (its candidates are scored on that state, so their rewards
 // differ), and the prompt and the step read the same state object.
 
-import type { AnyEnvDefinition, CodeExecutor, EnvState, PromptStyle, StepResult } from "../envs/types.ts";
+import type {
+  AnyEnvDefinition,
+  CodeExecutor,
+  EnvState,
+  PromptStyle,
+  StepResult,
+} from "../envs/types.ts";
 import { act, currentAgent } from "../envs/api.ts";
 import type { GenerateOptions, GenerateRequest, GenerateResult } from "../model/generate.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
@@ -19,7 +25,10 @@ import type { AgentGeneration } from "./generation.ts";
 /** Anything that completes a batch of requests: the Generator of a policy's model. */
 export interface CompletionSampler {
   /** `opts.onFinish`, where the sampler supports it, reports each request as its sequence ends. */
-  generate(reqs: readonly GenerateRequest[], opts?: Pick<GenerateOptions, "onFinish" | "decode">): Promise<GenerateResult[]>;
+  generate(
+    reqs: readonly GenerateRequest[],
+    opts?: Pick<GenerateOptions, "onFinish" | "decode">,
+  ): Promise<GenerateResult[]>;
 }
 
 /** How an agent samples: its policy's sampler and its LoRA adapter, if any. */
@@ -77,7 +86,8 @@ export interface RolloutOptions {
 
 /** Whether a branch still has a move to make: the env names an agent and the round cap is not reached. */
 function moving(env: AnyEnvDefinition, b: Branch, o: RolloutOptions): boolean {
-  return currentAgent(env, b.state) !== null && (o.maxTurns === undefined || b.state.turn - b.startTurn < o.maxTurns);
+  return currentAgent(env, b.state) !== null &&
+    (o.maxTurns === undefined || b.state.turn - b.startTurn < o.maxTurns);
 }
 
 /** A prompt within `max` tokens: the first quarter (≤ 32 tokens) and the most recent rest. */
@@ -147,9 +157,16 @@ function streamId(step: number, env: number, turn: number, agent: number, cand: 
   return h >>> 0;
 }
 
-export function encodePrompt(deps: RolloutDeps, state: EnvState, agent: string, style: PromptStyle): number[] {
+export function encodePrompt(
+  deps: RolloutDeps,
+  state: EnvState,
+  agent: string,
+  style: PromptStyle,
+): number[] {
   const p = deps.env.observe(state, agent, style);
-  if (p.style === "chat") return deps.tokenizer.encodeChat(p.messages, { addGenerationPrompt: true });
+  if (p.style === "chat") {
+    return deps.tokenizer.encodeChat(p.messages, { addGenerationPrompt: true });
+  }
   return deps.tokenizer.encode(p.text);
 }
 
@@ -174,14 +191,22 @@ function branch(env: AnyEnvDefinition, task: unknown, e: number, traj: number): 
  * candidate's step runs on its branch's state. Seconds: `generate` until the last sequence ends,
  * `env` the wait for the steps still running after that.
  */
-async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Branch[], agent: string, K: number, secs: { generate: number; env: number }) {
+async function sampleAndAct(
+  deps: RolloutDeps,
+  o: RolloutOptions,
+  branches: Branch[],
+  agent: string,
+  K: number,
+  secs: { generate: number; env: number },
+) {
   const pol = deps.policyOf(agent);
   const agentIdx = deps.env.possibleAgents.indexOf(agent);
   const full = branches.map((b) => encodePrompt(deps, b.state, agent, o.style));
   const max = o.maxPromptTokens;
   const prompts = max === undefined ? full : full.map((p) => clipPrompt(p, max));
   const clipped = max === undefined ? 0 : full.filter((p) => p.length > max).length;
-  const gen = o.generationOf?.(agent) ?? { sampling: o.sampling, maxNewTokens: o.maxNewTokens, stop: [] };
+  const gen = o.generationOf?.(agent) ??
+    { sampling: o.sampling, maxNewTokens: o.maxNewTokens, stop: [] };
   const reqs: GenerateRequest[] = branches.flatMap((b, i) =>
     Array.from({ length: K }, (_, c) => ({
       prompt: prompts[i],
@@ -195,7 +220,9 @@ async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Bran
   );
   // Stop strings are matched on the text the env will read; the kept ids end at the token that
   // completes one, so the ids trained on are exactly the ids sampled.
-  const decode = gen.stop.length ? (ids: number[]) => deps.tokenizer.decode(ids, { skipSpecialTokens: true }) : undefined;
+  const decode = gen.stop.length
+    ? (ids: number[]) => deps.tokenizer.decode(ids, { skipSpecialTokens: true })
+    : undefined;
   const texts: string[] = new Array(reqs.length);
   const stepping: Promise<StepResult<EnvState>>[] = new Array(reqs.length);
   const start = (j: number, r: GenerateResult) => {
@@ -206,7 +233,10 @@ async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Bran
     stepping[j].catch(() => {});
   };
   const t0 = performance.now();
-  const results = await pol.generator.generate(reqs, decode ? { onFinish: start, decode } : { onFinish: start });
+  const results = await pol.generator.generate(
+    reqs,
+    decode ? { onFinish: start, decode } : { onFinish: start },
+  );
   const t1 = performance.now();
   results.forEach((r, j) => stepping[j] === undefined && start(j, r));
   const steps = await Promise.all(stepping);
@@ -221,7 +251,14 @@ async function sampleAndAct(deps: RolloutDeps, o: RolloutOptions, branches: Bran
  * Candidates whose state ends the turn or the episode keep their own team reward. Returns one
  * value per candidate, in `steps` order, and the tokens generated.
  */
-async function lookaheadTeam(deps: RolloutDeps, o: RolloutOptions, bs: Branch[], steps: StepResult<EnvState>[], K: number, secs: { generate: number; env: number }) {
+async function lookaheadTeam(
+  deps: RolloutDeps,
+  o: RolloutOptions,
+  bs: Branch[],
+  steps: StepResult<EnvState>[],
+  K: number,
+  secs: { generate: number; env: number },
+) {
   const { env } = deps;
   const team = steps.map((s) => s.teamReward);
   const next = steps.map((s, j) => {
@@ -265,11 +302,21 @@ function poolIdentical(team: number[], texts: readonly string[], K: number): num
 }
 
 /** Tree-structured AT-GRPO rollouts over `tasks` (one environment each). */
-export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
+export async function rolloutTree(
+  deps: RolloutDeps,
+  tasks: readonly unknown[],
+  o: RolloutOptions,
+): Promise<RolloutResult> {
   const { env } = deps;
   const branches: Branch[] = tasks.map((t, e) => branch(env, t, e, 0));
   const groups: Group[] = [];
-  const episodes: Episode[] = tasks.map((_, e) => ({ env: e, success: false, turns: 0, rewardByAgent: {}, transcript: [] }));
+  const episodes: Episode[] = tasks.map((_, e) => ({
+    env: e,
+    success: false,
+    turns: 0,
+    rewardByAgent: {},
+    transcript: [],
+  }));
   const secs = { generate: 0, env: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
   // K = 1 lookahead credit: the tool sample of each env waiting for its partner's real step.
@@ -279,12 +326,26 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
     const active = branches.filter((b) => moving(env, b, o));
     if (!active.length) break;
     const byAgent = new Map<string, Branch[]>();
-    for (const b of active) byAgent.set(currentAgent(env, b.state)!, [...(byAgent.get(currentAgent(env, b.state)!) ?? []), b]);
+    for (const b of active) {
+      byAgent.set(currentAgent(env, b.state)!, [
+        ...(byAgent.get(currentAgent(env, b.state)!) ?? []),
+        b,
+      ]);
+    }
     for (const [agent, bs] of byAgent) {
-      const { prompts, results, texts, steps, clipped } = await sampleAndAct(deps, o, bs, agent, o.K, secs);
+      const { prompts, results, texts, steps, clipped } = await sampleAndAct(
+        deps,
+        o,
+        bs,
+        agent,
+        o.K,
+        secs,
+      );
       clippedPrompts += clipped;
       let team = steps.map((s) => s.teamReward);
-      if (o.toolCredit === "lookahead" && o.K > 1 && !env.parallel && env.toolAgents.includes(agent)) {
+      if (
+        o.toolCredit === "lookahead" && o.K > 1 && !env.parallel && env.toolAgents.includes(agent)
+      ) {
         const look = await lookaheadTeam(deps, o, bs, steps, o.K, secs);
         team = poolIdentical(look.team, texts, o.K);
         generatedTokens += look.tokens;
@@ -295,9 +356,19 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
           const j = i * o.K + c, r = results[j], s = steps[j];
           generatedTokens += r.ids.length;
           return {
-            env: b.env, agent, turn, candidate: c, promptIds: prompts[i], completionIds: r.ids, oldLogp: r.logprobs,
-            text: texts[j], reward: o.alpha * team[j] + s.localReward, team: team[j], local: s.localReward,
-            chosen: false, invalid: s.info.invalid?.code,
+            env: b.env,
+            agent,
+            turn,
+            candidate: c,
+            promptIds: prompts[i],
+            completionIds: r.ids,
+            oldLogp: r.logprobs,
+            text: texts[j],
+            reward: o.alpha * team[j] + s.localReward,
+            team: team[j],
+            local: s.localReward,
+            chosen: false,
+            invalid: s.info.invalid?.code,
           };
         });
         // Greedy branch: continue from the best candidate (the first on ties).
@@ -315,7 +386,9 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
           if (env.toolAgents.includes(agent)) {
             // Credited by the partner's next step, if it comes in this turn (as lookaheadTeam).
             const n = currentAgent(env, b.state);
-            if (n !== null && b.state.turn === turn && !env.toolAgents.includes(n)) waiting.set(b.env, { sample: samples[best], turn });
+            if (n !== null && b.state.turn === turn && !env.toolAgents.includes(n)) {
+              waiting.set(b.env, { sample: samples[best], turn });
+            }
           } else if (w && w.turn === turn) {
             const t = w.sample, team = samples[best].team, add = o.alpha * (team - t.team);
             t.team = team;
@@ -336,9 +409,15 @@ export async function rolloutTree(deps: RolloutDeps, tasks: readonly unknown[], 
 }
 
 /** Plain GRPO: K independent trajectories per task, one group per task, return-credited. */
-export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unknown[], o: RolloutOptions): Promise<RolloutResult> {
+export async function rolloutIndependent(
+  deps: RolloutDeps,
+  tasks: readonly unknown[],
+  o: RolloutOptions,
+): Promise<RolloutResult> {
   const { env } = deps;
-  const branches: Branch[] = tasks.flatMap((t, e) => Array.from({ length: o.K }, (_, traj) => branch(env, t, e, traj)));
+  const branches: Branch[] = tasks.flatMap((t, e) =>
+    Array.from({ length: o.K }, (_, traj) => branch(env, t, e, traj))
+  );
   const perTraj: Sample[][] = branches.map(() => []);
   const secs = { generate: 0, env: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
@@ -346,24 +425,58 @@ export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unkn
     const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => moving(env, b, o));
     if (!active.length) break;
     const byAgent = new Map<string, { b: Branch; i: number }[]>();
-    for (const x of active) byAgent.set(currentAgent(env, x.b.state)!, [...(byAgent.get(currentAgent(env, x.b.state)!) ?? []), x]);
+    for (const x of active) {
+      byAgent.set(currentAgent(env, x.b.state)!, [
+        ...(byAgent.get(currentAgent(env, x.b.state)!) ?? []),
+        x,
+      ]);
+    }
     for (const [agent, xs] of byAgent) {
-      const { prompts, results, texts, steps, clipped } = await sampleAndAct(deps, o, xs.map((x) => x.b), agent, 1, secs);
+      const { prompts, results, texts, steps, clipped } = await sampleAndAct(
+        deps,
+        o,
+        xs.map((x) => x.b),
+        agent,
+        1,
+        secs,
+      );
       clippedPrompts += clipped;
       xs.forEach(({ b, i }, j) => {
         const r = results[j], s = steps[j];
         generatedTokens += r.ids.length;
         perTraj[i].push({
-          env: b.env, agent, turn: b.state.turn, candidate: b.traj, promptIds: prompts[j], completionIds: r.ids,
-          oldLogp: r.logprobs, text: texts[j], reward: 0, team: s.teamReward, local: s.localReward, chosen: true,
+          env: b.env,
+          agent,
+          turn: b.state.turn,
+          candidate: b.traj,
+          promptIds: prompts[j],
+          completionIds: r.ids,
+          oldLogp: r.logprobs,
+          text: texts[j],
+          reward: 0,
+          team: s.teamReward,
+          local: s.localReward,
+          chosen: true,
           invalid: s.info.invalid?.code,
         });
         b.state = s.state;
       });
     }
   }
-  const groups: Group[] = tasks.map((_, e) => ({ key: `${e}|*|*`, env: e, agent: "*", turn: -1, samples: [] }));
-  const episodes: Episode[] = tasks.map((_, e) => ({ env: e, success: false, turns: 0, rewardByAgent: {}, transcript: [] }));
+  const groups: Group[] = tasks.map((_, e) => ({
+    key: `${e}|*|*`,
+    env: e,
+    agent: "*",
+    turn: -1,
+    samples: [],
+  }));
+  const episodes: Episode[] = tasks.map((_, e) => ({
+    env: e,
+    success: false,
+    turns: 0,
+    rewardByAgent: {},
+    transcript: [],
+  }));
   branches.forEach((b, i) => {
     const ret = perTraj[i].reduce((acc, s) => acc + o.alpha * s.team + s.local, 0);
     for (const s of perTraj[i]) groups[b.env].samples.push({ ...s, reward: ret });
@@ -373,7 +486,12 @@ export async function rolloutIndependent(deps: RolloutDeps, tasks: readonly unkn
       ep.turns = b.state.turn + (b.state.cursor > 0 ? 1 : 0);
       for (const s of perTraj[i]) {
         ep.rewardByAgent[s.agent] = (ep.rewardByAgent[s.agent] ?? 0) + o.alpha * s.team + s.local;
-        ep.transcript.push({ turn: s.turn, agent: s.agent, text: s.text, reward: o.alpha * s.team + s.local });
+        ep.transcript.push({
+          turn: s.turn,
+          agent: s.agent,
+          text: s.text,
+          reward: o.alpha * s.team + s.local,
+        });
       }
     }
   });

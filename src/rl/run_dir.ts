@@ -6,7 +6,13 @@
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { writingTo } from "../io/errors.ts";
 import type { ModelWeights } from "../model/weights.ts";
-import { latestCheckpoint, loadCheckpoint, pruneCheckpoints, recoverInterrupted, writeCheckpoint } from "../train/checkpoint_dir.ts";
+import {
+  latestCheckpoint,
+  loadCheckpoint,
+  pruneCheckpoints,
+  recoverInterrupted,
+  writeCheckpoint,
+} from "../train/checkpoint_dir.ts";
 import type { CheckpointContents, LoadedCheckpoint } from "../train/checkpoint.ts";
 import { CheckpointNotFoundError } from "../train/errors.ts";
 import type { RunConfig } from "./config.ts";
@@ -25,7 +31,11 @@ const enc = new TextEncoder();
  * Keeps a metrics.jsonl (or W&B's offline wandb-history.jsonl: stepKey "_step") to its lines of
  * steps ≤ upToStep, rewritten atomically (a no-op when nothing is past it).
  */
-export async function trimMetrics(path: string, upToStep: number, stepKey = "step"): Promise<number> {
+export async function trimMetrics(
+  path: string,
+  upToStep: number,
+  stepKey = "step",
+): Promise<number> {
   let text = "";
   try {
     text = await Deno.readTextFile(path);
@@ -68,7 +78,11 @@ export class RunDir implements RunSink {
   private tfevents: Deno.FsFile | null = null;
   private wandb: WandbRun | null = null;
 
-  private constructor(readonly dir: string, private lock: RunLock, private out: (s: string) => void) {}
+  private constructor(
+    readonly dir: string,
+    private lock: RunLock,
+    private out: (s: string) => void,
+  ) {}
 
   /** A new run directory, locked, with an empty metrics.jsonl. */
   static async create(cfg: RunConfig, out: (s: string) => void): Promise<RunDir> {
@@ -90,12 +104,17 @@ export class RunDir implements RunSink {
     try {
       await Deno.stat(joinPath(dir, "config.json"));
     } catch {
-      throw new CheckpointNotFoundError(dir, "is not a run directory (no config.json); pass the directory train printed");
+      throw new CheckpointNotFoundError(
+        dir,
+        "is not a run directory (no config.json); pass the directory train printed",
+      );
     }
     const run = new RunDir(dir, await writingTo(dir, () => RunLock.acquire(dir)), out);
     out(`resuming run: ${dir}`);
     if (run.lock.stale) {
-      run.log(`took over the lock of process ${run.lock.stale.pid} (started ${run.lock.stale.started}), which ended without releasing it`);
+      run.log(
+        `took over the lock of process ${run.lock.stale.pid} (started ${run.lock.stale.started}), which ended without releasing it`,
+      );
     }
     // A process killed while writing a checkpoint (or best/) left its half-written folder: removed
     // (or, for a folder set aside to be replaced, put back) now that this process holds the lock.
@@ -113,7 +132,11 @@ export class RunDir implements RunSink {
   async startAt(step: number) {
     const path = joinPath(this.dir, "metrics.jsonl");
     const cut = await trimMetrics(path, step);
-    if (cut) this.log(`metrics.jsonl: dropped ${cut} line(s) after step ${step} (the checkpoint this resume starts from); those steps are redone`);
+    if (cut) {
+      this.log(
+        `metrics.jsonl: dropped ${cut} line(s) after step ${step} (the checkpoint this resume starts from); those steps are redone`,
+      );
+    }
     this.metrics = await writingTo(path, () => Deno.open(path, { create: true, append: true }));
   }
 
@@ -140,7 +163,12 @@ export class RunDir implements RunSink {
         }
       }
       await this.writeAll(this.tfevents!, fileVersionRecord(wall));
-      if (step > 0) await this.writeAll(this.tfevents!, eventRecord({ wallTime: wall, step: step + 1, sessionStart: true }));
+      if (step > 0) {
+        await this.writeAll(
+          this.tfevents!,
+          eventRecord({ wallTime: wall, step: step + 1, sessionStart: true }),
+        );
+      }
     }
     const w = cfg.logging.wandb;
     if (w.project === null || w.mode === "disabled") return;
@@ -153,7 +181,9 @@ export class RunDir implements RunSink {
     } catch { /* a new W&B run */ }
     const id = saved?.id ?? newWandbRunId();
     if (!saved) await writeFileAtomic(idFile, JSON.stringify({ id } satisfies WandbRunFile) + "\n");
-    if (w.mode === "offline" && step > 0) await trimMetrics(joinPath(wdir, "wandb-history.jsonl"), step, "_step");
+    if (w.mode === "offline" && step > 0) {
+      await trimMetrics(joinPath(wdir, "wandb-history.jsonl"), step, "_step");
+    }
     this.wandb = await WandbRun.start({
       project: w.project,
       entity: w.entity,
@@ -170,7 +200,9 @@ export class RunDir implements RunSink {
         else await writeFileAtomic(path, text);
       },
     });
-    if (this.wandb.enabled) this.log(w.mode === "offline" ? `W&B (offline): ${wdir}` : `W&B: ${this.wandb.url}`);
+    if (this.wandb.enabled) {
+      this.log(w.mode === "offline" ? `W&B (offline): ${wdir}` : `W&B: ${this.wandb.url}`);
+    }
   }
 
   private async writeAll(f: Deno.FsFile, bytes: Uint8Array) {
@@ -189,11 +221,18 @@ export class RunDir implements RunSink {
 
   private appendSummary(line: string) {
     try {
-      this.summary ??= Deno.openSync(joinPath(this.dir, "summary.log"), { create: true, append: true });
+      this.summary ??= Deno.openSync(joinPath(this.dir, "summary.log"), {
+        create: true,
+        append: true,
+      });
       this.summary.writeSync(enc.encode(`${new Date().toISOString()} ${line}\n`));
     } catch (e) {
       // summary.log is a record, not the run: a full disk shows up where the run writes next.
-      this.out(`warning: could not append to ${joinPath(this.dir, "summary.log")}: ${(e as Error).message}`);
+      this.out(
+        `warning: could not append to ${joinPath(this.dir, "summary.log")}: ${
+          (e as Error).message
+        }`,
+      );
     }
   }
 
@@ -203,7 +242,12 @@ export class RunDir implements RunSink {
     await writingTo(path, () => this.writeAll(f, enc.encode(JSON.stringify(m) + "\n")));
     if (!this.tfevents && !this.wandb) return;
     const scalars = metricScalars(m);
-    if (this.tfevents) await this.writeAll(this.tfevents, eventRecord({ wallTime: Date.now() / 1000, step: m.step, scalars }));
+    if (this.tfevents) {
+      await this.writeAll(
+        this.tfevents,
+        eventRecord({ wallTime: Date.now() / 1000, step: m.step, scalars }),
+      );
+    }
     // In the background: a slow or unreachable W&B server never holds up a step.
     void this.wandb?.log(m.step, scalars);
   }
@@ -212,14 +256,19 @@ export class RunDir implements RunSink {
   progress(step: number, total: number, m: StepMetrics) {
     const sec = m.seconds as Record<string, number>;
     const ev = m.eval as { successRate: number } | undefined;
-    const text = `step ${step}/${total} reward ${(m.reward as number).toFixed(3)} train-success ${((m.trainSuccess as number) * 100).toFixed(0)}%` +
+    const text =
+      `step ${step}/${total} reward ${(m.reward as number).toFixed(3)} train-success ${
+        ((m.trainSuccess as number) * 100).toFixed(0)
+      }%` +
       (ev ? ` held-out ${(ev.successRate * 100).toFixed(1)}%` : "") +
       ` rollout ${sec.rollout.toFixed(1)}s update ${sec.update.toFixed(1)}s`;
     // In summary.log before on the console: what a person saw is on disk.
     this.appendSummary(text);
     if (isTerminal()) {
       const w = 20, done = Math.round((step / total) * w);
-      Deno.stdout.writeSync(new TextEncoder().encode(`\r[${"#".repeat(done)}${".".repeat(w - done)}] ${text}`));
+      Deno.stdout.writeSync(
+        new TextEncoder().encode(`\r[${"#".repeat(done)}${".".repeat(w - done)}] ${text}`),
+      );
       if (step === total || ev) Deno.stdout.writeSync(new TextEncoder().encode("\n"));
     } else this.out(text);
   }
@@ -229,10 +278,30 @@ export class RunDir implements RunSink {
     const prompts = new Map<number[], string>();
     const promptOf = (ids: number[]) => prompts.get(ids) ?? prompts.set(ids, decode(ids)).get(ids)!;
     const lines = groups.flatMap((g) =>
-      g.samples.map((s) => JSON.stringify({ group: g.key, agent: s.agent, turn: s.turn, candidate: s.candidate, reward: s.reward, team: s.team, local: s.local, chosen: s.chosen, invalid: s.invalid ?? null, prompt: promptOf(s.promptIds), text: s.text }))
+      g.samples.map((s) =>
+        JSON.stringify({
+          group: g.key,
+          agent: s.agent,
+          turn: s.turn,
+          candidate: s.candidate,
+          reward: s.reward,
+          team: s.team,
+          local: s.local,
+          chosen: s.chosen,
+          invalid: s.invalid ?? null,
+          prompt: promptOf(s.promptIds),
+          text: s.text,
+        })
+      )
     );
-    await writingTo(joinPath(this.dir, "rollouts"), () => Deno.mkdir(joinPath(this.dir, "rollouts"), { recursive: true }));
-    await writeFileAtomic(joinPath(joinPath(this.dir, "rollouts"), `step-${step}.jsonl`), lines.join("\n") + "\n");
+    await writingTo(
+      joinPath(this.dir, "rollouts"),
+      () => Deno.mkdir(joinPath(this.dir, "rollouts"), { recursive: true }),
+    );
+    await writeFileAtomic(
+      joinPath(joinPath(this.dir, "rollouts"), `step-${step}.jsonl`),
+      lines.join("\n") + "\n",
+    );
   }
 
   async saveCheckpoint(name: string, contents: CheckpointContents, keepLast: number) {
@@ -256,7 +325,15 @@ export class RunDir implements RunSink {
     try {
       // What W&B has not taken yet goes now; a failure only warns (into summary.log).
       const status = String((summary as { status?: unknown } | null)?.status ?? "");
-      await this.wandb?.finish(status === "completed" ? 0 : status.includes("SIGINT") ? 130 : status.includes("SIGTERM") ? 143 : 1);
+      await this.wandb?.finish(
+        status === "completed"
+          ? 0
+          : status.includes("SIGINT")
+          ? 130
+          : status.includes("SIGTERM")
+          ? 143
+          : 1,
+      );
       this.appendSummary(`summary: ${JSON.stringify(summary)}`);
     } finally {
       this.metrics?.close();
@@ -270,14 +347,27 @@ export class RunDir implements RunSink {
 }
 
 /** A checkpoint directory (checkpoints/step-N, best/) of a run with this config, as policy init data. */
-export async function loadCheckpointInto(dir: string, cfg: RunConfig, map: PolicyMap, base: ModelWeights) {
+export async function loadCheckpointInto(
+  dir: string,
+  cfg: RunConfig,
+  map: PolicyMap,
+  base: ModelWeights,
+) {
   const ck = await loadCheckpoint(dir, { base: base.config });
   return { checkpoint: ck, init: policyInitFromCheckpoint(ck, cfg, map, base) };
 }
 
 /** The latest complete step checkpoint of a run directory. */
-export async function loadLatestRunCheckpoint(run: RunDir, base: ModelWeights): Promise<LoadedCheckpoint> {
+export async function loadLatestRunCheckpoint(
+  run: RunDir,
+  base: ModelWeights,
+): Promise<LoadedCheckpoint> {
   const dir = await latestCheckpoint(run.checkpoints);
-  if (!dir) throw new CheckpointNotFoundError(run.checkpoints, "holds no complete checkpoint to resume from");
+  if (!dir) {
+    throw new CheckpointNotFoundError(
+      run.checkpoints,
+      "holds no complete checkpoint to resume from",
+    );
+  }
   return await loadCheckpoint(dir, { base: base.config });
 }

@@ -20,7 +20,11 @@ export class RunDirLockedError extends Error {
   override name = "RunDirLockedError";
   constructor(readonly dir: string, readonly holder: LockHolder | null) {
     super(
-      `run directory ${dir} is in use by ${holder ? `process ${holder.pid} on ${holder.hostname} (started ${holder.started}: ${holder.command})` : "another process"}; ` +
+      `run directory ${dir} is in use by ${
+        holder
+          ? `process ${holder.pid} on ${holder.hostname} (started ${holder.started}: ${holder.command})`
+          : "another process"
+      }; ` +
         "wait for it to finish or stop it (Ctrl-C or kill -TERM checkpoints it), then resume",
     );
   }
@@ -41,12 +45,18 @@ async function readAll(f: Deno.FsFile): Promise<string> {
   await f.seek(0, Deno.SeekMode.Start);
   const dec = new TextDecoder(), buf = new Uint8Array(4096);
   let text = "";
-  for (let n; (n = await f.read(buf)) !== null;) text += dec.decode(buf.subarray(0, n), { stream: true });
+  for (let n; (n = await f.read(buf)) !== null;) {
+    text += dec.decode(buf.subarray(0, n), { stream: true });
+  }
   return text + dec.decode();
 }
 
 export class RunLock {
-  private constructor(readonly path: string, private file: Deno.FsFile | null, readonly stale: LockHolder | null) {}
+  private constructor(
+    readonly path: string,
+    private file: Deno.FsFile | null,
+    readonly stale: LockHolder | null,
+  ) {}
 
   /**
    * Takes the run directory's lock or throws RunDirLockedError naming its holder. `stale` is the

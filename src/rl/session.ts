@@ -20,19 +20,19 @@ import type { LoraAdapter } from "../train/peft.ts";
 import type { TrainSequence } from "../train/trainer.ts";
 import {
   buildGroups,
+  expandTrajectories,
   filterGroups,
   flattenAdvantages,
-  type GroupResult,
   groupAdvantages,
-  rewardStats,
+  type GroupResult,
   type RewardStats,
-  expandTrajectories,
+  rewardStats,
   trajectoryMembers,
 } from "./advantages.ts";
 import { ConfigError, endpointOf, type RunConfig } from "./config.ts";
 import { envForConfig } from "./env_for.ts";
 import { promptStyleFor, trainGeneration } from "./generation.ts";
-import { evaluate, type EvalResult } from "./evaluate.ts";
+import { type EvalResult, evaluate } from "./evaluate.ts";
 import { createPolicies, type PolicyInit, type PolicySet } from "./policies.ts";
 import { ReferencePolicies } from "./reference_policy.ts";
 import { loraConfigFor, type PolicyMap, policyMapFor, policyOf } from "./policy_map.ts";
@@ -47,7 +47,11 @@ export interface RunSink {
   metric(m: StepMetrics): Promise<void>;
   progress(step: number, total: number, m: StepMetrics): void;
   /** `decode` turns a sample's prompt ids back into the text the agent saw. */
-  writeRollouts(step: number, groups: readonly Group[], decode: (ids: number[]) => string): Promise<void>;
+  writeRollouts(
+    step: number,
+    groups: readonly Group[],
+    decode: (ids: number[]) => string,
+  ): Promise<void>;
   /** Stores a checkpoint as `name` ("best" or "step-N"); step checkpoints beyond keepLast are dropped. */
   saveCheckpoint(name: string, contents: CheckpointContents, keepLast: number): Promise<void>;
 }
@@ -84,11 +88,18 @@ export interface SessionInit {
   /** Continue from this checkpoint: weights, adapters, optimizer moments and the step. */
   resume?: LoadedCheckpoint;
   /** Start from trained weights (config warmStart): a run checkpoint or a PEFT adapter. */
-  warmStart?: { kind: "checkpoint"; checkpoint: LoadedCheckpoint } | { kind: "peft-adapter"; adapter: LoraAdapter };
+  warmStart?: { kind: "checkpoint"; checkpoint: LoadedCheckpoint } | {
+    kind: "peft-adapter";
+    adapter: LoraAdapter;
+  };
 }
 
 /** A sample as a training sequence: prompt + completion, loss on the completion only. */
-export function toSequence(s: Sample, advantage: number, adapter: number | null): TrainSequence | null {
+export function toSequence(
+  s: Sample,
+  advantage: number,
+  adapter: number | null,
+): TrainSequence | null {
   if (!s.completionIds.length) return null;
   const P = s.promptIds.length, C = s.completionIds.length;
   return {
@@ -101,7 +112,8 @@ export function toSequence(s: Sample, advantage: number, adapter: number | null)
 }
 
 /** Whether a training sequence can move its policy: a non-zero advantage (the PPO loss's only signal). */
-const hasSignal = (q: TrainSequence) => (q.advantage ?? 0) !== 0 || (q.tokenAdvantages?.some((a) => a !== 0) ?? false);
+const hasSignal = (q: TrainSequence) =>
+  (q.advantage ?? 0) !== 0 || (q.tokenAdvantages?.some((a) => a !== 0) ?? false);
 
 /** The checkpoint name of a trainer's value head optimizer. */
 const valueHeadKey = (trainer: string) => `${trainer}.value_head`;
@@ -123,7 +135,12 @@ export function shuffled<T>(xs: readonly T[], seed: number): T[] {
 const adapterKey = (trainer: string, adapter: string) => `${trainer}.${adapter}`;
 
 /** Policy init (weights, adapter data) from a checkpoint of a run with the same policy map. */
-export function policyInitFromCheckpoint(ck: LoadedCheckpoint, cfg: RunConfig, map: PolicyMap, base: ModelWeights): PolicyInit {
+export function policyInitFromCheckpoint(
+  ck: LoadedCheckpoint,
+  cfg: RunConfig,
+  map: PolicyMap,
+  base: ModelWeights,
+): PolicyInit {
   const weights: ModelWeights[] = [], loraData: (Float32Array | undefined)[] = [];
   for (const plan of map.trainers) {
     if (plan.mode === "full") {
@@ -137,7 +154,12 @@ export function policyInitFromCheckpoint(ck: LoadedCheckpoint, cfg: RunConfig, m
     plan.adapters.forEach((a, ai) => {
       const ad = ck.adapters[adapterKey(plan.name, a)];
       if (!ad) {
-        throw ConfigError.at("warmStart.path", `the checkpoint has no adapter "${adapterKey(plan.name, a)}" (it has ${Object.keys(ck.adapters).join(", ") || "none"}); it was written by a run with another level or env`);
+        throw ConfigError.at(
+          "warmStart.path",
+          `the checkpoint has no adapter "${adapterKey(plan.name, a)}" (it has ${
+            Object.keys(ck.adapters).join(", ") || "none"
+          }); it was written by a run with another level or env`,
+        );
       }
       fromPeftAdapter(layout, data, ai, ad, base.config);
     });
@@ -147,7 +169,12 @@ export function policyInitFromCheckpoint(ck: LoadedCheckpoint, cfg: RunConfig, m
 }
 
 /** Policy init with one PEFT adapter (e.g. from SFT) copied into every agent's adapter. */
-export function policyInitFromPeft(adapter: LoraAdapter, cfg: RunConfig, map: PolicyMap, base: ModelWeights): PolicyInit {
+export function policyInitFromPeft(
+  adapter: LoraAdapter,
+  cfg: RunConfig,
+  map: PolicyMap,
+  base: ModelWeights,
+): PolicyInit {
   const loraData = map.trainers.map((plan) => {
     const layout = new LoraLayout(base.config, loraConfigFor(cfg, plan)!);
     const data = new Float32Array(layout.totalFloats);
@@ -183,22 +210,42 @@ export class RlSession {
   static async create(cfg: RunConfig, init: SessionInit): Promise<RlSession> {
     const env = envForConfig(cfg);
     if (env.toolAgents.length && !init.executor) {
-      throw new TypeError(`${env.id} has tool agents (${env.toolAgents.join(", ")}): pass an executor (SandboxPool) to run their code`);
+      throw new TypeError(
+        `${env.id} has tool agents (${
+          env.toolAgents.join(", ")
+        }): pass an executor (SandboxPool) to run their code`,
+      );
     }
     const map = policyMapFor(cfg);
     // The run's start: the base, or the warm start. A resume continues from its checkpoint, but
     // the KL reference stays the start.
     let startInit: PolicyInit = { weights: init.weights };
-    if (init.warmStart?.kind === "checkpoint") startInit = policyInitFromCheckpoint(init.warmStart.checkpoint, cfg, map, init.weights);
-    else if (init.warmStart?.kind === "peft-adapter") {
-      if (cfg.update.mode !== "lora") throw ConfigError.at("warmStart.kind", `a PEFT adapter initialises LoRA adapters, but update.mode is "${cfg.update.mode}"`);
+    if (init.warmStart?.kind === "checkpoint") {
+      startInit = policyInitFromCheckpoint(init.warmStart.checkpoint, cfg, map, init.weights);
+    } else if (init.warmStart?.kind === "peft-adapter") {
+      if (cfg.update.mode !== "lora") {
+        throw ConfigError.at(
+          "warmStart.kind",
+          `a PEFT adapter initialises LoRA adapters, but update.mode is "${cfg.update.mode}"`,
+        );
+      }
       startInit = policyInitFromPeft(init.warmStart.adapter, cfg, map, init.weights);
     }
-    const policyInit = init.resume ? policyInitFromCheckpoint(init.resume, cfg, map, init.weights) : startInit;
+    const policyInit = init.resume
+      ? policyInitFromCheckpoint(init.resume, cfg, map, init.weights)
+      : startInit;
     const agents = Object.keys(map.byAgent);
-    if (cfg.run.steps > (init.resume?.state.step ?? 0) && agents.every((a) => endpointOf(cfg, a) !== null)) {
-      throw ConfigError.at("model.endpoint", `every agent (${agents.join(", ")}) samples from an endpoint, so nothing is left to train; ` +
-        `evaluate with npx deno task eval, or name only the frozen partner in model.endpoints`);
+    if (
+      cfg.run.steps > (init.resume?.state.step ?? 0) &&
+      agents.every((a) => endpointOf(cfg, a) !== null)
+    ) {
+      throw ConfigError.at(
+        "model.endpoint",
+        `every agent (${
+          agents.join(", ")
+        }) samples from an endpoint, so nothing is left to train; ` +
+          `evaluate with npx deno task eval, or name only the frozen partner in model.endpoints`,
+      );
     }
     const policies = await createPolicies(init.gpu, cfg, map, policyInit, init.tokenizer);
     if (init.resume) {
@@ -210,7 +257,10 @@ export class RlSession {
           if (!t.value) return;
           const head = ck.valueHeads[plan.name], opt = ck.optimizers[valueHeadKey(plan.name)];
           if (!head || !opt) {
-            throw new CheckpointMismatchError("resume", `the checkpoint has no value head for "${plan.name}" (a run with update.advantage "grpo" wrote it); resume it with its own config`);
+            throw new CheckpointMismatchError(
+              "resume",
+              `the checkpoint has no value head for "${plan.name}" (a run with update.advantage "grpo" wrote it); resume it with its own config`,
+            );
           }
           t.restoreValueHead(head, opt);
         });
@@ -221,19 +271,42 @@ export class RlSession {
     }
     let reference: ReferencePolicies | null = null;
     try {
-      if (cfg.update.klCoef > 0) reference = await ReferencePolicies.create(init.gpu, cfg, policies, startInit);
+      if (cfg.update.klCoef > 0) {
+        reference = await ReferencePolicies.create(init.gpu, cfg, policies, startInit);
+      }
     } catch (e) {
       policies.destroy();
       throw e;
     }
     const extra = init.resume?.state.extra as { best?: BestCheckpoint | null } | undefined;
-    return new RlSession(cfg, env, map, policies, reference, init.tokenizer, init.executor, init.resume?.state.step ?? 0, extra?.best ?? null);
+    return new RlSession(
+      cfg,
+      env,
+      map,
+      policies,
+      reference,
+      init.tokenizer,
+      init.executor,
+      init.resume?.state.step ?? 0,
+      extra?.best ?? null,
+    );
   }
 
   /** Held-out evaluation with the current policies (greedy, or the config's temperature). */
-  async evaluate(opts: { episodes?: number; temperature?: number; split?: "train" | "test" } = {}): Promise<EvalResult> {
+  async evaluate(
+    opts: { episodes?: number; temperature?: number; split?: "train" | "test" } = {},
+  ): Promise<EvalResult> {
     this.onPhase?.("validate");
-    return await evaluate({ env: this.env, tokenizer: this.tokenizer, policies: this.policies, executor: this.executor }, this.cfg, opts);
+    return await evaluate(
+      {
+        env: this.env,
+        tokenizer: this.tokenizer,
+        policies: this.policies,
+        executor: this.executor,
+      },
+      this.cfg,
+      opts,
+    );
   }
 
   /** One RL step (this.step + 1): rollouts, advantages, one PPO update per policy. */
@@ -242,19 +315,37 @@ export class RlSession {
     const step = this.step + 1;
     const t0 = performance.now();
     this.onPhase?.("rollout");
-    const tasks = Array.from({ length: cfg.rollout.envsPerStep }, (_, e) =>
-      env.generate(cfg.env.trainSeed + step * cfg.rollout.envsPerStep + e, { split: "train", difficulty: cfg.env.difficulty }));
-    const deps = { env, tokenizer: this.tokenizer, policyOf: (a: string) => policies.agentPolicy(a), executor: this.executor };
+    const tasks = Array.from(
+      { length: cfg.rollout.envsPerStep },
+      (_, e) =>
+        env.generate(cfg.env.trainSeed + step * cfg.rollout.envsPerStep + e, {
+          split: "train",
+          difficulty: cfg.env.difficulty,
+        }),
+    );
+    const deps = {
+      env,
+      tokenizer: this.tokenizer,
+      policyOf: (a: string) => policies.agentPolicy(a),
+      executor: this.executor,
+    };
     const ro = {
       mode: cfg.rollout.mode === "independent" ? "independent" as const : "tree" as const,
-      K: cfg.rollout.k, alpha: cfg.rewards.alpha, maxNewTokens: cfg.rollout.maxNewTokens,
-      sampling: cfg.rollout.sampling, style: promptStyleFor(cfg.rollout.promptStyle, this.tokenizer), seed: cfg.run.seed, step,
+      K: cfg.rollout.k,
+      alpha: cfg.rewards.alpha,
+      maxNewTokens: cfg.rollout.maxNewTokens,
+      sampling: cfg.rollout.sampling,
+      style: promptStyleFor(cfg.rollout.promptStyle, this.tokenizer),
+      seed: cfg.run.seed,
+      step,
       generationOf: (agent: string) => trainGeneration(cfg, agent),
       maxPromptTokens: cfg.rollout.maxPromptTokens,
       maxTurns: cfg.rollout.maxTurns,
       toolCredit: cfg.rewards.toolCredit,
     };
-    const r = ro.mode === "independent" ? await rolloutIndependent(deps, tasks, ro) : await rolloutTree(deps, tasks, ro);
+    const r = ro.mode === "independent"
+      ? await rolloutIndependent(deps, tasks, ro)
+      : await rolloutTree(deps, tasks, ro);
     const tRoll = performance.now();
     this.onPhase?.("update");
     const members = r.groups.flatMap((g) => g.samples);
@@ -264,14 +355,21 @@ export class RlSession {
     if (cfg.rollout.mode === "independent") {
       // Plain GRPO: a task's K trajectories are its group's members, scored by their returns.
       const g = groupAdvantages(buildGroups(trajectoryMembers(members), "independent"), adv);
-      [groups, kept, stats] = [expandTrajectories(g), expandTrajectories(filterGroups(g, filter).kept), rewardStats(g)];
+      [groups, kept, stats] = [
+        expandTrajectories(g),
+        expandTrajectories(filterGroups(g, filter).kept),
+        rewardStats(g),
+      ];
     } else {
       groups = groupAdvantages(buildGroups(members, cfg.rollout.mode), adv);
       [kept, stats] = [filterGroups(groups, filter).kept, rewardStats(groups)];
     }
     // Each policy trains on the union of its agents' samples; an endpoint agent's (a frozen
     // partner's) samples never enter the loss.
-    const { perTrainer, tooLong, frozenSamples, critic } = await this.trainingSequences(members, kept);
+    const { perTrainer, tooLong, frozenSamples, critic } = await this.trainingSequences(
+      members,
+      kept,
+    );
     const gae = cfg.update.advantage === "gae";
     const frozen = new Set(policies.endpointAgents);
     const updates: Record<string, unknown>[] = [];
@@ -299,18 +397,28 @@ export class RlSession {
           // Every update of RL step `step` takes the schedule's lr after step − 1 completed RL steps.
           const m = await policies.trainers[ti].step(batch, { scheduleStep: step - 1 });
           if (!m.optimizer.finite) skipped++;
-          updates.push({ trainer: policies.map.trainers[ti].name, ...m.loss, ...m.value, gradNorm: m.optimizer.gradNorm, lr: m.lr, finite: m.optimizer.finite });
+          updates.push({
+            trainer: policies.map.trainers[ti].name,
+            ...m.loss,
+            ...m.value,
+            gradNorm: m.optimizer.gradNorm,
+            lr: m.lr,
+            finite: m.optimizer.finite,
+          });
         }
       }
     }
     const tUpd = performance.now();
     this.step = step;
-    const updateTokens = perTrainer.flat().reduce((s, q) => s + q.tokens.length, 0) * cfg.update.ppoEpochs;
+    const updateTokens = perTrainer.flat().reduce((s, q) => s + q.tokens.length, 0) *
+      cfg.update.ppoEpochs;
     const metrics: StepMetrics = {
       step,
       trainSuccess: r.episodes.filter((e) => e.success).length / r.episodes.length,
       reward: stats.meanReward,
-      rewardByAgent: Object.fromEntries(Object.entries(stats.byAgent).map(([a, s]) => [a, s.byTurn])),
+      rewardByAgent: Object.fromEntries(
+        Object.entries(stats.byAgent).map(([a, s]) => [a, s.byTurn]),
+      ),
       zeroVarianceGroups: stats.zeroVarianceFraction,
       groups: groups.length,
       keptGroups: kept.length,
@@ -330,7 +438,12 @@ export class RlSession {
       generatedTokens: r.generatedTokens,
       rolloutTokensPerS: r.generatedTokens / ((tRoll - t0) / 1000),
       updateTokensPerS: updateTokens / Math.max(1e-9, (tUpd - tRoll) / 1000),
-      seconds: { rollout: (tRoll - t0) / 1000, generate: r.seconds.generate, env: r.seconds.env, update: (tUpd - tRoll) / 1000 },
+      seconds: {
+        rollout: (tRoll - t0) / 1000,
+        generate: r.seconds.generate,
+        env: r.seconds.env,
+        update: (tUpd - tRoll) / 1000,
+      },
     };
     return { metrics, groups: r.groups, stats: groups, tasks };
   }
@@ -340,7 +453,10 @@ export class RlSession {
    * partner's, never enter the loss): GRPO's kept group members with their group advantages, or
    * under GAE every sample with the critic's per-token advantages, old values and returns.
    */
-  private async trainingSequences(members: readonly Sample[], kept: readonly GroupResult<Sample>[]) {
+  private async trainingSequences(
+    members: readonly Sample[],
+    kept: readonly GroupResult<Sample>[],
+  ) {
     const { cfg, policies } = this;
     const perTrainer: TrainSequence[][] = policies.trainers.map(() => []);
     const frozen = new Set(policies.endpointAgents);
@@ -348,7 +464,9 @@ export class RlSession {
     const gae = cfg.update.advantage === "gae";
     // GRPO: the kept groups' members with their group advantages. GAE: every sample, in rollout
     // order (time order within a trajectory), for the critic to chain.
-    const samples = gae ? members.map((member) => ({ member, advantage: 0 })) : flattenAdvantages(kept);
+    const samples = gae
+      ? members.map((member) => ({ member, advantage: 0 }))
+      : flattenAdvantages(kept);
     const criticItems: CriticItem[][] = policies.trainers.map(() => []);
     for (const { member, advantage } of samples) {
       if (frozen.has(member.agent)) {
@@ -360,12 +478,20 @@ export class RlSession {
       if (seq && seq.tokens.length > cfg.update.chunkRows) [seq, tooLong] = [null, tooLong + 1];
       if (gae) {
         const chain = JSON.stringify([member.env, member.candidate, member.agent]);
-        criticItems[p.trainer].push({ seq, chain, reward: cfg.rewards.alpha * member.team + member.local });
+        criticItems[p.trainer].push({
+          seq,
+          chain,
+          reward: cfg.rewards.alpha * member.team + member.local,
+        });
       } else if (seq) perTrainer[p.trainer].push(seq);
     }
     const critic: Record<string, CriticStats> = {};
     if (gae) {
-      const o = { gamma: cfg.update.gae.gamma, lambda: cfg.update.gae.lambda, whiten: cfg.update.gae.whiten };
+      const o = {
+        gamma: cfg.update.gae.gamma,
+        lambda: cfg.update.gae.lambda,
+        whiten: cfg.update.gae.whiten,
+      };
       for (const [ti, items] of criticItems.entries()) {
         if (!items.length) continue;
         const r = await gaeSequences(policies.trainers[ti], items, o);
@@ -389,7 +515,15 @@ export class RlSession {
       if (t.lora) {
         const data = (await t.readLora())!;
         plan.adapters.forEach((a, ai) => {
-          adapters[adapterKey(plan.name, a)] = { adapter: toPeftAdapter(t.lora!.layout, data, ai, cfg.model.folder ?? cfg.model.preset ?? "base"), base: t.model.config };
+          adapters[adapterKey(plan.name, a)] = {
+            adapter: toPeftAdapter(
+              t.lora!.layout,
+              data,
+              ai,
+              cfg.model.folder ?? cfg.model.preset ?? "base",
+            ),
+            base: t.model.config,
+          };
         });
       } else models[plan.name] = { weights: await t.readWeights() };
       optimizers[plan.name] = await t.optimizerState();
@@ -399,8 +533,18 @@ export class RlSession {
         optimizers[valueHeadKey(plan.name)] = head.optimizer;
       }
     }
-    const state = { step: this.step, rng: { seed: cfg.run.seed }, extra: { best: this.best as never } };
-    return { state, adapters, models, optimizers, ...(Object.keys(valueHeads).length ? { valueHeads } : {}) };
+    const state = {
+      step: this.step,
+      rng: { seed: cfg.run.seed },
+      extra: { best: this.best as never },
+    };
+    return {
+      state,
+      adapters,
+      models,
+      optimizers,
+      ...(Object.keys(valueHeads).length ? { valueHeads } : {}),
+    };
   }
 
   destroy() {
@@ -431,10 +575,21 @@ export interface LoopSummary {
 }
 
 /** The run loop both hosts share: validation, steps, evaluation every N, best and periodic checkpoints. */
-export async function runSession(s: RlSession, sink: RunSink, control: LoopControl = {}): Promise<LoopSummary> {
+export async function runSession(
+  s: RlSession,
+  sink: RunSink,
+  control: LoopControl = {},
+): Promise<LoopSummary> {
   const { cfg } = s;
-  const summary: LoopSummary = { steps: s.step, before: null, after: null, best: s.best, stopped: false };
-  const save = async (name: string) => await sink.saveCheckpoint(name, await s.checkpointContents(), cfg.run.keepLast);
+  const summary: LoopSummary = {
+    steps: s.step,
+    before: null,
+    after: null,
+    best: s.best,
+    stopped: false,
+  };
+  const save = async (name: string) =>
+    await sink.saveCheckpoint(name, await s.checkpointContents(), cfg.run.keepLast);
   if (s.step === 0 && cfg.eval.beforeTraining) {
     summary.before = await s.evaluate();
     await sink.metric({ step: 0, eval: summary.before });
@@ -444,9 +599,17 @@ export async function runSession(s: RlSession, sink: RunSink, control: LoopContr
     const outcome = await s.trainStep();
     const { metrics: m, groups } = outcome;
     const step = s.step;
-    if ((m.skippedUpdates as number) > 0) sink.log(`step ${step}: non-finite gradient in ${m.skippedUpdates} update(s): skipped`);
+    if ((m.skippedUpdates as number) > 0) {
+      sink.log(`step ${step}: non-finite gradient in ${m.skippedUpdates} update(s): skipped`);
+    }
     const idle = m.idlePolicies as string[];
-    if (idle.length) sink.log(`step ${step}: no sample with a learning signal for ${idle.join(", ")} (every advantage 0): no update, skipped`);
+    if (idle.length) {
+      sink.log(
+        `step ${step}: no sample with a learning signal for ${
+          idle.join(", ")
+        } (every advantage 0): no update, skipped`,
+      );
+    }
     if (step % cfg.eval.everySteps === 0 || step === cfg.run.steps) {
       const ev = await s.evaluate();
       m.eval = ev;
@@ -462,7 +625,9 @@ export async function runSession(s: RlSession, sink: RunSink, control: LoopContr
     const request = control.takeSaveRequest?.() ?? false;
     const requestedBy = typeof request === "string" ? request : "request";
     if (request) m.checkpoint = { name: `step-${step}`, requestedBy };
-    if (cfg.run.saveRollouts) await sink.writeRollouts(step, groups, (ids) => s.tokenizer.decode(ids));
+    if (cfg.run.saveRollouts) {
+      await sink.writeRollouts(step, groups, (ids) => s.tokenizer.decode(ids));
+    }
     await sink.metric(m);
     sink.progress(step, cfg.run.steps, m);
     await control.onStep?.(outcome);

@@ -18,7 +18,13 @@ import { SandboxPool } from "../sandbox/mod.ts";
 import { loadCheckpoint } from "../train/checkpoint_dir.ts";
 import { CheckpointMismatchError, CheckpointNotFoundError } from "../train/errors.ts";
 import { loadPeftAdapter } from "../train/peft.ts";
-import { configWarnings, formatConfig, loadConfigFile, presetPath, type RunConfig } from "./config.ts";
+import {
+  configWarnings,
+  formatConfig,
+  loadConfigFile,
+  presetPath,
+  type RunConfig,
+} from "./config.ts";
 import { envForConfig } from "./env_for.ts";
 import type { EvalResult } from "./evaluate.ts";
 import { loadLatestRunCheckpoint, RunDir } from "./run_dir.ts";
@@ -58,40 +64,70 @@ export interface TrainSummary {
 }
 
 /** The run's base model and tokenizer: a preset's fresh init, model.folder, or model.hub read from the Hub. */
-export async function loadBase(cfg: RunConfig): Promise<{ weights: ModelWeights; tokenizer: Tokenizer }> {
+export async function loadBase(
+  cfg: RunConfig,
+): Promise<{ weights: ModelWeights; tokenizer: Tokenizer }> {
   const preset = presetPath(cfg);
   if (preset) {
     const json = JSON.parse(await Deno.readTextFile(preset));
-    return { weights: initModel(parseModelConfig(json), { seed: cfg.run.seed }), tokenizer: new ByteTokenizer() };
+    return {
+      weights: initModel(parseModelConfig(json), { seed: cfg.run.seed }),
+      tokenizer: new ByteTokenizer(),
+    };
   }
-  const folder = cfg.model.folder !== null ? denoFolder(cfg.model.folder) : hubFolder(cfg.model.hub!, {
-    revision: cfg.model.revision,
-    endpoint: Deno.env.get("HF_ENDPOINT"),
-    token: Deno.env.get("HF_TOKEN"),
-  });
+  const folder = cfg.model.folder !== null
+    ? denoFolder(cfg.model.folder)
+    : hubFolder(cfg.model.hub!, {
+      revision: cfg.model.revision,
+      endpoint: Deno.env.get("HF_ENDPOINT"),
+      token: Deno.env.get("HF_TOKEN"),
+    });
   const weights = await loadModel(folder);
   return { weights, tokenizer: await loadTokenizer(folder, { config: weights.config }) };
 }
 
 /** The config's warm start (warmStart.path), read from disk; undefined when unset. */
-export async function loadWarmStart(cfg: RunConfig, base: ModelWeights): Promise<SessionInit["warmStart"]> {
+export async function loadWarmStart(
+  cfg: RunConfig,
+  base: ModelWeights,
+): Promise<SessionInit["warmStart"]> {
   const path = cfg.warmStart.path;
   if (path === null) return undefined;
-  if (cfg.warmStart.kind === "peft-adapter") return { kind: "peft-adapter", adapter: await loadPeftAdapter(denoFolder(path), base.config) };
+  if (cfg.warmStart.kind === "peft-adapter") {
+    return { kind: "peft-adapter", adapter: await loadPeftAdapter(denoFolder(path), base.config) };
+  }
   return { kind: "checkpoint", checkpoint: await loadCheckpoint(path, { base: base.config }) };
 }
 
 /** Fields a resumed run may change: where it is written, how long it runs and how often it saves or evaluates. */
 const RESUME_MAY_CHANGE = new Set([
-  "run.name", "run.outDir", "run.steps", "run.checkpointEvery", "run.keepLast", "run.saveRollouts", "eval.everySteps",
-  "logging.tensorboard", "logging.wandb.project", "logging.wandb.entity", "logging.wandb.name", "logging.wandb.mode", "logging.wandb.baseUrl",
+  "run.name",
+  "run.outDir",
+  "run.steps",
+  "run.checkpointEvery",
+  "run.keepLast",
+  "run.saveRollouts",
+  "eval.everySteps",
+  "logging.tensorboard",
+  "logging.wandb.project",
+  "logging.wandb.entity",
+  "logging.wandb.name",
+  "logging.wandb.mode",
+  "logging.wandb.baseUrl",
 ]);
 
 /** Leaf paths whose values differ between two resolved configs, with both values. */
-export function configDifferences(a: unknown, b: unknown, path = ""): { path: string; was: unknown; now: unknown }[] {
-  const isObj = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+export function configDifferences(
+  a: unknown,
+  b: unknown,
+  path = "",
+): { path: string; was: unknown; now: unknown }[] {
+  const isObj = (x: unknown): x is Record<string, unknown> =>
+    typeof x === "object" && x !== null && !Array.isArray(x);
   if (isObj(a) && isObj(b)) {
-    return [...new Set([...Object.keys(a), ...Object.keys(b)])].flatMap((k) => configDifferences(a[k], b[k], path ? `${path}.${k}` : k));
+    return [...new Set([...Object.keys(a), ...Object.keys(b)])].flatMap((k) =>
+      configDifferences(a[k], b[k], path ? `${path}.${k}` : k)
+    );
   }
   return JSON.stringify(a) === JSON.stringify(b) ? [] : [{ path, was: a, now: b }];
 }
@@ -101,14 +137,19 @@ export function configDifferences(a: unknown, b: unknown, path = ""): { path: st
  * RESUME_MAY_CHANGE between the given config and the run's config.json is a CheckpointMismatchError.
  * The allowed differences (overrides: run length, saving, evaluation) are returned.
  */
-export async function checkResumeConfig(runDir: string, cfg: RunConfig): Promise<ConfigDifference[]> {
+export async function checkResumeConfig(
+  runDir: string,
+  cfg: RunConfig,
+): Promise<ConfigDifference[]> {
   const saved = JSON.parse(await Deno.readTextFile(joinPath(runDir, "config.json")));
   const all = configDifferences(saved, cfg);
   const diffs = all.filter((d) => !RESUME_MAY_CHANGE.has(d.path));
   if (!diffs.length) return all;
   throw new CheckpointMismatchError(
     runDir,
-    `was trained with another config: ${formatDifferences(diffs)}. Resume with the run's own config (--resume ${runDir} alone, adding --set run.steps=N to extend it) or start a new run`,
+    `was trained with another config: ${
+      formatDifferences(diffs)
+    }. Resume with the run's own config (--resume ${runDir} alone, adding --set run.steps=N to extend it) or start a new run`,
   );
 }
 
@@ -116,19 +157,27 @@ export type ConfigDifference = ReturnType<typeof configDifferences>[number];
 
 /** "run.steps (12 → 20), eval.everySteps (6 → 4)" */
 export function formatDifferences(diffs: readonly ConfigDifference[]): string {
-  return diffs.map((d) => `${d.path} (${JSON.stringify(d.was)} → ${JSON.stringify(d.now)})`).join(", ");
+  return diffs.map((d) => `${d.path} (${JSON.stringify(d.was)} → ${JSON.stringify(d.now)})`).join(
+    ", ",
+  );
 }
 
 /**
  * The config a `--resume RUN_DIR` continues with: the run's stored config.json, with `sets`
  * (`path=value` overrides, e.g. run.steps=20) applied on top.
  */
-export async function resumeConfig(runDir: string, sets: readonly string[] = []): Promise<RunConfig> {
+export async function resumeConfig(
+  runDir: string,
+  sets: readonly string[] = [],
+): Promise<RunConfig> {
   const path = joinPath(runDir, "config.json");
   try {
     await Deno.stat(path);
   } catch {
-    throw new CheckpointNotFoundError(runDir, "is not a run directory (no config.json); pass the directory train printed");
+    throw new CheckpointNotFoundError(
+      runDir,
+      "is not a run directory (no config.json); pass the directory train printed",
+    );
   }
   return await loadConfigFile(path, sets);
 }
@@ -172,7 +221,13 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
   // once the model has loaded, so a bad model leaves nothing behind.
   let run: RunDir | null = opts.resume ? await RunDir.open(opts.resume, log) : null;
   let gpu: Gpu | null = null, executor: SandboxPool | undefined, session: RlSession | null = null;
-  const summary: TrainSummary = { runDir: run?.dir ?? "", steps: 0, before: null, after: null, best: null };
+  const summary: TrainSummary = {
+    runDir: run?.dir ?? "",
+    steps: 0,
+    before: null,
+    after: null,
+    best: null,
+  };
   let status = "failed";
   const stopSignals: StopSignal[] = [];
   const saveRequests: SaveSignal[] = [];
@@ -188,7 +243,9 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
       if (Deno.ppid === parent) return;
       const during = session ? `step ${session.step + 1}` : "start-up";
       if (run) {
-        run.log(`the parent process (${parent}) ended: stopping now without a checkpoint; --resume ${run.dir} continues from the last one`);
+        run.log(
+          `the parent process (${parent}) ended: stopping now without a checkpoint; --resume ${run.dir} continues from the last one`,
+        );
         run.abandon(`stopped at once: parent process ${parent} ended during ${during}`);
       }
       Deno.exit(1);
@@ -222,7 +279,9 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
       if (overrides.length) run.log(`resume overrides: ${formatDifferences(overrides)}`);
       const steps = overrides.find((d) => d.path === "run.steps");
       if (steps && cfg.update.schedule.kind !== "constant") {
-        run.log(`note: the ${cfg.update.schedule.kind} lr schedule now spans ${cfg.run.steps} steps instead of ${steps.was}, so the lr of the steps still to run differs from the original plan`);
+        run.log(
+          `note: the ${cfg.update.schedule.kind} lr schedule now spans ${cfg.run.steps} steps instead of ${steps.was}, so the lr of the steps still to run differs from the original plan`,
+        );
       }
       await writeFileAtomic(joinPath(run.dir, "config.json"), JSON.stringify(cfg, null, 2) + "\n");
       await writeFileAtomic(joinPath(run.dir, "config.txt"), formatConfig(cfg) + "\n");
@@ -243,10 +302,16 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
         if (!stopSignals.length) firstStopAt = performance.now();
         stopSignals.push(sig);
         if (stopSignals.length === 1) {
-          r.log(`${sig}: finishing step ${s.step + 1}, then a checkpoint and exit (${sig} again stops at once, losing that step)`);
+          r.log(
+            `${sig}: finishing step ${
+              s.step + 1
+            }, then a checkpoint and exit (${sig} again stops at once, losing that step)`,
+          );
           return;
         }
-        r.log(`${sig} again: stopping now without a checkpoint; --resume ${r.dir} continues from the last one`);
+        r.log(
+          `${sig} again: stopping now without a checkpoint; --resume ${r.dir} continues from the last one`,
+        );
         r.abandon(`stopped at once by a second ${sig} during step ${s.step + 1}`);
         Deno.exit(SIGNAL_EXIT[sig]);
       };
@@ -258,7 +323,12 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
         saveRequests.push(sig);
         r.log(`${sig}: a checkpoint will be written after step ${s.step + 1}`);
         if (sig === "SIGUSR1") {
-          closeSignalInspector().then((closed) => closed && r.log("SIGUSR1: closed the inspector Deno opens on this signal (use SIGUSR2 to avoid it)"));
+          closeSignalInspector().then((closed) =>
+            closed &&
+            r.log(
+              "SIGUSR1: closed the inspector Deno opens on this signal (use SIGUSR2 to avoid it)",
+            )
+          );
         }
       };
       Deno.addSignalListener(sig, on);
@@ -273,7 +343,9 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     if (loop.stopped) {
       summary.stoppedBy = stopSignals[0];
       status = `stopped by ${stopSignals[0]} after step ${loop.steps}`;
-      run.log(`interrupted: checkpoint step-${loop.steps} written; resume with --resume ${run.dir}`);
+      run.log(
+        `interrupted: checkpoint step-${loop.steps} written; resume with --resume ${run.dir}`,
+      );
     } else status = "completed";
   } catch (e) {
     status = `failed: ${(e as Error).name}: ${(e as Error).message}`;

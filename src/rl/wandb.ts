@@ -40,7 +40,8 @@ export interface WandbOptions {
 
 const USER_AGENT = "pettingllms-webgpu W&B client (W&B Internal JS Client protocol)";
 
-const UPSERT_BUCKET = `mutation UpsertBucket($id: String, $name: String, $project: String, $entity: String, $displayName: String, $config: JSONString) {
+const UPSERT_BUCKET =
+  `mutation UpsertBucket($id: String, $name: String, $project: String, $entity: String, $displayName: String, $config: JSONString) {
   upsertBucket(input: {id: $id, name: $name, modelName: $project, entityName: $entity, displayName: $displayName, config: $config}) {
     bucket { id name displayName historyLineCount project { id name entity { id name } } }
     inserted
@@ -55,7 +56,9 @@ export function newWandbRunId(random: () => number = Math.random): string {
 
 /** Python's wandb.config form: each top-level key as {value, desc}. */
 function wandbConfig(cfg: Record<string, unknown>): string {
-  return JSON.stringify(Object.fromEntries(Object.entries(cfg).map(([k, v]) => [k, { desc: null, value: v }])));
+  return JSON.stringify(
+    Object.fromEntries(Object.entries(cfg).map(([k, v]) => [k, { desc: null, value: v }])),
+  );
 }
 
 export class WandbRun {
@@ -76,11 +79,15 @@ export class WandbRun {
   static async start(opts: WandbOptions): Promise<WandbRun> {
     const run = new WandbRun(opts);
     if (opts.mode === "offline") {
-      if (opts.config) await run.writeOffline("config.json", JSON.stringify(opts.config, null, 2) + "\n", false);
+      if (opts.config) {
+        await run.writeOffline("config.json", JSON.stringify(opts.config, null, 2) + "\n", false);
+      }
       return run;
     }
     if (!opts.apiKey) {
-      opts.warn("W&B: WANDB_API_KEY is not set, so nothing is sent to W&B (set it, or logging.wandb.mode \"offline\")");
+      opts.warn(
+        'W&B: WANDB_API_KEY is not set, so nothing is sent to W&B (set it, or logging.wandb.mode "offline")',
+      );
       run.off = true;
       return run;
     }
@@ -97,15 +104,23 @@ export class WandbRun {
         },
       });
       const body = await res.json() as {
-        data?: { upsertBucket?: { bucket?: { historyLineCount?: number; project?: { entity?: { name?: string } } } } };
+        data?: {
+          upsertBucket?: {
+            bucket?: { historyLineCount?: number; project?: { entity?: { name?: string } } };
+          };
+        };
         errors?: { message: string }[];
       };
-      if (body.errors?.length) throw new Error(`GraphQL: ${body.errors.map((e) => e.message).join("; ")}`);
+      if (body.errors?.length) {
+        throw new Error(`GraphQL: ${body.errors.map((e) => e.message).join("; ")}`);
+      }
       const bucket = body.data?.upsertBucket?.bucket;
       run.entity = bucket?.project?.entity?.name ?? run.entity;
       // A resumed run continues its history file where it ends.
       run.offset = bucket?.historyLineCount ?? 0;
-      if (!run.entity) throw new Error("the server named no entity for the run; set logging.wandb.entity");
+      if (!run.entity) {
+        throw new Error("the server named no entity for the run; set logging.wandb.entity");
+      }
     } catch (e) {
       run.off = true;
       run.fail(e, "could not create the run");
@@ -128,7 +143,11 @@ export class WandbRun {
     if (this.off) return Promise.resolve();
     const row: Record<string, number> = {};
     for (const [k, v] of Object.entries(scalars)) if (Number.isFinite(v)) row[k] = v;
-    Object.assign(row, { _step: step, _runtime: (Date.now() - this.started) / 1000, _timestamp: Date.now() / 1000 });
+    Object.assign(row, {
+      _step: step,
+      _runtime: (Date.now() - this.started) / 1000,
+      _timestamp: Date.now() / 1000,
+    });
     Object.assign(this.summary, row);
     this.queue.push(JSON.stringify(row));
     return this.flush();
@@ -169,7 +188,9 @@ export class WandbRun {
     await this.flush();
     if (this.off || this.opts.mode === "offline") return;
     if (this.queue.length) {
-      this.opts.warn(`W&B: ${this.queue.length} step(s) of metrics were not sent (metrics.jsonl and the TensorBoard file have them)`);
+      this.opts.warn(
+        `W&B: ${this.queue.length} step(s) of metrics were not sent (metrics.jsonl and the TensorBoard file have them)`,
+      );
     }
     try {
       const res = await this.post(this.fileStreamPath, { complete: true, exitcode: exitCode });
@@ -181,7 +202,9 @@ export class WandbRun {
 
   private get fileStreamPath(): string {
     const seg = encodeURIComponent;
-    return `/files/${seg(this.entity)}/${seg(this.opts.project)}/${seg(this.opts.runId)}/file_stream`;
+    return `/files/${seg(this.entity)}/${seg(this.opts.project)}/${
+      seg(this.opts.runId)
+    }/file_stream`;
   }
 
   private async post(path: string, body: unknown): Promise<Response> {
@@ -198,14 +221,18 @@ export class WandbRun {
     });
     if (!res.ok) {
       await res.body?.cancel();
-      const hint = res.status === 401 || res.status === 403 ? " (is WANDB_API_KEY right for this server?)" : "";
+      const hint = res.status === 401 || res.status === 403
+        ? " (is WANDB_API_KEY right for this server?)"
+        : "";
       throw new Error(`HTTP ${res.status} ${res.statusText} from ${path}${hint}`);
     }
     return res;
   }
 
   private async writeOffline(file: string, text: string, append: boolean) {
-    if (!this.opts.writeOffline) throw new Error("offline mode needs a place to write (writeOffline)");
+    if (!this.opts.writeOffline) {
+      throw new Error("offline mode needs a place to write (writeOffline)");
+    }
     await this.opts.writeOffline(file, text, append);
   }
 
@@ -215,6 +242,10 @@ export class WandbRun {
     this.warned = true;
     let msg = (e as Error).message ?? String(e);
     if (this.opts.apiKey) msg = msg.replaceAll(this.opts.apiKey, "***");
-    this.opts.warn(`W&B: ${what} at ${this.opts.baseUrl}: ${msg}; training goes on${this.off ? "" : " and later steps retry"}`);
+    this.opts.warn(
+      `W&B: ${what} at ${this.opts.baseUrl}: ${msg}; training goes on${
+        this.off ? "" : " and later steps retry"
+      }`,
+    );
   }
 }

@@ -93,7 +93,10 @@ export class BatchQueue {
       }
       : undefined;
     try {
-      const results = await this.gen.generate(batch.map((p) => p.req), { decode: this.opts.decode, onStep });
+      const results = await this.gen.generate(batch.map((p) => p.req), {
+        decode: this.opts.decode,
+        onStep,
+      });
       batch.forEach((p, i) => p.resolve(results[i]));
     } catch (e) {
       batch.forEach((p) => p.reject(e));

@@ -30,10 +30,19 @@ export interface ModelServer {
 }
 
 /** The server's parts on `gpu` (the caller owns the GPU). */
-export async function createModelServer(gpu: Gpu, weights: ModelWeights, tokenizer: Tokenizer, opts: ModelServerOptions): Promise<ModelServer> {
+export async function createModelServer(
+  gpu: Gpu,
+  weights: ModelWeights,
+  tokenizer: Tokenizer,
+  opts: ModelServerOptions,
+): Promise<ModelServer> {
   const maxBatch = opts.maxBatch ?? 8;
   const maxLen = opts.maxLen ?? Math.min(weights.config.maxPositionEmbeddings, 1024);
-  const gpuModel = await GpuModel.create(gpu, weights, { slots: maxBatch, maxLen, chunkRows: Math.max(256, maxBatch) });
+  const gpuModel = await GpuModel.create(gpu, weights, {
+    slots: maxBatch,
+    maxLen,
+    chunkRows: Math.max(256, maxBatch),
+  });
   const generator = await Generator.create(gpuModel);
   const queue = new BatchQueue(generator, {
     windowMs: opts.windowMs,
@@ -41,10 +50,20 @@ export async function createModelServer(gpu: Gpu, weights: ModelWeights, tokeniz
     decode: (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }),
   });
   const model: ServerModel = {
-    id: opts.id, tokenizer, queue, maxLen, vocabSize: weights.config.vocabSize,
+    id: opts.id,
+    tokenizer,
+    queue,
+    maxLen,
+    vocabSize: weights.config.vocabSize,
     stopIds: tokenizer.stopIds.length ? tokenizer.stopIds : weights.config.eosTokenIds,
   };
-  return { model, queue, generator, handler: openAiHandler(model), destroy: () => gpuModel.destroy() };
+  return {
+    model,
+    queue,
+    generator,
+    handler: openAiHandler(model),
+    destroy: () => gpuModel.destroy(),
+  };
 }
 
 export interface RunningServer {
@@ -56,7 +75,10 @@ export interface RunningServer {
 }
 
 /** Listens on `port` (0: a free one) with `handler`. */
-export function startServer(handler: (req: Request) => Promise<Response>, opts: { port?: number; hostname?: string; onListen?: (url: string) => void } = {}): RunningServer {
+export function startServer(
+  handler: (req: Request) => Promise<Response>,
+  opts: { port?: number; hostname?: string; onListen?: (url: string) => void } = {},
+): RunningServer {
   const hostname = opts.hostname ?? "127.0.0.1";
   const server = Deno.serve({ port: opts.port ?? 0, hostname, onListen: () => {} }, handler);
   const port = (server.addr as Deno.NetAddr).port;

@@ -153,10 +153,13 @@ export async function checkpointFiles(c: CheckpointContents): Promise<Map<string
   const valueHeads = Object.entries(c.valueHeads ?? {});
   for (const [name, head] of valueHeads) {
     const C = head.length - 1;
-    files.set(`value_heads/${checked("value head", name)}.safetensors`, encodeSafetensors([
-      { name: "weight", shape: [C], data: head.subarray(0, C) },
-      { name: "bias", shape: [1], data: head.subarray(C) },
-    ], { dtype: "F32" }));
+    files.set(
+      `value_heads/${checked("value head", name)}.safetensors`,
+      encodeSafetensors([
+        { name: "weight", shape: [C], data: head.subarray(0, C) },
+        { name: "bias", shape: [1], data: head.subarray(C) },
+      ], { dtype: "F32" }),
+    );
   }
   const stored: Record<string, StoredOptimizer> = {};
   for (const [name, o] of optimizers) {
@@ -312,7 +315,12 @@ async function readValueHead(folder: Folder, name: string): Promise<Float32Array
   const ckpt = await SafetensorsCheckpoint.open(folder, file);
   try {
     const shape = ckpt.has("weight") ? ckpt.info("weight").shape : [];
-    if (shape.length !== 1) throw new CheckpointCorruptError(folder.name, `${file} has no 1-D "weight" tensor; the checkpoint is damaged`);
+    if (shape.length !== 1) {
+      throw new CheckpointCorruptError(
+        folder.name,
+        `${file} has no 1-D "weight" tensor; the checkpoint is damaged`,
+      );
+    }
     const C = shape[0];
     const out = new Float32Array(C + 1);
     out.set(await ckpt.readF32("weight", [C]));

@@ -7,7 +7,12 @@ import type { LoraAdapter, LoraTarget } from "./peft.ts";
 import { CheckpointMismatchError } from "./errors.ts";
 
 /** Adapter `a` of the flat data as a PEFT adapter (copies). */
-export function toPeftAdapter(layout: LoraLayout, data: Float32Array, a: number, baseModel: string): LoraAdapter {
+export function toPeftAdapter(
+  layout: LoraLayout,
+  data: Float32Array,
+  a: number,
+  baseModel: string,
+): LoraAdapter {
   // The modules the layout has (targets the model lacks were skipped), under PEFT's names.
   const name = (m: LoraModule) => peftModuleName(layout.model, m) as LoraTarget;
   const targets = [...new Set(layout.entries.map((e) => name(e.module)))];
@@ -21,7 +26,13 @@ export function toPeftAdapter(layout: LoraLayout, data: Float32Array, a: number,
 }
 
 /** Writes a PEFT adapter into slot `a` of the flat data; rank, alpha and modules must match. */
-export function fromPeftAdapter(layout: LoraLayout, data: Float32Array, a: number, adapter: LoraAdapter, base: ModelConfig) {
+export function fromPeftAdapter(
+  layout: LoraLayout,
+  data: Float32Array,
+  a: number,
+  adapter: LoraAdapter,
+  base: ModelConfig,
+) {
   const s = adapter.settings;
   if (s.r !== layout.cfg.rank || s.alpha !== layout.cfg.alpha) {
     throw new CheckpointMismatchError(
@@ -32,7 +43,12 @@ export function fromPeftAdapter(layout: LoraLayout, data: Float32Array, a: numbe
   const byKey = new Map(adapter.modules.map((m) => [`${m.layer}:${m.module}`, m]));
   for (const e of layout.entries) {
     const m = byKey.get(`${e.layer}:${peftModuleName(base, e.module as LoraModule)}`);
-    if (!m) throw new CheckpointMismatchError("adapter", `lacks layer ${e.layer} ${e.module} (model ${base.modelType})`);
+    if (!m) {
+      throw new CheckpointMismatchError(
+        "adapter",
+        `lacks layer ${e.layer} ${e.module} (model ${base.modelType})`,
+      );
+    }
     const { A, B } = layout.slices(data, e, a);
     A.set(m.a);
     B.set(m.b);

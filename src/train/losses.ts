@@ -83,7 +83,10 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
   }
   const temperature = o.temperature ?? 1;
   if (!(temperature > 0) || !Number.isFinite(temperature)) {
-    throw new TrainConfigError("temperature", `${temperature} must be a finite number > 0 (the sampling temperature; greedy rollouts have no log-probs to compare)`);
+    throw new TrainConfigError(
+      "temperature",
+      `${temperature} must be a finite number > 0 (the sampling temperature; greedy rollouts have no log-probs to compare)`,
+    );
   }
   const constants = { WG };
   const [kernel, totalsKernel] = await Promise.all([

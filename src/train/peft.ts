@@ -106,7 +106,9 @@ export function peftKey(
   module: LoraTarget,
   which: "A" | "B",
 ): string {
-  if (cfg.modelType === "gpt2") return `base_model.model.transformer.h.${layer}.${module}.lora_${which}.weight`;
+  if (cfg.modelType === "gpt2") {
+    return `base_model.model.transformer.h.${layer}.${module}.lora_${which}.weight`;
+  }
   return `base_model.model.model.layers.${layer}.${
     loraModuleDims(cfg, module).block
   }.${module}.lora_${which}.weight`;
@@ -280,7 +282,9 @@ function parseTargets(where: string, v: unknown, cfg: ModelConfig): LoraTarget[]
     if (unknown.length) {
       throw new PeftFormatError(
         where,
-        `target module "${unknown[0]}" is not a gpt2 module (c_attn, c_proj, c_fc, attn.c_proj, mlp.c_proj)`,
+        `target module "${
+          unknown[0]
+        }" is not a gpt2 module (c_attn, c_proj, c_fc, attn.c_proj, mlp.c_proj)`,
       );
     }
     return out;

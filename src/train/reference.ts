@@ -187,7 +187,13 @@ export function policyLossRef(
   const T = c.temperature ?? 1;
   if (T !== 1) {
     // L(z) = L₁(z/T), so dL/dz = (dL₁/dz')/T at z' = z/T.
-    const r = policyLossRef(Float64Array.from(logits, (x) => x / T), V, b, { ...c, temperature: 1 }, withGrad);
+    const r = policyLossRef(
+      Float64Array.from(logits, (x) => x / T),
+      V,
+      b,
+      { ...c, temperature: 1 },
+      withGrad,
+    );
     return { ...r, grad: r.grad.map((g) => g / T) };
   }
   const n = b.targets.length;

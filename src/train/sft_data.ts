@@ -21,8 +21,17 @@ export interface RecordSource {
 }
 
 export type SftRecord =
-  | { readonly kind: "completion"; readonly prompt: string; readonly completion: string; readonly source: RecordSource }
-  | { readonly kind: "chat"; readonly messages: readonly ChatMessage[]; readonly source: RecordSource };
+  | {
+    readonly kind: "completion";
+    readonly prompt: string;
+    readonly completion: string;
+    readonly source: RecordSource;
+  }
+  | {
+    readonly kind: "chat";
+    readonly messages: readonly ChatMessage[];
+    readonly source: RecordSource;
+  };
 
 /** A record as the trainer takes it: weights[t] is the loss weight of predicting tokens[t+1]. */
 export interface EncodedRecord {
@@ -45,7 +54,9 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 function parseMessages(v: unknown, bad: (msg: string) => never): ChatMessage[] {
-  if (!Array.isArray(v) || v.length === 0) bad(`"messages" must be a non-empty array of {role, content}`);
+  if (!Array.isArray(v) || v.length === 0) {
+    bad(`"messages" must be a non-empty array of {role, content}`);
+  }
   const out = (v as unknown[]).map((m, i) => {
     if (!isObject(m) || typeof m.role !== "string" || typeof m.content !== "string") {
       bad(`messages[${i}] must be {"role": string, "content": string}, got ${JSON.stringify(m)}`);
@@ -53,7 +64,9 @@ function parseMessages(v: unknown, bad: (msg: string) => never): ChatMessage[] {
     return { role: m.role as string, content: m.content as string };
   });
   if (!out.some((m) => m.role === "assistant")) {
-    bad(`no "assistant" message: the loss covers assistant turns only, so this record teaches nothing`);
+    bad(
+      `no "assistant" message: the loss covers assistant turns only, so this record teaches nothing`,
+    );
   }
   return out;
 }
@@ -71,16 +84,31 @@ function parseLine(text: string, source: RecordSource): SftRecord {
   }
   if (!isObject(v)) return bad(`expected a JSON object, got ${JSON.stringify(v).slice(0, 80)}`);
   const unknown = Object.keys(v).filter((k) => !RECORD_KEYS.has(k));
-  if (unknown.length) bad(`unknown key(s) ${unknown.join(", ")}; a record has "prompt" + "completion" or "messages" (and optional "meta")`);
+  if (unknown.length) {
+    bad(
+      `unknown key(s) ${
+        unknown.join(", ")
+      }; a record has "prompt" + "completion" or "messages" (and optional "meta")`,
+    );
+  }
   if ("messages" in v) {
-    if ("prompt" in v || "completion" in v) bad(`has both "messages" and "prompt"/"completion"; use one form per record`);
+    if ("prompt" in v || "completion" in v) {
+      bad(`has both "messages" and "prompt"/"completion"; use one form per record`);
+    }
     return { kind: "chat", messages: parseMessages(v.messages, bad), source };
   }
   if (typeof v.prompt !== "string" || typeof v.completion !== "string") {
     bad(`needs string "prompt" and "completion" (or a "messages" array)`);
   }
-  if ((v.completion as string).length === 0) bad(`"completion" is empty: there is nothing to learn`);
-  return { kind: "completion", prompt: v.prompt as string, completion: v.completion as string, source };
+  if ((v.completion as string).length === 0) {
+    bad(`"completion" is empty: there is nothing to learn`);
+  }
+  return {
+    kind: "completion",
+    prompt: v.prompt as string,
+    completion: v.completion as string,
+    source,
+  };
 }
 
 /** Parses JSONL text: one record per non-blank line. */
@@ -101,7 +129,13 @@ export async function loadSftFiles(paths: readonly string[]): Promise<SftRecord[
     try {
       text = await Deno.readTextFile(file);
     } catch (e) {
-      throw new SftDataError(file, 0, `cannot read it (${(e as Error).message}); make it with npx deno task demos or fix the path`);
+      throw new SftDataError(
+        file,
+        0,
+        `cannot read it (${
+          (e as Error).message
+        }); make it with npx deno task demos or fix the path`,
+      );
     }
     const recs = parseSftJsonl(text, file);
     if (!recs.length) throw new SftDataError(file, 0, "holds no records (every line is blank)");
@@ -121,7 +155,11 @@ export function encodePrompt(tok: Tokenizer, prompt: string): number[] {
   return encoded.length || tok.bosId === null ? encoded : [tok.bosId];
 }
 
-function encodeCompletion(tok: Tokenizer, prompt: string, completion: string): { tokens: number[]; weights: number[] } {
+function encodeCompletion(
+  tok: Tokenizer,
+  prompt: string,
+  completion: string,
+): { tokens: number[]; weights: number[] } {
   const p = encodePrompt(tok, prompt);
   // The eos teaches the model to stop; generation ends at it (tokenizer.stopIds).
   const c = [...tok.encode(completion), ...(tok.eosId === null ? [] : [tok.eosId])];
@@ -129,9 +167,14 @@ function encodeCompletion(tok: Tokenizer, prompt: string, completion: string): {
   return { tokens, weights: tokens.slice(1).map((_, t) => (t + 1 >= p.length ? 1 : 0)) };
 }
 
-const isPrefix = (a: readonly number[], b: readonly number[]) => a.length <= b.length && a.every((x, i) => x === b[i]);
+const isPrefix = (a: readonly number[], b: readonly number[]) =>
+  a.length <= b.length && a.every((x, i) => x === b[i]);
 
-function encodeChat(tok: Tokenizer, messages: readonly ChatMessage[], source: RecordSource): { tokens: number[]; weights: number[] } {
+function encodeChat(
+  tok: Tokenizer,
+  messages: readonly ChatMessage[],
+  source: RecordSource,
+): { tokens: number[]; weights: number[] } {
   const tokens = tok.encodeChat(messages);
   const weights = new Array<number>(Math.max(0, tokens.length - 1)).fill(0);
   messages.forEach((m, i) => {
@@ -153,7 +196,9 @@ function encodeChat(tok: Tokenizer, messages: readonly ChatMessage[], source: Re
 
 /** Token ids and loss weights of one record (see the header for what the loss covers). */
 export function encodeRecord(tok: Tokenizer, r: SftRecord): EncodedRecord {
-  const e = r.kind === "completion" ? encodeCompletion(tok, r.prompt, r.completion) : encodeChat(tok, r.messages, r.source);
+  const e = r.kind === "completion"
+    ? encodeCompletion(tok, r.prompt, r.completion)
+    : encodeChat(tok, r.messages, r.source);
   return { ...e, source: r.source };
 }
 
@@ -171,7 +216,13 @@ export function truncateRecords(recs: readonly EncodedRecord[], maxLen: number):
   let truncated = 0;
   for (const r of recs) {
     const cut = r.tokens.length > maxLen;
-    const e = cut ? { tokens: r.tokens.slice(0, maxLen), weights: r.weights.slice(0, maxLen - 1), source: r.source } : r;
+    const e = cut
+      ? {
+        tokens: r.tokens.slice(0, maxLen),
+        weights: r.weights.slice(0, maxLen - 1),
+        source: r.source,
+      }
+      : r;
     if (!e.weights.some((w) => w > 0)) {
       dropped.push(r.source);
       continue;
@@ -197,13 +248,23 @@ function permutation(n: number, seed: number): number[] {
  * Held-out records: a seeded random `fraction` of the n records (at least one when fraction > 0),
  * fixed by the seed alone so a resumed run evaluates on the same ones. Both lists are ascending.
  */
-export function splitEval(n: number, fraction: number, seed: number): { train: number[]; eval: number[] } {
+export function splitEval(
+  n: number,
+  fraction: number,
+  seed: number,
+): { train: number[]; eval: number[] } {
   if (!(fraction >= 0 && fraction < 1)) {
-    throw new TrainConfigError("eval.fraction", `${fraction} must lie in [0, 1): some records must remain to train on`);
+    throw new TrainConfigError(
+      "eval.fraction",
+      `${fraction} must lie in [0, 1): some records must remain to train on`,
+    );
   }
   const k = fraction > 0 ? Math.max(1, Math.round(fraction * n)) : 0;
   if (k >= n && k > 0) {
-    throw new TrainConfigError("eval.fraction", `holds out ${k} of ${n} records, leaving none to train on; lower it or add data`);
+    throw new TrainConfigError(
+      "eval.fraction",
+      `holds out ${k} of ${n} records, leaving none to train on; lower it or add data`,
+    );
   }
   const held = new Set(permutation(n, (seed ^ 0x5eed5eed) >>> 0).slice(0, k));
   const all = Array.from({ length: n }, (_, i) => i);
@@ -231,9 +292,16 @@ export class DataOrder {
   private cursor: number;
 
   constructor(readonly size: number, state: DataOrderState) {
-    if (!Number.isInteger(size) || size < 1) throw new TrainConfigError("data", `needs at least one training record, got ${size}`);
+    if (!Number.isInteger(size) || size < 1) {
+      throw new TrainConfigError("data", `needs at least one training record, got ${size}`);
+    }
     if (!(state.cursor >= 0 && state.cursor <= size) || !(state.epoch >= 0)) {
-      throw new TrainConfigError("data", `order state ${JSON.stringify(state)} does not fit ${size} records; the data changed since the checkpoint`);
+      throw new TrainConfigError(
+        "data",
+        `order state ${
+          JSON.stringify(state)
+        } does not fit ${size} records; the data changed since the checkpoint`,
+      );
     }
     this.seedValue = state.seed;
     this.epoch = state.epoch;
@@ -298,14 +366,31 @@ export async function prepareSftData(
   o: { maxSeqLen: number; evalFraction: number; seed: number },
 ): Promise<SftData> {
   const records = await loadSftFiles(paths);
-  const { kept, truncated, dropped } = truncateRecords(records.map((r) => encodeRecord(tok, r)), o.maxSeqLen);
+  const { kept, truncated, dropped } = truncateRecords(
+    records.map((r) => encodeRecord(tok, r)),
+    o.maxSeqLen,
+  );
   const notes = [`data: ${records.length} records from ${paths.join(", ")}`];
-  if (truncated) notes.push(`warning: ${truncated} record(s) longer than data.maxSeqLen ${o.maxSeqLen} tokens were cut (their tails get no loss)`);
+  if (truncated) {
+    notes.push(
+      `warning: ${truncated} record(s) longer than data.maxSeqLen ${o.maxSeqLen} tokens were cut (their tails get no loss)`,
+    );
+  }
   if (dropped.length) {
     const first = dropped.slice(0, 3).map((s) => `${s.file}:${s.line}`).join(", ");
-    notes.push(`warning: ${dropped.length} record(s) dropped: the prompt alone fills data.maxSeqLen (${first}${dropped.length > 3 ? ", ..." : ""})`);
+    notes.push(
+      `warning: ${dropped.length} record(s) dropped: the prompt alone fills data.maxSeqLen (${first}${
+        dropped.length > 3 ? ", ..." : ""
+      })`,
+    );
   }
-  if (!kept.length) throw new SftDataError(paths[0], 0, `no record has a loss token within data.maxSeqLen ${o.maxSeqLen}; raise it`);
+  if (!kept.length) {
+    throw new SftDataError(
+      paths[0],
+      0,
+      `no record has a loss token within data.maxSeqLen ${o.maxSeqLen}; raise it`,
+    );
+  }
   const split = splitEval(kept.length, o.evalFraction, o.seed);
   const train = split.train.map((i) => kept[i]), held = split.eval.map((i) => kept[i]);
   notes.push(`split: ${train.length} train, ${held.length} held out`);

@@ -41,11 +41,23 @@ export function matchTargets(tok: Tokenizer, records: readonly SftRecord[]): Mat
       expected = r.completion;
     } else {
       const last = r.messages.findLastIndex((m) => m.role === "assistant");
-      if (last < 0) throw new SftDataError(r.source.file, r.source.line, `no "assistant" message to compare with`);
+      if (last < 0) {
+        throw new SftDataError(
+          r.source.file,
+          r.source.line,
+          `no "assistant" message to compare with`,
+        );
+      }
       prompt = tok.encodeChat(r.messages.slice(0, last), { addGenerationPrompt: true });
       expected = r.messages[last].content;
     }
-    if (!prompt.length) throw new SftDataError(r.source.file, r.source.line, "the prompt encodes to no tokens and the tokenizer has no bos");
+    if (!prompt.length) {
+      throw new SftDataError(
+        r.source.file,
+        r.source.line,
+        "the prompt encodes to no tokens and the tokenizer has no bos",
+      );
+    }
     return { prompt, expected, expectedTokens: tok.encode(expected).length + 1, source: r.source };
   });
 }

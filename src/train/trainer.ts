@@ -14,13 +14,27 @@ import { KernelArgumentError } from "../gpu/errors.ts";
 import { ModelBackward } from "../model/backward.ts";
 import { GpuModel, type ModelRow } from "../model/gpu_model.ts";
 import { readParamTensor } from "../model/gpu_params.ts";
-import { type LoraConfig, LoraAdapters, LoraLayout } from "../model/lora.ts";
+import { LoraAdapters, type LoraConfig, LoraLayout } from "../model/lora.ts";
 import type { ModelWeights } from "../model/weights.ts";
-import { AdamW, type AdamWOptions, type AdamWRange, type AdamWStats, decayMask, hfDecays, type OptimizerState } from "./adamw.ts";
-import { CrossEntropyLoss, type CrossEntropyMetrics, PolicyLoss, type PolicyLossConfig, type PolicyLossMetrics } from "./losses.ts";
+import {
+  AdamW,
+  type AdamWOptions,
+  type AdamWRange,
+  type AdamWStats,
+  decayMask,
+  hfDecays,
+  type OptimizerState,
+} from "./adamw.ts";
+import {
+  CrossEntropyLoss,
+  type CrossEntropyMetrics,
+  PolicyLoss,
+  type PolicyLossConfig,
+  type PolicyLossMetrics,
+} from "./losses.ts";
 import { type LrSchedule, StepCounter } from "./schedule.ts";
 import { TrainConfigError } from "./errors.ts";
-import { packValueRows, ValueHead, type ValueLossMetrics, VALUE_ROW_FLOATS } from "./value_head.ts";
+import { packValueRows, VALUE_ROW_FLOATS, ValueHead, type ValueLossMetrics } from "./value_head.ts";
 
 export type TrainMode = "lora" | "full";
 
@@ -111,28 +125,64 @@ export class ModelTrainer {
     this.rowData = gpu.zeros(opts.chunkRows * 8, "trainer.rows");
   }
 
-  static async create(gpu: Gpu, weights: ModelWeights, opts: TrainerOptions): Promise<ModelTrainer> {
-    if (opts.mode === "lora" && !opts.lora) throw new KernelArgumentError("LoRA mode needs opts.lora (rank, alpha, targets, adapters)");
-    if (opts.valueHead && opts.loss.kind !== "policy") throw new TrainConfigError("valueHead", "a value head is PPO's critic: it trains beside the policy loss, not cross-entropy");
+  static async create(
+    gpu: Gpu,
+    weights: ModelWeights,
+    opts: TrainerOptions,
+  ): Promise<ModelTrainer> {
+    if (opts.mode === "lora" && !opts.lora) {
+      throw new KernelArgumentError("LoRA mode needs opts.lora (rank, alpha, targets, adapters)");
+    }
+    if (opts.valueHead && opts.loss.kind !== "policy") {
+      throw new TrainConfigError(
+        "valueHead",
+        "a value head is PPO's critic: it trains beside the policy loss, not cross-entropy",
+      );
+    }
     const vh = opts.valueHead;
-    if (vh && !(vh.coef >= 0 && Number.isFinite(vh.coef))) throw new TrainConfigError("value.coef", `${vh.coef} must be a finite number ≥ 0`);
-    if (vh && !((vh.lrScale ?? 1) > 0 && Number.isFinite(vh.lrScale ?? 1))) throw new TrainConfigError("value.lr", `the value head's lr scale ${vh.lrScale} must be a finite number > 0`);
-    const model = await GpuModel.create(gpu, weights, { slots: opts.slots, maxLen: opts.maxLen, chunkRows: opts.chunkRows, training: true });
+    if (vh && !(vh.coef >= 0 && Number.isFinite(vh.coef))) {
+      throw new TrainConfigError("value.coef", `${vh.coef} must be a finite number ≥ 0`);
+    }
+    if (vh && !((vh.lrScale ?? 1) > 0 && Number.isFinite(vh.lrScale ?? 1))) {
+      throw new TrainConfigError(
+        "value.lr",
+        `the value head's lr scale ${vh.lrScale} must be a finite number > 0`,
+      );
+    }
+    const model = await GpuModel.create(gpu, weights, {
+      slots: opts.slots,
+      maxLen: opts.maxLen,
+      chunkRows: opts.chunkRows,
+      training: true,
+    });
     let lora: LoraAdapters | null = null;
     if (opts.mode === "lora") {
       const layout = new LoraLayout(weights.config, opts.lora!);
-      lora = await LoraAdapters.create(gpu, layout, opts.chunkRows, opts.loraData ?? layout.init(opts.seed ?? 0));
+      lora = await LoraAdapters.create(
+        gpu,
+        layout,
+        opts.chunkRows,
+        opts.loraData ?? layout.init(opts.seed ?? 0),
+      );
       model.attachLora(lora);
     }
     const backward = await ModelBackward.create(model, { trainable: () => opts.mode === "full" });
-    const numel = opts.mode === "lora" ? lora!.layout.totalFloats : weights.layout.totalFloats + 64 * weights.layout.tensors.length;
+    const numel = opts.mode === "lora"
+      ? lora!.layout.totalFloats
+      : weights.layout.totalFloats + 64 * weights.layout.tensors.length;
     const optimizer = await AdamW.create(gpu, { ...opts.optimizer, numel });
     const V = weights.config.vocabSize, maxRows = opts.chunkRows;
     const lossHead = opts.loss.kind === "cross-entropy"
       ? await CrossEntropyLoss.create(gpu, { maxRows, vocabSize: V })
       : await PolicyLoss.create(gpu, { maxRows, vocabSize: V, ...opts.loss });
     const value = vh
-      ? await ValueHead.create(gpu, { hidden: weights.config.hiddenSize, maxRows, clip: vh.clip, optimizer: opts.optimizer, init: vh.init })
+      ? await ValueHead.create(gpu, {
+        hidden: weights.config.hiddenSize,
+        maxRows,
+        clip: vh.clip,
+        optimizer: opts.optimizer,
+        init: vh.init,
+      })
       : null;
     const t = new ModelTrainer(gpu, model, backward, lora, optimizer, lossHead, opts, value);
     t.ranges = t.buildRanges();
@@ -145,19 +195,32 @@ export class ModelTrainer {
     const zerosLike = (b: GPUBuffer, label: string) => own(this.gpu.zeros(b.size / 4, label));
     if (this.lora) {
       const numel = this.lora.layout.totalFloats;
-      return [{ params: this.lora.params, grads: this.lora.grads, m: zerosLike(this.lora.params, "adam.m"), v: zerosLike(this.lora.params, "adam.v"), numel }];
+      return [{
+        params: this.lora.params,
+        grads: this.lora.grads,
+        m: zerosLike(this.lora.params, "adam.m"),
+        v: zerosLike(this.lora.params, "adam.v"),
+        numel,
+      }];
     }
     const params = this.model.params, grads = this.backward.grads, w = this.model.weights;
     return params.buffers.map((buf, i) => {
       // Per chunk: a split tensor's chunks may lie in different buffers.
       const spans = w.layout.tensors.flatMap((t) =>
         params.chunks(t).filter((c) => c.ref.buffer === buf).map((c) => ({
-          name: t.name, offset: c.ref.offset / 4, size: c.rows * (t.size / (t.shape[0] ?? 1)), decay: hfDecays(t.name),
+          name: t.name,
+          offset: c.ref.offset / 4,
+          size: c.rows * (t.size / (t.shape[0] ?? 1)),
+          decay: hfDecays(t.name),
         }))
       );
       const numel = buf.size / 4;
       return {
-        params: buf, grads: grads.buffers[i], m: zerosLike(buf, `adam.m${i}`), v: zerosLike(buf, `adam.v${i}`), numel,
+        params: buf,
+        grads: grads.buffers[i],
+        m: zerosLike(buf, `adam.m${i}`),
+        v: zerosLike(buf, `adam.v${i}`),
+        numel,
         decayMask: own(this.gpu.upload(decayMask(spans, 0, numel), `decay${i}`)),
       };
     });
@@ -173,10 +236,14 @@ export class ModelTrainer {
     const adv: number[] = [], old: number[] = [], ref: number[] = [];
     seqs.forEach((s, i) => {
       if (s.weights.length !== s.tokens.length - 1) {
-        throw new KernelArgumentError(`sequence ${i}: ${s.weights.length} weights for ${s.tokens.length} tokens (need n−1)`);
+        throw new KernelArgumentError(
+          `sequence ${i}: ${s.weights.length} weights for ${s.tokens.length} tokens (need n−1)`,
+        );
       }
       if (s.tokenAdvantages && s.tokenAdvantages.length !== s.tokens.length - 1) {
-        throw new KernelArgumentError(`sequence ${i}: ${s.tokenAdvantages.length} token advantages for ${s.tokens.length} tokens (need n−1)`);
+        throw new KernelArgumentError(
+          `sequence ${i}: ${s.tokenAdvantages.length} token advantages for ${s.tokens.length} tokens (need n−1)`,
+        );
       }
       s.tokens.forEach((_, t) => {
         const last = t === s.tokens.length - 1;
@@ -188,9 +255,18 @@ export class ModelTrainer {
         ref.push(last ? 0 : s.refLogp?.[t] ?? 0);
       });
     });
-    if (this.lossHead instanceof CrossEntropyLoss) return this.lossHead.pack({ targets, weights: mask });
+    if (this.lossHead instanceof CrossEntropyLoss) {
+      return this.lossHead.pack({ targets, weights: mask });
+    }
     const needRef = seqs.some((s) => s.refLogp);
-    return this.lossHead.pack({ targets, mask, seq, advantages: adv, oldLogp: old, refLogp: needRef ? ref : undefined });
+    return this.lossHead.pack({
+      targets,
+      mask,
+      seq,
+      advantages: adv,
+      oldLogp: old,
+      refLogp: needRef ? ref : undefined,
+    });
   }
 
   /** The value head's rows of the mini-batch (token-mean over its generated tokens, times vf_coef). */
@@ -199,7 +275,11 @@ export class ModelTrainer {
     seqs.forEach((s, i) => {
       const n = s.tokens.length;
       if (s.oldValues?.length !== n - 1 || s.returns?.length !== n - 1) {
-        throw new KernelArgumentError(`sequence ${i}: a trainer with a value head needs oldValues and returns for each of its ${n - 1} positions`);
+        throw new KernelArgumentError(
+          `sequence ${i}: a trainer with a value head needs oldValues and returns for each of its ${
+            n - 1
+          } positions`,
+        );
       }
       for (let t = 0; t < n; t++) {
         const last = t === n - 1;
@@ -212,14 +292,20 @@ export class ModelTrainer {
   }
 
   /** Micro-batches: consecutive sequences (sorted by adapter) within chunkRows rows and slots. */
-  private microBatches(seqs: readonly TrainSequence[]): { seqs: number[]; rowStart: number; rows: number }[] {
+  private microBatches(
+    seqs: readonly TrainSequence[],
+  ): { seqs: number[]; rowStart: number; rows: number }[] {
     const out: { seqs: number[]; rowStart: number; rows: number }[] = [];
     let cur: { seqs: number[]; rowStart: number; rows: number } | null = null;
     let row = 0;
     seqs.forEach((s, i) => {
       const n = s.tokens.length;
       if (n > this.opts.chunkRows || n > this.opts.maxLen) {
-        throw new KernelArgumentError(`sequence ${i} has ${n} tokens; the trainer holds at most ${Math.min(this.opts.chunkRows, this.opts.maxLen)}`);
+        throw new KernelArgumentError(
+          `sequence ${i} has ${n} tokens; the trainer holds at most ${
+            Math.min(this.opts.chunkRows, this.opts.maxLen)
+          }`,
+        );
       }
       if (!cur || cur.rows + n > this.opts.chunkRows || cur.seqs.length >= this.opts.slots) {
         cur = { seqs: [], rowStart: row, rows: 0 };
@@ -236,11 +322,16 @@ export class ModelTrainer {
    * One optimizer update on these sequences, at the schedule's lr for `opts.scheduleStep` (default:
    * the optimizer updates completed so far).
    */
-  async step(sequences: readonly TrainSequence[], opts: { scheduleStep?: number } = {}): Promise<StepMetrics> {
+  async step(
+    sequences: readonly TrainSequence[],
+    opts: { scheduleStep?: number } = {},
+  ): Promise<StepMetrics> {
     const t0 = performance.now();
     if (!sequences.length) throw new KernelArgumentError("step: no sequences");
     // Adapter-contiguous order (the LoRA weight-gradient kernels need it); stable otherwise.
-    const seqs = sequences.map((s, i) => ({ s, i })).sort((a, b) => (a.s.adapter ?? -1) - (b.s.adapter ?? -1) || a.i - b.i).map((x) => x.s);
+    const seqs = sequences.map((s, i) => ({ s, i })).sort((a, b) =>
+      (a.s.adapter ?? -1) - (b.s.adapter ?? -1) || a.i - b.i
+    ).map((x) => x.s);
     const packed = this.packRows(seqs);
     const valueRows = this.value ? this.packValue(seqs) : null;
     const micro = this.microBatches(seqs);
@@ -249,22 +340,38 @@ export class ModelTrainer {
     this.value?.encodeZeroGrads(zero);
     zero.submit();
     micro.forEach((mb, k) => {
-      const rows: ModelRow[] = mb.seqs.flatMap((si, slot) => seqs[si].tokens.map((token, pos) => ({ token, slot, pos, adapter: seqs[si].adapter })));
+      const rows: ModelRow[] = mb.seqs.flatMap((si, slot) =>
+        seqs[si].tokens.map((token, pos) => ({ token, slot, pos, adapter: seqs[si].adapter }))
+      );
       this.model.writeRows(rows, []);
       this.backward.prepare(rows);
       this.gpu.write(this.rowData, packed.subarray(mb.rowStart * 8, (mb.rowStart + mb.rows) * 8));
       const rec = this.gpu.recorder("micro-batch");
       this.model.encodeForward(rec, mb.rows, mb.rows);
       const logits = this.model.logitsBuffer;
-      this.lossHead.encode(rec, { rows: mb.rows, rowData: this.rowData, logits, dlogits: "in-place", accumulate: k > 0 });
+      this.lossHead.encode(rec, {
+        rows: mb.rows,
+        rowData: this.rowData,
+        logits,
+        dlogits: "in-place",
+        accumulate: k > 0,
+      });
       const value = this.value, xf = this.model.scratch.xf;
       if (value && valueRows) {
         const R = VALUE_ROW_FLOATS;
-        this.gpu.write(value.rowData, valueRows.subarray(mb.rowStart * R, (mb.rowStart + mb.rows) * R));
+        this.gpu.write(
+          value.rowData,
+          valueRows.subarray(mb.rowStart * R, (mb.rowStart + mb.rows) * R),
+        );
         value.encodeForward(rec, mb.rows, xf);
         value.encodeLoss(rec, mb.rows, k > 0);
       }
-      this.backward.encode(rec, mb.rows, logits, value ? (r, dxf) => value.encodeBackward(r, mb.rows, xf, dxf) : undefined);
+      this.backward.encode(
+        rec,
+        mb.rows,
+        logits,
+        value ? (r, dxf) => value.encodeBackward(r, mb.rows, xf, dxf) : undefined,
+      );
       rec.submit();
     });
     const plan = this.counter.next(opts.scheduleStep);
@@ -274,10 +381,24 @@ export class ModelTrainer {
     rec.submit();
     if (!this.lora) this.model.paramsChanged(); // copies of the weights (decode textures, atlas) follow
     this.counter.stepDone();
-    const [loss, optimizer] = await Promise.all([this.lossHead.readMetrics(), this.optimizer.readStats()]);
-    const value = this.value ? { ...(await this.value.readMetrics()), valueGradNorm: (await this.value.readStats()).gradNorm } : undefined;
+    const [loss, optimizer] = await Promise.all([
+      this.lossHead.readMetrics(),
+      this.optimizer.readStats(),
+    ]);
+    const value = this.value
+      ? {
+        ...(await this.value.readMetrics()),
+        valueGradNorm: (await this.value.readStats()).gradNorm,
+      }
+      : undefined;
     return {
-      loss, optimizer, value, lr: plan.lr, step: plan.t, tokens: packed.length / 8, microBatches: micro.length,
+      loss,
+      optimizer,
+      value,
+      lr: plan.lr,
+      step: plan.t,
+      tokens: packed.length / 8,
+      microBatches: micro.length,
       seconds: (performance.now() - t0) / 1000,
     };
   }
@@ -289,12 +410,21 @@ export class ModelTrainer {
    */
   async values(sequences: readonly TrainSequence[]): Promise<number[][]> {
     const value = this.value;
-    if (!value) throw new TrainConfigError("valueHead", "this trainer has no value head; create it with opts.valueHead");
-    const order = sequences.map((s, i) => ({ s, i })).sort((a, b) => (a.s.adapter ?? -1) - (b.s.adapter ?? -1) || a.i - b.i);
+    if (!value) {
+      throw new TrainConfigError(
+        "valueHead",
+        "this trainer has no value head; create it with opts.valueHead",
+      );
+    }
+    const order = sequences.map((s, i) => ({ s, i })).sort((a, b) =>
+      (a.s.adapter ?? -1) - (b.s.adapter ?? -1) || a.i - b.i
+    );
     const seqs = order.map((x) => x.s);
     const out: number[][] = new Array(sequences.length);
     for (const mb of this.microBatches(seqs)) {
-      const rows: ModelRow[] = mb.seqs.flatMap((si, slot) => seqs[si].tokens.map((token, pos) => ({ token, slot, pos, adapter: seqs[si].adapter })));
+      const rows: ModelRow[] = mb.seqs.flatMap((si, slot) =>
+        seqs[si].tokens.map((token, pos) => ({ token, slot, pos, adapter: seqs[si].adapter }))
+      );
       this.model.writeRows(rows, []);
       const rec = this.gpu.recorder("values");
       this.model.encodeForward(rec, mb.rows, mb.rows);
@@ -314,12 +444,17 @@ export class ModelTrainer {
   /** The value head's [w, b] and its optimizer state (for a checkpoint); null without one. */
   async valueHeadState(): Promise<{ params: Float32Array; optimizer: OptimizerState } | null> {
     if (!this.value) return null;
-    return { params: await this.value.read(), optimizer: await this.value.optimizerState(this.counter.completedSteps) };
+    return {
+      params: await this.value.read(),
+      optimizer: await this.value.optimizerState(this.counter.completedSteps),
+    };
   }
 
   /** Restores the value head's [w, b] and moments from a checkpoint. */
   restoreValueHead(params: Float32Array, optimizer: OptimizerState) {
-    if (!this.value) throw new TrainConfigError("valueHead", "this trainer has no value head to restore");
+    if (!this.value) {
+      throw new TrainConfigError("valueHead", "this trainer has no value head to restore");
+    }
     this.value.write(params);
     this.value.restoreOptimizer(optimizer);
   }
@@ -328,7 +463,9 @@ export class ModelTrainer {
   async readWeights(): Promise<ModelWeights> {
     const w = this.model.weights;
     const data = new Float32Array(w.layout.totalFloats);
-    for (const t of w.layout.tensors) data.set(await readParamTensor(this.gpu, this.model.params, t), t.offset);
+    for (const t of w.layout.tensors) {
+      data.set(await readParamTensor(this.gpu, this.model.params, t), t.offset);
+    }
     return { ...w, data };
   }
 

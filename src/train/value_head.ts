@@ -15,7 +15,14 @@ import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder } from "../gpu/recorder.ts";
 import { grid1d } from "../ops/grid.ts";
-import { AdamW, type AdamWOptions, type AdamWRange, type AdamWStats, BLOCK_FLOATS, type OptimizerState } from "./adamw.ts";
+import {
+  AdamW,
+  type AdamWOptions,
+  type AdamWRange,
+  type AdamWStats,
+  BLOCK_FLOATS,
+  type OptimizerState,
+} from "./adamw.ts";
 import { CheckpointMismatchError, LossInputError, TrainConfigError } from "./errors.ts";
 
 const WG = 64;
@@ -57,20 +64,33 @@ export interface ValueBatch {
 export function packValueRows(b: ValueBatch, coef: number): Float32Array {
   const n = b.mask.length;
   if (b.oldValues.length !== n || b.returns.length !== n) {
-    throw new LossInputError(`value loss: ${n} mask rows but ${b.oldValues.length} old values and ${b.returns.length} returns; give one of each per token`);
+    throw new LossInputError(
+      `value loss: ${n} mask rows but ${b.oldValues.length} old values and ${b.returns.length} returns; give one of each per token`,
+    );
   }
-  if (!(coef >= 0) || !Number.isFinite(coef)) throw new TrainConfigError("value.coef", `${coef} must be a finite number ≥ 0`);
+  if (!(coef >= 0) || !Number.isFinite(coef)) {
+    throw new TrainConfigError("value.coef", `${coef} must be a finite number ≥ 0`);
+  }
   let total = 0;
   for (let i = 0; i < n; i++) {
-    if (!(b.mask[i] >= 0) || !Number.isFinite(b.mask[i])) throw new LossInputError(`value loss: mask[${i}] = ${b.mask[i]} must be finite and ≥ 0`);
+    if (!(b.mask[i] >= 0) || !Number.isFinite(b.mask[i])) {
+      throw new LossInputError(`value loss: mask[${i}] = ${b.mask[i]} must be finite and ≥ 0`);
+    }
     if (b.mask[i] > 0 && !(Number.isFinite(b.oldValues[i]) && Number.isFinite(b.returns[i]))) {
-      throw new LossInputError(`value loss: row ${i} has old value ${b.oldValues[i]} and return ${b.returns[i]}; both must be finite`);
+      throw new LossInputError(
+        `value loss: row ${i} has old value ${b.oldValues[i]} and return ${
+          b.returns[i]
+        }; both must be finite`,
+      );
     }
     total += b.mask[i];
   }
   const f = new Float32Array(n * VALUE_ROW_FLOATS);
   for (let i = 0; i < n; i++) {
-    f.set([b.oldValues[i], b.returns[i], total > 0 ? coef * b.mask[i] / total : 0, b.mask[i]], i * VALUE_ROW_FLOATS);
+    f.set(
+      [b.oldValues[i], b.returns[i], total > 0 ? coef * b.mask[i] / total : 0, b.mask[i]],
+      i * VALUE_ROW_FLOATS,
+    );
   }
   return f;
 }
@@ -104,7 +124,13 @@ export class ValueHead {
     this.numel = this.biasOffset + 1;
     const init = new Float32Array(this.numel);
     if (opts.init) {
-      if (opts.init.length !== C + 1) throw new KernelArgumentError(`value head init has ${opts.init.length} floats; it needs hidden + 1 = ${C + 1} (w, then b)`);
+      if (opts.init.length !== C + 1) {
+        throw new KernelArgumentError(
+          `value head init has ${opts.init.length} floats; it needs hidden + 1 = ${
+            C + 1
+          } (w, then b)`,
+        );
+      }
       init.set(opts.init.subarray(0, C));
       init[this.biasOffset] = opts.init[C];
     }
@@ -113,7 +139,11 @@ export class ValueHead {
     mask[mask.length - 1] = 0;
     const params = gpu.upload(init, "value.params");
     this.range = {
-      params, grads: z(this.numel, "value.grads"), m: z(this.numel, "value.m"), v: z(this.numel, "value.v"), numel: this.numel,
+      params,
+      grads: z(this.numel, "value.grads"),
+      m: z(this.numel, "value.m"),
+      v: z(this.numel, "value.v"),
+      numel: this.numel,
       decayMask: gpu.upload(mask, "value.decay"),
     };
     this.values = z(N, "value.values");
@@ -122,17 +152,42 @@ export class ValueHead {
     this.rowStats = z(N * 4, "value.row-stats");
     this.totals = z(4, "value.totals");
     const r = this.range;
-    this.buffers = [params, r.grads, r.m, r.v, r.decayMask, this.values, this.rowData, this.dv, this.rowStats, this.totals] as GPUBuffer[];
+    this.buffers = [
+      params,
+      r.grads,
+      r.m,
+      r.v,
+      r.decayMask,
+      this.values,
+      this.rowData,
+      this.dv,
+      this.rowStats,
+      this.totals,
+    ] as GPUBuffer[];
   }
 
   static async create(gpu: Gpu, opts: ValueHeadOptions): Promise<ValueHead> {
-    if (!Number.isInteger(opts.hidden) || opts.hidden <= 0) throw new TrainConfigError("hidden", `${opts.hidden} must be the model's positive hidden size`);
-    if (!Number.isInteger(opts.maxRows) || opts.maxRows <= 0) throw new TrainConfigError("maxRows", `${opts.maxRows} must be a positive integer (token rows per call)`);
+    if (!Number.isInteger(opts.hidden) || opts.hidden <= 0) {
+      throw new TrainConfigError(
+        "hidden",
+        `${opts.hidden} must be the model's positive hidden size`,
+      );
+    }
+    if (!Number.isInteger(opts.maxRows) || opts.maxRows <= 0) {
+      throw new TrainConfigError(
+        "maxRows",
+        `${opts.maxRows} must be a positive integer (token rows per call)`,
+      );
+    }
     if (!(opts.clip > 0) || !Number.isFinite(opts.clip)) {
-      throw new TrainConfigError("value.clip", `${opts.clip} must be a finite number > 0 (the value clip ε_v; a huge value turns clipping off)`);
+      throw new TrainConfigError(
+        "value.clip",
+        `${opts.clip} must be a finite number > 0 (the value clip ε_v; a huge value turns clipping off)`,
+      );
     }
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const s = (entry: string, bindings: string[]) => gpu.kernel({ shader: "value_head", entry, bindings: bindings as never, constants: { WG } });
+    const s = (entry: string, bindings: string[]) =>
+      gpu.kernel({ shader: "value_head", entry, bindings: bindings as never, constants: { WG } });
     const [forward, loss, totals, bwdX, bwdW] = await Promise.all([
       s("value_forward", [u, ro, ro, rw]),
       s("value_loss", [u, ro, ro, rw, rw]),
@@ -140,7 +195,10 @@ export class ValueHead {
       s("value_bwd_x", [u, ro, ro, rw]),
       s("value_bwd_w", [u, ro, ro, rw]),
     ]);
-    const optimizer = await AdamW.create(gpu, { ...opts.optimizer, numel: biasOffset(opts.hidden) + 1 });
+    const optimizer = await AdamW.create(gpu, {
+      ...opts.optimizer,
+      numel: biasOffset(opts.hidden) + 1,
+    });
     return new ValueHead(gpu, { forward, loss, totals, bwdX, bwdW }, optimizer, opts);
   }
 
@@ -154,14 +212,22 @@ export class ValueHead {
 
   private uniform(rows: number, accumulate = false): ArrayBuffer {
     return packUniform([
-      ["u32", rows], ["u32", this.opts.hidden], ["u32", this.biasOffset], ["u32", accumulate ? 1 : 0],
-      ["f32", this.opts.clip], ["f32", 0], ["f32", 0], ["f32", 0],
+      ["u32", rows],
+      ["u32", this.opts.hidden],
+      ["u32", this.biasOffset],
+      ["u32", accumulate ? 1 : 0],
+      ["f32", this.opts.clip],
+      ["f32", 0],
+      ["f32", 0],
+      ["f32", 0],
     ]);
   }
 
   private checkRows(rows: number) {
     if (!Number.isInteger(rows) || rows <= 0 || rows > this.opts.maxRows) {
-      throw new KernelArgumentError(`value head: rows ${rows} must be in [1, ${this.opts.maxRows}] (maxRows given to create)`);
+      throw new KernelArgumentError(
+        `value head: rows ${rows} must be in [1, ${this.opts.maxRows}] (maxRows given to create)`,
+      );
     }
   }
 
@@ -172,22 +238,44 @@ export class ValueHead {
   /** values[r] = h[r]·w + b for `rows` rows of h [rows, C]. */
   encodeForward(rec: Recorder, rows: number, h: BufferRef) {
     this.checkRows(rows);
-    rec.dispatch(this.k.forward, [null, h, this.params, this.values], grid1d(rows, this.gpu.device.limits.maxComputeWorkgroupsPerDimension), this.uniform(rows));
+    rec.dispatch(
+      this.k.forward,
+      [null, h, this.params, this.values],
+      grid1d(rows, this.gpu.device.limits.maxComputeWorkgroupsPerDimension),
+      this.uniform(rows),
+    );
   }
 
   /** The clipped value loss of the last forward against rowData: dv, per-row stats and the totals. */
   encodeLoss(rec: Recorder, rows: number, accumulate: boolean) {
     this.checkRows(rows);
-    rec.dispatch(this.k.loss, [null, this.rowData, this.values, this.dv, this.rowStats], this.grid(rows), this.uniform(rows));
-    rec.dispatch(this.k.totals, [null, this.rowStats, this.totals], [1], this.uniform(rows, accumulate));
+    rec.dispatch(
+      this.k.loss,
+      [null, this.rowData, this.values, this.dv, this.rowStats],
+      this.grid(rows),
+      this.uniform(rows),
+    );
+    rec.dispatch(
+      this.k.totals,
+      [null, this.rowStats, this.totals],
+      [1],
+      this.uniform(rows, accumulate),
+    );
   }
 
   /** dh [rows, C] += dv·wᵀ (onto the LM head's gradient); w and b gradients += (from h [rows, C]). */
   encodeBackward(rec: Recorder, rows: number, h: BufferRef, dh: BufferRef) {
     this.checkRows(rows);
     const u = this.uniform(rows);
-    rec.dispatch(this.k.bwdX, [null, this.dv, this.params, dh], this.grid(rows * this.opts.hidden), u);
-    rec.dispatch(this.k.bwdW, [null, this.dv, h, this.grads], [Math.ceil((this.opts.hidden + 1) / WG)], u);
+    rec.dispatch(
+      this.k.bwdX,
+      [null, this.dv, this.params, dh],
+      this.grid(rows * this.opts.hidden),
+      u,
+    );
+    rec.dispatch(this.k.bwdW, [null, this.dv, h, this.grads], [
+      Math.ceil((this.opts.hidden + 1) / WG),
+    ], u);
   }
 
   encodeZeroGrads(rec: Recorder) {
@@ -202,7 +290,11 @@ export class ValueHead {
   async readMetrics(): Promise<ValueLossMetrics> {
     const t = await this.gpu.readFloat32(this.totals, 4);
     const tokens = t[3];
-    return { valueLoss: t[0], valueClipFrac: tokens > 0 ? t[1] / tokens : 0, valueMse: tokens > 0 ? t[2] / tokens : 0 };
+    return {
+      valueLoss: t[0],
+      valueClipFrac: tokens > 0 ? t[1] / tokens : 0,
+      valueMse: tokens > 0 ? t[2] / tokens : 0,
+    };
   }
 
   async readStats(): Promise<AdamWStats> {
@@ -227,7 +319,12 @@ export class ValueHead {
   write(data: Float32Array) {
     const C = this.opts.hidden;
     if (data.length !== C + 1) {
-      throw new CheckpointMismatchError("value head", `holds ${data.length} floats but this model's head needs hidden + 1 = ${C + 1}; the checkpoint belongs to another model`);
+      throw new CheckpointMismatchError(
+        "value head",
+        `holds ${data.length} floats but this model's head needs hidden + 1 = ${
+          C + 1
+        }; the checkpoint belongs to another model`,
+      );
     }
     const all = new Float32Array(this.numel);
     all.set(data.subarray(0, C));

@@ -12,7 +12,13 @@ export interface ValueRowRef {
 }
 
 /** v[r] = Σ_c h[r, c]·w[c] + b. */
-export function valueForwardRef(h: ArrayLike<number>, w: ArrayLike<number>, b: number, N: number, C: number): Float64Array {
+export function valueForwardRef(
+  h: ArrayLike<number>,
+  w: ArrayLike<number>,
+  b: number,
+  N: number,
+  C: number,
+): Float64Array {
   const v = new Float64Array(N);
   for (let r = 0; r < N; r++) {
     let s = b;
@@ -39,7 +45,13 @@ export function valueLossRef(v: ArrayLike<number>, rows: readonly ValueRowRef[],
 }
 
 /** dh[r, c] = dv[r]·w[c];  dw[c] = Σ_r dv[r]·h[r, c];  db = Σ_r dv[r]. */
-export function valueBackwardRef(h: ArrayLike<number>, w: ArrayLike<number>, dv: ArrayLike<number>, N: number, C: number) {
+export function valueBackwardRef(
+  h: ArrayLike<number>,
+  w: ArrayLike<number>,
+  dv: ArrayLike<number>,
+  N: number,
+  C: number,
+) {
   const dh = new Float64Array(N * C), dw = new Float64Array(C);
   let db = 0;
   for (let r = 0; r < N; r++) {

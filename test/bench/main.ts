@@ -12,17 +12,31 @@ import { round } from "./timing.ts";
 import { benchInference } from "./inference_bench.ts";
 import { benchTrain } from "./train_bench.ts";
 import { benchRl } from "./rl_bench.ts";
-import { defineCli, parseArgs, parseArgsOrExit, runMain, UsageError } from "../../src/cli/cli_args.ts";
+import {
+  defineCli,
+  parseArgs,
+  parseArgsOrExit,
+  runMain,
+  UsageError,
+} from "../../src/cli/cli_args.ts";
 
 export const BENCH_SECTIONS = ["matmul", "inference", "train", "rl", "sandbox"] as const;
 
 export const BENCH_CLI = defineCli({
   command: "npx deno task bench",
-  summary: "Benchmarks, each beside a peer in the same run: one JSON object on the last line of stdout (progress on stderr).",
+  summary:
+    "Benchmarks, each beside a peer in the same run: one JSON object on the last line of stdout (progress on stderr).",
   flags: {
-    lab: { type: "boolean", help: "time every matmul variant and print the picks for src/ops/tuning.ts" },
+    lab: {
+      type: "boolean",
+      help: "time every matmul variant and print the picks for src/ops/tuning.ts",
+    },
     quick: { type: "boolean", help: "smaller shapes (a smoke run)" },
-    only: { type: "string", metavar: BENCH_SECTIONS.join(","), help: "comma-separated sections to run (default all)" },
+    only: {
+      type: "string",
+      metavar: BENCH_SECTIONS.join(","),
+      help: "comma-separated sections to run (default all)",
+    },
   },
 });
 
@@ -31,17 +45,24 @@ export function parseBenchArgs(argv: readonly string[]) {
   const a = parseArgs(BENCH_CLI, argv);
   const only = a.only === undefined ? null : a.only.split(",").map((s) => s.trim()).filter(Boolean);
   if (only) {
-    if (only.length === 0) throw new UsageError(`--only needs at least one of ${BENCH_SECTIONS.join(", ")}`);
+    if (only.length === 0) {
+      throw new UsageError(`--only needs at least one of ${BENCH_SECTIONS.join(", ")}`);
+    }
     const bad = only.filter((s) => !(BENCH_SECTIONS as readonly string[]).includes(s));
     if (bad.length) {
-      throw new UsageError(`--only ${a.only}: no section named ${bad.join(", ")} (the sections: ${BENCH_SECTIONS.join(", ")})`);
+      throw new UsageError(
+        `--only ${a.only}: no section named ${bad.join(", ")} (the sections: ${
+          BENCH_SECTIONS.join(", ")
+        })`,
+      );
     }
   }
   return { help: a.help, lab: a.lab, quick: a.quick, only };
 }
 
 const started = performance.now();
-const log = (s: string) => console.error(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${s}`);
+const log = (s: string) =>
+  console.error(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${s}`);
 
 async function matmulSection(gpu: Gpu, lab: boolean, quick: boolean) {
   const o = {
@@ -109,7 +130,9 @@ if (import.meta.main) {
         steps: 3,
       }, log);
     }
-    if (want("rl")) result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
+    if (want("rl")) {
+      result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
+    }
     if (want("sandbox")) result.sandbox = await sandboxSection();
     console.log(JSON.stringify(result));
     gpu.destroy();

@@ -42,9 +42,16 @@ async function validate(gpu: Gpu, v: MatmulVariant, form: MatmulForm): Promise<b
   return toleranceRatio(got, matmulRef(s, a, b), 1e-4, 1e-4) <= 1;
 }
 
-async function timeVariant(gpu: Gpu, v: MatmulVariant, s: MatmulShape, minMs: number): Promise<number> {
+async function timeVariant(
+  gpu: Gpu,
+  v: MatmulVariant,
+  s: MatmulShape,
+  minMs: number,
+): Promise<number> {
   const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
-  const A = gpu.upload(seededValues(ra * rb, 1)), B = gpu.upload(seededValues(s.K * s.N, 2)), C = gpu.zeros(s.M * s.N);
+  const A = gpu.upload(seededValues(ra * rb, 1)),
+    B = gpu.upload(seededValues(s.K * s.N, 2)),
+    C = gpu.zeros(s.M * s.N);
   const k = await gpu.kernel(kernelSpec(v, s.form));
   try {
     const t = await timeIt(async (reps) => {
@@ -61,14 +68,19 @@ async function timeVariant(gpu: Gpu, v: MatmulVariant, s: MatmulShape, minMs: nu
 
 // The "small" bucket: a tiny model's training chunk (320 rows) through its projections
 // (hidden 64, MLP 192, vocab 264), and the weight gradients (Aᵀ·B over the rows).
-const SMALL_NK: ReadonlyArray<readonly [number, number]> = [[64, 64], [192, 64], [64, 192], [264, 64], [64, 264]];
+const SMALL_NK: ReadonlyArray<readonly [number, number]> = [[64, 64], [192, 64], [64, 192], [
+  264,
+  64,
+], [64, 264]];
 
 function labShapes(o: LabOptions): MatmulShape[] {
   const out: MatmulShape[] = [];
   for (const form of MATMUL_FORMS) {
     for (const n of o.squares) out.push({ form, M: n, N: n, K: n });
     for (const m of o.skinnyM) out.push({ form, M: m, N: o.skinnyKN, K: o.skinnyKN });
-    for (const [a, b] of SMALL_NK) out.push(form === "tn" ? { form, M: b, N: a, K: 320 } : { form, M: 320, N: a, K: b });
+    for (const [a, b] of SMALL_NK) {
+      out.push(form === "tn" ? { form, M: b, N: a, K: 320 } : { form, M: 320, N: a, K: b });
+    }
   }
   return out;
 }
@@ -122,14 +134,21 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
 }
 
 /** The selected kernels vs TF.js on square and skinny shapes, with ratios. */
-export async function compareWithTfjs(gpu: Gpu, o: LabOptions, picks: Record<string, string> | undefined, log: (s: string) => void) {
+export async function compareWithTfjs(
+  gpu: Gpu,
+  o: LabOptions,
+  picks: Record<string, string> | undefined,
+  log: (s: string) => void,
+) {
   const matmul = await Matmul.create(gpu, picks as never);
   const haveTf = await tfjsReady();
   const rows = [];
   for (const s of labShapes({ ...o, squares: o.squares })) {
     const v = matmul.variantFor(s);
     const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
-    const A = gpu.upload(seededValues(ra * rb, 1)), B = gpu.upload(seededValues(s.K * s.N, 2)), C = gpu.zeros(s.M * s.N);
+    const A = gpu.upload(seededValues(ra * rb, 1)),
+      B = gpu.upload(seededValues(s.K * s.N, 2)),
+      C = gpu.zeros(s.M * s.N);
     const t = await timeIt(async (reps) => {
       const rec = gpu.recorder();
       for (let i = 0; i < reps; i++) matmul.encode(rec, s, A, B, C);
@@ -142,7 +161,11 @@ export async function compareWithTfjs(gpu: Gpu, o: LabOptions, picks: Record<str
     let tfjs: number | null = null;
     if (haveTf) tfjs = gflops(flops, await tfjsMatmulMs(s.form, s.M, s.N, s.K, o.minMs));
     const ratio = tfjs ? ours / tfjs : null;
-    log(`${label(s)}: ${v.name} ${ours.toFixed(2)} GFLOPS, TF.js ${tfjs?.toFixed(2) ?? "n/a"} → ${ratio?.toFixed(2) ?? "n/a"}×`);
+    log(
+      `${label(s)}: ${v.name} ${ours.toFixed(2)} GFLOPS, TF.js ${tfjs?.toFixed(2) ?? "n/a"} → ${
+        ratio?.toFixed(2) ?? "n/a"
+      }×`,
+    );
     rows.push({
       shape: label(s),
       variant: v.name,

@@ -46,7 +46,12 @@ export async function benchRl(gpu: Gpu, o: RlBenchOptions, log: (s: string) => v
       const { metrics } = await session.trainStep();
       const sec = metrics.seconds as Record<string, number>;
       steps.push({
-        seconds: { total: round(sec.rollout + sec.update, 3), generate: round(sec.generate, 3), env: round(sec.env, 3), update: round(sec.update, 3) },
+        seconds: {
+          total: round(sec.rollout + sec.update, 3),
+          generate: round(sec.generate, 3),
+          env: round(sec.env, 3),
+          update: round(sec.update, 3),
+        },
         rollout_tokens_per_s: round(metrics.rolloutTokensPerS as number, 1),
         update_tokens_per_s: round(metrics.updateTokensPerS as number, 1),
         samples: metrics.samples,
@@ -57,11 +62,23 @@ export async function benchRl(gpu: Gpu, o: RlBenchOptions, log: (s: string) => v
     // Peer: the warm-up step's first-turn prompts of each agent, regenerated in one batch per agent.
     const gen = session.policies.generators[0];
     const byAgent = new Map<string, number[][]>();
-    for (const g of first.groups.filter((g) => g.turn === 0)) byAgent.set(g.agent, [...(byAgent.get(g.agent) ?? []), ...g.samples.map((s) => s.promptIds)]);
+    for (const g of first.groups.filter((g) => g.turn === 0)) {
+      byAgent.set(g.agent, [
+        ...(byAgent.get(g.agent) ?? []),
+        ...g.samples.map((s) => s.promptIds),
+      ]);
+    }
     let tokens = 0, ms = 0;
     for (const [agent, prompts] of byAgent) {
       const adapter = session.policies.agentPolicy(agent).adapter;
-      const reqs = prompts.map((p, i) => ({ prompt: p, maxNewTokens: cfg.rollout.maxNewTokens, stopIds: tokenizer.stopIds, adapter, sequence: i, sampling: { ...cfg.rollout.sampling, seed: 1 } }));
+      const reqs = prompts.map((p, i) => ({
+        prompt: p,
+        maxNewTokens: cfg.rollout.maxNewTokens,
+        stopIds: tokenizer.stopIds,
+        adapter,
+        sequence: i,
+        sampling: { ...cfg.rollout.sampling, seed: 1 },
+      }));
       const t0 = performance.now();
       const res = await gen.generate(reqs);
       ms += performance.now() - t0;
@@ -81,15 +98,33 @@ export async function benchRl(gpu: Gpu, o: RlBenchOptions, log: (s: string) => v
       const kernels = await p.report();
       profile = {
         gpu_ms: round(kernels.reduce((a, k) => a + k.ms, 0), 1),
-        top_kernels: kernels.slice(0, 12).map((k) => ({ kernel: k.kernel, calls: k.calls, ms: round(k.ms, 1), share: round(k.share, 3) })),
+        top_kernels: kernels.slice(0, 12).map((k) => ({
+          kernel: k.kernel,
+          calls: k.calls,
+          ms: round(k.ms, 1),
+          share: round(k.share, 3),
+        })),
       };
       log(`rl: profiled step, top kernels ${JSON.stringify(profile.top_kernels.slice(0, 4))}`);
     }
-    const mean = (f: (s: typeof steps[number]) => number) => round(steps.reduce((a, s) => a + f(s), 0) / steps.length, 3);
+    const mean = (f: (s: typeof steps[number]) => number) =>
+      round(steps.reduce((a, s) => a + f(s), 0) / steps.length, 3);
     return {
-      setting: { config: "configs/quickstart.json", envsPerStep: o.envsPerStep, k: o.k, maxNewTokens: cfg.rollout.maxNewTokens, maxTurns: cfg.rollout.maxTurns, level: cfg.level },
+      setting: {
+        config: "configs/quickstart.json",
+        envsPerStep: o.envsPerStep,
+        k: o.k,
+        maxNewTokens: cfg.rollout.maxNewTokens,
+        maxTurns: cfg.rollout.maxTurns,
+        level: cfg.level,
+      },
       steps,
-      mean_seconds_per_step: { total: mean((s) => s.seconds.total), generate: mean((s) => s.seconds.generate), env: mean((s) => s.seconds.env), update: mean((s) => s.seconds.update) },
+      mean_seconds_per_step: {
+        total: mean((s) => s.seconds.total),
+        generate: mean((s) => s.seconds.generate),
+        env: mean((s) => s.seconds.env),
+        update: mean((s) => s.seconds.update),
+      },
       mean_rollout_tokens_per_s: mean((s) => s.rollout_tokens_per_s),
       mean_update_tokens_per_s: mean((s) => s.update_tokens_per_s),
       peer_bare_generation_tokens_per_s: round(bare, 1),

@@ -54,7 +54,10 @@ const T1 = (dy: tf.Tensor | tf.Tensor[]) => dy as tf.Tensor;
 
 /** Sums a broadcast gradient back to the input's shape. */
 function unbroadcast(g: tf.Tensor, shape: number[], a: tf.Tensor, b: tf.Tensor): tf.Tensor {
-  const axes = tf.backend_util.getReductionAxes(shape, tf.backend_util.assertAndGetBroadcastShape(a.shape, b.shape));
+  const axes = tf.backend_util.getReductionAxes(
+    shape,
+    tf.backend_util.assertAndGetBroadcastShape(a.shape, b.shape),
+  );
   return tf.reshape(axes.length ? tf.sum(g, axes) : g, shape);
 }
 
@@ -78,49 +81,130 @@ function zeroPad(x: tf.Tensor, pads: [number, number][]): tf.Tensor {
 }
 
 const matMulGrads = (dy: tf.Tensor, a: tf.Tensor, b: tf.Tensor, tA: boolean, tB: boolean): Grads =>
-  !tA && !tB ? { a: () => tf.matMul(dy, b, false, true), b: () => tf.matMul(a, dy, true, false) }
-  : !tA && tB ? { a: () => tf.matMul(dy, b), b: () => tf.matMul(dy, a, true, false) }
-  : tA && !tB ? { a: () => tf.matMul(b, dy, false, true), b: () => tf.matMul(a, dy) }
-  : { a: () => tf.matMul(b, dy, true, true), b: () => tf.matMul(dy, a, true, true) };
+  !tA && !tB
+    ? { a: () => tf.matMul(dy, b, false, true), b: () => tf.matMul(a, dy, true, false) }
+    : !tA && tB
+    ? { a: () => tf.matMul(dy, b), b: () => tf.matMul(dy, a, true, false) }
+    : tA && !tB
+    ? { a: () => tf.matMul(b, dy, false, true), b: () => tf.matMul(a, dy) }
+    : { a: () => tf.matMul(b, dy, true, true), b: () => tf.matMul(dy, a, true, true) };
 
 const GRADIENTS: tf.GradConfig[] = [
-  { kernelName: "Multiply", inputsToSave: ["a", "b"], gradFunc: (dy, [a, b]) => ({
-    a: () => unbroadcast(tf.mul(T1(dy), b), a.shape, a, b), b: () => unbroadcast(tf.mul(T1(dy), a), b.shape, a, b) }) },
-  { kernelName: "Add", inputsToSave: ["a", "b"], gradFunc: (dy, [a, b]) => ({
-    a: () => unbroadcast(T1(dy), a.shape, a, b), b: () => unbroadcast(T1(dy), b.shape, a, b) }) },
+  {
+    kernelName: "Multiply",
+    inputsToSave: ["a", "b"],
+    gradFunc: (dy, [a, b]) => ({
+      a: () => unbroadcast(tf.mul(T1(dy), b), a.shape, a, b),
+      b: () => unbroadcast(tf.mul(T1(dy), a), b.shape, a, b),
+    }),
+  },
+  {
+    kernelName: "Add",
+    inputsToSave: ["a", "b"],
+    gradFunc: (dy, [a, b]) => ({
+      a: () => unbroadcast(T1(dy), a.shape, a, b),
+      b: () => unbroadcast(T1(dy), b.shape, a, b),
+    }),
+  },
   { kernelName: "Neg", gradFunc: (dy) => ({ x: () => tf.neg(T1(dy)) }) },
-  { kernelName: "Square", inputsToSave: ["x"], gradFunc: (dy, [x]) => ({ x: () => tf.mul(T1(dy), tf.mul(x, 2)) }) },
-  { kernelName: "Rsqrt", inputsToSave: ["x"], gradFunc: (dy, [x]) => ({ x: () => tf.neg(tf.div(T1(dy), tf.mul(tf.pow(x, 1.5), 2))) }) },
-  { kernelName: "Sigmoid", outputsToSave: [true], gradFunc: (dy, [y]) => ({ x: () => tf.mul(T1(dy), tf.mul(y, tf.sub(1, y))) }) },
-  { kernelName: "Sum", inputsToSave: ["x"], gradFunc: (dy, [x], at) => ({ x: () => unreduce(T1(dy), x, at.axis as number[]) }) },
-  { kernelName: "Mean", inputsToSave: ["x"], gradFunc: (dy, [x], at) => ({ x: () => {
-    const axes = tf.util.parseAxisParam(at.axis as number[], x.shape);
-    return tf.div(unreduce(T1(dy), x, axes), axes.reduce((n, a) => n * x.shape[a], 1));
-  } }) },
-  { kernelName: "Softmax", outputsToSave: [true], gradFunc: (dy, [y], at) => ({ logits: () => {
-    const dyy = tf.mul(T1(dy), y);
-    return tf.sub(dyy, tf.mul(tf.sum(dyy, [at.dim as number], true), y));
-  } }) },
-  { kernelName: "BatchMatMul", inputsToSave: ["a", "b"], gradFunc: (dy, [a, b], at) =>
-    matMulGrads(T1(dy), a, b, at.transposeA as boolean, at.transposeB as boolean) },
-  { kernelName: "Reshape", inputsToSave: ["x"], gradFunc: (dy, [x]) => ({ x: () => tf.reshape(T1(dy), x.shape) }) },
-  { kernelName: "Transpose", gradFunc: (dy, _, at) => ({
-    x: () => tf.transpose(T1(dy), tf.backend_util.getUndoAxesPermutation(at.perm as number[])) }) },
-  { kernelName: "Slice", inputsToSave: ["x"], gradFunc: (dy, [x], at) => ({ x: () => {
-    const [begin, size] = tf.slice_util.parseSliceParams(x, at.begin as number[], at.size as number[]);
-    return zeroPad(T1(dy), begin.map((b, i) => [b, x.shape[i] - b - size[i]] as [number, number]));
-  } }) },
-  { kernelName: "Concat", saveAllInputs: true, gradFunc: (dy, saved, at) => {
-    const axis = tf.util.parseAxisParam(at.axis as number, saved[0].shape)[0];
-    const parts = tf.split(T1(dy), saved.map((t) => t.shape[axis]), axis);
-    return Object.fromEntries(parts.map((t, i) => [String(i), () => t]));
-  } },
+  {
+    kernelName: "Square",
+    inputsToSave: ["x"],
+    gradFunc: (dy, [x]) => ({ x: () => tf.mul(T1(dy), tf.mul(x, 2)) }),
+  },
+  {
+    kernelName: "Rsqrt",
+    inputsToSave: ["x"],
+    gradFunc: (dy, [x]) => ({ x: () => tf.neg(tf.div(T1(dy), tf.mul(tf.pow(x, 1.5), 2))) }),
+  },
+  {
+    kernelName: "Sigmoid",
+    outputsToSave: [true],
+    gradFunc: (dy, [y]) => ({ x: () => tf.mul(T1(dy), tf.mul(y, tf.sub(1, y))) }),
+  },
+  {
+    kernelName: "Sum",
+    inputsToSave: ["x"],
+    gradFunc: (dy, [x], at) => ({ x: () => unreduce(T1(dy), x, at.axis as number[]) }),
+  },
+  {
+    kernelName: "Mean",
+    inputsToSave: ["x"],
+    gradFunc: (dy, [x], at) => ({
+      x: () => {
+        const axes = tf.util.parseAxisParam(at.axis as number[], x.shape);
+        return tf.div(unreduce(T1(dy), x, axes), axes.reduce((n, a) => n * x.shape[a], 1));
+      },
+    }),
+  },
+  {
+    kernelName: "Softmax",
+    outputsToSave: [true],
+    gradFunc: (dy, [y], at) => ({
+      logits: () => {
+        const dyy = tf.mul(T1(dy), y);
+        return tf.sub(dyy, tf.mul(tf.sum(dyy, [at.dim as number], true), y));
+      },
+    }),
+  },
+  {
+    kernelName: "BatchMatMul",
+    inputsToSave: ["a", "b"],
+    gradFunc: (dy, [a, b], at) =>
+      matMulGrads(T1(dy), a, b, at.transposeA as boolean, at.transposeB as boolean),
+  },
+  {
+    kernelName: "Reshape",
+    inputsToSave: ["x"],
+    gradFunc: (dy, [x]) => ({ x: () => tf.reshape(T1(dy), x.shape) }),
+  },
+  {
+    kernelName: "Transpose",
+    gradFunc: (dy, _, at) => ({
+      x: () => tf.transpose(T1(dy), tf.backend_util.getUndoAxesPermutation(at.perm as number[])),
+    }),
+  },
+  {
+    kernelName: "Slice",
+    inputsToSave: ["x"],
+    gradFunc: (dy, [x], at) => ({
+      x: () => {
+        const [begin, size] = tf.slice_util.parseSliceParams(
+          x,
+          at.begin as number[],
+          at.size as number[],
+        );
+        return zeroPad(
+          T1(dy),
+          begin.map((b, i) => [b, x.shape[i] - b - size[i]] as [number, number]),
+        );
+      },
+    }),
+  },
+  {
+    kernelName: "Concat",
+    saveAllInputs: true,
+    gradFunc: (dy, saved, at) => {
+      const axis = tf.util.parseAxisParam(at.axis as number, saved[0].shape)[0];
+      const parts = tf.split(T1(dy), saved.map((t) => t.shape[axis]), axis);
+      return Object.fromEntries(parts.map((t, i) => [String(i), () => t]));
+    },
+  },
   // Embedding rows: axis 0, no batch dims (what forward() uses), as tfjs-core's derXBatch there.
-  { kernelName: "GatherV2", inputsToSave: ["x", "indices"], gradFunc: (dy, [x, indices], at) => {
-    if (tf.util.parseAxisParam(at.axis as number, x.shape)[0] !== 0 || at.batchDims) throw new TfjsPeerUnsupportedError("gather gradient: axis 0 only");
-    const rows = tf.reshape(T1(dy), [indices.size, ...x.shape.slice(1)]);
-    return { x: () => tf.unsortedSegmentSum(rows, tf.reshape(indices, [indices.size]), x.shape[0]), indices: () => indices };
-  } },
+  {
+    kernelName: "GatherV2",
+    inputsToSave: ["x", "indices"],
+    gradFunc: (dy, [x, indices], at) => {
+      if (
+        tf.util.parseAxisParam(at.axis as number, x.shape)[0] !== 0 || at.batchDims
+      ) throw new TfjsPeerUnsupportedError("gather gradient: axis 0 only");
+      const rows = tf.reshape(T1(dy), [indices.size, ...x.shape.slice(1)]);
+      return {
+        x: () => tf.unsortedSegmentSum(rows, tf.reshape(indices, [indices.size]), x.shape[0]),
+        indices: () => indices,
+      };
+    },
+  },
 ];
 
 for (const g of GRADIENTS) if (!tf.getGradient(g.kernelName)) tf.registerGradient(g);
@@ -142,9 +226,17 @@ export class TfjsLlama {
 
   private constructor(private readonly w: ModelWeights, private readonly o: TfjsTrainOptions) {
     const c = w.config;
-    if (c.qkvBias || c.oBias || c.qkNorm) throw new TfjsPeerUnsupportedError("the TF.js peer models Llama only (no biases, no q/k norm): use a llama preset");
-    if (!c.tieWordEmbeddings) throw new TfjsPeerUnsupportedError("the TF.js peer models a tied head only");
-    if (o.mode === "lora" && !o.lora) throw new TfjsPeerUnsupportedError("LoRA mode needs opts.lora (layout and data)");
+    if (c.qkvBias || c.oBias || c.qkNorm) {
+      throw new TfjsPeerUnsupportedError(
+        "the TF.js peer models Llama only (no biases, no q/k norm): use a llama preset",
+      );
+    }
+    if (!c.tieWordEmbeddings) {
+      throw new TfjsPeerUnsupportedError("the TF.js peer models a tied head only");
+    }
+    if (o.mode === "lora" && !o.lora) {
+      throw new TfjsPeerUnsupportedError("LoRA mode needs opts.lora (layout and data)");
+    }
     this.cfg = c;
     this.scale = o.lora ? o.lora.layout.scale : 1;
     this.optimizer = tf.train.adam(o.lr, 0.9, 0.999, 1e-8);
@@ -153,7 +245,9 @@ export class TfjsLlama {
       const data = w.data.subarray(t.offset, t.offset + t.size);
       const shape = [...t.shape] as number[];
       if (o.mode === "lora") return tf.tensor<tf.Rank>(data, shape) as tf.Tensor<R>;
-      const v = tf.tidy(() => tf.variable(tf.tensor<tf.Rank>(data, shape), true, `${prefix}/${t.name}`));
+      const v = tf.tidy(() =>
+        tf.variable(tf.tensor<tf.Rank>(data, shape), true, `${prefix}/${t.name}`)
+      );
       this.vars.push(v);
       if (hfDecays(t.name)) this.decaying.push(v);
       return v as unknown as tf.Tensor<R>;
@@ -165,7 +259,9 @@ export class TfjsLlama {
       this.layers.push({
         inputNorm: param<tf.Rank.R1>(L.inputNorm),
         postNorm: param<tf.Rank.R1>(L.postNorm),
-        w: Object.fromEntries(Object.entries(mods).map(([m, t]) => [m, param<tf.Rank.R2>(t!)])) as Record<LoraModule, tf.Tensor2D>,
+        w: Object.fromEntries(
+          Object.entries(mods).map(([m, t]) => [m, param<tf.Rank.R2>(t!)]),
+        ) as Record<LoraModule, tf.Tensor2D>,
         lora: {},
       });
     }
@@ -202,7 +298,9 @@ export class TfjsLlama {
     let t = this.tables.get(T);
     if (!t) {
       const D = this.cfg.headDim, inv = ropeInvFreq(D, this.cfg.ropeTheta);
-      const cos = new Float32Array(T * D), sin = new Float32Array(T * D), mask = new Float32Array(T * T);
+      const cos = new Float32Array(T * D),
+        sin = new Float32Array(T * D),
+        mask = new Float32Array(T * T);
       for (let p = 0; p < T; p++) {
         for (let i = 0; i < D; i++) {
           const a = p * inv[i % (D / 2)];
@@ -212,14 +310,21 @@ export class TfjsLlama {
         for (let s = p + 1; s < T; s++) mask[p * T + s] = -1e9;
       }
       // Kept: the first call runs inside a tidy (variableGrads), which would dispose them.
-      t = { cos: tf.keep(tf.tensor2d(cos, [T, D])), sin: tf.keep(tf.tensor2d(sin, [T, D])), mask: tf.keep(tf.tensor2d(mask, [T, T])) };
+      t = {
+        cos: tf.keep(tf.tensor2d(cos, [T, D])),
+        sin: tf.keep(tf.tensor2d(sin, [T, D])),
+        mask: tf.keep(tf.tensor2d(mask, [T, T])),
+      };
       this.tables.set(T, t);
     }
     return t;
   }
 
   private rmsNorm(x: tf.Tensor2D, w: tf.Tensor1D): tf.Tensor2D {
-    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), this.cfg.rmsNormEps))), w);
+    return tf.mul(
+      tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), this.cfg.rmsNormEps))),
+      w,
+    );
   }
 
   /** x [N, in] · Wᵀ [in, out] (+ the LoRA path of this layer's module). */
@@ -227,7 +332,9 @@ export class TfjsLlama {
     const L = this.layers[l];
     const y = tf.matMul(x, L.w[m], false, true);
     const ad = L.lora[m];
-    return (ad ? tf.add(y, tf.mul(tf.matMul(tf.matMul(x, ad.A, false, true), ad.B, false, true), this.scale)) : y) as tf.Tensor2D;
+    return (ad
+      ? tf.add(y, tf.mul(tf.matMul(tf.matMul(x, ad.A, false, true), ad.B, false, true), this.scale))
+      : y) as tf.Tensor2D;
   }
 
   /** Rotate-half RoPE on [..., T, D]: x·cos + [−x2, x1]·sin. */
@@ -243,11 +350,21 @@ export class TfjsLlama {
     const { numHeads: NH, numKvHeads: KV, headDim: D } = this.cfg, G = NH / KV;
     const { cos, sin, mask } = this.table(T);
     // q [B·T, NH·D] → [B, KV, G, T, D]; k, v [B·T, KV·D] → [B, KV, T, D]
-    const heads = (y: tf.Tensor, shape: number[], perm: number[]) => tf.transpose(tf.reshape(y, shape), perm);
-    const q = this.rope(heads(this.linear(h, l, "q"), [Bn, T, KV, G, D], [0, 2, 3, 1, 4]), cos, sin);
+    const heads = (y: tf.Tensor, shape: number[], perm: number[]) =>
+      tf.transpose(tf.reshape(y, shape), perm);
+    const q = this.rope(
+      heads(this.linear(h, l, "q"), [Bn, T, KV, G, D], [0, 2, 3, 1, 4]),
+      cos,
+      sin,
+    );
     const k = this.rope(heads(this.linear(h, l, "k"), [Bn, T, KV, D], [0, 2, 1, 3]), cos, sin);
     const v = heads(this.linear(h, l, "v"), [Bn, T, KV, D], [0, 2, 1, 3]);
-    const qk = tf.matMul(tf.reshape(q, [Bn * KV, G * T, D]), tf.reshape(k, [Bn * KV, T, D]), false, true);
+    const qk = tf.matMul(
+      tf.reshape(q, [Bn * KV, G * T, D]),
+      tf.reshape(k, [Bn * KV, T, D]),
+      false,
+      true,
+    );
     const scores = tf.add(tf.reshape(tf.mul(qk, 1 / Math.sqrt(D)), [Bn * KV, G, T, T]), mask);
     const p = tf.reshape(tf.softmax(scores, -1), [Bn * KV, G * T, T]);
     const att = tf.matMul(p, tf.reshape(v, [Bn * KV, T, D])); // [B·KV, G·T, D]
@@ -263,7 +380,10 @@ export class TfjsLlama {
       x = tf.add(x, this.linear(this.attention(this.rmsNorm(x, L.inputNorm), l, Bn, T), l, "o"));
       const h = this.rmsNorm(x, L.postNorm);
       const g = this.linear(h, l, "gate");
-      x = tf.add(x, this.linear(tf.mul(tf.mul(g, tf.sigmoid(g)), this.linear(h, l, "up")), l, "down"));
+      x = tf.add(
+        x,
+        this.linear(tf.mul(tf.mul(g, tf.sigmoid(g)), this.linear(h, l, "up")), l, "down"),
+      );
     }
     return tf.matMul(this.rmsNorm(x, this.finalNorm), this.embed, false, true);
   }
@@ -271,7 +391,11 @@ export class TfjsLlama {
   /** Token-mean cross-entropy of predicting ids[:, t+1] from positions t < T−1. */
   private loss(ids: tf.Tensor2D): tf.Scalar {
     const [Bn, T] = ids.shape, V = this.cfg.vocabSize;
-    const logp = tf.slice(tf.reshape(tf.logSoftmax(this.forward(ids)), [Bn, T, V]), [0, 0, 0], [Bn, T - 1, V]);
+    const logp = tf.slice(tf.reshape(tf.logSoftmax(this.forward(ids)), [Bn, T, V]), [0, 0, 0], [
+      Bn,
+      T - 1,
+      V,
+    ]);
     const next = tf.reshape(tf.slice(ids, [0, 1], [Bn, T - 1]), [Bn * (T - 1)]);
     const targets = tf.reshape(tf.oneHot(next, V, 1, 0, "float32"), [Bn, T - 1, V]);
     return tf.mul(tf.sum(tf.mul(logp, targets)), -1 / (Bn * (T - 1)));
@@ -299,10 +423,12 @@ export class TfjsLlama {
     });
     tf.tidy(() => {
       const keep = 1 - this.o.lr * this.o.weightDecay;
-      if (keep !== 1) for (const v of this.decaying) v.assign(tf.mul(v, keep));
+      if (keep !== 1) { for (const v of this.decaying) v.assign(tf.mul(v, keep)); }
     });
     // tf.train.adam keeps moments by position in this list: this.vars order, the same every step.
-    this.optimizer.applyGradients(this.vars.map((v) => ({ name: v.name, tensor: clipped[v.name] })));
+    this.optimizer.applyGradients(
+      this.vars.map((v) => ({ name: v.name, tensor: clipped[v.name] })),
+    );
     const loss = (await value.data())[0];
     tf.dispose([ids, value, grads, clipped]);
     return loss;
@@ -310,7 +436,11 @@ export class TfjsLlama {
 
   /** Every base tensor (variables in full mode), the tied head once. */
   private baseTensors(): tf.Tensor[] {
-    return [this.embed, this.finalNorm, ...this.layers.flatMap((L) => [L.inputNorm, L.postNorm, ...Object.values(L.w)])];
+    return [
+      this.embed,
+      this.finalNorm,
+      ...this.layers.flatMap((L) => [L.inputNorm, L.postNorm, ...Object.values(L.w)]),
+    ];
   }
 
   dispose() {

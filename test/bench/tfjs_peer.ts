@@ -9,12 +9,20 @@ import type { MatmulForm } from "../../src/ops/matmul.ts";
 let ready: Promise<boolean> | null = null;
 
 export function tfjsReady(): Promise<boolean> {
-  ready ??= tf.setBackend("webgpu").then((ok) => ok && tf.getBackend() === "webgpu").catch(() => false);
+  ready ??= tf.setBackend("webgpu").then((ok) => ok && tf.getBackend() === "webgpu").catch(() =>
+    false
+  );
   return ready;
 }
 
 /** Milliseconds per matmul of the given form in TF.js (median of rounds). */
-export async function tfjsMatmulMs(form: MatmulForm, M: number, N: number, K: number, minMs = 300): Promise<number> {
+export async function tfjsMatmulMs(
+  form: MatmulForm,
+  M: number,
+  N: number,
+  K: number,
+  minMs = 300,
+): Promise<number> {
   const a = tf.randomUniform(form === "tn" ? [K, M] : [M, K]);
   const b = tf.randomUniform(form === "nt" ? [N, K] : [K, N]);
   const ta = form === "tn", tb = form === "nt";

@@ -8,14 +8,21 @@ export interface Timing {
 }
 
 /** Times `run(reps)` (which must include its own GPU sync) and returns the median per rep. */
-export async function timeIt(run: (reps: number) => Promise<void>, minMs = 300, rounds = 3): Promise<Timing> {
+export async function timeIt(
+  run: (reps: number) => Promise<void>,
+  minMs = 300,
+  rounds = 3,
+): Promise<Timing> {
   await run(1);
   let reps = 1;
   let t0 = performance.now();
   await run(reps);
   let dt = performance.now() - t0;
   while (dt < minMs / rounds && reps < 1 << 12) {
-    reps = Math.min(1 << 12, Math.max(reps * 2, Math.ceil(reps * (minMs / rounds) / Math.max(dt, 0.1))));
+    reps = Math.min(
+      1 << 12,
+      Math.max(reps * 2, Math.ceil(reps * (minMs / rounds) / Math.max(dt, 0.1))),
+    );
     t0 = performance.now();
     await run(reps);
     dt = performance.now() - t0;

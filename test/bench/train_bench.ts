@@ -33,7 +33,12 @@ export interface TrainBenchOptions {
 }
 
 // One setting for both sides. LoRA: every projection, rank 8 (PEFT defaults otherwise).
-const LORA: LoraConfig = { rank: 8, alpha: 16, targets: ["q", "k", "v", "o", "gate", "up", "down"], adapters: ["bench"] };
+const LORA: LoraConfig = {
+  rank: 8,
+  alpha: 16,
+  targets: ["q", "k", "v", "o", "gate", "up", "down"],
+  adapters: ["bench"],
+};
 const HYPER = { lr: 1e-3, weightDecay: 0.01, maxGradNorm: 1 };
 const LORA_SEED = 3;
 
@@ -47,7 +52,10 @@ const BUFFER_KINDS: readonly [kind: string, test: RegExp][] = [
 type Tally = Record<string, number>;
 
 /** Runs `fn` with device.createBuffer wrapped, summing the bytes created by kind. */
-async function tallyBuffers<T>(device: GPUDevice, fn: () => Promise<T>): Promise<{ value: T; bytes: Tally }> {
+async function tallyBuffers<T>(
+  device: GPUDevice,
+  fn: () => Promise<T>,
+): Promise<{ value: T; bytes: Tally }> {
   const bytes: Tally = { params: 0, grads: 0, optimizer: 0, activations: 0 };
   const dev = device as { createBuffer: GPUDevice["createBuffer"] };
   const had = Object.hasOwn(device, "createBuffer"), orig = device.createBuffer;
@@ -65,7 +73,9 @@ async function tallyBuffers<T>(device: GPUDevice, fn: () => Promise<T>): Promise
 }
 
 async function loadPreset(preset: string): Promise<ModelWeights> {
-  const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${preset}.json`, import.meta.url)));
+  const json = JSON.parse(
+    await Deno.readTextFile(new URL(`../../configs/models/${preset}.json`, import.meta.url)),
+  );
   return initModel(parseModelConfig(json), { seed: 1 });
 }
 
@@ -84,16 +94,34 @@ interface SideResult {
 }
 
 /** Our trainer: create (bytes tallied by kind), one warm-up step, `steps` timed steps. */
-async function oursRun(gpu: Gpu, w: ModelWeights, mode: TrainMode, batch: number[][], steps: number) {
+async function oursRun(
+  gpu: Gpu,
+  w: ModelWeights,
+  mode: TrainMode,
+  batch: number[][],
+  steps: number,
+) {
   const T = batch[0].length;
   const opts: TrainerOptions = {
-    mode, lora: LORA, seed: LORA_SEED,
+    mode,
+    lora: LORA,
+    seed: LORA_SEED,
     optimizer: { weightDecay: HYPER.weightDecay, maxGradNorm: HYPER.maxGradNorm },
-    schedule: { kind: "constant", lr: HYPER.lr }, loss: { kind: "cross-entropy" },
-    chunkRows: batch.length * T, slots: batch.length, maxLen: T,
+    schedule: { kind: "constant", lr: HYPER.lr },
+    loss: { kind: "cross-entropy" },
+    chunkRows: batch.length * T,
+    slots: batch.length,
+    maxLen: T,
   };
-  const { value: tr, bytes } = await tallyBuffers(gpu.device, () => ModelTrainer.create(gpu, w, opts));
-  const seqs = batch.map((tokens) => ({ tokens, adapter: 0, weights: tokens.slice(1).map(() => 1) }));
+  const { value: tr, bytes } = await tallyBuffers(
+    gpu.device,
+    () => ModelTrainer.create(gpu, w, opts),
+  );
+  const seqs = batch.map((tokens) => ({
+    tokens,
+    adapter: 0,
+    weights: tokens.slice(1).map(() => 1),
+  }));
   const losses: number[] = [], tokS: number[] = [];
   try {
     for (let s = 0; s <= steps; s++) {
@@ -113,7 +141,11 @@ async function oursRun(gpu: Gpu, w: ModelWeights, mode: TrainMode, batch: number
 async function tfjsRun(w: ModelWeights, mode: TrainMode, batch: number[][], steps: number) {
   const layout = new LoraLayout(w.config, LORA);
   const base = tf.memory().numBytes;
-  const model = TfjsLlama.create(w, { mode, ...HYPER, lora: { layout, data: layout.init(LORA_SEED) } });
+  const model = TfjsLlama.create(w, {
+    mode,
+    ...HYPER,
+    lora: { layout, data: layout.init(LORA_SEED) },
+  });
   const created = tf.memory().numBytes;
   const losses: number[] = [], tokS: number[] = [];
   let afterStep = created;
@@ -126,7 +158,10 @@ async function tfjsRun(w: ModelWeights, mode: TrainMode, batch: number[][], step
       else tokS.push(batch.length * batch[0].length / dt);
     }
     return {
-      tokS: median(tokS), losses, trainable: model.trainableCount, params: model.paramCount,
+      tokS: median(tokS),
+      losses,
+      trainable: model.trainableCount,
+      params: model.paramCount,
       bytes: afterStep - base,
       // Moments persist; gradients live for one step (4 bytes per trainable float).
       gradsAndMoments: model.trainableCount * 4 + (afterStep - created),
@@ -156,7 +191,9 @@ async function peerForwardError(w: ModelWeights, T: number): Promise<number> {
 
 /** The checks that make the ratio meaningful; failures are logged as warnings. */
 function lossChecks(ours: SideResult, peer: SideResult, V: number, log: (s: string) => void) {
-  const lnV = Math.log(V), first = (r: SideResult) => r.losses[0], last = (r: SideResult) => r.losses.at(-1)!;
+  const lnV = Math.log(V),
+    first = (r: SideResult) => r.losses[0],
+    last = (r: SideResult) => r.losses.at(-1)!;
   // Same weights, batch and AdamW: the two loss curves should coincide (f32 rounding apart),
   // which checks the peer's gradients and optimizer, not only its forward.
   const maxDiff = Math.max(...ours.losses.map((x, i) => Math.abs(x - peer.losses[i])));
@@ -166,28 +203,55 @@ function lossChecks(ours: SideResult, peer: SideResult, V: number, log: (s: stri
     loss_curves_match: maxDiff < 5e-3,
   };
   for (const [name, ok] of Object.entries(checks)) {
-    if (!ok) log(`WARNING: check ${name} failed: ours ${ours.losses.map((x) => x.toFixed(4))}, TF.js ${peer.losses.map((x) => x.toFixed(4))}, ln V ${lnV.toFixed(4)}`);
+    if (!ok) {
+      log(
+        `WARNING: check ${name} failed: ours ${ours.losses.map((x) => x.toFixed(4))}, TF.js ${
+          peer.losses.map((x) => x.toFixed(4))
+        }, ln V ${lnV.toFixed(4)}`,
+      );
+    }
   }
   return { ...checks, max_loss_diff: maxDiff };
 }
 
-async function benchRow(gpu: Gpu, preset: string, w: ModelWeights, mode: TrainMode, o: TrainBenchOptions, log: (s: string) => void) {
+async function benchRow(
+  gpu: Gpu,
+  preset: string,
+  w: ModelWeights,
+  mode: TrainMode,
+  o: TrainBenchOptions,
+  log: (s: string) => void,
+) {
   const batch = benchBatch(o.batch, o.seqLen, w.config.vocabSize);
   const ours = await oursRun(gpu, w, mode, batch, o.steps);
   const peer = await tfjsRun(w, mode, batch, o.steps);
   const total = Object.values(ours.bytes).reduce((a, b) => a + b, 0);
   const row = {
-    preset, mode, batch: o.batch, seq_len: o.seqLen, tokens_per_step: o.batch * o.seqLen,
-    params: peer.params, trainable_params: peer.trainable,
-    ours_tok_s: round(ours.tokS, 1), tfjs_tok_s: round(peer.tokS, 1), ratio_vs_tfjs: round(ours.tokS / peer.tokS),
-    ours_gpu_bytes: total, ours_gpu_bytes_by_kind: ours.bytes,
+    preset,
+    mode,
+    batch: o.batch,
+    seq_len: o.seqLen,
+    tokens_per_step: o.batch * o.seqLen,
+    params: peer.params,
+    trainable_params: peer.trainable,
+    ours_tok_s: round(ours.tokS, 1),
+    tfjs_tok_s: round(peer.tokS, 1),
+    ratio_vs_tfjs: round(ours.tokS / peer.tokS),
+    ours_gpu_bytes: total,
+    ours_gpu_bytes_by_kind: ours.bytes,
     ours_grads_and_moments_bytes: ours.bytes.grads + ours.bytes.optimizer,
-    tfjs_bytes: peer.bytes, tfjs_grads_and_moments_bytes: peer.gradsAndMoments,
-    ours_losses: ours.losses.map((x) => round(x, 4)), tfjs_losses: peer.losses.map((x) => round(x, 4)),
+    tfjs_bytes: peer.bytes,
+    tfjs_grads_and_moments_bytes: peer.gradsAndMoments,
+    ours_losses: ours.losses.map((x) => round(x, 4)),
+    tfjs_losses: peer.losses.map((x) => round(x, 4)),
     checks: lossChecks(ours, peer, w.config.vocabSize, log),
   };
-  log(`train ${preset} ${mode} B=${o.batch} T=${o.seqLen}: ours ${row.ours_tok_s} tok/s, TF.js ${row.tfjs_tok_s} tok/s (×${row.ratio_vs_tfjs}); ` +
-    `grads+moments ours ${mib(row.ours_grads_and_moments_bytes)}, TF.js ${mib(row.tfjs_grads_and_moments_bytes)}`);
+  log(
+    `train ${preset} ${mode} B=${o.batch} T=${o.seqLen}: ours ${row.ours_tok_s} tok/s, TF.js ${row.tfjs_tok_s} tok/s (×${row.ratio_vs_tfjs}); ` +
+      `grads+moments ours ${mib(row.ours_grads_and_moments_bytes)}, TF.js ${
+        mib(row.tfjs_grads_and_moments_bytes)
+      }`,
+  );
   return row;
 }
 
@@ -200,24 +264,35 @@ export async function benchTrain(gpu: Gpu, o: TrainBenchOptions, log: (s: string
   for (const preset of o.presets) {
     const w = await loadPreset(preset);
     const forwardErr = await peerForwardError(w, 8);
-    if (!(forwardErr < 1e-3)) log(`WARNING: ${preset}: TF.js logits differ from the oracle by ${forwardErr} (relative)`);
+    if (!(forwardErr < 1e-3)) {
+      log(`WARNING: ${preset}: TF.js logits differ from the oracle by ${forwardErr} (relative)`);
+    }
     const params = w.layout.tensors.reduce((s, t) => s + t.size, 0);
     const mine: Awaited<ReturnType<typeof benchRow>>[] = [];
     for (const mode of o.modes) mine.push(await benchRow(gpu, preset, w, mode, o, log));
-    if (mine.some((r) => r.params !== params)) log(`WARNING: ${preset}: the TF.js model holds ${mine[0].params} parameters, ours ${params}`);
+    if (mine.some((r) => r.params !== params)) {
+      log(`WARNING: ${preset}: the TF.js model holds ${mine[0].params} parameters, ours ${params}`);
+    }
     rows.push(...mine);
-    const gm = (m: TrainMode) => mine.find((r) => r.mode === m)?.ours_grads_and_moments_bytes ?? null;
+    const gm = (m: TrainMode) =>
+      mine.find((r) => r.mode === m)?.ours_grads_and_moments_bytes ?? null;
     const [lora, full] = [gm("lora"), gm("full")];
     presets.push({
-      preset, params, same_param_count: mine.every((r) => r.params === params), tfjs_forward_rel_err_vs_oracle: forwardErr,
-      grads_and_moments_bytes_lora: lora, grads_and_moments_bytes_full: full,
+      preset,
+      params,
+      same_param_count: mine.every((r) => r.params === params),
+      tfjs_forward_rel_err_vs_oracle: forwardErr,
+      grads_and_moments_bytes_lora: lora,
+      grads_and_moments_bytes_full: full,
       lora_over_full: lora !== null && full ? round(lora / full, 4) : null,
     });
   }
   return {
-    peer: "TF.js 4.22 WebGPU backend, same adapter, same weights/batch/LoRA init; AdamW = tf.train.adam + decoupled decay + global-norm clip",
+    peer:
+      "TF.js 4.22 WebGPU backend, same adapter, same weights/batch/LoRA init; AdamW = tf.train.adam + decoupled decay + global-norm clip",
     hyper: { ...HYPER, lora: LORA },
     load_average: Deno.loadavg().map((x) => round(x)),
-    presets, rows,
+    presets,
+    rows,
   };
 }

@@ -5,11 +5,27 @@
 
 import { assert, assertEquals } from "../assert.ts";
 import { contents, preset } from "../train/ckpt_fixtures.ts";
-import { chartPoint, metricsToCsv, metricsToJsonl, smooth } from "../../src/browser/metrics_export.ts";
-import { memoryStore, metricsUpTo, newRunId, type RunMeta, RunStore, StoreRunSink } from "../../src/browser/run_store.ts";
+import {
+  chartPoint,
+  metricsToCsv,
+  metricsToJsonl,
+  smooth,
+} from "../../src/browser/metrics_export.ts";
+import {
+  memoryStore,
+  metricsUpTo,
+  newRunId,
+  type RunMeta,
+  RunStore,
+  StoreRunSink,
+} from "../../src/browser/run_store.ts";
 import { crc32, unzipFiles, zipFiles } from "../../src/browser/zip.ts";
 import { samplingView } from "../../src/browser/sampling_view.ts";
-import { buildEpisodeViews, type EpisodeView, mostInformative } from "../../src/browser/rollout_view.ts";
+import {
+  buildEpisodeViews,
+  type EpisodeView,
+  mostInformative,
+} from "../../src/browser/rollout_view.ts";
 import { checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
 import { getEnv } from "../../src/envs/registry.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
@@ -18,7 +34,12 @@ import type { Group, Sample } from "../../src/rl/rollout.ts";
 import type { StepMetrics } from "../../src/rl/session.ts";
 
 const META = (id: string): RunMeta => ({
-  id, config: { env: { id: "plan_path_v1" } }, model: { kind: "builtin", id: "plan_path_tiny" }, created: "2026-01-01T00:00:00Z", status: "running", steps: 10,
+  id,
+  config: { env: { id: "plan_path_v1" } },
+  model: { kind: "builtin", id: "plan_path_tiny" },
+  created: "2026-01-01T00:00:00Z",
+  status: "running",
+  steps: 10,
 });
 
 Deno.test("run store: checkpoints round-trip, keep-last-N, best, metrics", async () => {
@@ -27,7 +48,12 @@ Deno.test("run store: checkpoints round-trip, keep-last-N, best, metrics", async
   assertEquals(id, "quick_start-2026-01-02T03-04-05-678");
   await runs.writeMeta(META(id));
   const sink = new StoreRunSink(runs, id);
-  for (const step of [1, 2, 3]) await sink.saveCheckpoint(`step-${step}`, { ...(await contents(step)), state: { step, rng: 0 } }, 2);
+  for (const step of [1, 2, 3]) {
+    await sink.saveCheckpoint(`step-${step}`, {
+      ...(await contents(step)),
+      state: { step, rng: 0 },
+    }, 2);
+  }
   await sink.saveCheckpoint("best", { ...(await contents(2)), state: { step: 2, rng: 0 } }, 2);
   assertEquals((await runs.checkpoints(id)).map((c) => c.name), ["step-2", "step-3", "best"]);
   const [info] = await runs.listRuns();
@@ -36,10 +62,16 @@ Deno.test("run store: checkpoints round-trip, keep-last-N, best, metrics", async
   const ck = await readCheckpoint(runs.checkpointFolder(id, "step-3"), { base });
   assertEquals(ck.state.step, 3);
   const want = await contents(3);
-  assertEquals(Array.from(ck.optimizers.planner.moments[1].v.slice(0, 5)), Array.from(want.optimizers!.planner.moments[1].v.slice(0, 5)));
+  assertEquals(
+    Array.from(ck.optimizers.planner.moments[1].v.slice(0, 5)),
+    Array.from(want.optimizers!.planner.moments[1].v.slice(0, 5)),
+  );
   // Download form: every file, the manifest among them.
   const files = await runs.checkpointFileMap(id, "step-3");
-  assert(files.has("checkpoint.json") && files.has("adapters/planner/adapter_model.safetensors"), [...files.keys()].join());
+  assert(
+    files.has("checkpoint.json") && files.has("adapters/planner/adapter_model.safetensors"),
+    [...files.keys()].join(),
+  );
 
   await sink.metric({ step: 0, eval: { successRate: 0.25 } });
   await sink.metric({ step: 1, reward: 1 });
@@ -47,16 +79,26 @@ Deno.test("run store: checkpoints round-trip, keep-last-N, best, metrics", async
   // A resume from step 1 redoes step 2: its old line is replaced, not duplicated.
   const resumed = new StoreRunSink(runs, id, metricsUpTo(await runs.readMetrics(id), 1));
   await resumed.metric({ step: 2, reward: 5 });
-  assertEquals((await runs.readMetrics(id)).map((m) => [m.step, m.reward ?? null]), [[0, null], [1, 1], [2, 5]]);
+  assertEquals((await runs.readMetrics(id)).map((m) => [m.step, m.reward ?? null]), [[0, null], [
+    1,
+    1,
+  ], [2, 5]]);
 });
 
 Deno.test("run store: a checkpoint without its manifest (interrupted write) is not offered", async () => {
   const store = memoryStore();
   const runs = new RunStore(store);
   await runs.writeMeta(META("r1"));
-  await runs.saveCheckpoint("r1", "step-1", await checkpointFiles({ ...(await contents(1)), state: { step: 1, rng: 0 } }), 3);
+  await runs.saveCheckpoint(
+    "r1",
+    "step-1",
+    await checkpointFiles({ ...(await contents(1)), state: { step: 1, rng: 0 } }),
+    3,
+  );
   const files = await checkpointFiles({ ...(await contents(2)), state: { step: 2, rng: 0 } });
-  for (const [p, b] of files) if (p !== "checkpoint.json") await store.write(`runs/r1/checkpoints/step-2/${p}`, b);
+  for (const [p, b] of files) {
+    if (p !== "checkpoint.json") await store.write(`runs/r1/checkpoints/step-2/${p}`, b);
+  }
   assertEquals((await runs.checkpoints("r1")).map((c) => c.name), ["step-1"]);
   // A truncated file under a manifest is refused too.
   await store.write("runs/r1/checkpoints/step-1/trainer_state.json", new Uint8Array(3));
@@ -67,9 +109,21 @@ Deno.test("run store: a checkpoint without its manifest (interrupted write) is n
 const LINES: StepMetrics[] = [
   { step: 0, eval: { successRate: 0.125, episodes: 8, samples: [] } },
   {
-    step: 1, reward: 1.5, trainSuccess: 0.5, rewardByAgent: { tool: { "0": 2, "1": 4 }, plan: { "0": -1 } }, rolloutTokensPerS: 50,
-    updates: [{ trainer: "lora", loss: 0.2, approxKl: 0.01, entropy: 1, clipFrac: 0, tokens: 30 }, { trainer: "lora", loss: 0.4, approxKl: 0.03, entropy: 2, clipFrac: 0.5, tokens: 10 }],
-    seconds: { rollout: 2, update: 1 }, description: 'a, "quoted"',
+    step: 1,
+    reward: 1.5,
+    trainSuccess: 0.5,
+    rewardByAgent: { tool: { "0": 2, "1": 4 }, plan: { "0": -1 } },
+    rolloutTokensPerS: 50,
+    updates: [{ trainer: "lora", loss: 0.2, approxKl: 0.01, entropy: 1, clipFrac: 0, tokens: 30 }, {
+      trainer: "lora",
+      loss: 0.4,
+      approxKl: 0.03,
+      entropy: 2,
+      clipFrac: 0.5,
+      tokens: 10,
+    }],
+    seconds: { rollout: 2, update: 1 },
+    description: 'a, "quoted"',
   },
 ];
 
@@ -84,7 +138,11 @@ Deno.test("metrics export: chart points, JSONL and CSV", () => {
   const csv = metricsToCsv(LINES).trim().split("\n");
   const cols = csv[0].split(",");
   assertEquals(cols.slice(0, 3), ["step", "eval.successRate", "eval.episodes"]);
-  assert(cols.includes("rewardByAgent.tool.1") && cols.includes("update.loss") && cols.includes("seconds.rollout"), csv[0]);
+  assert(
+    cols.includes("rewardByAgent.tool.1") && cols.includes("update.loss") &&
+      cols.includes("seconds.rollout"),
+    csv[0],
+  );
   assert(!cols.includes("updates") && !cols.includes("eval.samples"), "arrays are left out");
   assertEquals(csv.length, 3);
   assert(csv[2].includes('"a, ""quoted"""'), csv[2]);
@@ -93,12 +151,19 @@ Deno.test("metrics export: chart points, JSONL and CSV", () => {
 
 Deno.test("zip: round trip, CRC, deflate entries", async () => {
   assertEquals(crc32(new TextEncoder().encode("123456789")), 0xcbf43926);
-  const files = new Map([["a/b.json", new TextEncoder().encode('{"x":1}')], ["w.bin", new Uint8Array(1000).map((_, i) => i % 251)]]);
+  const files = new Map([["a/b.json", new TextEncoder().encode('{"x":1}')], [
+    "w.bin",
+    new Uint8Array(1000).map((_, i) => i % 251),
+  ]]);
   const back = await unzipFiles(zipFiles(files));
   assertEquals([...back.keys()], ["a/b.json", "w.bin"]);
   assertEquals(Array.from(back.get("w.bin")!), Array.from(files.get("w.bin")!));
   // A deflated entry, as zip tools write them: rebuild the archive with method 8.
-  const raw = new Uint8Array(await new Response(new Blob([files.get("w.bin")!]).stream().pipeThrough(new CompressionStream("deflate-raw"))).arrayBuffer());
+  const raw = new Uint8Array(
+    await new Response(
+      new Blob([files.get("w.bin")!]).stream().pipeThrough(new CompressionStream("deflate-raw")),
+    ).arrayBuffer(),
+  );
   const z = zipFiles(new Map([["w.bin", raw]]));
   const dv = new DataView(z.buffer);
   const cdOff = dv.getUint32(z.length - 22 + 16, true);
@@ -133,18 +198,61 @@ Deno.test("sampling view: temperature, top-k, top-p cuts", () => {
 Deno.test("rollout view: boards replayed along the chosen branch, advantages attached", async () => {
   const env = getEnv("tic_tac_toe_v1");
   const task = { opening: [], shaping: false };
-  const mk = (agent: string, turn: number, candidate: number, text: string, reward: number, chosen: boolean): Sample => ({
-    env: 0, agent, turn, candidate, promptIds: [257, 65], completionIds: [35, 35], oldLogp: [-1, -2], text, reward, team: 0, local: reward, chosen,
+  const mk = (
+    agent: string,
+    turn: number,
+    candidate: number,
+    text: string,
+    reward: number,
+    chosen: boolean,
+  ): Sample => ({
+    env: 0,
+    agent,
+    turn,
+    candidate,
+    promptIds: [257, 65],
+    completionIds: [35, 35],
+    oldLogp: [-1, -2],
+    text,
+    reward,
+    team: 0,
+    local: reward,
+    chosen,
   });
   const groups: Group[] = [
-    { key: "0|player_x|0", env: 0, agent: "player_x", turn: 0, samples: [mk("player_x", 0, 0, "#### 5", 0, true), mk("player_x", 0, 1, "nope", -2, false)] },
-    { key: "0|player_o|0", env: 0, agent: "player_o", turn: 0, samples: [mk("player_o", 0, 0, "#### 5", -1, false), mk("player_o", 0, 1, "#### 1", 0, true)] },
+    {
+      key: "0|player_x|0",
+      env: 0,
+      agent: "player_x",
+      turn: 0,
+      samples: [mk("player_x", 0, 0, "#### 5", 0, true), mk("player_x", 0, 1, "nope", -2, false)],
+    },
+    {
+      key: "0|player_o|0",
+      env: 0,
+      agent: "player_o",
+      turn: 0,
+      samples: [mk("player_o", 0, 0, "#### 5", -1, false), mk("player_o", 0, 1, "#### 1", 0, true)],
+    },
   ];
-  const stats = groupAdvantages(buildGroups<Sample>(groups.flatMap((g) => g.samples), "tree"), { normalize: "std", eps: 1e-6 });
-  const [ep] = await buildEpisodeViews(env, groups, stats, { step: 1, tasks: [task], tokenizer: new ByteTokenizer() });
+  const stats = groupAdvantages(buildGroups<Sample>(groups.flatMap((g) => g.samples), "tree"), {
+    normalize: "std",
+    eps: 1e-6,
+  });
+  const [ep] = await buildEpisodeViews(env, groups, stats, {
+    step: 1,
+    tasks: [task],
+    tokenizer: new ByteTokenizer(),
+  });
   assertEquals(ep.frames.length, 2);
-  assertEquals(ep.frames[0].board.view.kind === "grid" && ep.frames[0].board.view.cells.flat().join(""), ".........");
-  assertEquals(ep.frames[1].board.view.kind === "grid" && ep.frames[1].board.view.cells.flat().join(""), "....x....");
+  assertEquals(
+    ep.frames[0].board.view.kind === "grid" && ep.frames[0].board.view.cells.flat().join(""),
+    ".........",
+  );
+  assertEquals(
+    ep.frames[1].board.view.kind === "grid" && ep.frames[1].board.view.cells.flat().join(""),
+    "....x....",
+  );
   assertEquals(ep.final.view.kind === "grid" && ep.final.view.cells.flat().join(""), "o...x....");
   const a = ep.frames[0].candidates.map((c) => c.advantage);
   assert(a[0] > 0 && a[1] < 0 && Math.abs(a[0] + a[1]) < 1e-9, `advantages ${a}`);
@@ -167,21 +275,58 @@ Deno.test("rollout view: shown text without special tokens; no tool output for a
   const tok = new ByteTokenizer();
   const ids = [...new TextEncoder().encode("#### 5"), tok.eosId];
   const mk = (agent: string, candidate: number, reward: number, chosen: boolean): Sample => ({
-    env: 0, agent, turn: 0, candidate, promptIds: [257], completionIds: ids, oldLogp: ids.map(() => -1), text: tok.decode(ids), reward, team: 0, local: reward, chosen,
+    env: 0,
+    agent,
+    turn: 0,
+    candidate,
+    promptIds: [257],
+    completionIds: ids,
+    oldLogp: ids.map(() => -1),
+    text: tok.decode(ids),
+    reward,
+    team: 0,
+    local: reward,
+    chosen,
   });
   const groups: Group[] = [
-    { key: "0|player_x|0", env: 0, agent: "player_x", turn: 0, samples: [mk("player_x", 0, 0, true), mk("player_x", 1, 0, false)] },
-    { key: "0|player_o|0", env: 0, agent: "player_o", turn: 0, samples: [mk("player_o", 0, 1, true), mk("player_o", 1, -1, false)] },
+    {
+      key: "0|player_x|0",
+      env: 0,
+      agent: "player_x",
+      turn: 0,
+      samples: [mk("player_x", 0, 0, true), mk("player_x", 1, 0, false)],
+    },
+    {
+      key: "0|player_o|0",
+      env: 0,
+      agent: "player_o",
+      turn: 0,
+      samples: [mk("player_o", 0, 1, true), mk("player_o", 1, -1, false)],
+    },
   ];
-  const stats = groupAdvantages(buildGroups<Sample>(groups.flatMap((g) => g.samples), "tree"), { normalize: "std", eps: 1e-6 });
-  const [ep] = await buildEpisodeViews(env, groups, stats, { step: 1, tasks: [{ opening: [], shaping: false }], tokenizer: tok });
+  const stats = groupAdvantages(buildGroups<Sample>(groups.flatMap((g) => g.samples), "tree"), {
+    normalize: "std",
+    eps: 1e-6,
+  });
+  const [ep] = await buildEpisodeViews(env, groups, stats, {
+    step: 1,
+    tasks: [{ opening: [], shaping: false }],
+    tokenizer: tok,
+  });
   const c = ep.frames[0].candidates[0];
   assertEquals(c.text, "#### 5<eos>");
   assertEquals(c.shown, "#### 5");
-  assertEquals(c.tokens[c.tokens.length - 1], "<eos>", "tokens keep the special token: it is trained on");
+  assertEquals(
+    c.tokens[c.tokens.length - 1],
+    "<eos>",
+    "tokens keep the special token: it is trained on",
+  );
   assertEquals(ep.frames.map((f) => f.toolOutput), [null, null]);
   // Frame 0 (player_x): equal rewards, no signal; frame 1 (player_o) has the spread.
   assertEquals(mostInformative([ep]), { env: 0, frame: 1 });
-  const flat: EpisodeView = { ...ep, frames: ep.frames.map((f) => ({ ...f, zeroVariance: true, std: 0 })) };
+  const flat: EpisodeView = {
+    ...ep,
+    frames: ep.frames.map((f) => ({ ...f, zeroVariance: true, std: 0 })),
+  };
   assertEquals(mostInformative([flat]), { env: 0, frame: 0 });
 });

@@ -8,8 +8,16 @@ import { ConfigError } from "../../src/rl/config.ts";
 import { RunDirLockedError } from "../../src/rl/run_lock.ts";
 import { CheckpointNotFoundError } from "../../src/train/errors.ts";
 
-async function cli(file: string, args: string[]): Promise<{ code: number; text: string; stdout: string }> {
-  const out = await new Deno.Command(Deno.execPath(), { args: ["run", "-A", file, ...args], stdout: "piped", stderr: "piped", env: { NO_COLOR: "1" } }).output();
+async function cli(
+  file: string,
+  args: string[],
+): Promise<{ code: number; text: string; stdout: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", file, ...args],
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).output();
   const dec = new TextDecoder();
   const stdout = dec.decode(out.stdout);
   return { code: out.code, text: stdout + dec.decode(out.stderr), stdout };
@@ -26,11 +34,13 @@ Deno.test("exit codes: bad input is 2, anything else 1", () => {
 
 Deno.test("exit codes: generate and logprobs refuse ids outside the vocabulary, logprobs one id (exit 2)", async () => {
   const model = "models/plan_path_tiny";
-  for (const [file, args] of [
-    ["src/cli/generate.ts", ["--model", model, "--ids", "1,4000000000", "--max-new-tokens", "1"]],
-    ["src/cli/logprobs.ts", ["--model", model, "--ids", "1,4000000000"]],
-    ["src/cli/logprobs.ts", ["--model", model, "--ids", "1"]],
-  ] as const) {
+  for (
+    const [file, args] of [
+      ["src/cli/generate.ts", ["--model", model, "--ids", "1,4000000000", "--max-new-tokens", "1"]],
+      ["src/cli/logprobs.ts", ["--model", model, "--ids", "1,4000000000"]],
+      ["src/cli/logprobs.ts", ["--model", model, "--ids", "1"]],
+    ] as const
+  ) {
     const r = await cli(file, [...args]);
     assertEquals(r.code, 2, `${file} ${args.join(" ")}: ${r.text}`);
     assert(r.text.includes("UsageError"), r.text);
@@ -51,7 +61,12 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   assert(mixed.text.includes("no section named bogus"), mixed.text);
   const help = await cli("test/bench/main.ts", ["--help"]);
   assertEquals(help.code, 0, help.text);
-  assert(help.text.startsWith("usage: npx deno task bench [--lab] [--quick] [--only matmul,inference,train,rl,sandbox]"), help.text);
+  assert(
+    help.text.startsWith(
+      "usage: npx deno task bench [--lab] [--quick] [--only matmul,inference,train,rl,sandbox]",
+    ),
+    help.text,
+  );
 });
 
 Deno.test("exit codes: demo honours --help (exit 0) and refuses unknown flags (exit 2) before touching the GPU", async () => {

@@ -16,7 +16,14 @@ function colourEnv(): Record<string, string> {
 }
 
 async function piped(args: string[]): Promise<{ code: number; text: string }> {
-  const out = await new Deno.Command(Deno.execPath(), { args, cwd: repo, clearEnv: true, env: colourEnv(), stdout: "piped", stderr: "piped" }).output();
+  const out = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: repo,
+    clearEnv: true,
+    env: colourEnv(),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
   const dec = new TextDecoder();
   return { code: out.code, text: dec.decode(out.stdout) + dec.decode(out.stderr) };
 }
@@ -31,7 +38,16 @@ Deno.test("plain output: the commands' usage, usage errors, failures and results
       [["run", "-A", "src/cli/train.ts", "--config", `${tmp}/missing.json`], 2],
       [["run", "-A", "src/cli/exec_js.ts", `${tmp}/throws.js`], 1],
       [["run", "-A", "src/cli/exec_js.ts", `${tmp}/throws.js`, "--json"], 1],
-      [["run", "-A", "src/cli/logprobs.ts", "--model", "models/plan_path_tiny", "--ids", "1,2", "--json"], 0],
+      [[
+        "run",
+        "-A",
+        "src/cli/logprobs.ts",
+        "--model",
+        "models/plan_path_tiny",
+        "--ids",
+        "1,2",
+        "--json",
+      ], 0],
       [["run", "-A", "src/cli/experiment.ts"], 2],
       [["run", "-A", "src/cli/demo.ts", "--bogus"], 2],
       [["run", "-A", "test/bench/main.ts", "--only", "nonsense"], 2],
@@ -39,7 +55,10 @@ Deno.test("plain output: the commands' usage, usage errors, failures and results
     for (const [args, code] of cases) {
       const r = await piped(args);
       assertEquals(r.code, code, `${args.join(" ")}:\n${r.text}`);
-      assert(!r.text.includes(ESC), `${args.join(" ")} printed colour codes:\n${JSON.stringify(r.text)}`);
+      assert(
+        !r.text.includes(ESC),
+        `${args.join(" ")} printed colour codes:\n${JSON.stringify(r.text)}`,
+      );
     }
   } finally {
     await Deno.remove(tmp, { recursive: true });
@@ -50,9 +69,16 @@ Deno.test("plain output: an error escaping a command would be Deno's coloured re
   // the premise: Deno colours an uncaught error even into a pipe
   const bare = await piped(["eval", "throw new Error('x')"]);
   assert(bare.text.includes(ESC), JSON.stringify(bare.text));
-  for (const f of [...Deno.readDirSync(`${repo}src/cli`)].map((e) => `src/cli/${e.name}`).concat("test/bench/main.ts")) {
+  for (
+    const f of [...Deno.readDirSync(`${repo}src/cli`)].map((e) => `src/cli/${e.name}`).concat(
+      "test/bench/main.ts",
+    )
+  ) {
     const src = Deno.readTextFileSync(`${repo}${f}`);
     if (!src.includes("parseArgsOrExit(")) continue; // not an entry point
-    assert(src.includes("runMain("), `${f}: errors would reach the user as Deno's coloured uncaught-error report`);
+    assert(
+      src.includes("runMain("),
+      `${f}: errors would reach the user as Deno's coloured uncaught-error report`,
+    );
   }
 });

@@ -33,7 +33,10 @@ export function helpArgv(command: string): { argv: string[]; usagePrefix: string
       if (!/^[a-z][a-z0-9-]*$/.test(w)) break;
       names.push(w);
     }
-    return { argv: ["npx", "deno", "task", ...names, "--help"], usagePrefix: `usage: npx deno task ${names.join(" ")}` };
+    return {
+      argv: ["npx", "deno", "task", ...names, "--help"],
+      usagePrefix: `usage: npx deno task ${names.join(" ")}`,
+    };
   }
   if (command.startsWith("npm ")) return { argv: [...words, "--", "--help"], usagePrefix: null };
   throw new Error(`README command "${command}" is neither "npx deno task ..." nor "npm ..."`);
@@ -60,14 +63,23 @@ Deno.test("README commands: the table's commands are all npx deno task or npm", 
 });
 
 Deno.test({
-  name: "README commands: each one's --help works as written, from the repository root, with no deno on PATH",
+  name:
+    "README commands: each one's --help works as written, from the repository root, with no deno on PATH",
   // `npm test -- --help` must not run the suite (which holds this test); never recurse if it does
   ignore: Deno.env.get("PETTINGLLMS_README_HELP_TEST") === "1",
   sanitizeResources: false,
   fn: async () => {
-    const env = { ...Deno.env.toObject(), PATH: pathWithoutDeno(), PETTINGLLMS_README_HELP_TEST: "1" };
+    const env = {
+      ...Deno.env.toObject(),
+      PATH: pathWithoutDeno(),
+      PETTINGLLMS_README_HELP_TEST: "1",
+    };
     // the premise: no `deno` to be found on this PATH
-    const bare = await new Deno.Command("sh", { args: ["-c", "command -v deno"], env, stdout: "piped" }).output();
+    const bare = await new Deno.Command("sh", {
+      args: ["-c", "command -v deno"],
+      env,
+      stdout: "piped",
+    }).output();
     assert(bare.code !== 0, `deno still on PATH: ${dec.decode(bare.stdout)}`);
     const seen = new Set<string>();
     for (const command of readmeCommands(Deno.readTextFileSync(`${repo}README.md`))) {
@@ -76,14 +88,24 @@ Deno.test({
       if (seen.has(key)) continue; // train appears twice (--config, --resume)
       seen.add(key);
       const signal = AbortSignal.timeout(60_000); // a --help that starts the real job is a failure
-      const out = await new Deno.Command(argv[0], { args: argv.slice(1), cwd: repo, env, stdout: "piped", stderr: "piped", signal }).output();
+      const out = await new Deno.Command(argv[0], {
+        args: argv.slice(1),
+        cwd: repo,
+        env,
+        stdout: "piped",
+        stderr: "piped",
+        signal,
+      }).output();
       const stdout = dec.decode(out.stdout), stderr = dec.decode(out.stderr);
       assertEquals(out.code, 0, `${key}: exit ${out.code}\n${stdout}\n${stderr}`);
       if (usagePrefix) {
         assert(stdout.includes(usagePrefix), `${key}: no "${usagePrefix}" in\n${stdout}`);
         // every flag the README shows for this row is in the usage text
         for (const m of command.matchAll(/--[a-z][a-z0-9-]*/g)) {
-          assert(stdout.includes(m[0]), `${key}: the README shows ${m[0]}, the usage does not:\n${stdout}`);
+          assert(
+            stdout.includes(m[0]),
+            `${key}: the README shows ${m[0]}, the usage does not:\n${stdout}`,
+          );
         }
       }
     }
@@ -108,8 +130,14 @@ Deno.test("README commands: docs and usage lines never tell a newcomer to run a 
     Deno.readTextFileSync(`${repo}${f}`).split("\n").forEach((line, i) => {
       // a comment may name Deno's own `deno task` wrapper; user-facing text may not
       if (f.endsWith(".ts") && /^\s*(\/\/|\*|\/\*\*)/.test(line)) return;
-      if (/(?<!npx )(?<![\w\/.-])deno task [a-z]/.test(line)) bad.push(`${f}:${i + 1}: ${line.trim()}`);
+      if (/(?<!npx )(?<![\w\/.-])deno task [a-z]/.test(line)) {
+        bad.push(`${f}:${i + 1}: ${line.trim()}`);
+      }
     });
   }
-  assertEquals(bad, [], `say "npx deno task" (no deno on PATH after npm install):\n${bad.join("\n")}`);
+  assertEquals(
+    bad,
+    [],
+    `say "npx deno task" (no deno on PATH after npm install):\n${bad.join("\n")}`,
+  );
 });

@@ -19,19 +19,44 @@ const OUT = fileURLToPath(new URL("./out/", import.meta.url));
 const STEPS = 12;
 const EPISODES = 32;
 
-const app = (page) => page.evaluate(() => {
-  const a = window.__app;
-  return { ready: a.ready, init: a.init, state: a.state, step: a.step, total: a.total, runId: a.runId, resumedFrom: a.resumedFrom, charts: a.charts, rolloutSteps: a.rolloutSteps, evals: a.evals, errors: a.errors, deviceLost: a.deviceLost, log: a.log };
-});
+const app = (page) =>
+  page.evaluate(() => {
+    const a = window.__app;
+    return {
+      ready: a.ready,
+      init: a.init,
+      state: a.state,
+      step: a.step,
+      total: a.total,
+      runId: a.runId,
+      resumedFrom: a.resumedFrom,
+      charts: a.charts,
+      rolloutSteps: a.rolloutSteps,
+      evals: a.evals,
+      errors: a.errors,
+      deviceLost: a.deviceLost,
+      log: a.log,
+    };
+  });
 
 async function waitFor(page, what, pred, timeout) {
   const t0 = Date.now();
   for (;;) {
     const a = await app(page);
-    if (a.errors.length) throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
+    if (a.errors.length) {
+      throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
+    }
     if (pred(a)) return a;
-    if (a.state === "failed") throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
-    if (Date.now() - t0 > timeout) throw new Error(`timed out waiting for ${what}: ${JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })}`);
+    if (a.state === "failed") {
+      throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
+    }
+    if (Date.now() - t0 > timeout) {
+      throw new Error(
+        `timed out waiting for ${what}: ${
+          JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })
+        }`,
+      );
+    }
     await page.waitForTimeout(500);
   }
 }
@@ -45,13 +70,20 @@ describe("browser app", { timeout: 1_500_000 }, () => {
   const watch = (p) => {
     p.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
     p.on("pageerror", (e) => consoleErrors.push(String(e)));
-    p.on("worker", (w) => w.on("console", (m) => m.type() === "error" && consoleErrors.push(`worker: ${m.text()}`)));
+    p.on(
+      "worker",
+      (w) =>
+        w.on("console", (m) => m.type() === "error" && consoleErrors.push(`worker: ${m.text()}`)),
+    );
   };
 
   before(async () => {
     mkdirSync(OUT, { recursive: true });
     // No HMR: an edit elsewhere in the repo during the long run must not reload the page.
-    vite = await startVite([{ name: "no-hmr", config: () => ({ server: { hmr: false, watch: null } }) }]);
+    vite = await startVite([{
+      name: "no-hmr",
+      config: () => ({ server: { hmr: false, watch: null } }),
+    }]);
     browser = await launchBrowser();
     context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
     page = await context.newPage();
@@ -84,7 +116,11 @@ describe("browser app", { timeout: 1_500_000 }, () => {
     await set("eval.episodes", EPISODES);
     await set("run.checkpointEvery", 1);
     await page.fill("#f-sets", "env.difficulty.maxTurns=1");
-    assert.equal((await page.textContent("#f-errors")).trim(), "", "the form reports config errors");
+    assert.equal(
+      (await page.textContent("#f-errors")).trim(),
+      "",
+      "the form reports config errors",
+    );
     await page.click("#btn-start");
     await waitFor(page, "step 1", (x) => x.step >= 1, 600_000);
     // Pause: the loop stops after the step (with a checkpoint); the demos use the policy meanwhile.
@@ -96,7 +132,11 @@ describe("browser app", { timeout: 1_500_000 }, () => {
     assert.match(await page.textContent("#sampling .se-summary"), /tokens can be drawn/);
     await page.fill("#sampling .se-K", "3");
     await page.dispatchEvent("#sampling .se-K", "input");
-    assert.equal(await page.$$eval("#sampling .dist-row.kept", (r) => r.length), 3, "top-k 3 keeps 3 tokens");
+    assert.equal(
+      await page.$$eval("#sampling .dist-row.kept", (r) => r.length),
+      3,
+      "top-k 3 keeps 3 tokens",
+    );
     await page.click("#grpo .gx-measure");
     await page.waitForSelector("#grpo .gx-summary", { timeout: 30_000 });
     // Tic-tac-toe wants a tic-tac-toe policy: with this Plan-Path run it is off, and says why.
@@ -104,14 +144,28 @@ describe("browser app", { timeout: 1_500_000 }, () => {
     assert.equal(await page.$eval("#ttt .ttt-new", (b) => b.disabled), true);
     assert.match(await page.textContent("#ttt .gate-note"), /trains plan_path_v1, not tic-tac-toe/);
     await page.click("#btn-resume");
-    const a = await waitFor(page, "step 2", (x) => x.step >= 2 && x.rolloutSteps.includes(2), 400_000);
+    const a = await waitFor(
+      page,
+      "step 2",
+      (x) => x.step >= 2 && x.rolloutSteps.includes(2),
+      400_000,
+    );
     console.log(`# step 2 after ${secs()} s`);
-    assert.ok(a.charts.reward >= 2 && a.charts.loss >= 2 && a.charts.entropy >= 2 && a.charts.tps >= 2, JSON.stringify(a.charts));
-    assert.ok(a.charts.success >= 3, `success chart: ${a.charts.success} points (train steps + the step-0 validation)`);
+    assert.ok(
+      a.charts.reward >= 2 && a.charts.loss >= 2 && a.charts.entropy >= 2 && a.charts.tps >= 2,
+      JSON.stringify(a.charts),
+    );
+    assert.ok(
+      a.charts.success >= 3,
+      `success chart: ${a.charts.success} points (train steps + the step-0 validation)`,
+    );
     assert.deepEqual(a.evals.map((e) => e.step), [0], "validation before training");
     // The rollout viewer: a board and the group's candidates with rewards and advantages.
     await page.waitForSelector("#viewer .grid-board .cell");
-    const rows = await page.$$eval("#viewer table.cands tr", (trs) => trs.slice(1).map((tr) => [...tr.children].map((td) => td.textContent)));
+    const rows = await page.$$eval(
+      "#viewer table.cands tr",
+      (trs) => trs.slice(1).map((tr) => [...tr.children].map((td) => td.textContent)),
+    );
     assert.equal(rows.length, 4, "K = 4 candidates");
     for (const r of rows) {
       assert.match(r[2], /^[+-]\d/, `reward cell: ${r[2]}`);
@@ -157,26 +211,45 @@ describe("browser app", { timeout: 1_500_000 }, () => {
       if (x.step !== lastStep) console.log(`# step ${(lastStep = x.step)}/${STEPS} at ${secs()} s`);
       return x.state === "finished";
     }, 1_000_000);
-    console.log(`# finished after ${secs()} s (resumed from step ${from}, device losses ${done.deviceLost})`);
+    console.log(
+      `# finished after ${secs()} s (resumed from step ${from}, device losses ${done.deviceLost})`,
+    );
     assert.equal(done.step, STEPS);
-    assert.deepEqual(done.evals.map((e) => e.step), [0, STEPS], "validation before training and at the end");
+    assert.deepEqual(
+      done.evals.map((e) => e.step),
+      [0, STEPS],
+      "validation before training and at the end",
+    );
     assert.ok(done.charts.reward >= STEPS, JSON.stringify(done.charts));
     if (from < STEPS) {
       assert.equal(done.deviceLost, 1, "the device loss was reported");
-      assert.ok(done.log.some((l) => /device rebuilt .*resumed from step-\d+/.test(l)), done.log.slice(-6).join(" | "));
+      assert.ok(
+        done.log.some((l) => /device rebuilt .*resumed from step-\d+/.test(l)),
+        done.log.slice(-6).join(" | "),
+      );
     }
     await page.screenshot({ path: `${OUT}/app.png`, fullPage: true });
     const [first, last] = done.evals.map((e) => e.successRate);
-    console.log(`# held-out success: step 0 ${(first * 100).toFixed(1)}% -> step ${STEPS} ${(last * 100).toFixed(1)}% (${EPISODES} tasks)`);
+    console.log(
+      `# held-out success: step 0 ${(first * 100).toFixed(1)}% -> step ${STEPS} ${
+        (last * 100).toFixed(1)
+      }% (${EPISODES} tasks)`,
+    );
     assert.ok(done.charts.success >= STEPS + 2, `success chart: ${done.charts.success} points`);
-    assert.ok(last - first >= 3 / EPISODES - 1e-9, `held-out success did not rise clearly: ${first} -> ${last}`);
+    assert.ok(
+      last - first >= 3 / EPISODES - 1e-9,
+      `held-out success did not rise clearly: ${first} -> ${last}`,
+    );
   });
 
   it("says what to do where there is no WebGPU", async () => {
     const p = await context.newPage();
     watch(p);
     await p.addInitScript(() => {
-      Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined, configurable: true });
+      Object.defineProperty(Navigator.prototype, "gpu", {
+        get: () => undefined,
+        configurable: true,
+      });
     });
     await p.goto(`${vite.url}/`);
     await p.waitForFunction(() => window.__app?.ready, null, { timeout: 60_000 });

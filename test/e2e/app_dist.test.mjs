@@ -14,7 +14,13 @@ import { fileURLToPath } from "node:url";
 import { build } from "vite";
 import { launchBrowser } from "./browser.mjs";
 
-const MIME = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json", ".wasm": "application/wasm" };
+const MIME = {
+  ".html": "text/html",
+  ".js": "text/javascript",
+  ".css": "text/css",
+  ".json": "application/json",
+  ".wasm": "application/wasm",
+};
 
 describe("built app from a static host", { timeout: 300_000 }, () => {
   let out, server, browser, url;
@@ -22,13 +28,18 @@ describe("built app from a static host", { timeout: 300_000 }, () => {
 
   before(async () => {
     out = mkdtempSync(join(tmpdir(), "pettingllms-dist-"));
-    await build({ configFile: fileURLToPath(new URL("../../web/vite.config.ts", import.meta.url)), logLevel: "error", build: { outDir: out, emptyOutDir: true } });
+    await build({
+      configFile: fileURLToPath(new URL("../../web/vite.config.ts", import.meta.url)),
+      logLevel: "error",
+      build: { outDir: out, emptyOutDir: true },
+    });
     server = createServer(async (req, res) => {
       const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
       if (!path.startsWith("/app/")) return res.writeHead(404).end();
       const file = join(out, path.slice(5) || "index.html");
       try {
-        res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream" }).end(await readFile(file));
+        res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream" })
+          .end(await readFile(file));
       } catch {
         res.writeHead(404).end();
       }
@@ -57,8 +68,18 @@ describe("built app from a static host", { timeout: 300_000 }, () => {
     await set("eval.episodes", 2);
     await page.fill("#f-sets", "env.difficulty.maxTurns=1");
     await page.click("#btn-start");
-    await page.waitForFunction(() => window.__app.evals.length > 0 || window.__app.errors.length > 0 || window.__app.state === "failed", null, { timeout: 180_000 });
-    const a = await page.evaluate(() => ({ evals: window.__app.evals, errors: window.__app.errors, charts: window.__app.charts }));
+    await page.waitForFunction(
+      () =>
+        window.__app.evals.length > 0 || window.__app.errors.length > 0 ||
+        window.__app.state === "failed",
+      null,
+      { timeout: 180_000 },
+    );
+    const a = await page.evaluate(() => ({
+      evals: window.__app.evals,
+      errors: window.__app.errors,
+      charts: window.__app.charts,
+    }));
     assert.deepEqual(a.errors, []);
     assert.equal(a.evals[0].step, 0);
     assert.ok(a.charts.success >= 1);

@@ -14,23 +14,48 @@ import { launchBrowser, startVite } from "./browser.mjs";
 
 const OUT = fileURLToPath(new URL("./out/", import.meta.url));
 const SMALL = {
-  "run.steps": 3, "rollout.envsPerStep": 1, "rollout.k": 2, "rollout.maxTurns": 1,
-  "eval.everySteps": 0, "eval.episodes": 1, "run.seed": 3,
+  "run.steps": 3,
+  "rollout.envsPerStep": 1,
+  "rollout.k": 2,
+  "rollout.maxTurns": 1,
+  "eval.everySteps": 0,
+  "eval.episodes": 1,
+  "run.seed": 3,
 };
 
-const app = (page) => page.evaluate(() => {
-  const a = window.__app;
-  return { ready: a.ready, state: a.state, step: a.step, phase: a.phase, phases: a.phases, errors: a.errors, log: a.log, runId: a.runId };
-});
+const app = (page) =>
+  page.evaluate(() => {
+    const a = window.__app;
+    return {
+      ready: a.ready,
+      state: a.state,
+      step: a.step,
+      phase: a.phase,
+      phases: a.phases,
+      errors: a.errors,
+      log: a.log,
+      runId: a.runId,
+    };
+  });
 
 async function waitFor(page, what, pred, timeout) {
   const t0 = Date.now();
   for (;;) {
     const a = await app(page);
-    if (a.errors.length) throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
+    if (a.errors.length) {
+      throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
+    }
     if (pred(a)) return a;
-    if (a.state === "failed") throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
-    if (Date.now() - t0 > timeout) throw new Error(`timed out waiting for ${what}: ${JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })}`);
+    if (a.state === "failed") {
+      throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
+    }
+    if (Date.now() - t0 > timeout) {
+      throw new Error(
+        `timed out waiting for ${what}: ${
+          JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })
+        }`,
+      );
+    }
     await page.waitForTimeout(250);
   }
 }
@@ -47,8 +72,10 @@ async function scrollUnderBar(page, sel) {
 async function inView(page, sel) {
   const [box, vp] = [await page.locator(sel).boundingBox(), page.viewportSize()];
   assert.ok(box, `${sel} is not displayed`);
-  assert.ok(box.y >= 0 && box.y + box.height <= vp.height && box.x >= 0 && box.x + box.width <= vp.width,
-    `${sel} is out of view: ${JSON.stringify(box)} in ${vp.width}×${vp.height}`);
+  assert.ok(
+    box.y >= 0 && box.y + box.height <= vp.height && box.x >= 0 && box.x + box.width <= vp.width,
+    `${sel} is out of view: ${JSON.stringify(box)} in ${vp.width}×${vp.height}`,
+  );
 }
 
 describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
@@ -75,8 +102,14 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     watch(page);
     await page.goto(`${vite.url}/`);
     await waitFor(page, "the app", (x) => x.ready, 60_000);
-    for (const sel of ["#btn-start", "#btn-pause", "#btn-stop", "#state", "#progressbar"]) await inView(page, sel);
-    assert.equal(await page.$eval("#state", (e) => e.closest("[aria-live=polite]")?.getAttribute("role")), "status", "the status is not an aria-live region");
+    for (const sel of ["#btn-start", "#btn-pause", "#btn-stop", "#state", "#progressbar"]) {
+      await inView(page, sel);
+    }
+    assert.equal(
+      await page.$eval("#state", (e) => e.closest("[aria-live=polite]")?.getAttribute("role")),
+      "status",
+      "the status is not an aria-live region",
+    );
     // Tab order: the teaching-mode toggle in the header, then Start.
     const stops = [];
     for (let i = 0; i < 2; i++) {
@@ -96,30 +129,61 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     await page.selectOption("#f-task", "plan_path_v1");
     assert.equal(await page.inputValue("#f-model"), "builtin:plan_path_warm");
     await page.fill("#f-rollout-k", "1");
-    assert.match(await page.textContent("#f-errors"), /Candidates per group \(K\)/, "errors name the field's label");
+    assert.match(
+      await page.textContent("#f-errors"),
+      /Candidates per group \(K\)/,
+      "errors name the field's label",
+    );
     await page.screenshot({ path: `${OUT}/desktop-setup.png` });
 
-    for (const [p, v] of Object.entries(SMALL)) await page.fill(`#f-${p.replaceAll(".", "-")}`, String(v));
+    for (const [p, v] of Object.entries(SMALL)) {
+      await page.fill(`#f-${p.replaceAll(".", "-")}`, String(v));
+    }
     await page.fill("#f-sets", "env.difficulty.maxTurns=1");
     assert.equal((await page.textContent("#f-errors")).trim(), "");
     const t0 = Date.now();
     await page.click("#btn-start");
-    await page.waitForFunction(() => document.querySelector("#rb-phase").textContent.trim() !== "", null, { timeout: 2_000 });
-    console.log(`# first phase "${await page.textContent("#rb-phase")}" shown after ${Date.now() - t0} ms`);
+    await page.waitForFunction(
+      () => document.querySelector("#rb-phase").textContent.trim() !== "",
+      null,
+      { timeout: 2_000 },
+    );
+    console.log(
+      `# first phase "${await page.textContent("#rb-phase")}" shown after ${Date.now() - t0} ms`,
+    );
     await inView(page, "#rb-phase");
-    const a1 = await waitFor(page, "step 1 and its checkpoint", (x) => x.log.some((l) => /checkpoint step-1 /.test(l)), 300_000);
+    const a1 = await waitFor(
+      page,
+      "step 1 and its checkpoint",
+      (x) => x.log.some((l) => /checkpoint step-1 /.test(l)),
+      300_000,
+    );
     const seen = a1.phases.map((p) => p.phase);
-    for (const p of ["loading", "compiling", "validating", "rollout", "update", "saving"]) assert.ok(seen.includes(p), `phase ${p} never reported: ${seen}`);
-    const t = a1.phases.map((p, i) => `${p.phase} ${(((a1.phases[i + 1]?.at ?? p.at) - p.at) / 1000).toFixed(1)} s (${p.pipelines} pipelines)`);
-    console.log(`# step 1 checkpointed after ${((Date.now() - t0) / 1000).toFixed(0)} s: ${t.join(" → ")}`);
+    for (const p of ["loading", "compiling", "validating", "rollout", "update", "saving"]) {
+      assert.ok(seen.includes(p), `phase ${p} never reported: ${seen}`);
+    }
+    const t = a1.phases.map((p, i) =>
+      `${p.phase} ${
+        (((a1.phases[i + 1]?.at ?? p.at) - p.at) / 1000).toFixed(1)
+      } s (${p.pipelines} pipelines)`
+    );
+    console.log(
+      `# step 1 checkpointed after ${((Date.now() - t0) / 1000).toFixed(0)} s: ${t.join(" → ")}`,
+    );
     // Scrolled to the charts, the run bar is still in view (sticky).
     await scrollUnderBar(page, "#h-training");
     await inView(page, "#state");
     await inView(page, "#btn-stop");
-    assert.match(await page.getAttribute("#charts [data-chart=success] [role=img]", "aria-label"), /Success rate .*held-out/);
+    assert.match(
+      await page.getAttribute("#charts [data-chart=success] [role=img]", "aria-label"),
+      /Success rate .*held-out/,
+    );
     await page.screenshot({ path: `${OUT}/desktop-training.png` });
     // The rollout viewer shows the tool → output → plan hand-off (Plan-Path has a tool agent).
-    assert.ok(await page.locator("#viewer .handoff pre").count() >= 1, "no tool hand-off in the rollout viewer");
+    assert.ok(
+      await page.locator("#viewer .handoff pre").count() >= 1,
+      "no tool hand-off in the rollout viewer",
+    );
     assert.doesNotMatch(await page.textContent("#viewer"), /<eos>/);
     await scrollUnderBar(page, "#viewer");
     await page.screenshot({ path: `${OUT}/desktop-rollouts.png` });
@@ -129,7 +193,11 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     await inView(page, "#grpo .gx-measure");
     await page.screenshot({ path: `${OUT}/desktop-teaching.png` });
     await page.click("#btn-teach");
-    assert.equal(await page.$eval("#sampling .se-load", (b) => b.disabled), false, "the sampling explorer is enabled once a policy is loaded");
+    assert.equal(
+      await page.$eval("#sampling .se-load", (b) => b.disabled),
+      false,
+      "the sampling explorer is enabled once a policy is loaded",
+    );
 
     // Reloading mid-step: the browser asks first; after it, the interrupted run is offered.
     const dialogs = [];
@@ -146,23 +214,42 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     assert.match(await offer.textContent(), /Resume the interrupted run from step 1/);
     assert.match(await page.textContent(`.run[data-run="${runId}"]`), /interrupted/);
     // Its curves are shown (dashed) until a run starts.
-    await page.waitForFunction((id) => window.__app.overlays.includes(id), runId, { timeout: 10_000 });
+    await page.waitForFunction((id) => window.__app.overlays.includes(id), runId, {
+      timeout: 10_000,
+    });
     await inView(page, "#banner .offer-resume");
     await page.screenshot({ path: `${OUT}/desktop-resume-offer.png` });
     await page.close();
   });
 
   it("390×844: no horizontal overflow; the run bar fits", async () => {
-    const page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 1 });
+    const page = await browser.newPage({
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+      deviceScaleFactor: 1,
+    });
     watch(page);
     await page.goto(`${vite.url}/`);
     await waitFor(page, "the app", (x) => x.ready, 60_000);
     for (const sel of ["#btn-start", "#state"]) await inView(page, sel);
     const wide = await page.evaluate(() => {
       const w = document.documentElement.clientWidth;
-      return { scroll: document.documentElement.scrollWidth, w, over: [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > w + 1 && e.getClientRects().length).map((e) => e.tagName + (e.id ? `#${e.id}` : "") + (e.className && typeof e.className === "string" ? `.${e.className.split(" ")[0]}` : "")).slice(0, 8) };
+      return {
+        scroll: document.documentElement.scrollWidth,
+        w,
+        over: [...document.querySelectorAll("body *")].filter((e) =>
+          e.getBoundingClientRect().right > w + 1 && e.getClientRects().length
+        ).map((e) =>
+          e.tagName + (e.id ? `#${e.id}` : "") +
+          (e.className && typeof e.className === "string" ? `.${e.className.split(" ")[0]}` : "")
+        ).slice(0, 8),
+      };
     });
-    assert.ok(wide.scroll <= 390, `the page is ${wide.scroll} px wide at 390 px: ${wide.over.join(", ")}`);
+    assert.ok(
+      wide.scroll <= 390,
+      `the page is ${wide.scroll} px wide at 390 px: ${wide.over.join(", ")}`,
+    );
     await page.screenshot({ path: `${OUT}/phone-top.png` });
     await scrollUnderBar(page, "#h-training");
     await inView(page, "#state");

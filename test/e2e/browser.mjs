@@ -17,10 +17,17 @@ export const CHROMIUM_ARGS = [
 ];
 
 export function chromiumPath() {
-  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
+  const candidates = [
+    process.env.CHROMIUM_PATH,
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+  ];
   const found = candidates.find((p) => p && existsSync(p));
   if (!found) {
-    throw new Error("No Chromium found. Install it (Debian/Ubuntu: apt-get install -y chromium) or set CHROMIUM_PATH.");
+    throw new Error(
+      "No Chromium found. Install it (Debian/Ubuntu: apt-get install -y chromium) or set CHROMIUM_PATH.",
+    );
   }
   return found;
 }
@@ -40,5 +47,9 @@ export async function startVite(plugins = []) {
 }
 
 export async function launchBrowser() {
-  return await chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+  return await chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
 }

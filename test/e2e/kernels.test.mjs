@@ -33,7 +33,10 @@ describe("kernels in a Chromium Web Worker", { timeout: 600_000 }, () => {
 
   it("every kernel case matches the reference", async (t) => {
     for (const r of report.results) {
-      await t.test(r.name, () => assert.ok(r.ok, `${r.name}: ${r.error ?? `error ${r.ratio}× tolerance`}`));
+      await t.test(
+        r.name,
+        () => assert.ok(r.ok, `${r.name}: ${r.error ?? `error ${r.ratio}× tolerance`}`),
+      );
     }
   });
 

@@ -27,7 +27,10 @@ Deno.test("code folds: 300 generated reference solutions pass their tests (execu
   assertEquals(reduces.size, 5, [...reduces].join(" "));
   // The check can fail: a solution with the wrong filter is caught.
   const p = foldProblem(new Rng(3));
-  const wrong = { ...p, solution: p.solution.replace("for (const x of nums)", "for (const x of [])") };
+  const wrong = {
+    ...p,
+    solution: p.solution.replace("for (const x of nums)", "for (const x of [])"),
+  };
   assert((await verifyProblem(wrong, trustedExecutor)).length > 0, "a wrong solution passed");
 });
 
@@ -43,13 +46,31 @@ Deno.test("code folds: statements, solutions and values on hand-checked cases", 
     seen.set(s, foldSolution(f));
   }
   assert(seen.size > 2_500 && seen.size <= foldStatementCount(), `${seen.size} statements`);
-  assert(seen.has("Return the sum of x squared over the numbers x in nums that are even."), "the example statement exists");
-  const f = { reduce: "maximum" as const, map: { words: "", code: "-x", apply: (x: number) => -x }, filter: { words: "", code: "x > 2", test: (x: number) => x > 2 } };
+  assert(
+    seen.has("Return the sum of x squared over the numbers x in nums that are even."),
+    "the example statement exists",
+  );
+  const f = {
+    reduce: "maximum" as const,
+    map: { words: "", code: "-x", apply: (x: number) => -x },
+    filter: { words: "", code: "x > 2", test: (x: number) => x > 2 },
+  };
   assertEquals(foldValue(f, [1, 3, 5]), -3);
   assertEquals(foldValue(f, [1, 2]), 0, "none: 0");
   assertEquals(foldValue({ ...f, reduce: "product" }, []), 1);
   assertEquals(foldValue({ ...f, reduce: "product" }, [0, 3]), -3);
-  assertEquals(Object.is(foldValue({ ...f, reduce: "sum", filter: { words: "", code: "", test: () => true } }, [0]), 0), true, "no -0");
+  assertEquals(
+    Object.is(
+      foldValue({
+        ...f,
+        reduce: "sum",
+        filter: { words: "", code: "", test: () => true },
+      }, [0]),
+      0,
+    ),
+    true,
+    "no -0",
+  );
 });
 
 Deno.test("code folds: train and test statements are disjoint; the knob is checked", () => {
@@ -66,7 +87,11 @@ Deno.test("code folds: train and test statements are disjoint; the knob is check
   assertThrows(
     () => generate(0, { split: "train", difficulty: { folds: 1, level: 2 } }),
     "DifficultyError",
-    "leave \"level\" at 0",
+    'leave "level" at 0',
   );
-  assertThrows(() => generate(0, { split: "train", difficulty: { folds: 2 } }), "DifficultyError", "folds");
+  assertThrows(
+    () => generate(0, { split: "train", difficulty: { folds: 2 } }),
+    "DifficultyError",
+    "folds",
+  );
 });

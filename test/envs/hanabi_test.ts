@@ -138,9 +138,16 @@ Deno.test("hanabi: a player sees the partner's cards, not its own", () => {
 
 Deno.test("hanabi: the shaped team reward is the scripted team's value change (default difficulty)", () => {
   assertEquals(hanabi.defaultDifficulty.shaping, 1);
-  const gen = (seed: number) => hanabi.generate(seed, { split: "train", difficulty: { colors: 2, ranks: 2, handSize: 2 } });
+  const gen = (seed: number) =>
+    hanabi.generate(seed, { split: "train", difficulty: { colors: 2, ranks: 2, handSize: 2 } });
   assertEquals(gen(1).shaped, true);
-  assertEquals(hanabi.generate(1, { split: "train", difficulty: { colors: 2, ranks: 2, handSize: 2, shaping: 0 } }).shaped, undefined);
+  assertEquals(
+    hanabi.generate(1, {
+      split: "train",
+      difficulty: { colors: 2, ranks: 2, handSize: 2, shaping: 0 },
+    }).shaped,
+    undefined,
+  );
   const rng = new Rng(9);
   for (let seed = 0; seed < 40; seed++) {
     const t = gen(seed);
@@ -162,13 +169,21 @@ Deno.test("hanabi: the shaped team reward is the scripted team's value change (d
       total += r.teamReward;
       s = r.state;
     }
-    const final = s.terminated ? (s.table.bombed ? 0 : s.table.score) : oracleValue(t, s.table, s.cursor);
+    const final = s.terminated
+      ? (s.table.bombed ? 0 : s.table.score)
+      : oracleValue(t, s.table, s.cursor);
     assertEquals(total, final - v0, `seed ${seed}`);
   }
   // p0 holds R1 R2, p1 G1 G2, 2 lives: the blind play of R2 costs a life; hinting p1's G1 does not.
   const s = hanabi.reset(task(["R1", "G1", "R2", "G2", "R1", "G1", "R1", "G1"], { shaped: true }));
   const misplay = play(s, "#### play 2"), hint = play(s, "#### hint 1");
-  assert(misplay.teamReward < hint.teamReward, `misplay ${misplay.teamReward} vs hint ${hint.teamReward}`);
+  assert(
+    misplay.teamReward < hint.teamReward,
+    `misplay ${misplay.teamReward} vs hint ${hint.teamReward}`,
+  );
   const lucky = play(s, "#### play 1"); // R1, unhinted: it scores now and the scripted team would not have risked it
-  assert(lucky.teamReward > 0 && lucky.teamReward > misplay.teamReward, `blind R1 ${lucky.teamReward}`);
+  assert(
+    lucky.teamReward > 0 && lucky.teamReward > misplay.teamReward,
+    `blind R1 ${lucky.teamReward}`,
+  );
 });

@@ -15,7 +15,10 @@ import { createOps } from "../../src/ops/mod.ts";
 
 Deno.test("classifyAdapter: software rasterisers are CPU-class", () => {
   const base = { vendor: "", architecture: "", device: "", description: "", isFallback: false };
-  assertEquals(classifyAdapter({ ...base, description: "llvmpipe (LLVM 15.0.6, 256 bits)" }), "cpu");
+  assertEquals(
+    classifyAdapter({ ...base, description: "llvmpipe (LLVM 15.0.6, 256 bits)" }),
+    "cpu",
+  );
   assertEquals(classifyAdapter({ ...base, vendor: "google", architecture: "swiftshader" }), "cpu");
   assertEquals(classifyAdapter({ ...base, isFallback: true }), "cpu");
   assertEquals(classifyAdapter({ ...base, vendor: "nvidia", architecture: "hopper" }), "gpu");
@@ -41,49 +44,75 @@ Deno.test("GPU layer on the real adapter", async (t) => {
     });
 
     await t.step("a WGSL error raises ShaderCompileError with the compiler's line", async () => {
-      registerShaders({ "bad.wgsl": "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }" });
+      registerShaders({
+        "bad.wgsl": "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }",
+      });
       const err = await assertRejects(
         () => gpu.kernel({ shader: "bad", entry: "main", bindings: [] }),
         "ShaderCompileError",
       );
-      assert(/f32|u32|float|abstract|type/i.test(err.message), `diagnostics should come from the compiler: ${err.message}`);
+      assert(
+        /f32|u32|float|abstract|type/i.test(err.message),
+        `diagnostics should come from the compiler: ${err.message}`,
+      );
     });
 
-    await t.step("`//! include NAME` lines take the named shader's text, once per shader", async () => {
-      registerShaders({
-        "inc_leaf.wgsl": "fn leaf() -> u32 { return 7u; }",
-        "inc_mid.wgsl": "//! include inc_leaf\nfn mid() -> u32 { return leaf() + 1u; }",
-        "inc_top.wgsl": "//! include inc_mid\n//! include inc_leaf\n//! include inc_mid\nfn top() -> u32 { return mid() + leaf(); }",
-      });
-      const src = await shaderSource("inc_top");
-      assertEquals(src.match(/fn leaf\(/g)?.length, 1, src);
-      assertEquals(src.match(/fn mid\(/g)?.length, 1, src);
-      assert(!src.includes("//! include"), src);
-      // The lane sampler is built this way: its shared core ends up in the module once.
-      const lane = await shaderSource("sampling_lane");
-      assertEquals(lane.match(/\nfn sampleRow\(/g)?.length, 1);
-    });
+    await t.step(
+      "`//! include NAME` lines take the named shader's text, once per shader",
+      async () => {
+        registerShaders({
+          "inc_leaf.wgsl": "fn leaf() -> u32 { return 7u; }",
+          "inc_mid.wgsl": "//! include inc_leaf\nfn mid() -> u32 { return leaf() + 1u; }",
+          "inc_top.wgsl":
+            "//! include inc_mid\n//! include inc_leaf\n//! include inc_mid\nfn top() -> u32 { return mid() + leaf(); }",
+        });
+        const src = await shaderSource("inc_top");
+        assertEquals(src.match(/fn leaf\(/g)?.length, 1, src);
+        assertEquals(src.match(/fn mid\(/g)?.length, 1, src);
+        assert(!src.includes("//! include"), src);
+        // The lane sampler is built this way: its shared core ends up in the module once.
+        const lane = await shaderSource("sampling_lane");
+        assertEquals(lane.match(/\nfn sampleRow\(/g)?.length, 1);
+      },
+    );
 
     await t.step("a missing entry point raises PipelineCreationError", async () => {
       await assertRejects(
-        () => gpu.kernel({ shader: "softmax", entry: "no_such_entry", bindings: ["uniform", "read-only-storage", "storage"] }),
+        () =>
+          gpu.kernel({
+            shader: "softmax",
+            entry: "no_such_entry",
+            bindings: ["uniform", "read-only-storage", "storage"],
+          }),
         "PipelineCreationError",
       );
     });
 
     await t.step("a missing shader file is a clear error", async () => {
-      await assertRejects(() => gpu.kernel({ shader: "does_not_exist", entry: "main", bindings: [] }), undefined, "not found");
+      await assertRejects(
+        () => gpu.kernel({ shader: "does_not_exist", entry: "main", bindings: [] }),
+        undefined,
+        "not found",
+      );
     });
 
     await t.step("pipelines are cached by shader, entry and constants", async () => {
-      const spec = { shader: "softmax", entry: "softmax", bindings: ["uniform", "read-only-storage", "storage"] as const, constants: { WG: 64 } };
+      const spec = {
+        shader: "softmax",
+        entry: "softmax",
+        bindings: ["uniform", "read-only-storage", "storage"] as const,
+        constants: { WG: 64 },
+      };
       const a = await gpu.kernel(spec);
       const before = gpu.pipelines.created;
       const b = await gpu.kernel({ ...spec, constants: { WG: 64 } });
       assert(a === b, "same spec must give the same kernel");
       assertEquals(gpu.pipelines.created, before);
       const c = await gpu.kernel({ ...spec, constants: { WG: 32 } });
-      assert(c !== a && gpu.pipelines.created === before + 1, "other constants compile a new pipeline");
+      assert(
+        c !== a && gpu.pipelines.created === before + 1,
+        "other constants compile a new pipeline",
+      );
     });
 
     await t.step("a plan replays many dispatches with no new pipelines", async () => {
@@ -94,7 +123,9 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       const rec = gpu.recorder("accumulate");
       // x += 1 three times per replay, all recorded into one encoder.
       const one = gpu.upload(new Float32Array([1]));
-      for (let i = 0; i < 3; i++) ops.elementwise.binaryInPlace(rec, { op: "add", n, broadcast: "scalar" }, x, one);
+      for (let i = 0; i < 3; i++) {
+        ops.elementwise.binaryInPlace(rec, { op: "add", n, broadcast: "scalar" }, x, one);
+      }
       const plan = rec.finish();
       assertEquals(plan.dispatchCount, 3);
       for (let i = 0; i < 5; i++) plan.run();
@@ -118,30 +149,44 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       [x, y, z].forEach((b) => b.destroy());
     });
 
-    await t.step("identical dispatches share a bind group and a uniform slot; others keep their own", async () => {
-      const ops = await createOps(gpu);
-      const x = gpu.upload(new Float32Array([1, 2, 3, 4]));
-      const y = gpu.zeros(4);
-      const rec = gpu.recorder();
-      for (let i = 0; i < 4; i++) ops.elementwise.unary(rec, "affine", 4, x, y, 2, 1); // the same dispatch 4 times
-      ops.elementwise.unary(rec, "affine", 4, x, y, 3, 0); // another uniform
-      ops.elementwise.unary(rec, "affine", 4, y, x, 2, 1); // the first uniform, other buffers
-      const plan = rec.finish();
-      assertEquals(plan.dispatchCount, 6);
-      assertEquals(plan.bindGroupCount, 3);
-      const slot = gpu.device.limits.minUniformBufferOffsetAlignment;
-      assert(plan.uniformBytes <= 2 * slot, `two distinct uniform blocks, ${plan.uniformBytes} arena bytes`);
-      plan.run();
-      // y = 3x, then x = 2y + 1: the reused slots hold the right blocks.
-      assertEquals([...await gpu.readFloat32(x, 4)], [7, 13, 19, 25]);
-      plan.destroy();
-      [x, y].forEach((b) => b.destroy());
-    });
+    await t.step(
+      "identical dispatches share a bind group and a uniform slot; others keep their own",
+      async () => {
+        const ops = await createOps(gpu);
+        const x = gpu.upload(new Float32Array([1, 2, 3, 4]));
+        const y = gpu.zeros(4);
+        const rec = gpu.recorder();
+        for (let i = 0; i < 4; i++) ops.elementwise.unary(rec, "affine", 4, x, y, 2, 1); // the same dispatch 4 times
+        ops.elementwise.unary(rec, "affine", 4, x, y, 3, 0); // another uniform
+        ops.elementwise.unary(rec, "affine", 4, y, x, 2, 1); // the first uniform, other buffers
+        const plan = rec.finish();
+        assertEquals(plan.dispatchCount, 6);
+        assertEquals(plan.bindGroupCount, 3);
+        const slot = gpu.device.limits.minUniformBufferOffsetAlignment;
+        assert(
+          plan.uniformBytes <= 2 * slot,
+          `two distinct uniform blocks, ${plan.uniformBytes} arena bytes`,
+        );
+        plan.run();
+        // y = 3x, then x = 2y + 1: the reused slots hold the right blocks.
+        assertEquals([...await gpu.readFloat32(x, 4)], [7, 13, 19, 25]);
+        plan.destroy();
+        [x, y].forEach((b) => b.destroy());
+      },
+    );
 
     await t.step("binding-count mismatches are KernelArgumentError", async () => {
-      const k = await gpu.kernel({ shader: "softmax", entry: "softmax", bindings: ["uniform", "read-only-storage", "storage"], constants: { WG: 64 } });
+      const k = await gpu.kernel({
+        shader: "softmax",
+        entry: "softmax",
+        bindings: ["uniform", "read-only-storage", "storage"],
+        constants: { WG: 64 },
+      });
       const rec = gpu.recorder();
-      assertThrows(() => rec.dispatch(k, [null], [1], packUniform([["u32", 1]])), "KernelArgumentError");
+      assertThrows(
+        () => rec.dispatch(k, [null], [1], packUniform([["u32", 1]])),
+        "KernelArgumentError",
+      );
     });
 
     await t.step("the buffer pool recycles by size class", () => {

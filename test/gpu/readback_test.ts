@@ -29,12 +29,21 @@ Deno.test("readback returns what the GPU wrote before it", async (t) => {
   const device = gpu.device;
   const n = 4099, iters = 2000;
   const module = device.createShaderModule({ code: SHADER });
-  const pipe = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+  const pipe = device.createComputePipeline({
+    layout: "auto",
+    compute: { module, entryPoint: "main" },
+  });
   const out = gpu.zeros(n, "out");
-  const params = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  const params = device.createBuffer({
+    size: 16,
+    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+  });
   const bind = device.createBindGroup({
     layout: pipe.getBindGroupLayout(0),
-    entries: [{ binding: 0, resource: { buffer: params } }, { binding: 1, resource: { buffer: out } }],
+    entries: [{ binding: 0, resource: { buffer: params } }, {
+      binding: 1,
+      resource: { buffer: out },
+    }],
   });
   const fill = (round: number) => {
     gpu.write(params, new Uint32Array([n, round, iters, 0]));
@@ -49,7 +58,9 @@ Deno.test("readback returns what the GPU wrote before it", async (t) => {
   const check = (got: Uint32Array, round: number, from = 0) => {
     for (let i = 0; i < got.length; i++) {
       if (got[i] !== expected(from + i, round, iters)) {
-        throw new Error(`round ${round}: out[${from + i}] = ${got[i]}, want ${expected(from + i, round, iters)}`);
+        throw new Error(
+          `round ${round}: out[${from + i}] = ${got[i]}, want ${expected(from + i, round, iters)}`,
+        );
       }
     }
   };
@@ -59,14 +70,20 @@ Deno.test("readback returns what the GPU wrote before it", async (t) => {
         fill(round);
         check(new Uint32Array(await gpu.read(out, n * 4)), round);
         fill(round + 100); // a small read of the next round, into another size class
-        check(new Uint32Array(await gpu.read({ buffer: out, offset: 40, size: 12 })), round + 100, 10);
+        check(
+          new Uint32Array(await gpu.read({ buffer: out, offset: 40, size: 12 })),
+          round + 100,
+          10,
+        );
       }
     });
 
     await t.step("concurrent reads of different ranges each get their own bytes", async () => {
       fill(7);
       const ranges = [[0, 1], [1, 63], [64, 1000], [2000, 2099], [4096, 3]];
-      const got = await Promise.all(ranges.map(([at, len]) => gpu.read({ buffer: out, offset: at * 4, size: len * 4 })));
+      const got = await Promise.all(
+        ranges.map(([at, len]) => gpu.read({ buffer: out, offset: at * 4, size: len * 4 })),
+      );
       got.forEach((bytes, k) => check(new Uint32Array(bytes), 7, ranges[k][0]));
     });
 
@@ -79,17 +96,22 @@ Deno.test("readback returns what the GPU wrote before it", async (t) => {
       if (rb.earlyReads) assertEquals(rb.stats.early + rb.stats.awaited, before + 2);
     });
 
-    await t.step("in Deno the reads are early (no 10 ms promise wait); the awaited path gives the same bytes", async () => {
-      const rb = readbackFor(device);
-      assertEquals(rb.earlyReads, isDeno());
-      if (isDeno()) assert(rb.stats.early > 0 && rb.stats.awaited === 0, JSON.stringify(rb.stats));
-      const plain = new Readback(device, false);
-      fill(9);
-      const a = new Uint32Array(await plain.read(out, 0, n * 4));
-      check(a, 9);
-      assertEquals(plain.stats, { early: 0, awaited: 1 });
-      plain.destroy();
-    });
+    await t.step(
+      "in Deno the reads are early (no 10 ms promise wait); the awaited path gives the same bytes",
+      async () => {
+        const rb = readbackFor(device);
+        assertEquals(rb.earlyReads, isDeno());
+        if (isDeno()) {
+          assert(rb.stats.early > 0 && rb.stats.awaited === 0, JSON.stringify(rb.stats));
+        }
+        const plain = new Readback(device, false);
+        fill(9);
+        const a = new Uint32Array(await plain.read(out, 0, n * 4));
+        check(a, 9);
+        assertEquals(plain.stats, { early: 0, awaited: 1 });
+        plain.destroy();
+      },
+    );
   } finally {
     params.destroy();
     out.destroy();

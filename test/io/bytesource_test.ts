@@ -126,7 +126,10 @@ Deno.test("URL source follows a redirect once, and resolves again when the signe
     if (u.searchParams.get("sig") !== String(sig)) return new Response("expired", { status: 403 });
     const m = req.headers.get("range")!.match(/^bytes=(\d+)-(\d+)$/)!;
     const [a, b] = [Number(m[1]), Math.min(Number(m[2]), BYTES.length - 1)];
-    return new Response(BYTES.slice(a, b + 1), { status: 206, headers: { "content-range": `bytes ${a}-${b}/${BYTES.length}` } });
+    return new Response(BYTES.slice(a, b + 1), {
+      status: 206,
+      headers: { "content-range": `bytes ${a}-${b}/${BYTES.length}` },
+    });
   });
   const base = `http://127.0.0.1:${server.addr.port}`;
   try {
@@ -134,11 +137,19 @@ Deno.test("URL source follows a redirect once, and resolves again when the signe
     assert.equal(src.size, 1000);
     assert.deepEqual(await src.read(10, 5), BYTES.subarray(10, 15));
     // probe: resolve + CDN; the read: straight to the CDN URL.
-    assert.deepEqual(log, ["/org/m/resolve/main/data.bin", "/cdn/data.bin?sig=1", "/cdn/data.bin?sig=1"]);
+    assert.deepEqual(log, [
+      "/org/m/resolve/main/data.bin",
+      "/cdn/data.bin?sig=1",
+      "/cdn/data.bin?sig=1",
+    ]);
     sig = 2; // the signed URL expires
     log.length = 0;
     assert.deepEqual(await src.read(900, 100), BYTES.subarray(900));
-    assert.deepEqual(log, ["/cdn/data.bin?sig=1", "/org/m/resolve/main/data.bin", "/cdn/data.bin?sig=2"]);
+    assert.deepEqual(log, [
+      "/cdn/data.bin?sig=1",
+      "/org/m/resolve/main/data.bin",
+      "/cdn/data.bin?sig=2",
+    ]);
     log.length = 0;
     assert.deepEqual(await src.read(0, 3), BYTES.subarray(0, 3));
     assert.deepEqual(log, ["/cdn/data.bin?sig=2"], "reads go to the new signed URL");

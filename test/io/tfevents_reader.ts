@@ -37,17 +37,30 @@ export function tfRecords(file: Uint8Array): Uint8Array[] {
   while (p < file.length) {
     if (p + 12 > file.length) throw new Error(`record header cut at byte ${p}`);
     const len = Number(dv.getBigUint64(p, true));
-    if (dv.getUint32(p + 8, true) !== mask(crc32cBitwise(file.subarray(p, p + 8)))) throw new Error(`bad length crc at byte ${p}`);
+    if (dv.getUint32(p + 8, true) !== mask(crc32cBitwise(file.subarray(p, p + 8)))) {
+      throw new Error(`bad length crc at byte ${p}`);
+    }
     const data = file.subarray(p + 12, p + 12 + len);
-    if (data.length !== len || p + 16 + len > file.length) throw new Error(`record cut at byte ${p}`);
-    if (dv.getUint32(p + 12 + len, true) !== mask(crc32cBitwise(data))) throw new Error(`bad data crc at byte ${p}`);
+    if (data.length !== len || p + 16 + len > file.length) {
+      throw new Error(`record cut at byte ${p}`);
+    }
+    if (dv.getUint32(p + 12 + len, true) !== mask(crc32cBitwise(data))) {
+      throw new Error(`bad data crc at byte ${p}`);
+    }
     out.push(data);
     p += 16 + len;
   }
   return out;
 }
 
-type Field = { no: number; wire: number; varint?: bigint; fixed64?: DataView; fixed32?: DataView; bytes?: Uint8Array };
+type Field = {
+  no: number;
+  wire: number;
+  varint?: bigint;
+  fixed64?: DataView;
+  fixed32?: DataView;
+  bytes?: Uint8Array;
+};
 
 function fields(buf: Uint8Array): Field[] {
   const out: Field[] = [];
@@ -105,7 +118,9 @@ export function decodeEvent(buf: Uint8Array): ReadEvent {
         if (value !== undefined) e.scalars[tag] = value;
       }
     } else if (f.no === 6 && f.wire === 2) {
-      for (const x of fields(f.bytes!)) if (x.no === 1 && x.wire === 0) e.sessionStatus = Number(x.varint);
+      for (const x of fields(f.bytes!)) {
+        if (x.no === 1 && x.wire === 0) e.sessionStatus = Number(x.varint);
+      }
     }
   }
   return e;

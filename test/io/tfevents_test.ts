@@ -3,7 +3,13 @@
 // metric lines flattened to scalar tags.
 
 import { assert, assertEquals, assertThrows } from "../assert.ts";
-import { crc32c, eventRecord, eventsFileName, fileVersionRecord, maskedCrc32c } from "../../src/io/tfevents.ts";
+import {
+  crc32c,
+  eventRecord,
+  eventsFileName,
+  fileVersionRecord,
+  maskedCrc32c,
+} from "../../src/io/tfevents.ts";
 import { metricScalars } from "../../src/rl/metric_scalars.ts";
 import { crc32cBitwise, mask, readEventsFile } from "./tfevents_reader.ts";
 
@@ -27,7 +33,12 @@ Deno.test("CRC32C: the standard check value, and the writer's table agrees with 
 });
 
 Deno.test("tfevents: file version, scalars, steps and a session start read back independently", () => {
-  const scalars = { "reward/mean": 1.25, "eval/successRate": 0.5, "update/loss": -3e-9, "train/nan": NaN };
+  const scalars = {
+    "reward/mean": 1.25,
+    "eval/successRate": 0.5,
+    "update/loss": -3e-9,
+    "train/nan": NaN,
+  };
   const file = concat([
     fileVersionRecord(1_700_000_000.5),
     eventRecord({ wallTime: 1_700_000_001, step: 1, scalars }),
@@ -53,7 +64,11 @@ Deno.test("tfevents: file version, scalars, steps and a session start read back 
     assertThrows(() => readEventsFile(bad));
   }
   assertThrows(() => readEventsFile(file.subarray(0, file.length - 1)), "Error", "cut");
-  assert(/^events\.out\.tfevents\.1700000000\.host\.42\.0$/.test(eventsFileName(1_700_000_000.9, "host", 42)));
+  assert(
+    /^events\.out\.tfevents\.1700000000\.host\.42\.0$/.test(
+      eventsFileName(1_700_000_000.9, "host", 42),
+    ),
+  );
 });
 
 Deno.test("metricScalars: numbers of a metrics line as reward/, update/, eval/, seconds/ and train/ tags", () => {
@@ -70,7 +85,14 @@ Deno.test("metricScalars: numbers of a metrics line as reward/, update/, eval/, 
     ],
     seconds: { rollout: 2, update: 1 },
     checkpoint: { name: "step-3", requestedBy: "SIGUSR2" },
-    eval: { episodes: 4, successRate: 0.75, rewardByAgent: { plan: 0.5 }, split: "test", successes: [1, 0, 1, 1], samples: [{ a: 1 }] },
+    eval: {
+      episodes: 4,
+      successRate: 0.75,
+      rewardByAgent: { plan: 0.5 },
+      split: "test",
+      successes: [1, 0, 1, 1],
+      samples: [{ a: 1 }],
+    },
   };
   assertEquals(metricScalars(line), {
     "train/trainSuccess": 0.25,
@@ -92,14 +114,32 @@ Deno.test("metricScalars: numbers of a metrics line as reward/, update/, eval/, 
     "eval/successRate": 0.75,
     "eval/reward/plan": 0.5,
   });
-  assertEquals(metricScalars({ step: 0, eval: { successRate: 0, rewardByAgent: {} } }), { "eval/successRate": 0 });
-  // PPO's critic: value-loss fields among the updates, explained variance per trainer (null: left out).
-  assertEquals(metricScalars({
-    step: 1,
-    updates: [{ trainer: "shared", valueLoss: 0.5, valueClipFrac: 0.25 }, { trainer: "shared", valueLoss: 0.25, valueClipFrac: 0 }],
-    critic: { shared: { explainedVariance: 0.5, valueMean: 1, returnMean: 2, tokens: 7 }, other: { explainedVariance: null } },
-  }), {
-    "update/valueLoss": 0.375, "update/valueClipFrac": 0.125, "update/shared/valueLoss": 0.375, "update/shared/valueClipFrac": 0.125,
-    "train/critic/shared/explainedVariance": 0.5, "train/critic/shared/valueMean": 1, "train/critic/shared/returnMean": 2, "train/critic/shared/tokens": 7,
+  assertEquals(metricScalars({ step: 0, eval: { successRate: 0, rewardByAgent: {} } }), {
+    "eval/successRate": 0,
   });
+  // PPO's critic: value-loss fields among the updates, explained variance per trainer (null: left out).
+  assertEquals(
+    metricScalars({
+      step: 1,
+      updates: [{ trainer: "shared", valueLoss: 0.5, valueClipFrac: 0.25 }, {
+        trainer: "shared",
+        valueLoss: 0.25,
+        valueClipFrac: 0,
+      }],
+      critic: {
+        shared: { explainedVariance: 0.5, valueMean: 1, returnMean: 2, tokens: 7 },
+        other: { explainedVariance: null },
+      },
+    }),
+    {
+      "update/valueLoss": 0.375,
+      "update/valueClipFrac": 0.125,
+      "update/shared/valueLoss": 0.375,
+      "update/shared/valueClipFrac": 0.125,
+      "train/critic/shared/explainedVariance": 0.5,
+      "train/critic/shared/valueMean": 1,
+      "train/critic/shared/returnMean": 2,
+      "train/critic/shared/tokens": 7,
+    },
+  );
 });

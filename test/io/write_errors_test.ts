@@ -27,12 +27,42 @@ async function thrown(f: () => Promise<unknown>): Promise<unknown> {
 
 Deno.test("write errors: OS codes map to named errors that name the path and say what to do", async () => {
   const cases: [Error, string, number, RegExp][] = [
-    [osError(Deno.errors.PermissionDenied, "EACCES", "Permission denied", 13), "NotWritableError", 2, /permission denied: make it writable .*--set run\.outDir=DIR/],
-    [osError(Deno.errors.PermissionDenied, "EPERM", "Operation not permitted", 1), "NotWritableError", 2, /not permitted/],
-    [osError(Error, "EROFS", "Read-only file system", 30), "NotWritableError", 2, /read-only: pick another directory/],
-    [osError(Deno.errors.NotADirectory, "ENOTDIR", "Not a directory", 20), "NotWritableError", 2, /a file stands where a directory is expected/],
-    [osError(Error, "ENOSPC", "No space left on device", 28), "DiskFullError", 1, /the disk is full \(ENOSPC: No space left on device\); free space .*--resume RUN_DIR/],
-    [osError(Error, "EDQUOT", "Disk quota exceeded", 122), "DiskFullError", 1, /the disk is full \(EDQUOT/],
+    [
+      osError(Deno.errors.PermissionDenied, "EACCES", "Permission denied", 13),
+      "NotWritableError",
+      2,
+      /permission denied: make it writable .*--set run\.outDir=DIR/,
+    ],
+    [
+      osError(Deno.errors.PermissionDenied, "EPERM", "Operation not permitted", 1),
+      "NotWritableError",
+      2,
+      /not permitted/,
+    ],
+    [
+      osError(Error, "EROFS", "Read-only file system", 30),
+      "NotWritableError",
+      2,
+      /read-only: pick another directory/,
+    ],
+    [
+      osError(Deno.errors.NotADirectory, "ENOTDIR", "Not a directory", 20),
+      "NotWritableError",
+      2,
+      /a file stands where a directory is expected/,
+    ],
+    [
+      osError(Error, "ENOSPC", "No space left on device", 28),
+      "DiskFullError",
+      1,
+      /the disk is full \(ENOSPC: No space left on device\); free space .*--resume RUN_DIR/,
+    ],
+    [
+      osError(Error, "EDQUOT", "Disk quota exceeded", 122),
+      "DiskFullError",
+      1,
+      /the disk is full \(EDQUOT/,
+    ],
   ];
   for (const [e, name, code, hint] of cases) {
     const m = writeFailure(e, "runs/x/step-3") as Error;
@@ -44,7 +74,10 @@ Deno.test("write errors: OS codes map to named errors that name the path and say
   }
   // a real ENOSPC, as Deno reports it
   if (Deno.build.os === "linux") {
-    const full = writeFailure(await thrown(() => Deno.writeTextFile("/dev/full", "x")), "/dev/full");
+    const full = writeFailure(
+      await thrown(() => Deno.writeTextFile("/dev/full", "x")),
+      "/dev/full",
+    );
     assert(full instanceof DiskFullError, String(full));
   }
   // anything else passes through unchanged
@@ -64,7 +97,9 @@ Deno.test("write errors: a file where a directory is expected (atomic file and c
     const e1 = await thrown(() => writeFileAtomic(`${file}/config.json`, "{}"));
     assert(e1 instanceof NotWritableError, String(e1));
     assert(e1.message.startsWith(`${file}/config.json: cannot write here (ENOTDIR`), e1.message);
-    const e2 = await thrown(() => writeDirAtomic(`${file}/checkpoints/step-1`, new Map([["a.bin", new Uint8Array(4)]])));
+    const e2 = await thrown(() =>
+      writeDirAtomic(`${file}/checkpoints/step-1`, new Map([["a.bin", new Uint8Array(4)]]))
+    );
     assert(e2 instanceof NotWritableError, String(e2));
     assert(e2.message.includes(`${file}/checkpoints`), e2.message);
   } finally {
@@ -102,14 +137,26 @@ Deno.test("write errors: train with a run directory it cannot make exits 2, nami
       await Deno.mkdir(outDir, { mode: 0o555 });
     }
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "src/cli/train.ts", "--config", "configs/quickstart.json", "--set", `run.outDir=${outDir}`],
+      args: [
+        "run",
+        "-A",
+        "src/cli/train.ts",
+        "--config",
+        "configs/quickstart.json",
+        "--set",
+        `run.outDir=${outDir}`,
+      ],
       stdout: "piped",
       stderr: "piped",
       env: { NO_COLOR: "1" },
     }).output();
     const err = new TextDecoder().decode(out.stderr);
     assertEquals(out.code, 2, err);
-    assert(/error: NotWritableError: \S*write_errors_train_\S*: cannot write here \((ENOTDIR|EACCES)/.test(err), err);
+    assert(
+      /error: NotWritableError: \S*write_errors_train_\S*: cannot write here \((ENOTDIR|EACCES)/
+        .test(err),
+      err,
+    );
     assert(err.includes("--set run.outDir=DIR"), err);
     assert(!err.includes("    at "), `no stack trace without DEBUG=1:\n${err}`);
   } finally {

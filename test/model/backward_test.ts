@@ -20,7 +20,9 @@ async function tinyModel(name: string): Promise<ModelWeights> {
   // "<preset>:hd6": the preset with head_dim 6, which runs the scalar attention kernels (the vec4
   // ones need a multiple of 4).
   const [base, variant] = name.split(":");
-  const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)));
+  const json = JSON.parse(
+    await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)),
+  );
   if (variant === "hd6") json.head_dim = 6;
   return initModel(parseModelConfig(json), { seed: 3, std: 0.3, biasStd: 0.2, normNoise: 0.3 });
 }
@@ -69,7 +71,14 @@ Deno.test("backward matches finite differences of the float64 reference", async 
         // Both RMSNorm variants too (the backward's dx kernel follows the forward's): one
         // invocation per row (CPU default) and a workgroup per row (GPUs); tiny-qwen3 has q/k norms.
         const normVariant = name === "tiny-qwen3" ? "workgroup" : "rows";
-        const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 16, chunkRows: N, training: true, attentionVariant, normVariant });
+        const model = await GpuModel.create(gpu, w, {
+          slots: 2,
+          maxLen: 16,
+          chunkRows: N,
+          training: true,
+          attentionVariant,
+          normVariant,
+        });
         assertEquals(model.kernels.normVariant, normVariant);
         const bwd = await ModelBackward.create(model);
         try {
@@ -97,7 +106,11 @@ Deno.test("backward matches finite differences of the float64 reference", async 
               w.data[at] = orig;
               const fd = (lp - lm) / (hi - lo);
               if (Math.abs(grad[i] - fd) > 2e-3 * scale + 1e-5) {
-                failures.push(`${tensor.name}[${i}]: gpu ${grad[i].toExponential(4)} vs fd ${fd.toExponential(4)} (scale ${scale.toExponential(2)})`);
+                failures.push(
+                  `${tensor.name}[${i}]: gpu ${grad[i].toExponential(4)} vs fd ${
+                    fd.toExponential(4)
+                  } (scale ${scale.toExponential(2)})`,
+                );
               }
             }
           }

@@ -19,35 +19,79 @@ export interface DecodeCase {
 
 /** tiny-llama's shape (configs/models/tiny-llama.json), random weights. */
 function tinyLlama(): ModelWeights {
-  return initModel(parseModelConfig({
-    model_type: "llama", vocab_size: 264, hidden_size: 64, intermediate_size: 192, num_hidden_layers: 2,
-    num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, rms_norm_eps: 1e-5, rope_theta: 10000,
-    max_position_embeddings: 1024, tie_word_embeddings: true, bos_token_id: 257, eos_token_id: 258,
-  }), { seed: 9, std: 0.3, normNoise: 0.2 });
+  return initModel(
+    parseModelConfig({
+      model_type: "llama",
+      vocab_size: 264,
+      hidden_size: 64,
+      intermediate_size: 192,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 16,
+      rms_norm_eps: 1e-5,
+      rope_theta: 10000,
+      max_position_embeddings: 1024,
+      tie_word_embeddings: true,
+      bos_token_id: 257,
+      eos_token_id: 258,
+    }),
+    { seed: 9, std: 0.3, normNoise: 0.2 },
+  );
 }
 
 /** tiny-qwen2's shape: q/k/v biases, an untied LM head. */
 function tinyQwen2(): ModelWeights {
-  return initModel(parseModelConfig({
-    model_type: "qwen2", vocab_size: 264, hidden_size: 64, intermediate_size: 192, num_hidden_layers: 2,
-    num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
-    max_position_embeddings: 1024, tie_word_embeddings: false, bos_token_id: 257, eos_token_id: 258,
-  }), { seed: 4, std: 0.3, normNoise: 0.2 });
+  return initModel(
+    parseModelConfig({
+      model_type: "qwen2",
+      vocab_size: 264,
+      hidden_size: 64,
+      intermediate_size: 192,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      rms_norm_eps: 1e-6,
+      rope_theta: 10000,
+      max_position_embeddings: 1024,
+      tie_word_embeddings: false,
+      bos_token_id: 257,
+      eos_token_id: 258,
+    }),
+    { seed: 4, std: 0.3, normNoise: 0.2 },
+  );
 }
 
 /** Llama with head_dim 32 (wider than hidden/heads): its texture decode fuses RoPE and the cache write. */
 function llamaHd32(): ModelWeights {
-  return initModel(parseModelConfig({
-    model_type: "llama", vocab_size: 264, hidden_size: 64, intermediate_size: 128, num_hidden_layers: 2,
-    num_attention_heads: 4, num_key_value_heads: 2, head_dim: 32, rms_norm_eps: 1e-5, rope_theta: 10000,
-    max_position_embeddings: 1024, tie_word_embeddings: true, bos_token_id: 257, eos_token_id: 258,
-  }), { seed: 6, std: 0.3, normNoise: 0.2 });
+  return initModel(
+    parseModelConfig({
+      model_type: "llama",
+      vocab_size: 264,
+      hidden_size: 64,
+      intermediate_size: 128,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 32,
+      rms_norm_eps: 1e-5,
+      rope_theta: 10000,
+      max_position_embeddings: 1024,
+      tie_word_embeddings: true,
+      bos_token_id: 257,
+      eos_token_id: 258,
+    }),
+    { seed: 6, std: 0.3, normNoise: 0.2 },
+  );
 }
 
 const SEQS = [[257, 5, 9, 14, 3, 77, 101], [257, 200, 1, 7], [257, 33, 33, 33, 8, 90]];
 const SEQS3 = SEQS;
 /** Ten sequences: decode steps of 8–10 rows (the texture form's 8-row tiles). */
-const SEQS10 = Array.from({ length: 10 }, (_, i) => [257, ...Array.from({ length: 4 + (i % 3) }, (_, j) => (i * 37 + j * 11) % 256)]);
+const SEQS10 = Array.from(
+  { length: 10 },
+  (_, i) => [257, ...Array.from({ length: 4 + (i % 3) }, (_, j) => (i * 37 + j * 11) % 256)],
+);
 
 /**
  * Logits of each decode step (teacher-forced) after a 2-token prefill, per-op or fused;
@@ -55,21 +99,33 @@ const SEQS10 = Array.from({ length: 10 }, (_, i) => [257, ...Array.from({ length
  * `before(model)` runs after creation.
  */
 async function decodeLogits(
-  gpu: Gpu, w: ModelWeights, decodeVariant: "fused" | "ops",
+  gpu: Gpu,
+  w: ModelWeights,
+  decodeVariant: "fused" | "ops",
   o: {
-    weightTextures?: boolean; atlas?: boolean; seqs?: number[][]; before?: (m: GpuModel) => Promise<void>; prepare?: boolean;
+    weightTextures?: boolean;
+    atlas?: boolean;
+    seqs?: number[][];
+    before?: (m: GpuModel) => Promise<void>;
+    prepare?: boolean;
     after?: (m: GpuModel) => void;
   } = {},
 ): Promise<Float32Array[]> {
   const SEQS = o.seqs ?? SEQS3;
   const model = await GpuModel.create(gpu, w, {
-    slots: SEQS.length, maxLen: 16, decodeVariant, weightTextures: o.weightTextures,
+    slots: SEQS.length,
+    maxLen: 16,
+    decodeVariant,
+    weightTextures: o.weightTextures,
     ...(o.atlas !== undefined ? { decodeForward: { atlas: o.atlas } } : {}),
   });
   try {
     await o.before?.(model);
     if (o.prepare !== false) await model.prepareDecode();
-    await model.forward(SEQS.flatMap((s, slot) => s.slice(0, 2).map((token, pos) => ({ token, slot, pos }))), []);
+    await model.forward(
+      SEQS.flatMap((s, slot) => s.slice(0, 2).map((token, pos) => ({ token, slot, pos }))),
+      [],
+    );
     const out: Float32Array[] = [];
     for (let pos = 2; pos < Math.max(...SEQS.map((s) => s.length)); pos++) {
       const live = SEQS.map((s, slot) => ({ s, slot })).filter(({ s }) => pos < s.length);
@@ -88,15 +144,28 @@ async function decodeLogits(
 }
 
 /** Worst tolerance ratio of teacher-forced decode logits against the float64 reference. */
-function againstReference(w: ModelWeights, seqs: number[][], steps: Float32Array[], other?: Float32Array[]): number {
+function againstReference(
+  w: ModelWeights,
+  seqs: number[][],
+  steps: Float32Array[],
+  other?: Float32Array[],
+): number {
   const V = w.config.vocabSize, refs = seqs.map((s) => referenceForward(w, s).logits);
   let worst = 0;
   steps.forEach((step, k) => {
     const pos = k + 2;
     seqs.map((s, i) => ({ s, i })).filter(({ s }) => pos < s.length).forEach(({ i }, r) => {
       const got = step.subarray(r * V, (r + 1) * V);
-      worst = Math.max(worst, toleranceRatio(got, refs[i].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3));
-      if (other) worst = Math.max(worst, toleranceRatio(got, other[k].subarray(r * V, (r + 1) * V), 1e-4, 1e-4));
+      worst = Math.max(
+        worst,
+        toleranceRatio(got, refs[i].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3),
+      );
+      if (other) {
+        worst = Math.max(
+          worst,
+          toleranceRatio(got, other[k].subarray(r * V, (r + 1) * V), 1e-4, 1e-4),
+        );
+      }
     });
   });
   return worst;
@@ -113,7 +182,8 @@ function overwriteParams(gpu: Gpu, model: GpuModel, w: ModelWeights) {
 export function decodeCases(): DecodeCase[] {
   return [
     {
-      name: "decode steps: the default path (fused on CPU adapters that fit it) equals the per-op path and the reference",
+      name:
+        "decode steps: the default path (fused on CPU adapters that fit it) equals the per-op path and the reference",
       async run(gpu) {
         const w = tinyLlama(), V = w.config.vocabSize;
         const ops = await decodeLogits(gpu, w, "ops", { weightTextures: false });
@@ -124,20 +194,33 @@ export function decodeCases(): DecodeCase[] {
           const pos = k + 2;
           SEQS.map((s, i) => ({ s, i })).filter(({ s }) => pos < s.length).forEach(({ i }, r) => {
             const got = step.subarray(r * V, (r + 1) * V);
-            worst = Math.max(worst, toleranceRatio(got, refs[i].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3));
-            worst = Math.max(worst, toleranceRatio(got, ops[k].subarray(r * V, (r + 1) * V), 1e-4, 1e-4));
+            worst = Math.max(
+              worst,
+              toleranceRatio(got, refs[i].subarray(pos * V, (pos + 1) * V), 2e-4, 1e-3),
+            );
+            worst = Math.max(
+              worst,
+              toleranceRatio(got, ops[k].subarray(r * V, (r + 1) * V), 1e-4, 1e-4),
+            );
           });
         });
         return worst;
       },
     },
     {
-      name: "generation: sampling inside the fused step gives the three-dispatch step's tokens and log-probs",
+      name:
+        "generation: sampling inside the fused step gives the three-dispatch step's tokens and log-probs",
       async run(gpu) {
         const w = tinyLlama();
         const reqs = SEQS.map((prompt, i) => ({
-          prompt, maxNewTokens: 6 + i, sequence: i,
-          sampling: [{ temperature: 0 }, { temperature: 0.9, topK: 8, seed: 2 }, { temperature: 1.1, topP: 0.8, seed: 3 }][i],
+          prompt,
+          maxNewTokens: 6 + i,
+          sequence: i,
+          sampling: [{ temperature: 0 }, { temperature: 0.9, topK: 8, seed: 2 }, {
+            temperature: 1.1,
+            topP: 0.8,
+            seed: 3,
+          }][i],
         }));
         const results = [];
         for (const fuseSampling of [false, true]) {
@@ -152,7 +235,8 @@ export function decodeCases(): DecodeCase[] {
       },
     },
     {
-      name: "decode steps reading weight textures (10 down to 3 rows; Llama tied, Qwen2 biased and untied, Llama head_dim 32 with RoPE fused) equal the storage path and the reference",
+      name:
+        "decode steps reading weight textures (10 down to 3 rows; Llama tied, Qwen2 biased and untied, Llama head_dim 32 with RoPE fused) equal the storage path and the reference",
       async run(gpu) {
         let worst = 0;
         for (const w of [tinyLlama(), tinyQwen2(), llamaHd32()]) {
@@ -160,7 +244,11 @@ export function decodeCases(): DecodeCase[] {
           for (const seqs of [SEQS10]) {
             const storage = await decodeLogits(gpu, w, "ops", { weightTextures: false, seqs });
             let used = false;
-            const tex = await decodeLogits(gpu, w, "ops", { weightTextures: true, seqs, after: (m) => used = m.weightTexturesCurrent });
+            const tex = await decodeLogits(gpu, w, "ops", {
+              weightTextures: true,
+              seqs,
+              after: (m) => used = m.weightTexturesCurrent,
+            });
             if (!used) return Infinity; // the texture path must have been taken
             worst = Math.max(worst, againstReference(w, seqs, tex, storage));
           }
@@ -169,14 +257,23 @@ export function decodeCases(): DecodeCase[] {
       },
     },
     {
-      name: "the fused step reading the parameter atlas (Llama tied, Qwen2 biased and untied) equals the fused step reading storage and the reference",
+      name:
+        "the fused step reading the parameter atlas (Llama tied, Qwen2 biased and untied) equals the fused step reading storage and the reference",
       async run(gpu) {
         if (!gpu.readOnlyStorageTextures) return 0; // the atlas needs storage-texture reads
         let worst = 0;
         for (const w of [tinyLlama(), tinyQwen2()]) {
           const used: boolean[] = [];
-          const storage = await decodeLogits(gpu, w, "fused", { atlas: false, seqs: SEQS10, after: (m) => used.push(m.decodeAtlas) });
-          const atlas = await decodeLogits(gpu, w, "fused", { atlas: true, seqs: SEQS10, after: (m) => used.push(m.decodeAtlas) });
+          const storage = await decodeLogits(gpu, w, "fused", {
+            atlas: false,
+            seqs: SEQS10,
+            after: (m) => used.push(m.decodeAtlas),
+          });
+          const atlas = await decodeLogits(gpu, w, "fused", {
+            atlas: true,
+            seqs: SEQS10,
+            after: (m) => used.push(m.decodeAtlas),
+          });
           if (used.join() !== "false,true") return Infinity; // each must have taken its path
           worst = Math.max(worst, againstReference(w, SEQS10, atlas, storage));
         }
@@ -184,7 +281,8 @@ export function decodeCases(): DecodeCase[] {
       },
     },
     {
-      name: "the parameter atlas follows the parameters: after paramsChanged the next fused step reads the new ones",
+      name:
+        "the parameter atlas follows the parameters: after paramsChanged the next fused step reads the new ones",
       async run(gpu) {
         if (!gpu.readOnlyStorageTextures) return 0;
         const w0 = tinyLlama(), w1 = tinyQwen2Like(w0);
@@ -192,7 +290,9 @@ export function decodeCases(): DecodeCase[] {
         // The atlas filled from w0 by a first step, then the parameters become w1 on the GPU (as
         // an optimizer step does) and the model is told.
         const steps = await decodeLogits(gpu, w0, "fused", {
-          atlas: true, seqs: SEQS10, before: async (m) => {
+          atlas: true,
+          seqs: SEQS10,
+          before: async (m) => {
             await m.prepareDecode();
             atlas = m.decodeAtlas;
             const rec = gpu.recorder("fills the atlas");
@@ -209,14 +309,17 @@ export function decodeCases(): DecodeCase[] {
       },
     },
     {
-      name: "weight textures follow the parameters: after paramsChanged the next decode step copies them again",
+      name:
+        "weight textures follow the parameters: after paramsChanged the next decode step copies them again",
       async run(gpu) {
         const w0 = tinyLlama(), w1 = tinyQwen2Like(w0);
         // Textures filled from w0 by a first step, then the parameters become w1 on the GPU (as
         // an optimizer step does) and the model is told: stale until the next step is recorded.
         let stale = false, used = false;
         const steps = await decodeLogits(gpu, w0, "ops", {
-          weightTextures: true, seqs: SEQS10, before: async (m) => {
+          weightTextures: true,
+          seqs: SEQS10,
+          before: async (m) => {
             await m.prepareDecode();
             const rec = gpu.recorder("fills the textures");
             const rows = SEQS10.map((_, slot) => ({ token: 3, slot, pos: 0 }));
@@ -228,7 +331,8 @@ export function decodeCases(): DecodeCase[] {
             overwriteParams(gpu, m, w1);
             m.paramsChanged();
             stale = !m.weightTexturesCurrent;
-          }, after: (m) => used = m.weightTexturesCurrent,
+          },
+          after: (m) => used = m.weightTexturesCurrent,
         });
         if (!stale || !used) return Infinity;
         return againstReference(w1, SEQS10, steps);

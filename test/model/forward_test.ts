@@ -20,7 +20,9 @@ const PRESETS = ["tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3:hd6"] as 
 async function preset(name: string, dtype: FloatDtype): Promise<ModelWeights> {
   // "<preset>:hd6": head_dim 6, which runs the scalar attention kernel (vec4 needs a multiple of 4).
   const [base, variant] = name.split(":");
-  const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)));
+  const json = JSON.parse(
+    await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)),
+  );
   if (variant === "hd6") json.head_dim = 6;
   if (variant === "hd128") json.head_dim = 128;
   // Larger weights than HF's 0.02 so attention is far from uniform and errors would show.
@@ -42,7 +44,13 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
           // Both vec4 attention kernels: one invocation per (row, head) (CPU default) and one
           // workgroup per (row, head) (GPU default).
           const attentionVariant = dtype === "BF16" ? "workgroup" : "lane";
-          const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 64, chunkRows: 7, normVariant, attentionVariant });
+          const model = await GpuModel.create(gpu, w, {
+            slots: 2,
+            maxLen: 64,
+            chunkRows: 7,
+            normVariant,
+            attentionVariant,
+          });
           try {
             const rows: ModelRow[] = PROMPT.map((token, pos) => ({ token, slot: 1, pos }));
             const got = await model.forward(rows, rows.map((_, i) => i));
@@ -59,13 +67,19 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
     for (const name of PRESETS) {
       await t.step(`${name}: KV-cache decode equals full recomputation`, async () => {
         const w = await preset(name, "F32");
-        const model = await GpuModel.create(gpu, w, { slots: 3, maxLen: 64, attentionVariant: name === "tiny-qwen2" ? "workgroup" : "lane" });
+        const model = await GpuModel.create(gpu, w, {
+          slots: 3,
+          maxLen: 64,
+          attentionVariant: name === "tiny-qwen2" ? "workgroup" : "lane",
+        });
         try {
           const prompt = PROMPT.slice(0, 6), rest = PROMPT.slice(6);
           await model.forward(prompt.map((token, pos) => ({ token, slot: 2, pos })), []);
           const stepwise: Float32Array[] = [];
           for (let i = 0; i < rest.length; i++) {
-            stepwise.push(await model.forward([{ token: rest[i], slot: 2, pos: prompt.length + i }], [0]));
+            stepwise.push(
+              await model.forward([{ token: rest[i], slot: 2, pos: prompt.length + i }], [0]),
+            );
           }
           const full = referenceForward(w, PROMPT).logits;
           const V = w.config.vocabSize;
@@ -91,7 +105,8 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
           if (i < a.length) rows.push({ token: a[i], slot: 0, pos: i });
           if (i < b.length) rows.push({ token: b[i], slot: 1, pos: i });
         }
-        const lastA = rows.findLastIndex((r) => r.slot === 0), lastB = rows.findLastIndex((r) => r.slot === 1);
+        const lastA = rows.findLastIndex((r) => r.slot === 0),
+          lastB = rows.findLastIndex((r) => r.slot === 1);
         const got = await model.forward(rows, [lastA, lastB]);
         const V = w.config.vocabSize;
         const wantA = referenceForward(w, a).logits.subarray((a.length - 1) * V);
@@ -103,48 +118,78 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
       }
     });
 
-    await t.step("a training-mode model returns the wanted rows' logits too (a trainer's model scores log-probs)", async () => {
-      const w = await preset("tiny-llama", "F32");
-      const model = await GpuModel.create(gpu, w, { slots: 2, maxLen: 32, chunkRows: 8, training: true });
-      try {
-        const rows: ModelRow[] = PROMPT.map((token, pos) => ({ token, slot: 0, pos }));
-        const want = [16, 2, 9, 3]; // out of order, across the 8-row chunks
-        const got = await model.forward(rows, want);
-        const V = w.config.vocabSize, ref = referenceForward(w, PROMPT).logits;
-        want.forEach((r, i) => {
-          const ratio = toleranceRatio(got.subarray(i * V, (i + 1) * V), ref.subarray(r * V, (r + 1) * V), 2e-4, 1e-3);
-          assert(ratio <= 1, `row ${r}: logits differ by ${ratio.toFixed(2)}× the tolerance`);
+    await t.step(
+      "a training-mode model returns the wanted rows' logits too (a trainer's model scores log-probs)",
+      async () => {
+        const w = await preset("tiny-llama", "F32");
+        const model = await GpuModel.create(gpu, w, {
+          slots: 2,
+          maxLen: 32,
+          chunkRows: 8,
+          training: true,
         });
-      } finally {
-        model.destroy();
-      }
-    });
-
-    await t.step("lane attention over a long context with head_dim 128 equals the workgroup kernel", async () => {
-      // 128 = the widest head the lane kernel takes (its head-dim loops unroll); 600 positions.
-      // Two query heads per kv head: the lane side runs the pair entry (attention_lane_g2).
-      const w = await preset("tiny-qwen3:hd128", "F32");
-      const tokens = Array.from({ length: 600 }, (_, i) => (i * 37 + 11) % 256 + 1);
-      const rows: ModelRow[] = tokens.map((token, pos) => ({ token, slot: 0, pos }));
-      const want = rows.map((_, i) => i).filter((i) => i % 50 === 49);
-      const logits: Float32Array[] = [];
-      for (const attentionVariant of ["lane", "workgroup"] as const) {
-        const model = await GpuModel.create(gpu, w, { slots: 1, maxLen: 640, chunkRows: 256, attentionVariant });
         try {
-          assert(model.kernels.attentionVariant === attentionVariant, `asked for ${attentionVariant}, got ${model.kernels.attentionVariant}`);
-          logits.push(await model.forward(rows, want));
+          const rows: ModelRow[] = PROMPT.map((token, pos) => ({ token, slot: 0, pos }));
+          const want = [16, 2, 9, 3]; // out of order, across the 8-row chunks
+          const got = await model.forward(rows, want);
+          const V = w.config.vocabSize, ref = referenceForward(w, PROMPT).logits;
+          want.forEach((r, i) => {
+            const ratio = toleranceRatio(
+              got.subarray(i * V, (i + 1) * V),
+              ref.subarray(r * V, (r + 1) * V),
+              2e-4,
+              1e-3,
+            );
+            assert(ratio <= 1, `row ${r}: logits differ by ${ratio.toFixed(2)}× the tolerance`);
+          });
         } finally {
           model.destroy();
         }
-      }
-      const r = toleranceRatio(logits[0], logits[1], 1e-5, 1e-4);
-      assert(r <= 1, `lane vs workgroup logits differ by ${r.toFixed(2)}× the tolerance`);
-    });
+      },
+    );
+
+    await t.step(
+      "lane attention over a long context with head_dim 128 equals the workgroup kernel",
+      async () => {
+        // 128 = the widest head the lane kernel takes (its head-dim loops unroll); 600 positions.
+        // Two query heads per kv head: the lane side runs the pair entry (attention_lane_g2).
+        const w = await preset("tiny-qwen3:hd128", "F32");
+        const tokens = Array.from({ length: 600 }, (_, i) => (i * 37 + 11) % 256 + 1);
+        const rows: ModelRow[] = tokens.map((token, pos) => ({ token, slot: 0, pos }));
+        const want = rows.map((_, i) => i).filter((i) => i % 50 === 49);
+        const logits: Float32Array[] = [];
+        for (const attentionVariant of ["lane", "workgroup"] as const) {
+          const model = await GpuModel.create(gpu, w, {
+            slots: 1,
+            maxLen: 640,
+            chunkRows: 256,
+            attentionVariant,
+          });
+          try {
+            assert(
+              model.kernels.attentionVariant === attentionVariant,
+              `asked for ${attentionVariant}, got ${model.kernels.attentionVariant}`,
+            );
+            logits.push(await model.forward(rows, want));
+          } finally {
+            model.destroy();
+          }
+        }
+        const r = toleranceRatio(logits[0], logits[1], 1e-5, 1e-4);
+        assert(r <= 1, `lane vs workgroup logits differ by ${r.toFixed(2)}× the tolerance`);
+      },
+    );
 
     await t.step("lane attention only where llvmpipe's loop cap cannot cut it short", async () => {
-      assert(laneAttentionFits(128, 4096, 1) && laneAttentionFits(64, 4096, 7), "common shapes take the lane kernel");
+      assert(
+        laneAttentionFits(128, 4096, 1) && laneAttentionFits(64, 4096, 7),
+        "common shapes take the lane kernel",
+      );
       assert(!laneAttentionFits(256, 64, 1), "head_dim 256: the head-dim loops would not unroll");
-      assert(!laneAttentionFits(64, 40000, 1) && !laneAttentionFits(64, 16384, 4), "positions · (G + 1) over the cap");
+      assert(
+        !laneAttentionFits(64, 40000, 1) && !laneAttentionFits(64, 16384, 4),
+        "positions · (G + 1) over the cap",
+      );
       const k = await ModelKernels.create(gpu, 64, { headDim: 256, attentionVariant: "lane" });
       assert(k.attentionVariant === "workgroup", "head_dim 256 falls back to the workgroup kernel");
     });
@@ -153,14 +198,23 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
       const w = await preset("tiny-llama", "F32");
       const model = await GpuModel.create(gpu, w, { slots: 1, maxLen: 8 });
       try {
-        for (const row of [{ token: 9999, slot: 0, pos: 0 }, { token: 1, slot: 1, pos: 0 }, { token: 1, slot: 0, pos: 8 }]) {
+        for (
+          const row of [{ token: 9999, slot: 0, pos: 0 }, { token: 1, slot: 1, pos: 0 }, {
+            token: 1,
+            slot: 0,
+            pos: 8,
+          }]
+        ) {
           let name = "";
           try {
             await model.forward([row], [0]);
           } catch (e) {
             name = (e as Error).name;
           }
-          assert(name === "KernelArgumentError", `${JSON.stringify(row)} gave ${name || "no error"}`);
+          assert(
+            name === "KernelArgumentError",
+            `${JSON.stringify(row)} gave ${name || "no error"}`,
+          );
         }
       } finally {
         model.destroy();

@@ -13,8 +13,14 @@ import { loadBase } from "../../src/rl/train.ts";
 import { qwenTokenizerFiles, reducedConfig } from "../rl/hf_chat_fixtures.ts";
 
 Deno.test("hubBaseUrl: endpoint, id and revision as the Hub lays them out", () => {
-  assertEquals(hubBaseUrl("Qwen/Qwen2.5-0.5B-Instruct"), "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/resolve/main/");
-  assertEquals(hubBaseUrl("a/b", { endpoint: "http://127.0.0.1:9/", revision: "refs/pr/1" }), "http://127.0.0.1:9/a/b/resolve/refs%2Fpr%2F1/");
+  assertEquals(
+    hubBaseUrl("Qwen/Qwen2.5-0.5B-Instruct"),
+    "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/resolve/main/",
+  );
+  assertEquals(
+    hubBaseUrl("a/b", { endpoint: "http://127.0.0.1:9/", revision: "refs/pr/1" }),
+    "http://127.0.0.1:9/a/b/resolve/refs%2Fpr%2F1/",
+  );
 });
 
 Deno.test("a Hub model over HTTP: weights, tokenizer with its chat template, token header, and loadBase via HF_ENDPOINT", async () => {
@@ -26,7 +32,9 @@ Deno.test("a Hub model over HTTP: weights, tokenizer with its chat template, tok
     auth.push(req.headers.get("authorization"));
     const m = new URL(req.url).pathname.match(/^\/Qwen\/tiny\/resolve\/main\/(.+)$/);
     const body = m ? files.get(decodeURIComponent(m[1])) : undefined;
-    return body ? new Response(body as Uint8Array<ArrayBuffer>) : new Response("not found", { status: 404 });
+    return body
+      ? new Response(body as Uint8Array<ArrayBuffer>)
+      : new Response("not found", { status: 404 });
   });
   const endpoint = `http://127.0.0.1:${server.addr.port}`;
   try {
@@ -44,11 +52,17 @@ Deno.test("a Hub model over HTTP: weights, tokenizer with its chat template, tok
     const cfg = parseConfig({ model: { hub: "Qwen/tiny" }, env: { id: "plan_path_v1" } });
     const base = await loadBase(cfg);
     assertEquals(base.weights.data.length, weights.data.length);
-    assertEquals(base.tokenizer.encodeChat([{ role: "user", content: "hi" }], { addGenerationPrompt: true }), tok.encodeChat([{ role: "user", content: "hi" }], { addGenerationPrompt: true }));
+    assertEquals(
+      base.tokenizer.encodeChat([{ role: "user", content: "hi" }], { addGenerationPrompt: true }),
+      tok.encodeChat([{ role: "user", content: "hi" }], { addGenerationPrompt: true }),
+    );
     const missing = parseConfig({ model: { hub: "Qwen/absent" }, env: { id: "plan_path_v1" } });
     let err: Error | null = null;
     await loadBase(missing).catch((e) => (err = e));
-    assert(err !== null && /config\.json/.test((err as Error).message), `a missing repository names the file: ${err}`);
+    assert(
+      err !== null && /config\.json/.test((err as Error).message),
+      `a missing repository names the file: ${err}`,
+    );
   } finally {
     Deno.env.delete("HF_ENDPOINT");
     await server.shutdown();

@@ -134,9 +134,19 @@ Deno.test("cli_args: typed values, defaults, and usage errors that name the flag
 });
 
 Deno.test("cli_args: a repeatable flag joins its values in order (train and eval's --set)", () => {
-  const spec = { command: "test", summary: "", flags: { set: { type: "string" as const, help: "", repeatable: { joinWith: "," } } } };
-  assert.equal(parseArgs(spec, ["--set", "a.b=1", "--set=c={\"x\":1,\"y\":2}"]).set, 'a.b=1,c={"x":1,"y":2}');
-  assert.deepEqual(splitSets(parseArgs(spec, ["--set", "a.b=1", "--set", "c={\"x\":1,\"y\":2}"]).set), ["a.b=1", 'c={"x":1,"y":2}']);
+  const spec = {
+    command: "test",
+    summary: "",
+    flags: { set: { type: "string" as const, help: "", repeatable: { joinWith: "," } } },
+  };
+  assert.equal(
+    parseArgs(spec, ["--set", "a.b=1", '--set=c={"x":1,"y":2}']).set,
+    'a.b=1,c={"x":1,"y":2}',
+  );
+  assert.deepEqual(splitSets(parseArgs(spec, ["--set", "a.b=1", "--set", 'c={"x":1,"y":2}']).set), [
+    "a.b=1",
+    'c={"x":1,"y":2}',
+  ]);
   assert.ok(usage(spec).includes("(repeatable)"));
 });
 
@@ -321,5 +331,8 @@ Deno.test("CLI: bad arguments print the usage on stderr and exit 2; --help exits
   });
   const help = await run("src/cli/export.ts", ["--help"]);
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /^usage: npx deno task export --model DIR --onnx OUT\.onnx \[--kv-cache\]/);
+  assert.match(
+    help.stdout,
+    /^usage: npx deno task export --model DIR --onnx OUT\.onnx \[--kv-cache\]/,
+  );
 });

@@ -95,7 +95,9 @@ export async function runBatch(
   const capacity = hist.capacity ?? Math.max(1, ...(b.history ?? []).map((h) => h.length));
   const logits = gpu.upload(b.logits), params = gpu.upload(packSamplingParams(b.params));
   const ids = gpu.zeros(rows), logprobs = gpu.zeros(2 * rows);
-  const history = b.history ? { ...historyBuffers(gpu, rows, b.history, capacity), append: hist.append } : undefined;
+  const history = b.history
+    ? { ...historyBuffers(gpu, rows, b.history, capacity), append: hist.append }
+    : undefined;
   const rec = gpu.recorder("sampling case");
   sampler.encode(rec, {
     rows,
@@ -114,7 +116,10 @@ export async function runBatch(
     logprobs: lp.slice(0, rows),
     truncated: lp.slice(rows),
     ...(history?.append
-      ? { counts: await readU32(gpu, history.counts, rows), historyIds: await readU32(gpu, history.ids, rows * capacity) }
+      ? {
+        counts: await readU32(gpu, history.counts, rows),
+        historyIds: await readU32(gpu, history.ids, rows * capacity),
+      }
       : {}),
   };
   for (const buf of [logits, params, ids, logprobs, history?.ids, history?.counts]) buf?.destroy();

@@ -8,11 +8,7 @@
 
 import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
-import {
-  laneLoopBound,
-  Sampler,
-  type SamplingParams,
-} from "../../src/model/sampling.ts";
+import { laneLoopBound, Sampler, type SamplingParams } from "../../src/model/sampling.ts";
 import { sampleRef } from "../../src/model/sampling_reference.ts";
 import { seededValues } from "../../src/ops/reference.ts";
 import { logitsOf, normalLogits, runBatch } from "./sampling_cases.ts";
@@ -151,7 +147,12 @@ Deno.test("lane sampler = workgroup sampler on random rows", async (t) => {
       await t.step(`V=${vocab} B=${n}`, async () => {
         assertEquals(lane.variantFor(vocab, 24), "lane");
         const b = randomBatch(vocab, n, 1000 + i);
-        ambiguous += compare(b, await run(gpu, "lane", b), await run(gpu, "workgroup", b), `V=${vocab}`);
+        ambiguous += compare(
+          b,
+          await run(gpu, "lane", b),
+          await run(gpu, "workgroup", b),
+          `V=${vocab}`,
+        );
         rows += n;
       });
     }

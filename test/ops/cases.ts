@@ -24,8 +24,8 @@ import {
   REDUCE_OPS,
   TEX_VARIANTS,
   TEXTURE_DEFAULT_PICKS,
-  type TextureWeight,
   textureSpec,
+  type TextureWeight,
   UNARY_OPS,
   variantSupports,
 } from "../../src/ops/mod.ts";
@@ -85,13 +85,19 @@ function operandSizes(s: MatmulShape): [number, number, number] {
   return [sizeA, sizeB, sizeC];
 }
 
-async function runMatmul(gpu: Gpu, ops: Ops, s: MatmulShape, variant?: MatmulVariant): Promise<number> {
+async function runMatmul(
+  gpu: Gpu,
+  ops: Ops,
+  s: MatmulShape,
+  variant?: MatmulVariant,
+): Promise<number> {
   const [na, nb, nc] = operandSizes(s);
   const a = seededValues(na, 1), b = seededValues(nb, 2), c0 = seededValues(nc, 3);
   const A = gpu.upload(a), B = gpu.upload(b), C = gpu.upload(c0);
   const rec = gpu.recorder("matmul case");
-  if (variant) encodeMatmulWith(rec, await gpu.kernel(kernelSpec(variant, s.form)), variant, s, A, B, C);
-  else ops.matmul.encode(rec, s, A, B, C);
+  if (variant) {
+    encodeMatmulWith(rec, await gpu.kernel(kernelSpec(variant, s.form)), variant, s, A, B, C);
+  } else ops.matmul.encode(rec, s, A, B, C);
   rec.submit();
   const got = await gpu.readFloat32(C, nc);
   [A, B, C].forEach((x) => x.destroy());
@@ -103,11 +109,17 @@ function matmulCases(thorough: boolean): KernelCase[] {
   for (const form of MATMUL_FORMS) {
     for (const base of MATMUL_SHAPES) {
       const s = { ...base, form };
-      out.push({ name: `matmul ${shapeName(s)} [selected]`, run: (gpu, ops) => runMatmul(gpu, ops, s) });
+      out.push({
+        name: `matmul ${shapeName(s)} [selected]`,
+        run: (gpu, ops) => runMatmul(gpu, ops, s),
+      });
       if (!thorough) continue;
       for (const v of MATMUL_VARIANTS) {
         if (!variantSupports(v, s)) continue;
-        out.push({ name: `matmul ${shapeName(s)} [${v.name}]`, run: (gpu, ops) => runMatmul(gpu, ops, s, v) });
+        out.push({
+          name: `matmul ${shapeName(s)} [${v.name}]`,
+          run: (gpu, ops) => runMatmul(gpu, ops, s, v),
+        });
       }
     }
   }
@@ -115,7 +127,9 @@ function matmulCases(thorough: boolean): KernelCase[] {
 }
 
 /** A·Bᵀ shapes for the texture form: H is B's rows per block of texel columns (small ones wrap B's rows). */
-const TEX_SHAPES: ReadonlyArray<{ M: number; N: number; K: number; H: number; beta?: number; normEps?: number }> = [
+const TEX_SHAPES: ReadonlyArray<
+  { M: number; N: number; K: number; H: number; beta?: number; normEps?: number }
+> = [
   { M: 1, N: 5, K: 12, H: 7 },
   { M: 3, N: 37, K: 36, H: 9, normEps: 1e-5 },
   { M: 8, N: 70, K: 20, H: 8192 },
@@ -141,43 +155,102 @@ function rmsRows(a: Float32Array, M: number, K: number, eps?: number): Float32Ar
 // arithmetic under test does not depend on it.
 
 /** B [N, K] as an rgba32float 2D texture, row n at texel row n % H in the n / H-th block of K/4 columns. */
-function textureWeight(gpu: Gpu, b: Float32Array, N: number, K: number, H: number, normEps?: number): { weight: TextureWeight; texture: GPUTexture } {
+function textureWeight(
+  gpu: Gpu,
+  b: Float32Array,
+  N: number,
+  K: number,
+  H: number,
+  normEps?: number,
+): { weight: TextureWeight; texture: GPUTexture } {
   const blocks = Math.ceil(N / H);
   const texture = gpu.device.createTexture({
-    size: [blocks * K / 4, Math.min(N, H)], format: "rgba32float", usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST,
+    size: [blocks * K / 4, Math.min(N, H)],
+    format: "rgba32float",
+    usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST,
   });
   for (let l = 0; l < blocks; l++) {
     const rows = Math.min(H, N - l * H);
-    gpu.device.queue.writeTexture({ texture, origin: [l * K / 4, 0, 0] }, b, { offset: l * H * K * 4, bytesPerRow: K * 4, rowsPerImage: rows }, [K / 4, rows, 1]);
+    gpu.device.queue.writeTexture({ texture, origin: [l * K / 4, 0, 0] }, b, {
+      offset: l * H * K * 4,
+      bytesPerRow: K * 4,
+      rowsPerImage: rows,
+    }, [K / 4, rows, 1]);
   }
   const view = texture.createView();
-  return { weight: { binding: { view, id: `case:${nextTexture++}` }, rows: N, cols: K, rowsPerBlock: H, normEps }, texture };
+  return {
+    weight: {
+      binding: { view, id: `case:${nextTexture++}` },
+      rows: N,
+      cols: K,
+      rowsPerBlock: H,
+      normEps,
+    },
+    texture,
+  };
 }
 let nextTexture = 0;
 
-async function runTextureMatmul(gpu: Gpu, s: (typeof TEX_SHAPES)[number], v: MatmulVariant): Promise<number> {
+async function runTextureMatmul(
+  gpu: Gpu,
+  s: (typeof TEX_SHAPES)[number],
+  v: MatmulVariant,
+): Promise<number> {
   const shape: MatmulShape = { form: "nt", M: s.M, N: s.N, K: s.K, alpha: 1, beta: s.beta ?? 0 };
-  const a = seededValues(s.M * s.K, 1), b = seededValues(s.N * s.K, 2), c0 = seededValues(s.M * s.N, 3);
-  const A = gpu.upload(a), C = gpu.upload(c0), { weight, texture } = textureWeight(gpu, b, s.N, s.K, s.H, s.normEps);
+  const a = seededValues(s.M * s.K, 1),
+    b = seededValues(s.N * s.K, 2),
+    c0 = seededValues(s.M * s.N, 3);
+  const A = gpu.upload(a),
+    C = gpu.upload(c0),
+    { weight, texture } = textureWeight(gpu, b, s.N, s.K, s.H, s.normEps);
   const rec = gpu.recorder("texture matmul case");
-  encodeTextureWith(rec, await gpu.kernel(textureSpec(v)), v, { M: s.M, beta: s.beta }, A, weight, C);
+  encodeTextureWith(
+    rec,
+    await gpu.kernel(textureSpec(v)),
+    v,
+    { M: s.M, beta: s.beta },
+    A,
+    weight,
+    C,
+  );
   rec.submit();
   const got = await gpu.readFloat32(C, s.M * s.N);
   [A, C].forEach((x) => x.destroy());
   texture.destroy();
-  return toleranceRatio(got, matmulRef(shape, rmsRows(a, s.M, s.K, s.normEps), b, c0), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
+  return toleranceRatio(
+    got,
+    matmulRef(shape, rmsRows(a, s.M, s.K, s.normEps), b, c0),
+    1e-5 * Math.sqrt(s.K) + 1e-6,
+    1e-4,
+  );
 }
 
 /** Three products sharing A, B's rows wrapping into blocks of columns, through the grouped entry. */
-async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number, normEps?: number): Promise<number> {
+async function runTextureGroup(
+  gpu: Gpu,
+  v: MatmulVariant,
+  M: number,
+  normEps?: number,
+): Promise<number> {
   const K = 44, H = 13, Ns = [37, 12, 70];
-  const a = seededValues(M * K, 1), A = gpu.upload(a), scratch = gpu.zeros(4), an = rmsRows(a, M, K, normEps);
+  const a = seededValues(M * K, 1),
+    A = gpu.upload(a),
+    scratch = gpu.zeros(4),
+    an = rmsRows(a, M, K, normEps);
   const parts = Ns.map((N, i) => {
     const b = seededValues(N * K, 10 + i);
     return { N, b, ...textureWeight(gpu, b, N, K, H, normEps), C: gpu.zeros(M * N) };
   });
   const rec = gpu.recorder("texture group case");
-  encodeGroupTextureWith(rec, await gpu.kernel(textureSpec(v, "group")), v, M, A, parts.map((p) => ({ b: p.weight, c: p.C })), scratch);
+  encodeGroupTextureWith(
+    rec,
+    await gpu.kernel(textureSpec(v, "group")),
+    v,
+    M,
+    A,
+    parts.map((p) => ({ b: p.weight, c: p.C })),
+    scratch,
+  );
   rec.submit();
   let worst = 0;
   for (const p of parts) {
@@ -192,17 +265,36 @@ async function runTextureGroup(gpu: Gpu, v: MatmulVariant, M: number, normEps?: 
 }
 
 /** The gate/up pair with SwiGLU applied (rows wrapping, an odd width): silu(A·Gᵀ) · (A·Uᵀ). */
-async function runTextureSwiglu(gpu: Gpu, v: MatmulVariant, M: number, normEps?: number): Promise<number> {
+async function runTextureSwiglu(
+  gpu: Gpu,
+  v: MatmulVariant,
+  M: number,
+  normEps?: number,
+): Promise<number> {
   const K = 36, H = 9, I = 45;
-  const a = seededValues(M * K, 1), gw = seededValues(I * K, 5), uw = seededValues(I * K, 6), an = rmsRows(a, M, K, normEps);
+  const a = seededValues(M * K, 1),
+    gw = seededValues(I * K, 5),
+    uw = seededValues(I * K, 6),
+    an = rmsRows(a, M, K, normEps);
   const A = gpu.upload(a), h = gpu.zeros(M * I), scratch = [gpu.zeros(4), gpu.zeros(4)] as const;
   const g = textureWeight(gpu, gw, I, K, H, normEps), u = textureWeight(gpu, uw, I, K, H, normEps);
   const rec = gpu.recorder("texture swiglu case");
-  encodeSwigluTextureWith(rec, await gpu.kernel(textureSpec(v, "swiglu")), v, M, A, g.weight, u.weight, h, scratch);
+  encodeSwigluTextureWith(
+    rec,
+    await gpu.kernel(textureSpec(v, "swiglu")),
+    v,
+    M,
+    A,
+    g.weight,
+    u.weight,
+    h,
+    scratch,
+  );
   rec.submit();
   const got = await gpu.readFloat32(h, M * I);
   const zeros = new Float32Array(M * I);
-  const gr = matmulRef({ form: "nt", M, N: I, K }, an, gw, zeros), ur = matmulRef({ form: "nt", M, N: I, K }, an, uw, zeros);
+  const gr = matmulRef({ form: "nt", M, N: I, K }, an, gw, zeros),
+    ur = matmulRef({ form: "nt", M, N: I, K }, an, uw, zeros);
   const ref = gr.map((x, i) => x / (1 + Math.exp(-x)) * ur[i]);
   [A, h, ...scratch].forEach((x) => x.destroy());
   [g, u].forEach((x) => x.texture.destroy());
@@ -215,16 +307,32 @@ async function runTextureSwiglu(gpu: Gpu, v: MatmulVariant, M: number, normEps?:
  */
 function textureMatmulCases(thorough: boolean): KernelCase[] {
   const out: KernelCase[] = [];
-  const pick = (M: number) => findTextureVariant(TEXTURE_DEFAULT_PICKS[M < 8 ? "vector" : M < 16 ? "skinny" : M <= 24 ? "skinny16" : "skinny32"]!);
+  const pick = (M: number) =>
+    findTextureVariant(
+      TEXTURE_DEFAULT_PICKS[
+        M < 8 ? "vector" : M < 16 ? "skinny" : M <= 24 ? "skinny16" : "skinny32"
+      ]!,
+    );
   for (const s of TEX_SHAPES) {
     const name = `matmul texture nt ${s.M}x${s.N}x${s.K} H${s.H}${s.beta ? " acc" : ""}`;
-    for (const v of thorough ? TEX_VARIANTS : [pick(s.M)]) out.push({ name: `${name} [${v.name}]`, run: (gpu) => runTextureMatmul(gpu, s, v) });
+    for (const v of thorough ? TEX_VARIANTS : [pick(s.M)]) {
+      out.push({
+        name: `${name} [${v.name}]`,
+        run: (gpu) => runTextureMatmul(gpu, s, v),
+      });
+    }
   }
   for (const v of thorough ? TEX_VARIANTS : [pick(8)]) {
     for (const [M, eps] of [[1, undefined], [8, 1e-5], [11, undefined]] as const) {
       const norm = eps === undefined ? "" : " norm";
-      out.push({ name: `matmul texture group M${M}${norm} [${v.name}]`, run: (gpu) => runTextureGroup(gpu, v, M, eps) });
-      out.push({ name: `matmul texture swiglu M${M}${norm} [${v.name}]`, run: (gpu) => runTextureSwiglu(gpu, v, M, eps) });
+      out.push({
+        name: `matmul texture group M${M}${norm} [${v.name}]`,
+        run: (gpu) => runTextureGroup(gpu, v, M, eps),
+      });
+      out.push({
+        name: `matmul texture swiglu M${M}${norm} [${v.name}]`,
+        run: (gpu) => runTextureSwiglu(gpu, v, M, eps),
+      });
     }
   }
   return out;
@@ -253,7 +361,12 @@ function elementwiseCases(): KernelCase[] {
     }
   }
   const shapes: Array<[number, number, Broadcast]> = [
-    [1, 1, "same"], [3, 5, "same"], [130, 77, "row"], [130, 77, "col"], [4, 9, "scalar"], [300, 301, "same"],
+    [1, 1, "same"],
+    [3, 5, "same"],
+    [130, 77, "row"],
+    [130, 77, "col"],
+    [4, 9, "scalar"],
+    [300, 301, "same"],
   ];
   for (const op of BINARY_OPS) {
     for (const [rows, cols, bc] of shapes) {
@@ -283,7 +396,11 @@ function elementwiseCases(): KernelCase[] {
 
 function softmaxCases(): KernelCase[] {
   const out: KernelCase[] = [];
-  const shapes: Array<[number, number, number]> = [[1, 1, 1], [3, 7, 1], [5, 1000, 50], [1, 50000, 10], [70, 33, 5]];
+  const shapes: Array<[number, number, number]> = [[1, 1, 1], [3, 7, 1], [5, 1000, 50], [
+    1,
+    50000,
+    10,
+  ], [70, 33, 5]];
   for (const log of [false, true]) {
     for (const [rows, cols, scale] of shapes) {
       out.push({
@@ -358,7 +475,14 @@ function gridCases(): KernelCase[] {
 
 /** All cases; `thorough` adds every matmul variant on every shape (Deno runs it). */
 export function kernelCases(thorough = true): KernelCase[] {
-  return [...gridCases(), ...matmulCases(thorough), ...textureMatmulCases(thorough), ...elementwiseCases(), ...softmaxCases(), ...reduceCases()];
+  return [
+    ...gridCases(),
+    ...matmulCases(thorough),
+    ...textureMatmulCases(thorough),
+    ...elementwiseCases(),
+    ...softmaxCases(),
+    ...reduceCases(),
+  ];
 }
 
 /** Runs cases one after another and reports each (used by the browser worker). */
@@ -369,7 +493,12 @@ export async function runKernelCases(gpu: Gpu, ops: Ops, thorough = false): Prom
       const ratio = await c.run(gpu, ops);
       results.push({ name: c.name, ratio, ok: ratio <= 1 });
     } catch (e) {
-      results.push({ name: c.name, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
+      results.push({
+        name: c.name,
+        ratio: Infinity,
+        ok: false,
+        error: `${(e as Error).name}: ${(e as Error).message}`,
+      });
     }
   }
   return results;

@@ -20,7 +20,12 @@ import { MATMUL_DRIVER_TUNING, MATMUL_TUNING, matmulPicks } from "../../src/ops/
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu" = "cpu") => ({
-  vendor: "", architecture, device: "", description, isFallback: false, adapterClass,
+  vendor: "",
+  architecture,
+  device: "",
+  description,
+  isFallback: false,
+  adapterClass,
 });
 
 Deno.test("matmulPicks: llvmpipe's driver picks override the CPU class's, nothing else does", () => {
@@ -48,7 +53,10 @@ Deno.test("every pick names a known variant that computes its form", () => {
       }
       const form = key.split(":")[0] as MatmulForm;
       // An aligned shape every kind supports in the forms it computes.
-      assert(variantSupports(findVariant(name), { form, M: 8, N: 8, K: 8 }), `pick ${key} = ${name} cannot compute ${form}`);
+      assert(
+        variantSupports(findVariant(name), { form, M: 8, N: 8, K: 8 }),
+        `pick ${key} = ${name} cannot compute ${form}`,
+      );
     }
   }
   assertEquals(variantSupports(findVariant("sk_r1_wg64"), { form: "nn", M: 1, N: 8, K: 8 }), false);
@@ -57,10 +65,28 @@ Deno.test("every pick names a known variant that computes its form", () => {
 
 Deno.test("texture-form picks: llvmpipe reads weight textures at 2–32 decode rows; other adapters do not", async () => {
   const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
-  assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), ["ntx:vector", "ntx:skinny", "ntx:skinny16", "ntx:skinny32"]);
-  assertEquals([1, 2, 4, 5, 15, 16, 24, 25, 32].map(textureBucket), [null, "vector", "vector", "skinny", "skinny", "skinny16", "skinny16", "skinny32", "skinny32"]);
+  assertEquals(Object.keys(llvmpipe).filter((k) => k.startsWith("ntx:")), [
+    "ntx:vector",
+    "ntx:skinny",
+    "ntx:skinny16",
+    "ntx:skinny32",
+  ]);
+  assertEquals([1, 2, 4, 5, 15, 16, 24, 25, 32].map(textureBucket), [
+    null,
+    "vector",
+    "vector",
+    "skinny",
+    "skinny",
+    "skinny16",
+    "skinny16",
+    "skinny32",
+    "skinny32",
+  ]);
   assertEquals(textureBuckets(6), ["vector", "skinny"]);
-  assertEquals(Object.keys(matmulPicks(info("", "swiftshader"))).filter((k) => k.startsWith("ntx:")), []);
+  assertEquals(
+    Object.keys(matmulPicks(info("", "swiftshader"))).filter((k) => k.startsWith("ntx:")),
+    [],
+  );
   const gpu = await Gpu.create();
   try {
     const m = await Matmul.create(gpu, {}, ["vector", "skinny"]);
@@ -72,11 +98,20 @@ Deno.test("texture-form picks: llvmpipe reads weight textures at 2–32 decode r
     // 25–32 rows: llvmpipe picks the same tile as for 8–15, compiled above; elsewhere no pick
     // and none forced.
     assertEquals(m.canUseTextures(25), m.prefersTextures);
-    assertEquals(m.textureVariantFor(8)?.name, m.prefersTextures ? llvmpipe["ntx:skinny"] : TEXTURE_DEFAULT_PICKS.skinny);
-    assertEquals(m.textureVariantFor(3)?.name, m.prefersTextures ? llvmpipe["ntx:vector"] : TEXTURE_DEFAULT_PICKS.vector);
+    assertEquals(
+      m.textureVariantFor(8)?.name,
+      m.prefersTextures ? llvmpipe["ntx:skinny"] : TEXTURE_DEFAULT_PICKS.skinny,
+    );
+    assertEquals(
+      m.textureVariantFor(3)?.name,
+      m.prefersTextures ? llvmpipe["ntx:vector"] : TEXTURE_DEFAULT_PICKS.vector,
+    );
     // Where WGSL cannot read storage textures the texture kernels cannot compile: nothing is
     // prepared, even forced, and every product keeps the storage form.
-    assert(gpu.readOnlyStorageTextures, "this suite's adapters list readonly_and_readwrite_storage_textures");
+    assert(
+      gpu.readOnlyStorageTextures,
+      "this suite's adapters list readonly_and_readwrite_storage_textures",
+    );
     // deno-lint-ignore no-explicit-any
     const bare: Gpu = new (Gpu as any)({ ...gpu.ctx, wgslFeatures: new Set<string>() }, gpu);
     assertEquals(bare.readOnlyStorageTextures, false);
@@ -91,7 +126,16 @@ Deno.test("texture-form picks: llvmpipe reads weight textures at 2–32 decode r
 
 Deno.test("shapeBucket: row tiers 1–7, 8–15, 16–24, 25–32, then small or square by M·N", () => {
   const b = (M: number, N = 1024) => shapeBucket({ form: "nt", M, N, K: 512 });
-  assertEquals([1, 7, 8, 15, 16, 24, 25, 32].map((m) => b(m)), ["vector", "vector", "skinny", "skinny", "skinny16", "skinny16", "skinny32", "skinny32"]);
+  assertEquals([1, 7, 8, 15, 16, 24, 25, 32].map((m) => b(m)), [
+    "vector",
+    "vector",
+    "skinny",
+    "skinny",
+    "skinny16",
+    "skinny16",
+    "skinny32",
+    "skinny32",
+  ]);
   assertEquals([b(33, 64), b(33, 4096)], ["small", "square"]);
 });
 
@@ -101,7 +145,14 @@ Deno.test("bucketsForShapes: a tiny model never reaches the square bucket or the
   // Few rows: the weight gradients (Aᵀ·B over the rows) still fall in buckets by the weight shapes.
   assertEquals(bucketsForShapes(4, tiny), ["vector", "skinny", "small"]);
   const small30m = [[264, 512], [512, 512], [256, 512], [1408, 512], [512, 1408]];
-  assertEquals(bucketsForShapes(256, small30m), ["vector", "skinny", "skinny16", "skinny32", "small", "square"]);
+  assertEquals(bucketsForShapes(256, small30m), [
+    "vector",
+    "skinny",
+    "skinny16",
+    "skinny32",
+    "small",
+    "square",
+  ]);
   assertEquals(bucketsForShapes(16, small30m).includes("skinny32"), false);
   // Decode-only (8 rows): the weight gradients are never run, but their shapes still count.
   assert(bucketsForShapes(8, small30m).includes("square"));
@@ -111,10 +162,20 @@ Deno.test("bucketsForShapes: a tiny model never reaches the square bucket or the
     const b = bucketsForShapes(256, weights);
     for (const rows of [1, 7, 8, 16, 24, 32, 33, 256]) {
       for (const [o, i] of weights) {
-        for (const s of [{ form: "nt", M: rows, N: o, K: i }, { form: "nn", M: rows, N: i, K: o }, { form: "tn", M: o, N: i, K: rows }] as MatmulShape[]) {
+        for (
+          const s of [{ form: "nt", M: rows, N: o, K: i }, { form: "nn", M: rows, N: i, K: o }, {
+            form: "tn",
+            M: o,
+            N: i,
+            K: rows,
+          }] as MatmulShape[]
+        ) {
           const want = shapeBucket(s);
           const tier = want === "skinny16" || want === "skinny32";
-          assert(b.includes(standin && tier ? "skinny" : want), `${JSON.stringify(s)} → ${want} not in ${b}`);
+          assert(
+            b.includes(standin && tier ? "skinny" : want),
+            `${JSON.stringify(s)} → ${want} not in ${b}`,
+          );
           if (standin && tier) assertEquals(b.includes(want), false);
         }
       }
@@ -131,7 +192,11 @@ Deno.test("a shape whose bucket was not compiled runs a compiled stand-in, corre
       const s: MatmulShape = { form, M: 300, N: 520, K: 36 };
       assertEquals(shapeBucket(s), "square");
       const smallPick = m.variantFor({ form, M: 300, N: 64, K: 36 });
-      assertEquals(m.variantFor(s).name, smallPick.name, `${form}: stands in with the small bucket's pick`);
+      assertEquals(
+        m.variantFor(s).name,
+        smallPick.name,
+        `${form}: stands in with the small bucket's pick`,
+      );
       assertEquals(full.variantFor(s).name, matmulPicks(gpu.ctx.info)[`${form}:square`]);
       const [ra, ca] = form === "tn" ? [s.K, s.M] : [s.M, s.K];
       const [rb, cb] = form === "nt" ? [s.N, s.K] : [s.K, s.N];
@@ -144,7 +209,10 @@ Deno.test("a shape whose bucket was not compiled runs a compiled stand-in, corre
         const got = await gpu.readFloat32(C, s.M * s.N);
         [A, B, C].forEach((x) => x.destroy());
         const ratio = toleranceRatio(got, matmulRef(s, a, b), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
-        assert(ratio <= 1, `${form} ${mm === m ? "stand-in" : "square pick"}: error ${ratio.toFixed(2)}× tolerance`);
+        assert(
+          ratio <= 1,
+          `${form} ${mm === m ? "stand-in" : "square pick"}: error ${ratio.toFixed(2)}× tolerance`,
+        );
       }
     }
   } finally {
@@ -159,7 +227,11 @@ Deno.test("grouped A·Bᵀ (q/k/v, gate/up in one dispatch) equals one matmul pe
     const scratch = gpu.zeros(4);
     // Rows 1 (vector bucket: r1c8), 8 (llvmpipe: r8c16 tiles, dot form) and 37 (r8c8 tiles),
     // parts not multiples of the tile.
-    for (const [M, K, Ns] of [[1, 64, [64, 32, 32]], [8, 36, [13, 7, 20]], [37, 20, [40, 9]], [8, 64, [192]]] as const) {
+    for (
+      const [M, K, Ns] of [[1, 64, [64, 32, 32]], [8, 36, [13, 7, 20]], [37, 20, [40, 9]], [8, 64, [
+        192,
+      ]]] as const
+    ) {
       const a = seededValues(M * K, 1);
       const A = gpu.upload(a);
       const Bs = Ns.map((n, i) => gpu.upload(seededValues(n * K, 10 + i)));
@@ -173,12 +245,24 @@ Deno.test("grouped A·Bᵀ (q/k/v, gate/up in one dispatch) equals one matmul pe
       const rec2 = gpu.recorder();
       Ns.forEach((n, i) => mm.encode(rec2, { form: "nt", M, N: n, K }, A, Bs[i], single[i]));
       rec2.submit();
-      if (Ns.length > 1 && gpu.adapterClass === "cpu") assertEquals(one, 1, `M=${M}: one dispatch for ${Ns.length} parts`);
+      if (Ns.length > 1 && gpu.adapterClass === "cpu") {
+        assertEquals(one, 1, `M=${M}: one dispatch for ${Ns.length} parts`);
+      }
       for (let i = 0; i < Ns.length; i++) {
-        const g = await gpu.readFloat32(grouped[i], M * Ns[i]), s1 = await gpu.readFloat32(single[i], M * Ns[i]);
-        assertEquals([...g].join(","), [...s1].join(","), `M=${M} part ${i}: grouped differs from the single matmul`);
+        const g = await gpu.readFloat32(grouped[i], M * Ns[i]),
+          s1 = await gpu.readFloat32(single[i], M * Ns[i]);
+        assertEquals(
+          [...g].join(","),
+          [...s1].join(","),
+          `M=${M} part ${i}: grouped differs from the single matmul`,
+        );
         const b = await gpu.readFloat32(Bs[i], Ns[i] * K);
-        const ratio = toleranceRatio(g, matmulRef({ form: "nt", M, N: Ns[i], K }, a, b), 1e-5 * Math.sqrt(K) + 1e-6, 1e-4);
+        const ratio = toleranceRatio(
+          g,
+          matmulRef({ form: "nt", M, N: Ns[i], K }, a, b),
+          1e-5 * Math.sqrt(K) + 1e-6,
+          1e-4,
+        );
         assert(ratio <= 1, `M=${M} part ${i}: error ${ratio.toFixed(2)}× tolerance`);
       }
       [A, ...Bs, ...grouped, ...single].forEach((x) => x.destroy());

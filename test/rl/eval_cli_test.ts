@@ -8,13 +8,24 @@ const CONFIG = {
   model: { preset: null, folder: "models/tic_tac_toe_warm" },
   env: { id: "tic_tac_toe_v1", difficulty: { openingMoves: 2 } },
   level: "L1",
-  rollout: { mode: "tree", k: 2, envsPerStep: 2, maxTurns: 4, maxPromptTokens: 32, maxNewTokens: 16 },
+  rollout: {
+    mode: "tree",
+    k: 2,
+    envsPerStep: 2,
+    maxTurns: 4,
+    maxPromptTokens: 32,
+    maxNewTokens: 16,
+  },
   update: { mode: "lora", miniBatchSize: 8, chunkRows: 64, lora: { rank: 4, alpha: 8 } },
   eval: { episodes: 2 },
 };
 
 async function evalCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(Deno.execPath(), { args: ["run", "-A", "src/cli/eval.ts", ...args], stdout: "piped", stderr: "piped" }).output();
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "src/cli/eval.ts", ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
@@ -38,7 +49,10 @@ Deno.test("eval CLI: --json result with per-task successes, --split, usage error
     }
     // Greedy on the same tasks: the same per-task results (some won, some lost, so this can fail).
     const won = results[0].successes.filter((x: number) => x === 1).length;
-    assert(won > 0 && won < 12, `the warm start won ${won} of 12: the repeat check would be vacuous`);
+    assert(
+      won > 0 && won < 12,
+      `the warm start won ${won} of 12: the repeat check would be vacuous`,
+    );
     assertEquals(results[0].successes, results[1].successes);
     const bad = await evalCli(["--config", cfg, "--split", "validation"]);
     assertEquals(bad.code, 2);

@@ -5,13 +5,19 @@
 import { assert, assertEquals } from "../assert.ts";
 import { mcnemarExact, pairedTest } from "../../src/rl/experiment_stats.ts";
 
-const close = (a: number, b: number, rel = 1e-12) => Math.abs(a - b) <= rel * Math.max(1e-300, Math.abs(b));
+const close = (a: number, b: number, rel = 1e-12) =>
+  Math.abs(a - b) <= rel * Math.max(1e-300, Math.abs(b));
 
 /** 2·Σ_{i ≤ min(b,c)} C(n, i) / 2^n with exact integers (Pascal's rule), capped at 1. */
 function exactP(b: number, c: number): number {
   const n = b + c, k = Math.min(b, c);
   let row: bigint[] = [1n];
-  for (let m = 1; m <= n; m++) row = Array.from({ length: m + 1 }, (_, i) => (i > 0 ? row[i - 1] : 0n) + (i < m ? row[i] : 0n));
+  for (let m = 1; m <= n; m++) {
+    row = Array.from(
+      { length: m + 1 },
+      (_, i) => (i > 0 ? row[i - 1] : 0n) + (i < m ? row[i] : 0n),
+    );
+  }
   const tail = row.slice(0, k + 1).reduce((s, x) => s + x, 0n);
   const scale = 10n ** 40n;
   const p = Number((2n * tail * scale) / (2n ** BigInt(n))) / 1e40;
@@ -32,9 +38,14 @@ Deno.test("mcnemarExact: hand-computed binomial tails", () => {
 });
 
 Deno.test("mcnemarExact: symmetric in b and c, and equal to an exact big-integer sum", () => {
-  for (const [b, c] of [[0, 1], [2, 9], [7, 4], [13, 13], [30, 11], [60, 20], [400, 600], [900, 1100]]) {
+  for (
+    const [b, c] of [[0, 1], [2, 9], [7, 4], [13, 13], [30, 11], [60, 20], [400, 600], [900, 1100]]
+  ) {
     assertEquals(mcnemarExact(b, c), mcnemarExact(c, b), `${b}, ${c}`);
-    assert(close(mcnemarExact(b, c), exactP(b, c), 1e-9), `${b}, ${c}: ${mcnemarExact(b, c)} vs ${exactP(b, c)}`);
+    assert(
+      close(mcnemarExact(b, c), exactP(b, c), 1e-9),
+      `${b}, ${c}: ${mcnemarExact(b, c)} vs ${exactP(b, c)}`,
+    );
   }
   // Far tails stay finite and positive (no 2^-n underflow to 0 before the sum).
   const tiny = mcnemarExact(0, 1060);

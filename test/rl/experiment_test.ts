@@ -20,8 +20,8 @@ import {
   methodConfig,
   METHODS,
   pairedTable,
-  type RunResult,
   runLrSweep,
+  type RunResult,
   type SavedExperiment,
   seedLabel,
   swapRoleAdapters,
@@ -37,7 +37,13 @@ const spec: ExperimentSpec = {
   seeds: 1,
   common: {
     rollout: { k: 2, envsPerStep: 1, maxTurns: 1, maxPromptTokens: 128, maxNewTokens: 40 },
-    update: { miniBatchSize: 16, chunkRows: 192, lora: { rank: 4, alpha: 8 }, optimizer: { lr: 0.002 }, schedule: { kind: "constant", warmupSteps: 0 } },
+    update: {
+      miniBatchSize: 16,
+      chunkRows: 192,
+      lora: { rank: 4, alpha: 8 },
+      optimizer: { lr: 0.002 },
+      schedule: { kind: "constant", warmupSteps: 0 },
+    },
     eval: { episodes: 3 },
   },
   tasks: {
@@ -49,47 +55,110 @@ const spec: ExperimentSpec = {
 };
 
 Deno.test("method configs differ only in what the method is", () => {
-  const cfgs = Object.fromEntries(METHODS.map((m) => [m, methodConfig(spec, "plan_path", m, 2, 5, "/tmp/x")]));
+  const cfgs = Object.fromEntries(
+    METHODS.map((m) => [m, methodConfig(spec, "plan_path", m, 2, 5, "/tmp/x")]),
+  );
   assertEquals(cfgs.single.level, "L0");
   assertEquals(cfgs.single.rollout.mode, "single-agent");
   assertEquals(cfgs.single.run.steps, 0);
   assertEquals(cfgs.single_grpo.run.steps, 5);
-  assertEquals([cfgs.mas.level, cfgs.mas_l1.level, cfgs.mas_l2.level, cfgs.mas_l3.level], ["L1", "L1", "L2", "L3"]);
+  assertEquals([cfgs.mas.level, cfgs.mas_l1.level, cfgs.mas_l2.level, cfgs.mas_l3.level], [
+    "L1",
+    "L1",
+    "L2",
+    "L3",
+  ]);
   assertEquals(cfgs.mas_l3.update.mode, "full");
   // Budget: the single agent plays both of the team's agent slots, so twice the envs per step.
   assertEquals(cfgs.single_grpo.rollout.envsPerStep, 2 * cfgs.mas_l1.rollout.envsPerStep);
   for (const c of Object.values(cfgs)) {
-    assertEquals([c.model.folder, c.env.testSeed, c.eval.episodes, c.rollout.k, c.run.seed], ["models/plan_path_tiny", cfgs.mas.env.testSeed, 3, 2, 2]);
+    assertEquals([c.model.folder, c.env.testSeed, c.eval.episodes, c.rollout.k, c.run.seed], [
+      "models/plan_path_tiny",
+      cfgs.mas.env.testSeed,
+      3,
+      2,
+      2,
+    ]);
     assertEquals(c.env.difficulty, cfgs.mas.env.difficulty);
   }
-  assert(methodConfig(spec, "plan_path", "mas_l1", 3, 5, "/tmp/x").env.trainSeed !== cfgs.mas_l1.env.trainSeed, "seeds draw different training tasks");
+  assert(
+    methodConfig(spec, "plan_path", "mas_l1", 3, 5, "/tmp/x").env.trainSeed !==
+      cfgs.mas_l1.env.trainSeed,
+    "seeds draw different training tasks",
+  );
   // Per-method fragments apply last (a full-model learning rate for L3, say).
   const withL3 = { ...spec, methods: { mas_l3: { update: { optimizer: { lr: 3e-4 } } } } };
-  assertEquals(methodConfig(withL3, "plan_path", "mas_l3", 0, 5, "/tmp/x").update.optimizer.lr, 3e-4);
-  assertEquals(methodConfig(withL3, "plan_path", "mas_l2", 0, 5, "/tmp/x").update.optimizer.lr, 0.002);
+  assertEquals(
+    methodConfig(withL3, "plan_path", "mas_l3", 0, 5, "/tmp/x").update.optimizer.lr,
+    3e-4,
+  );
+  assertEquals(
+    methodConfig(withL3, "plan_path", "mas_l2", 0, 5, "/tmp/x").update.optimizer.lr,
+    0.002,
+  );
 });
 
 Deno.test("evalEvery sets the trained runs' validation interval; extra fragments apply last", () => {
-  const every = { ...spec, evalEvery: 2, methods: { single_grpo: { update: { optimizer: { lr: 0.01 } } } } };
-  assertEquals(methodConfig(spec, "plan_path", "mas_l1", 0, 6, "/tmp/x").eval.everySteps, 6, "default: after the last step only");
+  const every = {
+    ...spec,
+    evalEvery: 2,
+    methods: { single_grpo: { update: { optimizer: { lr: 0.01 } } } },
+  };
+  assertEquals(
+    methodConfig(spec, "plan_path", "mas_l1", 0, 6, "/tmp/x").eval.everySteps,
+    6,
+    "default: after the last step only",
+  );
   const l1 = methodConfig(every, "plan_path", "mas_l1", 0, 6, "/tmp/x");
-  assertEquals([l1.eval.everySteps, l1.eval.beforeTraining], [2, false], "step 0 comes from the untrained method");
+  assertEquals(
+    [l1.eval.everySteps, l1.eval.beforeTraining],
+    [2, false],
+    "step 0 comes from the untrained method",
+  );
   assertEquals(methodConfig(every, "plan_path", "mas", 0, 6, "/tmp/x").eval.beforeTraining, true);
-  const swept = methodConfig(every, "plan_path", "single_grpo", 0, 6, "/tmp/x", { update: { optimizer: { lr: 5e-4 } }, run: { name: "n" } });
+  const swept = methodConfig(every, "plan_path", "single_grpo", 0, 6, "/tmp/x", {
+    update: { optimizer: { lr: 5e-4 } },
+    run: { name: "n" },
+  });
   assertEquals([swept.update.optimizer.lr, swept.run.name, swept.run.steps], [5e-4, "n", 6]);
-  assertEquals(methodConfig(every, "plan_path", "single_grpo", 0, 6, "/tmp/x").update.optimizer.lr, 0.01);
+  assertEquals(
+    methodConfig(every, "plan_path", "single_grpo", 0, 6, "/tmp/x").update.optimizer.lr,
+    0.01,
+  );
 });
 
 Deno.test("the CLI's usage names --first-seed and --no-sweep", () => {
   const u = usage(EXPERIMENT_CLI);
-  for (const f of ["--first-seed K", "--no-sweep", "--seeds N", "--methods a,b", "--json"]) assert(u.includes(f), `${f}: ${u}`);
+  for (const f of ["--first-seed K", "--no-sweep", "--seeds N", "--methods a,b", "--json"]) {
+    assert(u.includes(f), `${f}: ${u}`);
+  }
 });
 
-const result = (method: RunResult["method"], seed: number, successes: number[], extra: Partial<RunResult> = {}): RunResult => {
+const result = (
+  method: RunResult["method"],
+  seed: number,
+  successes: number[],
+  extra: Partial<RunResult> = {},
+): RunResult => {
   const successRate = successes.reduce((a, b) => a + b, 0) / successes.length;
   return {
-    task: "plan_path", method, seed, successRate, samples: 0, steps: 1, runDir: null,
-    eval: { episodes: successes.length, successRate, avgTurns: 1, rewardByAgent: {}, temperature: 0, split: "test", successes, clippedPrompts: 0 },
+    task: "plan_path",
+    method,
+    seed,
+    successRate,
+    samples: 0,
+    steps: 1,
+    runDir: null,
+    eval: {
+      episodes: successes.length,
+      successRate,
+      avgTurns: 1,
+      rewardByAgent: {},
+      temperature: 0,
+      split: "test",
+      successes,
+      clippedPrompts: 0,
+    },
     ...extra,
   };
 };
@@ -104,58 +173,121 @@ Deno.test("aggregate: per-seed successes and exact McNemar p-values against sing
   ];
   const aggs = aggregate(rs), of = (m: string) => aggs.find((a) => a.method === m)!;
   const l1 = of("mas_l1");
-  assertEquals(l1.perSeed, [{ seed: 0, successRate: 0.75 }, { seed: 1, successRate: 1 }], "sorted by seed");
+  assertEquals(
+    l1.perSeed,
+    [{ seed: 0, successRate: 0.75 }, { seed: 1, successRate: 1 }],
+    "sorted by seed",
+  );
   // vs mas, seed by seed: seed 0 → only-l1 at tasks 0, 1; seed 1 → only-l1 at tasks 0, 2.
   assertEquals([l1.tests.mas!.b, l1.tests.mas!.c, l1.tests.mas!.n], [4, 0, 8]);
   assertEquals(l1.pVsMas, 2 / 16);
   // vs single_grpo: seed 0 → only-l1 at 1, 2; seed 1 (paired with grpo seed 0) → only-l1 at 1, 2, 3.
   assertEquals([l1.tests.single_grpo!.b, l1.tests.single_grpo!.c], [5, 0]);
   assertEquals(l1.pVsSingleGrpo, 2 / 32);
-  assertEquals([of("mas").pVsMas, of("single_grpo").pVsSingleGrpo], [null, null], "no test of a method against itself");
+  assertEquals(
+    [of("mas").pVsMas, of("single_grpo").pVsSingleGrpo],
+    [null, null],
+    "no test of a method against itself",
+  );
   // grpo vs mas: seed 0 only → only-grpo at 0, only-mas at 2: b = c = 1.
-  assertEquals([of("single_grpo").tests.mas!.b, of("single_grpo").tests.mas!.c, of("single_grpo").pVsMas], [1, 1, 1]);
+  assertEquals([
+    of("single_grpo").tests.mas!.b,
+    of("single_grpo").tests.mas!.c,
+    of("single_grpo").pVsMas,
+  ], [1, 1, 1]);
   const alone = aggregate([result("mas_l2", 0, [1, 0])])[0];
-  assertEquals([alone.pVsSingleGrpo, alone.pVsMas, alone.tests.mas], [null, null, null], "the comparators did not run");
-  const otherTasks = aggregate([result("mas", 0, [1, 0]), result("mas_l2", 0, [1, 0, 1])]).find((a) => a.method === "mas_l2")!;
+  assertEquals(
+    [alone.pVsSingleGrpo, alone.pVsMas, alone.tests.mas],
+    [null, null, null],
+    "the comparators did not run",
+  );
+  const otherTasks = aggregate([result("mas", 0, [1, 0]), result("mas_l2", 0, [1, 0, 1])]).find((
+    a,
+  ) => a.method === "mas_l2")!;
   assertEquals(otherTasks.pVsMas, null, "different task lists do not pair");
   const md = pairedTable(aggs, ["plan_path"]);
-  assert(md.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 | 0.063 (5:0) | 0.125 (4:0) |"), md);
+  assert(
+    md.includes(
+      "| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 | 0.063 (5:0) | 0.125 (4:0) |",
+    ),
+    md,
+  );
   // mas vs single_grpo: both mas seeds pair with grpo's seed 0: 1:1 and 2:1.
   assert(md.includes("| plan_path | MAS (untrained) | s0 25.0, s1 50.0 | 1.000 (3:2) | — |"), md);
   const rows = md.split("\n").slice(2).map((l) => l.split(" | ")[1]);
-  assertEquals(rows, ["single agent + GRPO", "MAS (untrained)", "MAS + AT-GRPO, shared (L1)"], "rows in method order");
+  assertEquals(
+    rows,
+    ["single agent + GRPO", "MAS (untrained)", "MAS + AT-GRPO, shared (L1)"],
+    "rows in method order",
+  );
 });
 
 Deno.test("curves: held-out success per validation, reward by agent averaged over turns, step 0 from the baseline", () => {
   const lines = [
     { step: 1, rewardByAgent: { plan: { "0": 0.2, "1": 0.6 }, tool: { "0": 1 } }, samples: 8 },
-    { step: 2, rewardByAgent: { plan: { "0": 0.5 } }, eval: { successRate: 0.25, successes: [0, 1, 0, 0] } },
+    {
+      step: 2,
+      rewardByAgent: { plan: { "0": 0.5 } },
+      eval: { successRate: 0.25, successes: [0, 1, 0, 0] },
+    },
     { step: 3, rewardByAgent: {} },
   ];
   const { curve, rewardCurve } = curvesFromMetrics(lines);
   assertEquals(curve, [{ step: 2, successRate: 0.25 }]);
   assertEquals(rewardCurve.map((p) => p.step), [1, 2, 3]);
-  assert(Math.abs(rewardCurve[0].byAgent.plan - 0.4) < 1e-12 && rewardCurve[0].byAgent.tool === 1, JSON.stringify(rewardCurve[0]));
+  assert(
+    Math.abs(rewardCurve[0].byAgent.plan - 0.4) < 1e-12 && rewardCurve[0].byAgent.tool === 1,
+    JSON.stringify(rewardCurve[0]),
+  );
   assertEquals([rewardCurve[1].byAgent, rewardCurve[2].byAgent], [{ plan: 0.5 }, {}]);
-  assertEquals(curvesFromMetrics([{ step: 0, eval: { successRate: 0.5 } }]).curve, [{ step: 0, successRate: 0.5 }], "a step-0 validation is kept");
+  assertEquals(curvesFromMetrics([{ step: 0, eval: { successRate: 0.5 } }]).curve, [{
+    step: 0,
+    successRate: 0.5,
+  }], "a step-0 validation is kept");
   const base = result("mas", 0, [1, 0, 0, 0]);
-  assertEquals(withStepZero(curve, base), [{ step: 0, successRate: 0.25 }, { step: 2, successRate: 0.25 }]);
-  assertEquals(withStepZero([{ step: 0, successRate: 0.5 }], base), [{ step: 0, successRate: 0.5 }], "a run's own step 0 wins");
+  assertEquals(withStepZero(curve, base), [{ step: 0, successRate: 0.25 }, {
+    step: 2,
+    successRate: 0.25,
+  }]);
+  assertEquals(
+    withStepZero([{ step: 0, successRate: 0.5 }], base),
+    [{ step: 0, successRate: 0.5 }],
+    "a run's own step 0 wins",
+  );
   assertEquals(withStepZero(curve, undefined), curve);
-  assertEquals([BASELINE_OF.single_grpo, BASELINE_OF.mas_l1, BASELINE_OF.mas_l2, BASELINE_OF.mas_l3, BASELINE_OF.mas], ["single", "mas", "mas", "mas", undefined]);
+  assertEquals([
+    BASELINE_OF.single_grpo,
+    BASELINE_OF.mas_l1,
+    BASELINE_OF.mas_l2,
+    BASELINE_OF.mas_l3,
+    BASELINE_OF.mas,
+  ], ["single", "mas", "mas", "mas", undefined]);
 });
 
 Deno.test("the lr sweep trains each lr on one seed and keeps the best train-split success (ties: the lower lr)", async () => {
-  assertEquals(chooseLr([{ lr: 2e-3, trainSuccess: 0.5 }, { lr: 1e-3, trainSuccess: 0.5 }, { lr: 4e-3, trainSuccess: 0.25 }]), 1e-3);
+  assertEquals(
+    chooseLr([{ lr: 2e-3, trainSuccess: 0.5 }, { lr: 1e-3, trainSuccess: 0.5 }, {
+      lr: 4e-3,
+      trainSuccess: 0.25,
+    }]),
+    1e-3,
+  );
   assertEquals(chooseLr([{ lr: 1e-4, trainSuccess: 0 }, { lr: 1e-3, trainSuccess: 0.1 }]), 1e-3);
   assertThrows(() => chooseLr([]), "RangeError");
   const swept: ExperimentSpec = { ...spec, sweep: { single_grpo: { lrs: [3e-4, 1e-3, 2e-3] } } };
   const score: Record<number, number> = { 3e-4: 0.5, 1e-3: 0.75, 2e-3: 0.75 };
   const trained: RunConfig[] = [], scored: [number, string, number][] = [], points: number[] = [];
-  const { record, chosen } = await runLrSweep(swept, "plan_path", { seed: 4, steps: 3, outDir: "/tmp/x" }, {
+  const { record, chosen } = await runLrSweep(swept, "plan_path", {
+    seed: 4,
+    steps: 3,
+    outDir: "/tmp/x",
+  }, {
     train: (cfg) => {
       trained.push(cfg);
-      return Promise.resolve({ runDir: `/runs/${cfg.update.optimizer.lr}`, kept: `kept ${cfg.update.optimizer.lr}` });
+      return Promise.resolve({
+        runDir: `/runs/${cfg.update.optimizer.lr}`,
+        kept: `kept ${cfg.update.optimizer.lr}`,
+      });
     },
     scoreOnTrain: (cfg, runDir, episodes) => {
       scored.push([cfg.update.optimizer.lr, runDir, episodes]);
@@ -163,31 +295,78 @@ Deno.test("the lr sweep trains each lr on one seed and keeps the best train-spli
     },
     onPoint: (r) => Promise.resolve(void points.push(r.points.length)),
   });
-  assertEquals(trained.map((c) => [c.update.optimizer.lr, c.level, c.run.seed, c.run.steps, c.run.name]), [
-    [3e-4, "L0", 4, 3, "plan_path-single_grpo-lr0.0003-seed4"],
-    [1e-3, "L0", 4, 3, "plan_path-single_grpo-lr0.001-seed4"],
-    [2e-3, "L0", 4, 3, "plan_path-single_grpo-lr0.002-seed4"],
-  ]);
-  assertEquals(scored, [[3e-4, "/runs/0.0003", 3], [1e-3, "/runs/0.001", 3], [2e-3, "/runs/0.002", 3]], "train split, eval.episodes tasks");
+  assertEquals(
+    trained.map((c) => [c.update.optimizer.lr, c.level, c.run.seed, c.run.steps, c.run.name]),
+    [
+      [3e-4, "L0", 4, 3, "plan_path-single_grpo-lr0.0003-seed4"],
+      [1e-3, "L0", 4, 3, "plan_path-single_grpo-lr0.001-seed4"],
+      [2e-3, "L0", 4, 3, "plan_path-single_grpo-lr0.002-seed4"],
+    ],
+  );
+  assertEquals(scored, [[3e-4, "/runs/0.0003", 3], [1e-3, "/runs/0.001", 3], [
+    2e-3,
+    "/runs/0.002",
+    3,
+  ]], "train split, eval.episodes tasks");
   assertEquals(points, [1, 2, 3], "recorded after each candidate");
-  assertEquals([record.chosenLr, record.seed, record.split, record.episodes, chosen], [1e-3, 4, "train", 3, "kept 0.001"]);
+  assertEquals([record.chosenLr, record.seed, record.split, record.episodes, chosen], [
+    1e-3,
+    4,
+    "train",
+    3,
+    "kept 0.001",
+  ]);
   assertEquals(record.points.map((p) => p.trainSuccess), [0.5, 0.75, 0.75]);
   // The spec's seed and episodes win over the defaults.
-  const fixed: ExperimentSpec = { ...spec, sweep: { single_grpo: { lrs: [1e-3], seed: 9, episodes: 7 } } };
+  const fixed: ExperimentSpec = {
+    ...spec,
+    sweep: { single_grpo: { lrs: [1e-3], seed: 9, episodes: 7 } },
+  };
   const one = await runLrSweep(fixed, "plan_path", { seed: 4, steps: 3, outDir: "/tmp/x" }, {
     train: (cfg) => Promise.resolve({ runDir: "/r", kept: cfg.run.seed }),
     scoreOnTrain: (_c, _r, episodes) => Promise.resolve(episodes / 10),
   });
-  assertEquals([one.record.seed, one.record.episodes, one.record.points[0].trainSuccess, one.chosen], [9, 7, 0.7, 9]);
-  await assertRejects(() => runLrSweep(spec, "plan_path", { seed: 0, steps: 1, outDir: "/tmp/x" }, { train: () => Promise.reject(), scoreOnTrain: () => Promise.reject() }), "RangeError");
+  assertEquals([
+    one.record.seed,
+    one.record.episodes,
+    one.record.points[0].trainSuccess,
+    one.chosen,
+  ], [9, 7, 0.7, 9]);
+  await assertRejects(
+    () =>
+      runLrSweep(spec, "plan_path", { seed: 0, steps: 1, outDir: "/tmp/x" }, {
+        train: () => Promise.reject(),
+        scoreOnTrain: () => Promise.reject(),
+      }),
+    "RangeError",
+  );
   const md = sweepTable([record as SweepRecord]);
-  assert(md.includes("| plan_path | 0.001 | 75.0 (3 tasks, seed 4) | chosen |") && md.includes("| plan_path | 0.002 | 75.0 (3 tasks, seed 4) |  |"), md);
+  assert(
+    md.includes("| plan_path | 0.001 | 75.0 (3 tasks, seed 4) | chosen |") &&
+      md.includes("| plan_path | 0.002 | 75.0 (3 tasks, seed 4) |  |"),
+    md,
+  );
 });
 
 Deno.test("aggregate: mean and sample std over seeds; the table has a cell per (method, task)", () => {
   const r = (method: RunResult["method"], seed: number, successRate: number): RunResult => ({
-    task: "plan_path", method, seed, successRate, samples: method === "mas" ? 0 : 32, steps: 1, runDir: null,
-    eval: { episodes: 4, successRate, avgTurns: 1, rewardByAgent: {}, temperature: 0, split: "test", successes: [], clippedPrompts: 0 },
+    task: "plan_path",
+    method,
+    seed,
+    successRate,
+    samples: method === "mas" ? 0 : 32,
+    steps: 1,
+    runDir: null,
+    eval: {
+      episodes: 4,
+      successRate,
+      avgTurns: 1,
+      rewardByAgent: {},
+      temperature: 0,
+      split: "test",
+      successes: [],
+      clippedPrompts: 0,
+    },
   });
   const aggs = aggregate([r("mas", 0, 0.25), r("mas", 1, 0.75), r("mas_l2", 0, 0.5)]);
   const mas = aggs.find((a) => a.method === "mas")!;
@@ -202,8 +381,14 @@ Deno.test("aggregate: mean and sample std over seeds; the table has a cell per (
 
 Deno.test("the ablation swaps the two role adapters and nothing else", () => {
   const cfg = methodConfig(spec, "plan_path", "mas_l2", 0, 1, "/tmp/x");
-  const tool = { settings: {} as never, modules: [] }, plan = { settings: {} as never, modules: [] };
-  const ck = { state: { step: 1, rng: {} }, adapters: { "base.tool": tool, "base.plan": plan }, models: {}, optimizers: {} } as unknown as LoadedCheckpoint;
+  const tool = { settings: {} as never, modules: [] },
+    plan = { settings: {} as never, modules: [] };
+  const ck = {
+    state: { step: 1, rng: {} },
+    adapters: { "base.tool": tool, "base.plan": plan },
+    models: {},
+    optimizers: {},
+  } as unknown as LoadedCheckpoint;
   const s = swapRoleAdapters(ck, cfg);
   assert(s.adapters["base.tool"] === plan && s.adapters["base.plan"] === tool);
   assert(ck.adapters["base.tool"] === tool, "the original checkpoint is not modified");
@@ -222,8 +407,21 @@ Deno.test("deno task experiment paper-table: a tiny run of every method writes t
     const e2e: ExperimentSpec = { ...spec, sweep: { single_grpo: { lrs: [0.004, 0.002] } } };
     await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(e2e));
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "src/cli/experiment.ts", "paper-table", "--spec", `${dir}/spec.json`, "--out", `${dir}/out`, "--first-seed", "3", "--json"],
-      stdout: "piped", stderr: "piped",
+      args: [
+        "run",
+        "-A",
+        "src/cli/experiment.ts",
+        "paper-table",
+        "--spec",
+        `${dir}/spec.json`,
+        "--out",
+        `${dir}/out`,
+        "--first-seed",
+        "3",
+        "--json",
+      ],
+      stdout: "piped",
+      stderr: "piped",
     }).output();
     const stdout = new TextDecoder().decode(out.stdout);
     assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
@@ -238,49 +436,113 @@ Deno.test("deno task experiment paper-table: a tiny run of every method writes t
     }
     const of = (m: string) => results.find((r) => r.method === m)!;
     // Trained methods trained, on the same budget of samples per step (episodes may end early).
-    for (const m of ["single_grpo", "mas_l1", "mas_l2", "mas_l3"]) assert(of(m).samples > 0, `${m} used no samples`);
-    assertEquals(of("single_grpo").samples, of("mas_l1").samples, "one-turn episodes: 2 envs × 1 agent × K = 1 env × 2 agents × K");
+    for (const m of ["single_grpo", "mas_l1", "mas_l2", "mas_l3"]) {
+      assert(of(m).samples > 0, `${m} used no samples`);
+    }
+    assertEquals(
+      of("single_grpo").samples,
+      of("mas_l1").samples,
+      "one-turn episodes: 2 envs × 1 agent × K = 1 env × 2 agents × K",
+    );
     // Aggregates: per seed (the one seed, 3), and paired p-values where a comparator ran.
-    type Agg = { method: string; n: number; mean: number; perSeed: { seed: number; successRate: number }[]; pVsSingleGrpo: number | null; pVsMas: number | null };
+    type Agg = {
+      method: string;
+      n: number;
+      mean: number;
+      perSeed: { seed: number; successRate: number }[];
+      pVsSingleGrpo: number | null;
+      pVsMas: number | null;
+    };
     for (const a of last.aggregates as Agg[]) {
       const r = results.find((x) => x.method === a.method)!;
-      assertEquals([a.n, a.mean, a.perSeed], [1, r.successRate, [{ seed: 3, successRate: r.successRate }]], a.method);
-      assertEquals(a.pVsSingleGrpo === null, a.method === "single_grpo", `${a.method} vs single_grpo`);
+      assertEquals([a.n, a.mean, a.perSeed], [1, r.successRate, [{
+        seed: 3,
+        successRate: r.successRate,
+      }]], a.method);
+      assertEquals(
+        a.pVsSingleGrpo === null,
+        a.method === "single_grpo",
+        `${a.method} vs single_grpo`,
+      );
       assertEquals(a.pVsMas === null, a.method === "mas", `${a.method} vs mas`);
     }
-    const discordant = (x: number[], y: number[]) => [x.filter((v, i) => v && !y[i]).length, x.filter((v, i) => !v && y[i]).length];
+    const discordant = (
+      x: number[],
+      y: number[],
+    ) => [x.filter((v, i) => v && !y[i]).length, x.filter((v, i) => !v && y[i]).length];
     const [b, c] = discordant(of("mas_l1").eval.successes, of("mas").eval.successes);
-    assertEquals(last.aggregates.find((a: Agg) => a.method === "mas_l1").pVsMas, mcnemarExact(b, c));
+    assertEquals(
+      last.aggregates.find((a: Agg) => a.method === "mas_l1").pVsMas,
+      mcnemarExact(b, c),
+    );
     // The sweep: both lrs trained on the first seed and scored on the train split; single_grpo
     // trained at the chosen lr, and the sweep's run at that lr stands as seed 3's result.
     const sweeps = saved.sweeps as SweepRecord[];
     assertEquals(sweeps.length, 1);
     const sw = sweeps[0];
-    assertEquals([sw.seed, sw.split, sw.episodes, sw.points.map((p) => p.lr)], [3, "train", 3, [0.004, 0.002]]);
+    assertEquals([sw.seed, sw.split, sw.episodes, sw.points.map((p) => p.lr)], [3, "train", 3, [
+      0.004,
+      0.002,
+    ]]);
     const best = Math.max(...sw.points.map((p) => p.trainSuccess));
-    assertEquals(sw.chosenLr, Math.min(...sw.points.filter((p) => p.trainSuccess === best).map((p) => p.lr)));
-    assertEquals([of("single_grpo").lr, of("single_grpo").runDir], [sw.chosenLr, sw.points.find((p) => p.lr === sw.chosenLr)!.runDir]);
-    const grpoCfg = JSON.parse(await Deno.readTextFile(`${of("single_grpo").runDir}/config.json`)) as RunConfig;
+    assertEquals(
+      sw.chosenLr,
+      Math.min(...sw.points.filter((p) => p.trainSuccess === best).map((p) => p.lr)),
+    );
+    assertEquals([of("single_grpo").lr, of("single_grpo").runDir], [
+      sw.chosenLr,
+      sw.points.find((p) => p.lr === sw.chosenLr)!.runDir,
+    ]);
+    const grpoCfg = JSON.parse(
+      await Deno.readTextFile(`${of("single_grpo").runDir}/config.json`),
+    ) as RunConfig;
     assertEquals([grpoCfg.update.optimizer.lr, grpoCfg.run.seed], [sw.chosenLr, 3]);
     assertEquals(last.sweeps, sweeps);
     // Curves: step 0 is the untrained method's result of the seed, step 1 the run's held-out result.
-    const soloAgents = soloEnvFor("plan_path_v1").possibleAgents, roles = getEnv("plan_path_v1").possibleAgents;
+    const soloAgents = soloEnvFor("plan_path_v1").possibleAgents,
+      roles = getEnv("plan_path_v1").possibleAgents;
     for (const m of ["single_grpo", "mas_l1", "mas_l2", "mas_l3"]) {
       const r = of(m);
-      assertEquals(r.curve, [{ step: 0, successRate: of(m === "single_grpo" ? "single" : "mas").successRate }, { step: 1, successRate: r.successRate }], m);
+      assertEquals(r.curve, [{
+        step: 0,
+        successRate: of(m === "single_grpo" ? "single" : "mas").successRate,
+      }, { step: 1, successRate: r.successRate }], m);
       assertEquals(r.rewardCurve!.map((p) => p.step), [1], m);
       const agents = Object.keys(r.rewardCurve![0].byAgent);
-      assert(agents.length > 0 && agents.every((a) => (m === "single_grpo" ? soloAgents : roles).includes(a)), `${m}: ${agents}`);
+      assert(
+        agents.length > 0 &&
+          agents.every((a) => (m === "single_grpo" ? soloAgents : roles).includes(a)),
+        `${m}: ${agents}`,
+      );
       assert(Object.values(r.rewardCurve![0].byAgent).every(Number.isFinite), m);
     }
     const curves = await Deno.readTextFile(`${dir}/out/curves_plan_path.svg`);
-    assert(curves.startsWith("<svg") && curves.includes("RL step") && curves.includes("held-out success (%)"), curves.slice(0, 200));
-    assertEquals(curves.match(/aria-roledescription="line mark"/g)?.length, 6, "one line per method (the ablation has none)");
+    assert(
+      curves.startsWith("<svg") && curves.includes("RL step") &&
+        curves.includes("held-out success (%)"),
+      curves.slice(0, 200),
+    );
+    assertEquals(
+      curves.match(/aria-roledescription="line mark"/g)?.length,
+      6,
+      "one line per method (the ablation has none)",
+    );
     const rewards = await Deno.readTextFile(`${dir}/out/rewards_plan_path.svg`);
-    assert(rewards.includes("training reward") && rewards.includes("single agent + GRPO"), rewards.slice(0, 200));
+    assert(
+      rewards.includes("training reward") && rewards.includes("single agent + GRPO"),
+      rewards.slice(0, 200),
+    );
     const table = await Deno.readTextFile(`${dir}/out/table.md`);
-    assert(table.includes("| single agent + GRPO |") && table.includes("role adapters swapped"), table);
-    assert(table.includes("(seed 3)") && table.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s3 ") && table.includes("| chosen |"), table);
+    assert(
+      table.includes("| single agent + GRPO |") && table.includes("role adapters swapped"),
+      table,
+    );
+    assert(
+      table.includes("(seed 3)") &&
+        table.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s3 ") &&
+        table.includes("| chosen |"),
+      table,
+    );
     assert(table.includes("curves_plan_path.svg, rewards_plan_path.svg"), table);
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -289,24 +551,78 @@ Deno.test("deno task experiment paper-table: a tiny run of every method writes t
 
 Deno.test("merge: invocations of separate seeds become one table; a run measured twice or another budget is refused", async () => {
   const a: SavedExperiment = {
-    tasks: ["plan_path"], steps: 12, evalEvery: 6, notes: ["n1"],
-    results: [result("mas", 0, [0, 0, 1, 0]), result("single_grpo", 0, [1, 0, 0, 0]), result("mas_l1", 0, [1, 1, 1, 0], { curve: [{ step: 0, successRate: 0.25 }, { step: 12, successRate: 0.75 }], rewardCurve: [{ step: 1, byAgent: { tool: 1, plan: 0.5 } }] })],
-    sweeps: [{ task: "plan_path", method: "single_grpo", seed: 0, split: "train", episodes: 4, points: [{ lr: 0.001, trainSuccess: 0.5, runDir: "r" }], chosenLr: 0.001 }],
+    tasks: ["plan_path"],
+    steps: 12,
+    evalEvery: 6,
+    notes: ["n1"],
+    results: [
+      result("mas", 0, [0, 0, 1, 0]),
+      result("single_grpo", 0, [1, 0, 0, 0]),
+      result("mas_l1", 0, [1, 1, 1, 0], {
+        curve: [{ step: 0, successRate: 0.25 }, { step: 12, successRate: 0.75 }],
+        rewardCurve: [{ step: 1, byAgent: { tool: 1, plan: 0.5 } }],
+      }),
+    ],
+    sweeps: [{
+      task: "plan_path",
+      method: "single_grpo",
+      seed: 0,
+      split: "train",
+      episodes: 4,
+      points: [{ lr: 0.001, trainSuccess: 0.5, runDir: "r" }],
+      chosenLr: 0.001,
+    }],
   };
-  const b: SavedExperiment = { tasks: ["plan_path"], steps: 12, evalEvery: 6, notes: ["n1", "n2"], results: [result("mas", 1, [0, 1, 0, 1]), result("mas_l1", 1, [1, 1, 1, 1], { curve: [{ step: 0, successRate: 0.5 }, { step: 12, successRate: 1 }], rewardCurve: [{ step: 1, byAgent: { tool: 2, plan: 1 } }] })] };
+  const b: SavedExperiment = {
+    tasks: ["plan_path"],
+    steps: 12,
+    evalEvery: 6,
+    notes: ["n1", "n2"],
+    results: [
+      result("mas", 1, [0, 1, 0, 1]),
+      result("mas_l1", 1, [1, 1, 1, 1], {
+        curve: [{ step: 0, successRate: 0.5 }, { step: 12, successRate: 1 }],
+        rewardCurve: [{ step: 1, byAgent: { tool: 2, plan: 1 } }],
+      }),
+    ],
+  };
   const m = mergeExperiments([a, b], ["A", "B"]);
   assertEquals([m.results.length, m.sweeps!.length, m.notes, m.steps], [5, 1, ["n1", "n2"], 12]);
   // The merged aggregates are those of all the runs measured together (the paired tests pool seeds).
   assertEquals(aggregate(m.results), aggregate([...a.results, ...b.results]));
   assertEquals(aggregate(m.results).find((x) => x.method === "mas_l1")!.pVsMas, 2 / 16);
-  assertEquals([seedLabel(m.results), seedLabel(a.results), seedLabel([result("mas", 0, [1]), result("mas", 2, [1])])], ["seeds 0..1", "seed 0", "seeds 0, 2"]);
+  assertEquals([
+    seedLabel(m.results),
+    seedLabel(a.results),
+    seedLabel([result("mas", 0, [1]), result("mas", 2, [1])]),
+  ], ["seeds 0..1", "seed 0", "seeds 0, 2"]);
   // mas_l2 ran apart from its untrained baseline: its curve gets step 0 from mas of the same seed.
-  const l2: SavedExperiment = { tasks: ["plan_path"], steps: 12, evalEvery: 6, results: [result("mas_l2", 1, [1, 1, 0, 1], { curve: [{ step: 12, successRate: 0.75 }] })] };
+  const l2: SavedExperiment = {
+    tasks: ["plan_path"],
+    steps: 12,
+    evalEvery: 6,
+    results: [result("mas_l2", 1, [1, 1, 0, 1], { curve: [{ step: 12, successRate: 0.75 }] })],
+  };
   const withL2 = mergeExperiments([a, b, l2], ["A", "B", "C"]);
-  assertEquals(withL2.results.find((r) => r.method === "mas_l2")!.curve, [{ step: 0, successRate: 0.5 }, { step: 12, successRate: 0.75 }]);
-  assertThrows(() => mergeExperiments([a, a], ["A", "A2"]), "ExperimentMergeError", "plan_path mas seed 0 is in both A and A2");
-  assertThrows(() => mergeExperiments([a, { ...b, steps: 6 }], ["A", "B"]), "ExperimentMergeError", "B: 6 RL steps");
-  assertThrows(() => mergeExperiments([a, { ...b, evalEvery: 3 }], ["A", "B"]), "ExperimentMergeError", "evalEvery");
+  assertEquals(withL2.results.find((r) => r.method === "mas_l2")!.curve, [{
+    step: 0,
+    successRate: 0.5,
+  }, { step: 12, successRate: 0.75 }]);
+  assertThrows(
+    () => mergeExperiments([a, a], ["A", "A2"]),
+    "ExperimentMergeError",
+    "plan_path mas seed 0 is in both A and A2",
+  );
+  assertThrows(
+    () => mergeExperiments([a, { ...b, steps: 6 }], ["A", "B"]),
+    "ExperimentMergeError",
+    "B: 6 RL steps",
+  );
+  assertThrows(
+    () => mergeExperiments([a, { ...b, evalEvery: 3 }], ["A", "B"]),
+    "ExperimentMergeError",
+    "evalEvery",
+  );
   // The command: two results.json folders in, the merged table, results and plots out.
   const dir = await Deno.makeTempDir();
   try {
@@ -314,7 +630,21 @@ Deno.test("merge: invocations of separate seeds become one table; a run measured
     await Deno.writeTextFile(`${dir}/a/results.json`, JSON.stringify({ spec: "spec.json", ...a }));
     await Deno.writeTextFile(`${dir}/b/results.json`, JSON.stringify({ spec: "spec.json", ...b }));
     const run = (from: string) =>
-      new Deno.Command(Deno.execPath(), { args: ["run", "-A", "src/cli/experiment.ts", "merge", "--from", from, "--out", `${dir}/m`, "--json"], stdout: "piped", stderr: "piped" }).output();
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "src/cli/experiment.ts",
+          "merge",
+          "--from",
+          from,
+          "--out",
+          `${dir}/m`,
+          "--json",
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
     const out = await run(`${dir}/a,${dir}/b`);
     const stdout = new TextDecoder().decode(out.stdout);
     assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
@@ -323,7 +653,12 @@ Deno.test("merge: invocations of separate seeds become one table; a run measured
     const saved = JSON.parse(await Deno.readTextFile(`${dir}/m/results.json`));
     assertEquals([saved.results.length, saved.mergedFrom.length], [5, 2]);
     const table = await Deno.readTextFile(`${dir}/m/table.md`);
-    assert(table.includes("over 2 seed(s) (seeds 0..1)") && table.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 |") && table.includes("| chosen |"), table);
+    assert(
+      table.includes("over 2 seed(s) (seeds 0..1)") &&
+        table.includes("| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 |") &&
+        table.includes("| chosen |"),
+      table,
+    );
     assert((await Deno.readTextFile(`${dir}/m/curves_plan_path.svg`)).startsWith("<svg"));
     const twice = await run(`${dir}/a,${dir}/a`);
     assertEquals(twice.code, 2, "a run measured twice is bad input");

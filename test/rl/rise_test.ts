@@ -25,10 +25,21 @@ Deno.test("AT-GRPO from the warm start raises held-out success (Plan-Path, L2)",
     ]);
     const s = await train(cfg, { log: () => {} });
     const before = s.before!.successRate, after = s.after!.successRate;
-    console.log(`held-out success ${(before * 100).toFixed(1)}% -> ${(after * 100).toFixed(1)}% (32 tasks)`);
-    assert(after - before >= 8 / 32, `held-out success did not rise clearly: ${before} -> ${after}`);
-    assert(s.after!.rewardByAgent.plan > s.before!.rewardByAgent.plan, "the plan agent's reward did not improve");
-    assert(s.after!.rewardByAgent.tool > s.before!.rewardByAgent.tool, "the tool agent's reward did not improve");
+    console.log(
+      `held-out success ${(before * 100).toFixed(1)}% -> ${(after * 100).toFixed(1)}% (32 tasks)`,
+    );
+    assert(
+      after - before >= 8 / 32,
+      `held-out success did not rise clearly: ${before} -> ${after}`,
+    );
+    assert(
+      s.after!.rewardByAgent.plan > s.before!.rewardByAgent.plan,
+      "the plan agent's reward did not improve",
+    );
+    assert(
+      s.after!.rewardByAgent.tool > s.before!.rewardByAgent.tool,
+      "the tool agent's reward did not improve",
+    );
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }

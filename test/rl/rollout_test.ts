@@ -8,7 +8,12 @@ import { assert, assertEquals, assertRejects } from "../assert.ts";
 import { getEnv } from "../../src/envs/registry.ts";
 import type { GenerateRequest, GenerateResult } from "../../src/model/generate.ts";
 import { ByteTokenizer } from "../../src/model/tokenizer.ts";
-import { clipPrompt, type CompletionSampler, rolloutIndependent, rolloutTree } from "../../src/rl/rollout.ts";
+import {
+  clipPrompt,
+  type CompletionSampler,
+  rolloutIndependent,
+  rolloutTree,
+} from "../../src/rl/rollout.ts";
 import { act } from "../../src/envs/api.ts";
 
 const tok = new ByteTokenizer();
@@ -31,8 +36,21 @@ const tasks = [0, 1, 2].map((s) => env.generate(s, { split: "train", difficulty:
 const moves = ["1", "5", "no idea"];
 
 Deno.test("tree rollouts", async (t) => {
-  const deps = { env, tokenizer: tok, policyOf: () => ({ generator: scripted(moves.map((m) => `#### ${m}`)) }) };
-  const opts = { mode: "tree" as const, K: 3, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
+  const deps = {
+    env,
+    tokenizer: tok,
+    policyOf: () => ({ generator: scripted(moves.map((m) => `#### ${m}`)) }),
+  };
+  const opts = {
+    mode: "tree" as const,
+    K: 3,
+    alpha: 1,
+    maxNewTokens: 8,
+    sampling: { temperature: 1 },
+    style: "compact" as const,
+    seed: 0,
+    step: 0,
+  };
   const r = await rolloutTree(deps, tasks, opts);
 
   await t.step("one group per (env, agent, turn), never across environments", () => {
@@ -40,24 +58,35 @@ Deno.test("tree rollouts", async (t) => {
     assertEquals(new Set(keys).size, keys.length);
     for (const g of r.groups) {
       assertEquals(g.samples.length, 3);
-      assert(g.samples.every((s) => s.env === g.env && s.agent === g.agent && s.turn === g.turn), `group ${g.key} mixes samples`);
+      assert(
+        g.samples.every((s) => s.env === g.env && s.agent === g.agent && s.turn === g.turn),
+        `group ${g.key} mixes samples`,
+      );
     }
   });
 
   await t.step("candidates get distinct rewards and the best one is chosen", () => {
     const distinct = r.groups.filter((g) => new Set(g.samples.map((s) => s.reward)).size > 1);
-    assert(distinct.length >= r.groups.length / 2, `only ${distinct.length}/${r.groups.length} groups have distinct rewards`);
+    assert(
+      distinct.length >= r.groups.length / 2,
+      `only ${distinct.length}/${r.groups.length} groups have distinct rewards`,
+    );
     for (const g of r.groups) {
       const chosen = g.samples.filter((s) => s.chosen);
       assertEquals(chosen.length, 1);
-      assert(g.samples.every((s) => s.reward <= chosen[0].reward), `group ${g.key}: chosen is not the best`);
+      assert(
+        g.samples.every((s) => s.reward <= chosen[0].reward),
+        `group ${g.key}: chosen is not the best`,
+      );
     }
   });
 
   await t.step("each episode replays: the env continued from the chosen candidates", async () => {
     for (const [e, task] of tasks.entries()) {
       let state = env.reset(task);
-      for (const m of r.episodes[e].transcript) state = (await act(env, state, m.agent, m.text)).state;
+      for (const m of r.episodes[e].transcript) {
+        state = (await act(env, state, m.agent, m.text)).state;
+      }
       assertEquals(env.success(state), r.episodes[e].success);
       // The second agent's groups were scored on a state after the first agent moved.
       const later = r.groups.filter((g) => g.env === e && g.agent === env.turnOrder[1]);
@@ -65,20 +94,26 @@ Deno.test("tree rollouts", async (t) => {
     }
   });
 
-  await t.step("independent mode: one group per task, every action credited with its return", async () => {
-    const ind = await rolloutIndependent(deps, tasks, { ...opts, mode: "independent" });
-    assertEquals(ind.groups.length, tasks.length);
-    for (const g of ind.groups) {
-      assert(g.samples.every((s) => s.env === g.env), "group spans environments");
-      const byTraj = new Map<number, number>();
-      for (const s of g.samples) {
-        const prev = byTraj.get(s.candidate);
-        assert(prev === undefined || prev === s.reward, "a trajectory's actions have different rewards");
-        byTraj.set(s.candidate, s.reward);
+  await t.step(
+    "independent mode: one group per task, every action credited with its return",
+    async () => {
+      const ind = await rolloutIndependent(deps, tasks, { ...opts, mode: "independent" });
+      assertEquals(ind.groups.length, tasks.length);
+      for (const g of ind.groups) {
+        assert(g.samples.every((s) => s.env === g.env), "group spans environments");
+        const byTraj = new Map<number, number>();
+        for (const s of g.samples) {
+          const prev = byTraj.get(s.candidate);
+          assert(
+            prev === undefined || prev === s.reward,
+            "a trajectory's actions have different rewards",
+          );
+          byTraj.set(s.candidate, s.reward);
+        }
+        assertEquals(byTraj.size, 3);
       }
-      assertEquals(byTraj.size, 3);
-    }
-  });
+    },
+  );
 });
 
 Deno.test("prompts over maxPromptTokens lose their middle, are counted, and reach the sampler clipped", async () => {
@@ -90,42 +125,99 @@ Deno.test("prompts over maxPromptTokens lose their middle, are counted, and reac
   assertEquals(c.slice(25), long.slice(225)); // the most recent 75 tokens
   const seen: number[] = [];
   const gen = scripted(["#### 1"]);
-  const spy: CompletionSampler = { generate: (reqs) => (reqs.forEach((r) => seen.push(r.prompt.length)), gen.generate(reqs)) };
+  const spy: CompletionSampler = {
+    generate: (reqs) => (reqs.forEach((r) => seen.push(r.prompt.length)), gen.generate(reqs)),
+  };
   const deps = { env, tokenizer: tok, policyOf: () => ({ generator: spy }) };
-  const full = tok.encode((env.observe(env.reset(tasks[0]), env.turnOrder[0], "compact") as { text: string }).text).length;
+  const full = tok.encode(
+    (env.observe(env.reset(tasks[0]), env.turnOrder[0], "compact") as { text: string }).text,
+  ).length;
   const max = full - 5;
-  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0, maxPromptTokens: max };
+  const opts = {
+    mode: "tree" as const,
+    K: 2,
+    alpha: 1,
+    maxNewTokens: 8,
+    sampling: { temperature: 1 },
+    style: "compact" as const,
+    seed: 0,
+    step: 0,
+    maxPromptTokens: max,
+  };
   const r = await rolloutTree(deps, tasks.slice(0, 1), opts);
   assert(r.clippedPrompts > 0, "no prompt was clipped");
-  assert(seen.every((n) => n <= max), `a prompt of ${Math.max(...seen)} tokens reached the sampler (max ${max})`);
-  assert(r.groups.every((g) => g.samples.every((s) => s.promptIds.length <= max)), "training samples keep the clipped prompt");
+  assert(
+    seen.every((n) => n <= max),
+    `a prompt of ${Math.max(...seen)} tokens reached the sampler (max ${max})`,
+  );
+  assert(
+    r.groups.every((g) => g.samples.every((s) => s.promptIds.length <= max)),
+    "training samples keep the clipped prompt",
+  );
 });
 
 Deno.test("rollout.maxTurns ends episodes after that many rounds, in both modes", async () => {
   // Hanabi: a garbled message wastes the turn, so only a turn limit ends these games.
   const hanabi = getEnv("hanabi_v1");
   const deals = [0, 1].map((s) => hanabi.generate(s, { split: "train", difficulty: {} }));
-  const deps = { env: hanabi, tokenizer: tok, policyOf: () => ({ generator: scripted(["no idea"]) }) };
-  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
+  const deps = {
+    env: hanabi,
+    tokenizer: tok,
+    policyOf: () => ({ generator: scripted(["no idea"]) }),
+  };
+  const opts = {
+    mode: "tree" as const,
+    K: 2,
+    alpha: 1,
+    maxNewTokens: 8,
+    sampling: { temperature: 1 },
+    style: "compact" as const,
+    seed: 0,
+    step: 0,
+  };
   const uncapped = await rolloutTree(deps, deals, opts);
-  assert(uncapped.episodes.every((e) => e.turns > 3), `uncapped turns ${uncapped.episodes.map((e) => e.turns)}`);
+  assert(
+    uncapped.episodes.every((e) => e.turns > 3),
+    `uncapped turns ${uncapped.episodes.map((e) => e.turns)}`,
+  );
   for (const mode of ["tree", "independent"] as const) {
     const run = mode === "tree" ? rolloutTree : rolloutIndependent;
     const r = await run(deps, deals, { ...opts, mode, maxTurns: 3 });
     assertEquals(r.episodes.map((e) => e.turns), deals.map(() => 3), mode);
-    assert(r.groups.every((g) => g.samples.every((s) => s.turn < 3)), `${mode}: a sample from round 4 or later`);
-    assertEquals(r.groups.flatMap((g) => g.samples).length, deals.length * 3 * 2 * 2, `${mode}: 3 rounds × 2 players × K 2 per deal`);
+    assert(
+      r.groups.every((g) => g.samples.every((s) => s.turn < 3)),
+      `${mode}: a sample from round 4 or later`,
+    );
+    assertEquals(
+      r.groups.flatMap((g) => g.samples).length,
+      deals.length * 3 * 2 * 2,
+      `${mode}: 3 rounds × 2 players × K 2 per deal`,
+    );
   }
   // Rounds count from the reset state: a tic-tac-toe task's two opening moves are its round 1,
   // which the engine did not drive, so one round here is the players' next moves.
   assertEquals(tasks.map((t) => env.reset(t).turn), [1, 1, 1]);
-  const ttt = await rolloutTree({ env, tokenizer: tok, policyOf: () => ({ generator: scripted(moves.map((m) => `#### ${m}`)) }) }, tasks, { ...opts, K: 3, maxTurns: 1 });
-  assert(ttt.groups.length > 0 && ttt.groups.every((g) => g.turn === 1), `turns ${ttt.groups.map((g) => g.turn)}`);
+  const ttt = await rolloutTree(
+    {
+      env,
+      tokenizer: tok,
+      policyOf: () => ({ generator: scripted(moves.map((m) => `#### ${m}`)) }),
+    },
+    tasks,
+    { ...opts, K: 3, maxTurns: 1 },
+  );
+  assert(
+    ttt.groups.length > 0 && ttt.groups.every((g) => g.turn === 1),
+    `turns ${ttt.groups.map((g) => g.turn)}`,
+  );
 });
 
 Deno.test("env steps start as each candidate's sequence ends, before the batch's generation returns", async () => {
   const log: string[] = [];
-  const spyEnv = { ...env, step: (...a: Parameters<typeof env.step>) => (log.push("step"), env.step(...a)) } as typeof env;
+  const spyEnv = {
+    ...env,
+    step: (...a: Parameters<typeof env.step>) => (log.push("step"), env.step(...a)),
+  } as typeof env;
   const base = scripted(["#### 1", "#### 5"]);
   const sampler: CompletionSampler = {
     async generate(reqs, opts) {
@@ -139,19 +231,45 @@ Deno.test("env steps start as each candidate's sequence ends, before the batch's
     },
   };
   const deps = { env: spyEnv, tokenizer: tok, policyOf: () => ({ generator: sampler }) };
-  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0, maxTurns: 1 };
+  const opts = {
+    mode: "tree" as const,
+    K: 2,
+    alpha: 1,
+    maxNewTokens: 8,
+    sampling: { temperature: 1 },
+    style: "compact" as const,
+    seed: 0,
+    step: 0,
+    maxTurns: 1,
+  };
   const r = await rolloutTree(deps, tasks.slice(0, 2), opts);
   // Per agent turn: one step before the generation returned, then the other three.
   const firstTurn = log.slice(0, log.indexOf("generated") + 1);
   assertEquals(firstTurn, ["step", "generated"]);
-  assertEquals(log.filter((x) => x === "step").length, 2 * 2 * 2, "2 envs × 2 players × K 2 steps, each once");
+  assertEquals(
+    log.filter((x) => x === "step").length,
+    2 * 2 * 2,
+    "2 envs × 2 players × K 2 steps, each once",
+  );
   // Same groups as with a sampler that reports nothing early.
-  const plain = await rolloutTree({ env, tokenizer: tok, policyOf: () => ({ generator: base }) }, tasks.slice(0, 2), opts);
-  assertEquals(r.groups.map((g) => g.samples.map((s) => [s.text, s.reward])), plain.groups.map((g) => g.samples.map((s) => [s.text, s.reward])));
+  const plain = await rolloutTree(
+    { env, tokenizer: tok, policyOf: () => ({ generator: base }) },
+    tasks.slice(0, 2),
+    opts,
+  );
+  assertEquals(
+    r.groups.map((g) => g.samples.map((s) => [s.text, s.reward])),
+    plain.groups.map((g) => g.samples.map((s) => [s.text, s.reward])),
+  );
 });
 
 Deno.test("an env step that fails while the GPU still decodes fails the rollout, not the process", async () => {
-  const failing = { ...env, step: () => { throw new Error("env step failed"); } } as typeof env;
+  const failing = {
+    ...env,
+    step: () => {
+      throw new Error("env step failed");
+    },
+  } as typeof env;
   const base = scripted(["#### 1"]);
   const sampler: CompletionSampler = {
     async generate(reqs, opts) {
@@ -161,8 +279,26 @@ Deno.test("an env step that fails while the GPU still decodes fails the rollout,
       return results;
     },
   };
-  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 8, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
-  await assertRejects(() => rolloutTree({ env: failing, tokenizer: tok, policyOf: () => ({ generator: sampler }) }, tasks.slice(0, 1), opts), "Error", "env step failed");
+  const opts = {
+    mode: "tree" as const,
+    K: 2,
+    alpha: 1,
+    maxNewTokens: 8,
+    sampling: { temperature: 1 },
+    style: "compact" as const,
+    seed: 0,
+    step: 0,
+  };
+  await assertRejects(
+    () =>
+      rolloutTree(
+        { env: failing, tokenizer: tok, policyOf: () => ({ generator: sampler }) },
+        tasks.slice(0, 1),
+        opts,
+      ),
+    "Error",
+    "env step failed",
+  );
 });
 
 Deno.test("tool credit by lookahead: each tool candidate gets the team reward of its partner's next step", async () => {
@@ -172,8 +308,18 @@ Deno.test("tool credit by lookahead: each tool candidate gets the team reward of
   const { planPath } = await import("../../src/envs/plan_path/env.ts");
   const { trustedExecutor } = await import("../envs/trusted_executor.ts");
   const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
-  const task = { size: 3, grid: ["...", ".#.", "..."], start: [0, 0] as [number, number], goal: [2, 2] as [number, number], shortest: 4, maxTurns: 1 };
-  const toolTexts = ["```javascript\nconsole.log(\"R R D D\")\n```", "```javascript\nconsole.log(\"D\")\n```"];
+  const task = {
+    size: 3,
+    grid: ["...", ".#.", "..."],
+    start: [0, 0] as [number, number],
+    goal: [2, 2] as [number, number],
+    shortest: 4,
+    maxTurns: 1,
+  };
+  const toolTexts = [
+    '```javascript\nconsole.log("R R D D")\n```',
+    '```javascript\nconsole.log("D")\n```',
+  ];
   const planPrompts: string[] = [];
   const copier: CompletionSampler = {
     generate(reqs) {
@@ -186,10 +332,21 @@ Deno.test("tool credit by lookahead: each tool candidate gets the team reward of
     },
   };
   const deps = {
-    env: pp, tokenizer: tok, executor: trustedExecutor,
+    env: pp,
+    tokenizer: tok,
+    executor: trustedExecutor,
     policyOf: (a: string) => ({ generator: a === "tool" ? scripted(toolTexts) : copier }),
   };
-  const opts = { mode: "tree" as const, K: 2, alpha: 1, maxNewTokens: 16, sampling: { temperature: 1 }, style: "compact" as const, seed: 0, step: 0 };
+  const opts = {
+    mode: "tree" as const,
+    K: 2,
+    alpha: 1,
+    maxNewTokens: 16,
+    sampling: { temperature: 1 },
+    style: "compact" as const,
+    seed: 0,
+    step: 0,
+  };
   const solve = 0.1 * (1.03 + 1.02 + 1.01 + 1.0) - 0.04 + 1 + 0.5; // shaping, steps, goal, shortest
   const short = 0.1 * 1.03 - 0.01 - 1; // one move closer, then out of turns
 
@@ -209,12 +366,23 @@ Deno.test("tool credit by lookahead: each tool candidate gets the team reward of
   // in the group, the episode's rewards and its transcript; no extra generation.
   for (const [i, tool1] of [[0, toolTexts[0]], [1, toolTexts[1]]] as const) {
     planPrompts.length = 0;
-    const one = await rolloutTree({ ...deps, policyOf: (a: string) => ({ generator: a === "tool" ? scripted([tool1]) : copier }) }, [task], { ...opts, K: 1, toolCredit: "lookahead" });
+    const one = await rolloutTree(
+      {
+        ...deps,
+        policyOf: (a: string) => ({ generator: a === "tool" ? scripted([tool1]) : copier }),
+      },
+      [task],
+      { ...opts, K: 1, toolCredit: "lookahead" },
+    );
     const t = one.groups.find((g) => g.agent === "tool")!.samples[0];
     near(t.team, i === 0 ? solve : short, `K = 1 credit of proposal ${i}`);
     near(t.reward, t.team + t.local, "K = 1: r = α·team + local");
     near(one.episodes[0].rewardByAgent.tool, t.reward, "the episode's tool reward");
-    near(one.episodes[0].transcript.find((x) => x.agent === "tool")!.reward, t.reward, "the transcript's tool reward");
+    near(
+      one.episodes[0].transcript.find((x) => x.agent === "tool")!.reward,
+      t.reward,
+      "the transcript's tool reward",
+    );
     assertEquals(planPrompts.length, 1, "no lookahead generation with one candidate");
   }
   const oneNone = await rolloutTree(deps, [task], { ...opts, K: 1, toolCredit: "none" });
@@ -236,21 +404,49 @@ Deno.test("tool credit by lookahead: candidates that wrote the same text share o
   const { planPath } = await import("../../src/envs/plan_path/env.ts");
   const { trustedExecutor } = await import("../envs/trusted_executor.ts");
   const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
-  const task = { size: 3, grid: ["...", ".#.", "..."], start: [0, 0] as [number, number], goal: [2, 2] as [number, number], shortest: 4, maxTurns: 1 };
-  const same = "```javascript\nconsole.log(\"R R D D\")\n```";
+  const task = {
+    size: 3,
+    grid: ["...", ".#.", "..."],
+    start: [0, 0] as [number, number],
+    goal: [2, 2] as [number, number],
+    shortest: 4,
+    maxTurns: 1,
+  };
+  const same = '```javascript\nconsole.log("R R D D")\n```';
   let calls = 0;
   const flaky: CompletionSampler = {
     generate(reqs) {
       return Promise.resolve(reqs.map(() => {
-        const ids = tok.encode(calls++ % 2 === 0 ? "#### R R D D" : "#### R", { addSpecialTokens: false });
+        const ids = tok.encode(calls++ % 2 === 0 ? "#### R R D D" : "#### R", {
+          addSpecialTokens: false,
+        });
         return { ids, logprobs: ids.map(() => -1), finish: "stop" as const };
       }));
     },
   };
-  const deps = { env: pp, tokenizer: tok, executor: trustedExecutor, policyOf: (a: string) => ({ generator: a === "tool" ? scripted([same]) : flaky }) };
-  const r = await rolloutTree(deps, [task], { mode: "tree", K: 2, alpha: 1, maxNewTokens: 16, sampling: { temperature: 1 }, style: "compact", seed: 0, step: 0, toolCredit: "lookahead" });
+  const deps = {
+    env: pp,
+    tokenizer: tok,
+    executor: trustedExecutor,
+    policyOf: (a: string) => ({ generator: a === "tool" ? scripted([same]) : flaky }),
+  };
+  const r = await rolloutTree(deps, [task], {
+    mode: "tree",
+    K: 2,
+    alpha: 1,
+    maxNewTokens: 16,
+    sampling: { temperature: 1 },
+    style: "compact",
+    seed: 0,
+    step: 0,
+    toolCredit: "lookahead",
+  });
   const tool = r.groups.find((g) => g.agent === "tool")!.samples;
   const solve = 0.1 * (1.03 + 1.02 + 1.01 + 1.0) - 0.04 + 1 + 0.5, short = 0.1 * 1.03 - 0.01 - 1;
   near(tool[0].team, (solve + short) / 2, "pooled credit");
-  assertEquals(tool[0].reward, tool[1].reward, "identical proposals get identical rewards (a zero-variance group)");
+  assertEquals(
+    tool[0].reward,
+    tool[1].reward,
+    "identical proposals get identical rewards (a zero-variance group)",
+  );
 });

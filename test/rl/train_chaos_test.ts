@@ -7,12 +7,23 @@
 // CHAOS_SEED=N picks other moments. Linux only (process trees are read from /proc).
 
 import { assert, assertEquals } from "../assert.ts";
-import { alive, assertSameRun, descendants, type Proc, runDirOf, runTrain, SMALL, spawnTrain } from "./train_cli_helpers.ts";
+import {
+  alive,
+  assertSameRun,
+  descendants,
+  type Proc,
+  runDirOf,
+  runTrain,
+  SMALL,
+  spawnTrain,
+} from "./train_cli_helpers.ts";
 
 const QUICK = "configs/quickstart.json";
 const STEPS = 3;
 const SEED = Number(Deno.env.get("CHAOS_SEED") ?? 26);
-const args = (root: string) => ["--config", QUICK, "--set", [...SMALL, `run.outDir=${root}`, `run.steps=${STEPS}`].join(",")];
+const args = (
+  root: string,
+) => ["--config", QUICK, "--set", [...SMALL, `run.outDir=${root}`, `run.steps=${STEPS}`].join(",")];
 
 /**
  * Where each session is killed, in order (once the run has a complete checkpoint of step
@@ -47,7 +58,9 @@ function checkpointTemps(dir: string): string[] {
   const out: string[] = [];
   for (const d of [`${dir}/checkpoints`, dir]) {
     try {
-      for (const e of Deno.readDirSync(d)) if (/^\.(step-\d+|best)\.(tmp|old|trash)-/.test(e.name)) out.push(`${d}/${e.name}`);
+      for (const e of Deno.readDirSync(d)) {
+        if (/^\.(step-\d+|best)\.(tmp|old|trash)-/.test(e.name)) out.push(`${d}/${e.name}`);
+      }
     } catch { /* not made yet */ }
   }
   return out;
@@ -57,7 +70,12 @@ function checkpointTemps(dir: string): string[] {
 function latestStep(dir: string | null): number {
   if (!dir) return 0;
   try {
-    return Math.max(0, ...[...Deno.readDirSync(`${dir}/checkpoints`)].map((e) => Number(/^step-(\d+)$/.exec(e.name)?.[1] ?? 0)));
+    return Math.max(
+      0,
+      ...[...Deno.readDirSync(`${dir}/checkpoints`)].map((e) =>
+        Number(/^step-(\d+)$/.exec(e.name)?.[1] ?? 0)
+      ),
+    );
   } catch {
     return 0;
   }
@@ -69,11 +87,18 @@ const hasCheckpoint = (dir: string | null) => latestStep(dir) > 0;
  * group is first stopped (SIGSTOP) and the moment checked again, so the kill surely lands in it.
  * Returns what was hit, or null when the run ended first.
  */
-async function killAt(p: Proc, moment: Moment, after: number, stale: Set<string>, rand: () => number): Promise<string | null> {
+async function killAt(
+  p: Proc,
+  moment: Moment,
+  after: number,
+  stale: Set<string>,
+  rand: () => number,
+): Promise<string | null> {
   let ended = false;
   p.done.then(() => ended = true);
   const t0 = Date.now();
-  const deadline = () => assert(Date.now() - t0 < 90_000, `no ${moment} moment within 90 s:\n${p.text()}`);
+  const deadline = () =>
+    assert(Date.now() - t0 < 90_000, `no ${moment} moment within 90 s:\n${p.text()}`);
   if (moment === "random") {
     const ms = Math.round(rand() * 5000);
     await sleep(ms);
@@ -83,7 +108,8 @@ async function killAt(p: Proc, moment: Moment, after: number, stale: Set<string>
   }
   const dir = () => p.text().match(/(?:run directory|resuming run): (\S+)/)?.[1] ?? null;
   // a write of this session's, not a folder a killed one left behind (which the resume removes)
-  const writingCheckpoint = (d: string) => checkpointTemps(d).find((t) => t.includes(".tmp-") && !stale.has(t)) ?? null;
+  const writingCheckpoint = (d: string) =>
+    checkpointTemps(d).find((t) => t.includes(".tmp-") && !stale.has(t)) ?? null;
   for (;;) {
     if (ended) return null;
     deadline();
@@ -92,7 +118,9 @@ async function killAt(p: Proc, moment: Moment, after: number, stale: Set<string>
       await sleep(1);
       continue;
     }
-    const hit = moment === "sandbox" ? descendants(p.pid, "runner_deno").length > 0 : d !== null && writingCheckpoint(d) !== null;
+    const hit = moment === "sandbox"
+      ? descendants(p.pid, "runner_deno").length > 0
+      : d !== null && writingCheckpoint(d) !== null;
     if (hit) {
       p.signal("SIGSTOP");
       const sandboxes = descendants(p.pid, "runner_deno");
@@ -105,7 +133,9 @@ async function killAt(p: Proc, moment: Moment, after: number, stale: Set<string>
           while (alive(pid) && Date.now() - t < 10_000) await sleep(20);
           assert(!alive(pid), `sandbox process ${pid} outlived the killed trainer`);
         }
-        return moment === "sandbox" ? `sandbox (${sandboxes.length} running)` : `checkpoint (${String(still).slice(d!.length + 1)} half written)`;
+        return moment === "sandbox"
+          ? `sandbox (${sandboxes.length} running)`
+          : `checkpoint (${String(still).slice(d!.length + 1)} half written)`;
       }
       p.signal("SIGCONT"); // it finished between the look and the stop: wait for the next one
     }
@@ -114,7 +144,8 @@ async function killAt(p: Proc, moment: Moment, after: number, stale: Set<string>
 }
 
 Deno.test({
-  name: "train chaos: SIGKILL during sandbox runs, checkpoint writes and at random moments, resumed each time, ends bit-identical to the uninterrupted run",
+  name:
+    "train chaos: SIGKILL during sandbox runs, checkpoint writes and at random moments, resumed each time, ends bit-identical to the uninterrupted run",
   ignore: Deno.build.os !== "linux",
   fn: async () => {
     const root = await Deno.makeTempDir({ prefix: "train_chaos_" });
@@ -134,7 +165,11 @@ Deno.test({
         const hit = await killAt(p, moment, after, stale, rand);
         const { code, text } = await p.done;
         dir = text.match(/(?:run directory|resuming run): (\S+)/)?.[1] ?? (resume ? dir : null);
-        story.push(`${resume ? `resume from step-${from}` : "start"} → ${hit ? `killed at ${hit}` : `ended (exit ${code})`}`);
+        story.push(
+          `${resume ? `resume from step-${from}` : "start"} → ${
+            hit ? `killed at ${hit}` : `ended (exit ${code})`
+          }`,
+        );
         if (!hit) {
           assertEquals(code, 0, `${story.join("\n")}\n${text}`);
           break;
@@ -148,9 +183,18 @@ Deno.test({
         if (!resume) dir = runDirOf(r.text);
       }
       const told = story.join("\n");
-      assert(story.some((s) => s.includes("killed at sandbox")), `no kill landed in a sandbox run:\n${told}`);
-      assert(story.some((s) => s.includes("killed at checkpoint")), `no kill landed in a checkpoint write:\n${told}`);
-      assert(story.filter((s) => s.startsWith("resume")).length >= 3, `fewer than 3 resumes:\n${told}`);
+      assert(
+        story.some((s) => s.includes("killed at sandbox")),
+        `no kill landed in a sandbox run:\n${told}`,
+      );
+      assert(
+        story.some((s) => s.includes("killed at checkpoint")),
+        `no kill landed in a checkpoint write:\n${told}`,
+      );
+      assert(
+        story.filter((s) => s.startsWith("resume")).length >= 3,
+        `fewer than 3 resumes:\n${told}`,
+      );
       await assertSameRun(await ref, dir!, STEPS);
       assertEquals(checkpointTemps(dir!), [], "half-written checkpoints are cleaned up on resume");
       console.log(told);

@@ -35,8 +35,17 @@ export interface Proc {
 
 /** `deno run -A src/cli/train.ts ...args` (or `deno task train ...args`) in a new session. */
 export function spawnTrain(args: string[], opts: { task?: boolean } = {}): Proc {
-  const cmdArgs = opts.task ? ["task", "--quiet", "train", ...args] : ["run", "-A", "src/cli/train.ts", ...args];
-  const child = new Deno.Command(DENO, { args: cmdArgs, stdout: "piped", stderr: "piped", stdin: "null", detached: true, env: { NO_COLOR: "1" } }).spawn();
+  const cmdArgs = opts.task
+    ? ["task", "--quiet", "train", ...args]
+    : ["run", "-A", "src/cli/train.ts", ...args];
+  const child = new Deno.Command(DENO, {
+    args: cmdArgs,
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+    detached: true,
+    env: { NO_COLOR: "1" },
+  }).spawn();
   let text = "";
   const waiters: (() => void)[] = [];
   const pump = async (s: ReadableStream<Uint8Array>) => {
@@ -60,7 +69,10 @@ export function spawnTrain(args: string[], opts: { task?: boolean } = {}): Proc 
     done,
     waitFor(re, ms = 60_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; output:\n${text}`)), ms);
+        const timer = setTimeout(
+          () => reject(new Error(`timed out waiting for ${re}; output:\n${text}`)),
+          ms,
+        );
         const check = () => {
           const m = text.match(re);
           if (m) {
@@ -135,7 +147,10 @@ export async function assertSameRun(a: string, b: string, step: number) {
   assertEquals(fb, fa, "checkpoint files differ");
   for (const f of fa) {
     const [x, y] = [await Deno.readFile(`${ca}/${f}`), await Deno.readFile(`${cb}/${f}`)];
-    assert(x.length === y.length && x.every((v, i) => v === y[i]), `${f} of step-${step} differs between ${a} and ${b}`);
+    assert(
+      x.length === y.length && x.every((v, i) => v === y[i]),
+      `${f} of step-${step} differs between ${a} and ${b}`,
+    );
   }
   const [ma, mb] = [await readMetrics(a), await readMetrics(b)];
   assertEquals(mb.map((m) => m.step), ma.map((m) => m.step), "metrics steps differ");
@@ -180,7 +195,9 @@ export function descendants(root: number, needle: string): number[] {
     }
     return false;
   };
-  return [...ps].filter(([pid, [, cmd]]) => cmd.includes(needle) && isUnder(pid)).map(([pid]) => pid);
+  return [...ps].filter(([pid, [, cmd]]) => cmd.includes(needle) && isUnder(pid)).map(([pid]) =>
+    pid
+  );
 }
 
 export const alive = (pid: number) => {

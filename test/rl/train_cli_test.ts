@@ -5,10 +5,22 @@
 // overrides shown and recorded, and the exit codes of bad input.
 
 import { assert, assertEquals } from "../assert.ts";
-import { readMetrics, runDirOf, runTrain, SMALL, spawnTrain, listening, DENO } from "./train_cli_helpers.ts";
+import {
+  DENO,
+  listening,
+  readMetrics,
+  runDirOf,
+  runTrain,
+  SMALL,
+  spawnTrain,
+} from "./train_cli_helpers.ts";
 
 const QUICK = "configs/quickstart.json";
-const sets = (root: string, steps: number, extra: string[] = []) => ["--set", [...SMALL, `run.outDir=${root}`, `run.steps=${steps}`, ...extra].join(",")];
+const sets = (
+  root: string,
+  steps: number,
+  extra: string[] = [],
+) => ["--set", [...SMALL, `run.outDir=${root}`, `run.steps=${steps}`, ...extra].join(",")];
 
 Deno.test("train CLI: a second process on a run directory gets RunDirLockedError and exit 2; a dead holder's lock is taken over", async () => {
   const root = await Deno.makeTempDir();
@@ -18,15 +30,25 @@ Deno.test("train CLI: a second process on a run directory gets RunDirLockedError
     assertEquals(first.code, 0, first.text);
     const dir = runDirOf(first.text);
     // Another process holds the run (as a train process resuming it would).
-    const code = `import { RunLock } from "./src/rl/run_lock.ts"; await RunLock.acquire(${JSON.stringify(dir)}); console.log("locked"); await new Promise(() => setInterval(() => {}, 1000));`;
-    holder = new Deno.Command(DENO, { args: ["eval", code], stdout: "piped", stderr: "inherit" }).spawn();
+    const code = `import { RunLock } from "./src/rl/run_lock.ts"; await RunLock.acquire(${
+      JSON.stringify(dir)
+    }); console.log("locked"); await new Promise(() => setInterval(() => {}, 1000));`;
+    holder = new Deno.Command(DENO, { args: ["eval", code], stdout: "piped", stderr: "inherit" })
+      .spawn();
     const reader = holder.stdout.getReader();
     assertEquals(new TextDecoder().decode((await reader.read()).value).trim(), "locked");
     reader.releaseLock();
     const second = await runTrain(["--resume", dir, "--set", "run.steps=2"]);
     assertEquals(second.code, 2, second.text);
-    assert(second.text.includes("RunDirLockedError") && second.text.includes(`process ${holder.pid}`), second.text);
-    assertEquals((await readMetrics(dir)).map((m) => m.step), [1], "the refused process wrote metrics");
+    assert(
+      second.text.includes("RunDirLockedError") && second.text.includes(`process ${holder.pid}`),
+      second.text,
+    );
+    assertEquals(
+      (await readMetrics(dir)).map((m) => m.step),
+      [1],
+      "the refused process wrote metrics",
+    );
     // The holder dies without releasing (SIGKILL): its lock is stale, and the next resume takes it.
     holder.kill("SIGKILL");
     await holder.status;
@@ -36,7 +58,11 @@ Deno.test("train CLI: a second process on a run directory gets RunDirLockedError
     assertEquals(third.code, 0, third.text);
     assert(/took over the lock of process \d+/.test(third.text), third.text);
     assertEquals((await readMetrics(dir)).map((m) => m.step), [1, 2]);
-    assertEquals(await Deno.readTextFile(`${dir}/run.lock`), "", "a finished run leaves its lock released");
+    assertEquals(
+      await Deno.readTextFile(`${dir}/run.lock`),
+      "",
+      "a finished run leaves its lock released",
+    );
   } finally {
     if (holder) {
       holder.kill("SIGKILL");
@@ -48,7 +74,8 @@ Deno.test("train CLI: a second process on a run directory gets RunDirLockedError
 });
 
 Deno.test({
-  name: "train CLI: SIGUSR1 and SIGUSR2 write a checkpoint after the step, said on the console and in the metrics; no debugger port stays open",
+  name:
+    "train CLI: SIGUSR1 and SIGUSR2 write a checkpoint after the step, said on the console and in the metrics; no debugger port stays open",
   ignore: Deno.build.os === "windows",
   fn: async () => {
     const root = await Deno.makeTempDir();
@@ -61,7 +88,9 @@ Deno.test({
       await p.waitFor(/checkpoint step-2 written \(requested by SIGUSR1\)/);
       await p.waitFor(/closed the inspector/);
       // While the run goes on, nothing listens on the inspector's port.
-      if (!portBusy) assert(!(await listening(9229)), "SIGUSR1 left a debugger listening on 127.0.0.1:9229");
+      if (!portBusy) {
+        assert(!(await listening(9229)), "SIGUSR1 left a debugger listening on 127.0.0.1:9229");
+      }
       p.signal("SIGUSR2", false);
       await p.waitFor(/checkpoint step-3 written \(requested by SIGUSR2\)/);
       const { code, text } = await p.done;
@@ -69,7 +98,10 @@ Deno.test({
       const dir = runDirOf(text);
       const m = await readMetrics(dir);
       assertEquals(m.map((x) => x.step), [1, 2, 3, 4]);
-      assertEquals(m.map((x) => (x.checkpoint as { requestedBy?: string } | undefined)?.requestedBy ?? null), [null, "SIGUSR1", "SIGUSR2", null]);
+      assertEquals(
+        m.map((x) => (x.checkpoint as { requestedBy?: string } | undefined)?.requestedBy ?? null),
+        [null, "SIGUSR1", "SIGUSR2", null],
+      );
       for (const s of [2, 3, 4]) await Deno.stat(`${dir}/checkpoints/step-${s}/checkpoint.json`);
       const summary = await Deno.readTextFile(`${dir}/summary.log`);
       assert(summary.includes("checkpoint step-2 written (requested by SIGUSR1)"), summary);
@@ -92,7 +124,10 @@ Deno.test("train CLI: after a SIGKILL, summary.log holds the run so far; the res
     await Deno.remove(`${dir}/checkpoints/step-3`, { recursive: true }).catch(() => {});
     assertEquals((await readMetrics(dir)).map((m) => m.step).slice(0, 3), [0, 1, 2]);
     const crashed = await Deno.readTextFile(`${dir}/summary.log`);
-    assert(crashed.includes("step 0: held-out success") && crashed.includes("step 2/3"), `summary.log after the crash:\n${crashed}`);
+    assert(
+      crashed.includes("step 0: held-out success") && crashed.includes("step 2/3"),
+      `summary.log after the crash:\n${crashed}`,
+    );
 
     const r = await runTrain(["--resume", dir]);
     assertEquals(r.code, 0, r.text);
@@ -103,7 +138,10 @@ Deno.test("train CLI: after a SIGKILL, summary.log holds the run so far; the res
     const last = JSON.parse(log.trim().split("\n").at(-1)!.replace(/^\S+ summary: /, ""));
     assertEquals(last.status, "completed");
     assertEquals(last.steps, 3, "summary.log's summary counts the whole run");
-    assert(last.before && typeof last.before.successRate === "number", "the whole run's validation before training is in the summary");
+    assert(
+      last.before && typeof last.before.successRate === "number",
+      "the whole run's validation before training is in the summary",
+    );
     // The result table shows it too.
     assert(/held-out success\s+\d+\.\d%\s+\d+\.\d%/.test(r.text), r.text);
   } finally {
@@ -116,22 +154,36 @@ Deno.test("train CLI: --resume RUN_DIR alone continues with the run's own config
   const root = await Deno.makeTempDir();
   try {
     // Started with an lr and a length that differ from the config file.
-    const first = await runTrain(["--config", QUICK, ...sets(root, 1, ["update.optimizer.lr=0.0005", "update.schedule.kind=constant"])]);
+    const first = await runTrain([
+      "--config",
+      QUICK,
+      ...sets(root, 1, ["update.optimizer.lr=0.0005", "update.schedule.kind=constant"]),
+    ]);
     assertEquals(first.code, 0, first.text);
     const dir = runDirOf(first.text);
     // The original file says lr 0.001 and 12 steps: resuming with it would change the run.
     const clash = await runTrain(["--config", QUICK, "--resume", dir]);
     assertEquals(clash.code, 2, clash.text);
-    assert(clash.text.includes("update.optimizer.lr") && clash.text.includes("run.steps (1 → 12)"), clash.text);
+    assert(
+      clash.text.includes("update.optimizer.lr") && clash.text.includes("run.steps (1 → 12)"),
+      clash.text,
+    );
     const r = await runTrain(["--resume", dir, "--set", "run.steps=2"]);
     assertEquals(r.code, 0, r.text);
     assert(r.text.includes("resume overrides: run.steps (1 → 2)"), r.text);
     const m = await readMetrics(dir);
     assertEquals(m.map((x) => x.step), [1, 2]);
-    assert((m[1].updates as { lr: number }[]).every((u) => u.lr === 0.0005), "the resume changed the lr");
+    assert(
+      (m[1].updates as { lr: number }[]).every((u) => u.lr === 0.0005),
+      "the resume changed the lr",
+    );
     const saved = JSON.parse(await Deno.readTextFile(`${dir}/config.json`));
     assertEquals(saved.run.steps, 2, "config.json keeps the override for later resumes");
-    assert((await Deno.readTextFile(`${dir}/summary.log`)).includes("resume overrides: run.steps (1 → 2)"));
+    assert(
+      (await Deno.readTextFile(`${dir}/summary.log`)).includes(
+        "resume overrides: run.steps (1 → 2)",
+      ),
+    );
     // A setting a resume cannot change is refused, with what to do.
     const k = await runTrain(["--resume", dir, "--set", "rollout.k=3"]);
     assertEquals(k.code, 2, k.text);
@@ -144,7 +196,12 @@ Deno.test("train CLI: --resume RUN_DIR alone continues with the run's own config
 Deno.test("train CLI: bad input exits 2 — a missing config file, an empty --set, neither --config nor --resume, a directory that is no run", async () => {
   const root = await Deno.makeTempDir();
   try {
-    for (const args of [["--config", `${root}/missing.json`], ["--config", QUICK, "--set", ""], [], ["--resume", root]]) {
+    for (
+      const args of [["--config", `${root}/missing.json`], ["--config", QUICK, "--set", ""], [], [
+        "--resume",
+        root,
+      ]]
+    ) {
       const r = await runTrain(args);
       assertEquals(r.code, 2, `${args.join(" ")}: ${r.text}`);
       assert(r.text.includes("error"), r.text);

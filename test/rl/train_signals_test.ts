@@ -6,12 +6,22 @@
 // outlive it). Linux only (process trees are read from /proc).
 
 import { assert, assertEquals } from "../assert.ts";
-import { alive, assertSameRun, descendants, runDirOf, runTrain, SMALL, spawnTrain } from "./train_cli_helpers.ts";
+import {
+  alive,
+  assertSameRun,
+  descendants,
+  runDirOf,
+  runTrain,
+  SMALL,
+  spawnTrain,
+} from "./train_cli_helpers.ts";
 
 const QUICK = "configs/quickstart.json";
 const STEPS = 3;
 const linux = Deno.build.os === "linux";
-const args = (root: string) => ["--config", QUICK, "--set", [...SMALL, `run.outDir=${root}`, `run.steps=${STEPS}`].join(",")];
+const args = (
+  root: string,
+) => ["--config", QUICK, "--set", [...SMALL, `run.outDir=${root}`, `run.steps=${STEPS}`].join(",")];
 
 let reference: Promise<string> | null = null;
 /** The uninterrupted run every interrupted one must end identical to (made once). */
@@ -24,7 +34,8 @@ function uninterrupted(root: string): Promise<string> {
 }
 
 Deno.test({
-  name: "train signals: Ctrl-C to the process group while tool code runs in the sandbox: the step completes, exit 130, the resume ends bit-identical to an uninterrupted run",
+  name:
+    "train signals: Ctrl-C to the process group while tool code runs in the sandbox: the step completes, exit 130, the resume ends bit-identical to an uninterrupted run",
   ignore: !linux,
   fn: async () => {
     const root = await Deno.makeTempDir();
@@ -43,7 +54,11 @@ Deno.test({
       assertEquals(code, 130, text);
       assert(text.includes("SIGINT: finishing step 2"), text);
       const dir = runDirOf(text);
-      assert(text.includes("checkpoint step-2 written") || text.includes("interrupted: checkpoint step-2 written"), text);
+      assert(
+        text.includes("checkpoint step-2 written") ||
+          text.includes("interrupted: checkpoint step-2 written"),
+        text,
+      );
       const r = await runTrain(["--resume", dir]);
       assertEquals(r.code, 0, r.text);
       await assertSameRun(await ref, dir, STEPS);
@@ -57,7 +72,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "train signals: SIGTERM to the trainer alone stops it like Ctrl-C (checkpoint, exit 143); the resume ends bit-identical; a second signal stops at once",
+  name:
+    "train signals: SIGTERM to the trainer alone stops it like Ctrl-C (checkpoint, exit 143); the resume ends bit-identical; a second signal stops at once",
   ignore: !linux,
   fn: async () => {
     const root = await Deno.makeTempDir();
@@ -69,7 +85,11 @@ Deno.test({
       p.signal("SIGTERM", false);
       const { code, text } = await p.done;
       assertEquals(code, 143, text);
-      assert(text.includes("SIGTERM: finishing step 2") && text.includes("interrupted: checkpoint step-2 written"), text);
+      assert(
+        text.includes("SIGTERM: finishing step 2") &&
+          text.includes("interrupted: checkpoint step-2 written"),
+        text,
+      );
       const dir = runDirOf(text);
       const r = await runTrain(["--resume", dir]);
       assertEquals(r.code, 0, r.text);
@@ -80,7 +100,12 @@ Deno.test({
       await q.waitFor(/step 1\/3/);
       const qdir = runDirOf(q.text());
       for (let t = 0; t < 600; t++) {
-        if (await Deno.stat(`${qdir}/checkpoints/step-1/checkpoint.json`).then(() => true, () => false)) break;
+        if (
+          await Deno.stat(`${qdir}/checkpoints/step-1/checkpoint.json`).then(
+            () => true,
+            () => false,
+          )
+        ) break;
         await new Promise((r) => setTimeout(r, 50));
       }
       q.signal("SIGINT");
@@ -91,7 +116,9 @@ Deno.test({
       const second = await q.done;
       assertEquals(second.code, 130, second.text);
       assert(second.text.includes("SIGINT again: stopping now without a checkpoint"), second.text);
-      const ck = [...Deno.readDirSync(`${qdir}/checkpoints`)].map((e) => e.name).filter((n) => n.startsWith("step-"));
+      const ck = [...Deno.readDirSync(`${qdir}/checkpoints`)].map((e) => e.name).filter((n) =>
+        n.startsWith("step-")
+      );
       assertEquals(ck, ["step-1"]);
       assertEquals(await Deno.readTextFile(`${qdir}/run.lock`), "", "the lock is released");
     } finally {
@@ -105,12 +132,18 @@ Deno.test({
 });
 
 Deno.test({
-  name: "train signals: the trainer does not outlive its `deno task` wrapper (SIGKILL to the wrapper alone)",
+  name:
+    "train signals: the trainer does not outlive its `deno task` wrapper (SIGKILL to the wrapper alone)",
   ignore: !linux,
   fn: async () => {
     const root = await Deno.makeTempDir();
     // A long run, so it cannot end on its own within the test's wait.
-    const p = spawnTrain(["--config", QUICK, "--set", [...SMALL, `run.outDir=${root}`, "run.steps=50"].join(",")], { task: true });
+    const p = spawnTrain([
+      "--config",
+      QUICK,
+      "--set",
+      [...SMALL, `run.outDir=${root}`, "run.steps=50"].join(","),
+    ], { task: true });
     let trainer = 0;
     try {
       await p.waitFor(/adapter:/);
@@ -119,7 +152,12 @@ Deno.test({
       p.signal("SIGKILL", false);
       const t0 = Date.now();
       while (alive(trainer) && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 50));
-      assert(!alive(trainer), `the trainer (${trainer}) still runs 5 s after its wrapper was killed: ${Deno.readTextFileSync(`/proc/${trainer}/stat`)}\n${p.text()}`);
+      assert(
+        !alive(trainer),
+        `the trainer (${trainer}) still runs 5 s after its wrapper was killed: ${
+          Deno.readTextFileSync(`/proc/${trainer}/stat`)
+        }\n${p.text()}`,
+      );
     } finally {
       if (trainer && alive(trainer)) Deno.kill(trainer, "SIGKILL");
       await p.kill();

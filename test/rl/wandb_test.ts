@@ -14,7 +14,14 @@ Deno.test("W&B: an unreachable server warns once and training goes on", async ()
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
   const warnings: string[] = [];
-  const run = await WandbRun.start({ ...base, mode: "online", baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY, warn: (w) => warnings.push(w), timeoutMs: 2000 });
+  const run = await WandbRun.start({
+    ...base,
+    mode: "online",
+    baseUrl: `http://127.0.0.1:${port}`,
+    apiKey: KEY,
+    warn: (w) => warnings.push(w),
+    timeoutMs: 2000,
+  });
   await run.log(1, { a: 1 });
   await run.finish(0);
   assertEquals(warnings.length, 1, warnings.join("\n"));
@@ -28,13 +35,25 @@ Deno.test("W&B: a rejected key, then metrics that cannot be sent, warn with a hi
     await req.body?.cancel();
     if (new URL(req.url).pathname === "/graphql") {
       upserts++;
-      return Response.json({ data: { upsertBucket: { bucket: { name: "abcd1234", project: { name: "p", entity: { name: "e" } } } } } });
+      return Response.json({
+        data: {
+          upsertBucket: {
+            bucket: { name: "abcd1234", project: { name: "p", entity: { name: "e" } } },
+          },
+        },
+      });
     }
     return new Response(`bad key ${KEY}`, { status: 401, statusText: "Unauthorized" });
   });
   try {
     const warnings: string[] = [];
-    const run = await WandbRun.start({ ...base, mode: "online", baseUrl: `http://127.0.0.1:${server.addr.port}/`, apiKey: KEY, warn: (w) => warnings.push(w) });
+    const run = await WandbRun.start({
+      ...base,
+      mode: "online",
+      baseUrl: `http://127.0.0.1:${server.addr.port}/`,
+      apiKey: KEY,
+      warn: (w) => warnings.push(w),
+    });
     assertEquals(run.url, `http://127.0.0.1:${server.addr.port}/e/p/runs/abcd1234`);
     await run.log(1, { a: 1, b: NaN });
     await run.log(2, { a: 2 });
@@ -51,20 +70,33 @@ Deno.test("W&B: a rejected key, then metrics that cannot be sent, warn with a hi
 
 Deno.test("W&B: no API key online is a warning, not an error; offline writes history, summary and config", async () => {
   const warnings: string[] = [];
-  const noKey = await WandbRun.start({ ...base, mode: "online", baseUrl: "http://127.0.0.1:9", warn: (w) => warnings.push(w) });
+  const noKey = await WandbRun.start({
+    ...base,
+    mode: "online",
+    baseUrl: "http://127.0.0.1:9",
+    warn: (w) => warnings.push(w),
+  });
   assert(!noKey.enabled && warnings[0].includes("WANDB_API_KEY is not set"), warnings.join("\n"));
 
   const files = new Map<string, string>();
   const run = await WandbRun.start({
-    ...base, mode: "offline", baseUrl: "http://unused", config: { rollout: { k: 2 } }, warn: (w) => warnings.push(w),
-    writeOffline: (file, text, append) => Promise.resolve(void files.set(file, (append ? files.get(file) ?? "" : "") + text)),
+    ...base,
+    mode: "offline",
+    baseUrl: "http://unused",
+    config: { rollout: { k: 2 } },
+    warn: (w) => warnings.push(w),
+    writeOffline: (file, text, append) =>
+      Promise.resolve(void files.set(file, (append ? files.get(file) ?? "" : "") + text)),
   });
   await run.log(0, { "eval/successRate": 0.5 });
   await run.log(1, { "reward/mean": 1, "update/loss": Infinity });
   await run.finish(0);
   assertEquals(warnings.length, 1);
   const rows = files.get("wandb-history.jsonl")!.trim().split("\n").map((l) => JSON.parse(l));
-  assertEquals(rows.map((r) => [r._step, r["eval/successRate"], r["reward/mean"], "update/loss" in r]), [[0, 0.5, undefined, false], [1, undefined, 1, false]]);
+  assertEquals(
+    rows.map((r) => [r._step, r["eval/successRate"], r["reward/mean"], "update/loss" in r]),
+    [[0, 0.5, undefined, false], [1, undefined, 1, false]],
+  );
   assert(rows.every((r) => typeof r._runtime === "number" && typeof r._timestamp === "number"));
   assertEquals(JSON.parse(files.get("wandb-summary.json")!)["eval/successRate"], 0.5);
   assertEquals(JSON.parse(files.get("config.json")!), { rollout: { k: 2 } });

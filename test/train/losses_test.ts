@@ -144,7 +144,12 @@ function expectFlat(c: Case, i: number, cfg: PolicyLossConfig): boolean {
 }
 
 /** One configuration on the GPU vs the reference: gradient, metrics, and per-branch zero rows. */
-async function checkPolicyCase(gpu: Gpu, c: Case, cfg: PolicyLossConfig, temperature = 1): Promise<void> {
+async function checkPolicyCase(
+  gpu: Gpu,
+  c: Case,
+  cfg: PolicyLossConfig,
+  temperature = 1,
+): Promise<void> {
   const loss = await PolicyLoss.create(gpu, { ...HEAD, ...cfg, temperature });
   const batch = cfg.klCoef ? c.batch : { ...c.batch, refLogp: undefined };
   // At temperature T the head reads logits/T: scaling the case's logits by T keeps its designed
@@ -198,7 +203,10 @@ Deno.test("GRPO policy loss matches the float64 reference", async (t) => {
       }
     }
     for (const T of [0.7, 1.3]) {
-      await t.step(`temperature ${T}: log-probs, entropy and gradient of logits/T`, () => checkPolicyCase(gpu, c, { ...CONFIGS[0][1] }, T));
+      await t.step(
+        `temperature ${T}: log-probs, entropy and gradient of logits/T`,
+        () => checkPolicyCase(gpu, c, { ...CONFIGS[0][1] }, T),
+      );
     }
     await t.step("in place equals a separate dlogits buffer, bit for bit", async () => {
       const loss = await PolicyLoss.create(gpu, { ...HEAD, klCoef: 0.05 });
@@ -297,7 +305,12 @@ Deno.test("reference gradients match finite differences of the float64 losses", 
     const cfg = { ...refConfig(CONFIGS[0][1]), temperature: 0.7 };
     const grad = policyLossRef(z, V, c.batch, cfg).grad;
     assert(maxAbs(grad) > 1e-3, "gradient vanished: the check would be empty");
-    const ratio = fdRatio((x) => policyLossRef(x, V, c.batch, cfg, false).loss, z, grad, probeIndices(rows, c.batch.targets));
+    const ratio = fdRatio(
+      (x) => policyLossRef(x, V, c.batch, cfg, false).loss,
+      z,
+      grad,
+      probeIndices(rows, c.batch.targets),
+    );
     assert(ratio <= 1, `finite-difference error ${ratio.toFixed(2)}× tolerance`);
   });
   await t.step("masked cross-entropy", () => {

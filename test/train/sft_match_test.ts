@@ -24,8 +24,23 @@ Deno.test("greedyMatch counts word-for-word completions, whatever the batch", as
   try {
     const gen = await Generator.create(model);
     // What the model writes for each prompt, generated all together.
-    const probe = matchTargets(tok, PROMPTS.map((prompt, i) => ({ kind: "completion", prompt, completion: "?", source: { file: "p", line: i + 1 } })));
-    const outs = await gen.generate(probe.map((t) => ({ prompt: t.prompt, maxNewTokens: 6, stopIds: tok.stopIds, sampling: { temperature: 0 } })));
+    const probe = matchTargets(
+      tok,
+      PROMPTS.map((prompt, i) => ({
+        kind: "completion",
+        prompt,
+        completion: "?",
+        source: { file: "p", line: i + 1 },
+      })),
+    );
+    const outs = await gen.generate(
+      probe.map((t) => ({
+        prompt: t.prompt,
+        maxNewTokens: 6,
+        stopIds: tok.stopIds,
+        sampling: { temperature: 0 },
+      })),
+    );
     const written = outs.map((r) => tok.decode(r.ids, { skipSpecialTokens: true }));
     // Even records expect exactly that (with stray whitespace around it), odd ones something else.
     const records: SftRecord[] = PROMPTS.map((prompt, i) => ({
@@ -49,21 +64,52 @@ Deno.test("greedyMatch counts word-for-word completions, whatever the batch", as
 });
 
 async function run(args: string[]) {
-  const out = await new Deno.Command(DENO, { args: ["run", "-A", `${ROOT}src/cli/match.ts`, ...args], stdout: "piped", stderr: "piped" }).output();
-  return { code: out.code, stdout: new TextDecoder().decode(out.stdout), stderr: new TextDecoder().decode(out.stderr) };
+  const out = await new Deno.Command(DENO, {
+    args: ["run", "-A", `${ROOT}src/cli/match.ts`, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
 }
 
 Deno.test("deno task match: --json summary line, usage errors exit 2, bad data is named", async () => {
   const dir = await Deno.makeTempDir({ prefix: "match_test_" });
   try {
     const init = await new Deno.Command(DENO, {
-      args: ["run", "-A", `${ROOT}src/cli/init_model.ts`, "--preset", `${ROOT}configs/models/tiny-llama.json`, "--out", `${dir}/m`, "--seed", "3"],
-      stdout: "piped", stderr: "piped",
+      args: [
+        "run",
+        "-A",
+        `${ROOT}src/cli/init_model.ts`,
+        "--preset",
+        `${ROOT}configs/models/tiny-llama.json`,
+        "--out",
+        `${dir}/m`,
+        "--seed",
+        "3",
+      ],
+      stdout: "piped",
+      stderr: "piped",
     }).output();
     assertEquals(init.code, 0, new TextDecoder().decode(init.stderr));
-    const lines = ["a", "bb", "ccc"].map((p) => JSON.stringify({ prompt: p, completion: "zzzzzzzz", meta: { agent: "x" } }));
+    const lines = ["a", "bb", "ccc"].map((p) =>
+      JSON.stringify({ prompt: p, completion: "zzzzzzzz", meta: { agent: "x" } })
+    );
     await Deno.writeTextFile(`${dir}/d.jsonl`, lines.join("\n") + "\n");
-    const ok = await run(["--model", `${dir}/m`, "--data", `${dir}/d.jsonl`, "--limit", "2", "--json", "--show", "1"]);
+    const ok = await run([
+      "--model",
+      `${dir}/m`,
+      "--data",
+      `${dir}/d.jsonl`,
+      "--limit",
+      "2",
+      "--json",
+      "--show",
+      "1",
+    ]);
     assertEquals(ok.code, 0, ok.stderr);
     const last = JSON.parse(ok.stdout.trim().split("\n").at(-1)!);
     // A fresh random model does not write "zzzzzzzz": both records are misses, the first shown.

@@ -15,9 +15,21 @@ import { referenceLogprobs } from "../../src/model/reference.ts";
 import { ByteTokenizer, loadTokenizer, type Tokenizer } from "../../src/model/tokenizer.ts";
 import { loadModel } from "../../src/model/weights.ts";
 import { listCheckpoints } from "../../src/train/checkpoint_dir.ts";
-import { describeSftConfigMarkdown, loadSftConfig, parseSftConfig, runSft, type SftConfig, SftConfigError } from "../../src/train/sft.ts";
 import {
-  DataOrder, encodeRecord, parseSftJsonl, type SftRecord, splitEval, truncateRecords,
+  describeSftConfigMarkdown,
+  loadSftConfig,
+  parseSftConfig,
+  runSft,
+  type SftConfig,
+  SftConfigError,
+} from "../../src/train/sft.ts";
+import {
+  DataOrder,
+  encodeRecord,
+  parseSftJsonl,
+  type SftRecord,
+  splitEval,
+  truncateRecords,
 } from "../../src/train/sft_data.ts";
 
 const byte = new ByteTokenizer();
@@ -42,10 +54,21 @@ Deno.test("prompt/completion: loss on the completion and eos only", () => {
 });
 
 Deno.test("messages: loss exactly on the assistant turn as the chat template renders it", () => {
-  const e = encodeRecord(byte, one(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`));
+  const e = encodeRecord(
+    byte,
+    one(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`),
+  );
   const expected = [
-    BOS, IM_START, ...ascii("user\nhi"), IM_END, 10, IM_START, ...ascii("assistant\n"), // 22 prompt tokens
-    ...ascii("yo"), IM_END, 10,
+    BOS,
+    IM_START,
+    ...ascii("user\nhi"),
+    IM_END,
+    10,
+    IM_START,
+    ...ascii("assistant\n"), // 22 prompt tokens
+    ...ascii("yo"),
+    IM_END,
+    10,
   ];
   assertEquals(e.tokens, expected);
   assertEquals(e.weights, [...new Array(21).fill(0), 1, 1, 1, 1]);
@@ -54,8 +77,11 @@ Deno.test("messages: loss exactly on the assistant turn as the chat template ren
 Deno.test("messages: several assistant turns are taught, user and system turns are not", () => {
   const rec = one(JSON.stringify({
     messages: [
-      { role: "system", content: "S" }, { role: "user", content: "U1" }, { role: "assistant", content: "A1" },
-      { role: "user", content: "U2" }, { role: "assistant", content: "A2" },
+      { role: "system", content: "S" },
+      { role: "user", content: "U1" },
+      { role: "assistant", content: "A1" },
+      { role: "user", content: "U2" },
+      { role: "assistant", content: "A2" },
     ],
   }));
   const e = encodeRecord(byte, rec);
@@ -64,27 +90,51 @@ Deno.test("messages: several assistant turns are taught, user and system turns a
 });
 
 Deno.test("messages through an HF tokenizer (tiny-bpe ChatML): the assistant span is found", async () => {
-  const tok = await loadTokenizer(denoFolder(new URL("../fixtures/tiny-bpe", import.meta.url).pathname));
-  const e = encodeRecord(tok, one(`{"messages":[{"role":"user","content":"the cat"},{"role":"assistant","content":"the hat"}]}`));
+  const tok = await loadTokenizer(
+    denoFolder(new URL("../fixtures/tiny-bpe", import.meta.url).pathname),
+  );
+  const e = encodeRecord(
+    tok,
+    one(
+      `{"messages":[{"role":"user","content":"the cat"},{"role":"assistant","content":"the hat"}]}`,
+    ),
+  );
   assertEquals(taught(tok, e.tokens, e.weights), "the hat<|im_end|>\n");
-  assertEquals(e.tokens, tok.encodeChat([{ role: "user", content: "the cat" }, { role: "assistant", content: "the hat" }]));
+  assertEquals(
+    e.tokens,
+    tok.encodeChat([{ role: "user", content: "the cat" }, {
+      role: "assistant",
+      content: "the hat",
+    }]),
+  );
 });
 
 Deno.test("bad JSONL lines: a named error with the file and line", () => {
   const cases: [string, string][] = [
     [`{"prompt":"a","completion":"b"}\n\n{not json`, "not valid JSON"],
     [`{"prompt":"a","completion":"b"}\n\n{"prompt":"a"}`, `needs string "prompt" and "completion"`],
-    [`{"prompt":"a","completion":"b"}\n\n{"prompt":"a","completions":"b"}`, "unknown key(s) completions"],
-    [`{"prompt":"a","completion":"b"}\n\n{"messages":[{"role":"user","content":"x"}]}`, `no "assistant" message`],
+    [
+      `{"prompt":"a","completion":"b"}\n\n{"prompt":"a","completions":"b"}`,
+      "unknown key(s) completions",
+    ],
+    [
+      `{"prompt":"a","completion":"b"}\n\n{"messages":[{"role":"user","content":"x"}]}`,
+      `no "assistant" message`,
+    ],
     [`{"prompt":"a","completion":"b"}\n\n{"messages":[{"role":"user"}]}`, "messages[0]"],
     [`{"prompt":"a","completion":"b"}\n\n[1,2]`, "expected a JSON object"],
   ];
   for (const [text, why] of cases) {
-    const err = assertThrows(() => parseSftJsonl(text, "data/demo.jsonl"), "SftDataError", why) as Error & { line: number; file: string };
+    const err = assertThrows(() => parseSftJsonl(text, "data/demo.jsonl"), "SftDataError", why) as
+      & Error
+      & { line: number; file: string };
     assertEquals([err.file, err.line], ["data/demo.jsonl", 3], why);
     assert(err.message.startsWith("data/demo.jsonl:3: "), err.message);
   }
-  assertEquals(parseSftJsonl(`\n{"prompt":"a","completion":"b"}\n\n`, "f").map((r) => r.source.line), [2]);
+  assertEquals(
+    parseSftJsonl(`\n{"prompt":"a","completion":"b"}\n\n`, "f").map((r) => r.source.line),
+    [2],
+  );
 });
 
 Deno.test("truncation cuts to maxLen and drops records left without loss tokens", () => {
@@ -103,7 +153,10 @@ Deno.test("held-out split and data order: seeded, disjoint, and resumable from t
   assertEquals([s.train.length, s.eval.length], [15, 5]);
   assert(s.eval.every((i) => !s.train.includes(i)));
   assertEquals(splitEval(20, 0.25, 7), s);
-  assert(JSON.stringify(splitEval(20, 0.25, 8)) !== JSON.stringify(s), "the seed should move the split");
+  assert(
+    JSON.stringify(splitEval(20, 0.25, 8)) !== JSON.stringify(s),
+    "the seed should move the split",
+  );
   const a = new DataOrder(5, { seed: 3, epoch: 0, cursor: 0 });
   const first = a.next(7); // spans the epoch boundary
   assertEquals([...first.slice(0, 5)].sort(), [0, 1, 2, 3, 4]);
@@ -113,8 +166,14 @@ Deno.test("held-out split and data order: seeded, disjoint, and resumable from t
 
 Deno.test("config: defaults, --set overrides, and errors that name the field", () => {
   const base = { data: { train: ["x.jsonl"] } };
-  const c = parseSftConfig(base, { sets: ["update.optimizer.lr=0.01", "run.steps=5", "update.lora.targets=q,v"], source: "configs/sft/demo.json" });
-  assertEquals([c.update.optimizer.lr, c.run.steps, c.update.lora.targets, c.run.name], [0.01, 5, ["q", "v"], "demo"]);
+  const c = parseSftConfig(base, {
+    sets: ["update.optimizer.lr=0.01", "run.steps=5", "update.lora.targets=q,v"],
+    source: "configs/sft/demo.json",
+  });
+  assertEquals([c.update.optimizer.lr, c.run.steps, c.update.lora.targets, c.run.name], [0.01, 5, [
+    "q",
+    "v",
+  ], "demo"]);
   const bad = (raw: unknown, field: string, sets: string[] = []) => {
     const e = assertThrows(() => parseSftConfig(raw, { sets }), "SftConfigError") as SftConfigError;
     assertEquals(e.field, field, e.message);
@@ -130,13 +189,19 @@ Deno.test("config: defaults, --set overrides, and errors that name the field", (
   bad({ ...base, eval: { everySteps: 5 } }, "eval.everySteps");
   bad(base, "run.stepz", ["run.stepz=3"]);
   // A folder alone replaces the default preset.
-  assertEquals(parseSftConfig({ ...base, model: { folder: "m" } }).model, { preset: null, folder: "m" });
+  assertEquals(parseSftConfig({ ...base, model: { folder: "m" } }).model, {
+    preset: null,
+    folder: "m",
+  });
 });
 
 Deno.test("configs/sft: README documents every field; shipped configs are valid", async () => {
   const root = new URL("../../configs/sft/", import.meta.url).pathname;
   const readme = await Deno.readTextFile(joinPath(root, "README.md"));
-  assert(readme.includes(describeSftConfigMarkdown()), "configs/sft/README.md's table is stale: paste describeSftConfigMarkdown()");
+  assert(
+    readme.includes(describeSftConfigMarkdown()),
+    "configs/sft/README.md's table is stale: paste describeSftConfigMarkdown()",
+  );
   let n = 0;
   for await (const e of Deno.readDir(root)) {
     if (!e.name.endsWith(".json")) continue;
@@ -150,7 +215,14 @@ Deno.test("configs/sft: README documents every field; shipped configs are valid"
 /** Tic-tac-toe demonstrations (short: about 25 tokens each) plus two chat records. */
 async function writeData(dir: string): Promise<string> {
   const demos = demonstrations(getEnv("tic_tac_toe_v1"), { episodes: 6, style: "compact" });
-  const chat = [1, 2].map((k) => JSON.stringify({ messages: [{ role: "user", content: `move ${k}?` }, { role: "assistant", content: `#### ${k}` }] }) + "\n");
+  const chat = [1, 2].map((k) =>
+    JSON.stringify({
+      messages: [{ role: "user", content: `move ${k}?` }, {
+        role: "assistant",
+        content: `#### ${k}`,
+      }],
+    }) + "\n"
+  );
   const path = joinPath(dir, "ttt.jsonl");
   await Deno.writeTextFile(path, demoJsonl(demos.records) + chat.join(""));
   return path;
@@ -161,7 +233,12 @@ function tinyConfig(data: string, outDir: string, over: Record<string, unknown>)
     model: over.model ?? { preset: "tiny-llama" },
     data: { train: [data], maxSeqLen: 64 },
     update: {
-      mode: "full", optimizer: { lr: 0.01 }, schedule: { kind: "constant" }, batchSize: 4, microBatchRows: 128, microBatchSeqs: 4,
+      mode: "full",
+      optimizer: { lr: 0.01 },
+      schedule: { kind: "constant" },
+      batchSize: 4,
+      microBatchRows: 128,
+      microBatchSeqs: 4,
       ...(over.update as object ?? {}),
     },
     eval: over.eval ?? { fraction: 0 },
@@ -170,7 +247,9 @@ function tinyConfig(data: string, outDir: string, over: Record<string, unknown>)
 }
 
 const metricsOf = async (dir: string) =>
-  (await Deno.readTextFile(joinPath(dir, "metrics.jsonl"))).trim().split("\n").map((l) => JSON.parse(l) as Record<string, number>);
+  (await Deno.readTextFile(joinPath(dir, "metrics.jsonl"))).trim().split("\n").map((l) =>
+    JSON.parse(l) as Record<string, number>
+  );
 
 Deno.test("sft runs: loss falls, run folder, eval matches a CPU reference, exact resume", async (t) => {
   const gpu = await Gpu.create();
@@ -178,54 +257,97 @@ Deno.test("sft runs: loss falls, run folder, eval matches a CPU reference, exact
   try {
     const data = await writeData(tmp);
 
-    await t.step("full mode: the loss falls clearly and the run folder has every file", async () => {
-      const cfg = tinyConfig(data, tmp, { eval: { fraction: 0.2, everySteps: 4 }, run: { steps: 8, checkpointEvery: 4, keepLast: 1 } });
-      const res = await runSft({ config: cfg, gpu });
-      const m = await metricsOf(res.runDir);
-      assertEquals(m.map((x) => x.step), [1, 2, 3, 4, 5, 6, 7, 8]);
-      for (const k of ["loss", "tokens", "lr", "grad_norm", "seconds", "tokens_per_s"]) assert(Number.isFinite(m[0][k]), `metrics lack ${k}`);
-      assertEquals(m.filter((x) => "eval_loss" in x).map((x) => x.step), [4, 8]);
-      assert(m[7].loss < 0.5 * m[0].loss, `loss ${m[0].loss.toFixed(3)} → ${m[7].loss.toFixed(3)} should at least halve`);
-      assertEquals((await listCheckpoints(joinPath(res.runDir, "checkpoints"))).map((c) => c.step), [8]); // keepLast 1
-      assertEquals(JSON.parse(await Deno.readTextFile(joinPath(res.runDir, "config.json"))), JSON.parse(JSON.stringify(cfg)));
-      const summary = await Deno.readTextFile(joinPath(res.runDir, "summary.log"));
-      assert(summary.includes("split:") && summary.includes("done: 8 steps"), summary);
-      // final/model is a complete HF folder; its eval loss recomputed on the CPU matches the GPU's.
-      const folder = denoFolder(joinPath(res.exportDir!, "model"));
-      const [w, tok] = [await loadModel(folder), await loadTokenizer(folder)];
-      assertEquals(tok.kind, "byte");
-      const recs = parseSftJsonl(await Deno.readTextFile(data), data).map((r) => encodeRecord(tok, r));
-      let nll = 0, n = 0;
-      for (const i of splitEval(recs.length, 0.2, 5).eval) {
-        const lp = referenceLogprobs(w, recs[i].tokens);
-        recs[i].weights.forEach((wt, k) => [nll -= wt * lp[k], n += wt]);
-      }
-      assert(Math.abs(nll / n - m[7].eval_loss) < 1e-3 * Math.max(1, nll / n), `eval loss ${m[7].eval_loss} vs reference ${nll / n}`);
-    });
+    await t.step(
+      "full mode: the loss falls clearly and the run folder has every file",
+      async () => {
+        const cfg = tinyConfig(data, tmp, {
+          eval: { fraction: 0.2, everySteps: 4 },
+          run: { steps: 8, checkpointEvery: 4, keepLast: 1 },
+        });
+        const res = await runSft({ config: cfg, gpu });
+        const m = await metricsOf(res.runDir);
+        assertEquals(m.map((x) => x.step), [1, 2, 3, 4, 5, 6, 7, 8]);
+        for (const k of ["loss", "tokens", "lr", "grad_norm", "seconds", "tokens_per_s"]) {
+          assert(Number.isFinite(m[0][k]), `metrics lack ${k}`);
+        }
+        assertEquals(
+          m.filter((x) => "eval_loss" in x).map((x) => x.step),
+          [4, 8],
+        );
+        assert(
+          m[7].loss < 0.5 * m[0].loss,
+          `loss ${m[0].loss.toFixed(3)} → ${m[7].loss.toFixed(3)} should at least halve`,
+        );
+        assertEquals(
+          (await listCheckpoints(joinPath(res.runDir, "checkpoints"))).map((c) => c.step),
+          [8],
+        ); // keepLast 1
+        assertEquals(
+          JSON.parse(await Deno.readTextFile(joinPath(res.runDir, "config.json"))),
+          JSON.parse(JSON.stringify(cfg)),
+        );
+        const summary = await Deno.readTextFile(joinPath(res.runDir, "summary.log"));
+        assert(summary.includes("split:") && summary.includes("done: 8 steps"), summary);
+        // final/model is a complete HF folder; its eval loss recomputed on the CPU matches the GPU's.
+        const folder = denoFolder(joinPath(res.exportDir!, "model"));
+        const [w, tok] = [await loadModel(folder), await loadTokenizer(folder)];
+        assertEquals(tok.kind, "byte");
+        const recs = parseSftJsonl(await Deno.readTextFile(data), data).map((r) =>
+          encodeRecord(tok, r)
+        );
+        let nll = 0, n = 0;
+        for (const i of splitEval(recs.length, 0.2, 5).eval) {
+          const lp = referenceLogprobs(w, recs[i].tokens);
+          recs[i].weights.forEach((wt, k) => [nll -= wt * lp[k], n += wt]);
+        }
+        assert(
+          Math.abs(nll / n - m[7].eval_loss) < 1e-3 * Math.max(1, nll / n),
+          `eval loss ${m[7].eval_loss} vs reference ${nll / n}`,
+        );
+      },
+    );
 
-    await t.step("LoRA on an HF folder: stop at step 2 + resume repeats the uninterrupted run's steps 3 and 4", async () => {
-      const folder = joinPath(tmp, "base");
-      const json = JSON.parse(await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)));
-      await writeFilesAtomic(folder, hfFolderFiles(initModel(parseModelConfig(json), { seed: 9 })));
-      const cfg = tinyConfig(data, tmp, {
-        model: { folder }, update: { mode: "lora", optimizer: { lr: 0.02 }, lora: { rank: 4, alpha: 8 } }, run: { steps: 4, name: "lora" },
-      });
-      const whole = await runSft({ config: cfg, gpu });
-      const part = await runSft({ config: cfg, gpu, stopAfter: 2 });
-      assertEquals([part.stopped, part.steps, part.exportDir], [true, 2, null]);
-      const resumed = await runSft({ config: cfg, gpu, resumeDir: part.runDir });
-      assertEquals([resumed.runDir, resumed.stopped, resumed.steps], [part.runDir, false, 4]);
-      const [a, b] = [await metricsOf(whole.runDir), await metricsOf(part.runDir)];
-      assertEquals(b.map((x) => x.step), [1, 2, 3, 4]);
-      for (const i of [2, 3]) assertEquals([b[i].loss, b[i].grad_norm, b[i].lr], [a[i].loss, a[i].grad_norm, a[i].lr], `step ${i + 1}`);
-      const adapter = JSON.parse(await Deno.readTextFile(joinPath(resumed.exportDir!, "adapter/adapter_config.json")));
-      assertEquals([adapter.r, adapter.base_model_name_or_path], [4, folder]);
-      // The merged model keeps the base folder's tokenizer files and differs from the base.
-      const mergedDir = denoFolder(joinPath(resumed.exportDir!, "model"));
-      assertEquals((await loadTokenizer(mergedDir)).kind, "byte");
-      const [merged, baseW] = [await loadModel(mergedDir), await loadModel(denoFolder(folder))];
-      assert(merged.data.some((x, i) => x !== baseW.data[i]), "the adapter was not merged");
-    });
+    await t.step(
+      "LoRA on an HF folder: stop at step 2 + resume repeats the uninterrupted run's steps 3 and 4",
+      async () => {
+        const folder = joinPath(tmp, "base");
+        const json = JSON.parse(
+          await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)),
+        );
+        await writeFilesAtomic(
+          folder,
+          hfFolderFiles(initModel(parseModelConfig(json), { seed: 9 })),
+        );
+        const cfg = tinyConfig(data, tmp, {
+          model: { folder },
+          update: { mode: "lora", optimizer: { lr: 0.02 }, lora: { rank: 4, alpha: 8 } },
+          run: { steps: 4, name: "lora" },
+        });
+        const whole = await runSft({ config: cfg, gpu });
+        const part = await runSft({ config: cfg, gpu, stopAfter: 2 });
+        assertEquals([part.stopped, part.steps, part.exportDir], [true, 2, null]);
+        const resumed = await runSft({ config: cfg, gpu, resumeDir: part.runDir });
+        assertEquals([resumed.runDir, resumed.stopped, resumed.steps], [part.runDir, false, 4]);
+        const [a, b] = [await metricsOf(whole.runDir), await metricsOf(part.runDir)];
+        assertEquals(b.map((x) => x.step), [1, 2, 3, 4]);
+        for (const i of [2, 3]) {
+          assertEquals(
+            [b[i].loss, b[i].grad_norm, b[i].lr],
+            [a[i].loss, a[i].grad_norm, a[i].lr],
+            `step ${i + 1}`,
+          );
+        }
+        const adapter = JSON.parse(
+          await Deno.readTextFile(joinPath(resumed.exportDir!, "adapter/adapter_config.json")),
+        );
+        assertEquals([adapter.r, adapter.base_model_name_or_path], [4, folder]);
+        // The merged model keeps the base folder's tokenizer files and differs from the base.
+        const mergedDir = denoFolder(joinPath(resumed.exportDir!, "model"));
+        assertEquals((await loadTokenizer(mergedDir)).kind, "byte");
+        const [merged, baseW] = [await loadModel(mergedDir), await loadModel(denoFolder(folder))];
+        assert(merged.data.some((x, i) => x !== baseW.data[i]), "the adapter was not merged");
+      },
+    );
   } finally {
     gpu.destroy();
     await Deno.remove(tmp, { recursive: true });
@@ -233,7 +355,11 @@ Deno.test("sft runs: loss falls, run folder, eval matches a CPU reference, exact
 });
 
 async function exitCode(script: string, args: string[]): Promise<{ code: number; stderr: string }> {
-  const cmd = new Deno.Command(Deno.execPath(), { args: ["run", "-A", script, ...args], stdout: "null", stderr: "piped" });
+  const cmd = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", script, ...args],
+    stdout: "null",
+    stderr: "piped",
+  });
   const out = await cmd.output();
   return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
 }

@@ -19,12 +19,20 @@ const COEF = 0.5, CLIP = 0.3;
 
 Deno.test("the value loss's gradient reaches the trunk (finite differences through the model)", async () => {
   const gpu = await Gpu.create();
-  const cfg = parseModelConfig(JSON.parse(await Deno.readTextFile("configs/models/tiny-llama.json")));
+  const cfg = parseModelConfig(
+    JSON.parse(await Deno.readTextFile("configs/models/tiny-llama.json")),
+  );
   const weights = initModel(cfg, { seed: 3 });
   const C = cfg.hiddenSize;
   const trainer = await ModelTrainer.create(gpu, weights, {
-    mode: "full", optimizer: { weightDecay: 0 }, schedule: { kind: "constant", lr: 0 }, loss: { kind: "policy" },
-    chunkRows: 64, slots: 4, maxLen: 16, valueHead: { coef: COEF, clip: CLIP, init: seededValues(C + 1, 4, -0.5, 0.5) },
+    mode: "full",
+    optimizer: { weightDecay: 0 },
+    schedule: { kind: "constant", lr: 0 },
+    loss: { kind: "policy" },
+    chunkRows: 64,
+    slots: 4,
+    maxLen: 16,
+    valueHead: { coef: COEF, clip: CLIP, init: seededValues(C + 1, 4, -0.5, 0.5) },
   });
   try {
     const lens = [9, 12, 7];
@@ -41,21 +49,44 @@ Deno.test("the value loss's gradient reaches the trunk (finite differences throu
       oldValues: v0[i].map((v, t) => v + [0.05, 0.6, -0.05][t % 3]),
       returns: v0[i].map((v, t) => v + (t % 2 ? 1 : -1)),
     }));
-    const rows = (f: (s: typeof seqs[number], t: number) => number) => seqs.flatMap((s) => [...s.weights.map((_, t) => f(s, t)), 0]);
-    const packed = packValueRows({ mask: rows((s, t) => s.weights[t]), oldValues: rows((s, t) => s.oldValues[t]), returns: rows((s, t) => s.returns[t]) }, COEF);
-    const refRows = Array.from({ length: packed.length / 4 }, (_, r) => ({ oldValue: packed[4 * r], ret: packed[4 * r + 1], coef: packed[4 * r + 2], mask: packed[4 * r + 3] }));
-    const loss = async () => valueLossRef((await trainer.values(seqs)).flatMap((v) => [...v, 0]), refRows, CLIP).loss;
+    const rows = (f: (s: typeof seqs[number], t: number) => number) =>
+      seqs.flatMap((s) => [...s.weights.map((_, t) => f(s, t)), 0]);
+    const packed = packValueRows({
+      mask: rows((s, t) => s.weights[t]),
+      oldValues: rows((s, t) => s.oldValues[t]),
+      returns: rows((s, t) => s.returns[t]),
+    }, COEF);
+    const refRows = Array.from(
+      { length: packed.length / 4 },
+      (_, r) => ({
+        oldValue: packed[4 * r],
+        ret: packed[4 * r + 1],
+        coef: packed[4 * r + 2],
+        mask: packed[4 * r + 3],
+      }),
+    );
+    const loss = async () =>
+      valueLossRef((await trainer.values(seqs)).flatMap((v) => [...v, 0]), refRows, CLIP).loss;
 
     const m = await trainer.step(seqs);
-    assert(Math.abs(m.value!.valueLoss - (await loss())) < 1e-5, `GPU value loss ${m.value!.valueLoss} vs ${await loss()}`);
-    assert(m.value!.valueClipFrac > 0 && m.value!.valueClipFrac < 1, `clip fraction ${m.value!.valueClipFrac}: both branches should occur`);
+    assert(
+      Math.abs(m.value!.valueLoss - (await loss())) < 1e-5,
+      `GPU value loss ${m.value!.valueLoss} vs ${await loss()}`,
+    );
+    assert(
+      m.value!.valueClipFrac > 0 && m.value!.valueClipFrac < 1,
+      `clip fraction ${m.value!.valueClipFrac}: both branches should occur`,
+    );
     const lay = trainer.model.weights.layout;
     for (const t of [lay.finalNorm, lay.layerView(0).down]) {
       const grad = await readParamTensor(gpu, trainer.backward.grads, t);
       const param = await readParamTensor(gpu, trainer.model.params, t);
       const ref = resolveRange(trainer.model.params.ref(t));
       // The two entries with the largest gradient: far above f32 noise.
-      const top = [...grad.keys()].sort((a, b) => Math.abs(grad[b]) - Math.abs(grad[a])).slice(0, 2);
+      const top = [...grad.keys()].sort((a, b) => Math.abs(grad[b]) - Math.abs(grad[a])).slice(
+        0,
+        2,
+      );
       for (const i of top) {
         const eps = 1e-2 * Math.max(1, Math.abs(param[i]));
         const at = async (d: number) => {
@@ -64,8 +95,14 @@ Deno.test("the value loss's gradient reaches the trunk (finite differences throu
         };
         const fd = ((await at(eps)) - (await at(-eps))) / (2 * eps);
         await at(0);
-        assert(Math.abs(fd - grad[i]) <= 1e-5 + 3e-2 * Math.abs(fd), `${t.name}[${i}]: gradient ${grad[i]} vs finite difference ${fd}`);
-        assert(Math.abs(fd) > 1e-4, `${t.name}[${i}]: finite difference ${fd} is ~0, the check says nothing`);
+        assert(
+          Math.abs(fd - grad[i]) <= 1e-5 + 3e-2 * Math.abs(fd),
+          `${t.name}[${i}]: gradient ${grad[i]} vs finite difference ${fd}`,
+        );
+        assert(
+          Math.abs(fd) > 1e-4,
+          `${t.name}[${i}]: finite difference ${fd} is ~0, the check says nothing`,
+        );
       }
     }
   } finally {

@@ -13,7 +13,16 @@ const h = <K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: s
 /** CSS class of a grid symbol, so walls, agents, goals, boxes and marks get their colours. */
 function cellClass(sym: string): string {
   const map: Record<string, string> = {
-    "#": "wall", ".": "empty", "*": "mark", S: "start", G: "goal", A: "agent", P: "agent", B: "box", x: "x", o: "o",
+    "#": "wall",
+    ".": "empty",
+    "*": "mark",
+    S: "start",
+    G: "goal",
+    A: "agent",
+    P: "agent",
+    B: "box",
+    x: "x",
+    o: "o",
   };
   return map[sym] ?? (/^\d$/.test(sym) ? "digit" : "other");
 }
@@ -25,7 +34,11 @@ function gridBoard(v: Extract<BoardView, { kind: "grid" }>): HTMLElement {
   const hl = new Set((v.highlight ?? []).map(([r, c]) => `${r},${c}`));
   v.cells.forEach((row, r) =>
     row.forEach((sym, c) => {
-      const cell = h("div", `cell ${cellClass(sym)}${hl.has(`${r},${c}`) ? " hl" : ""}`, sym === "." ? "" : sym);
+      const cell = h(
+        "div",
+        `cell ${cellClass(sym)}${hl.has(`${r},${c}`) ? " hl" : ""}`,
+        sym === "." ? "" : sym,
+      );
       cell.title = v.legend[sym] ?? sym;
       table.append(cell);
     })
@@ -35,7 +48,10 @@ function gridBoard(v: Extract<BoardView, { kind: "grid" }>): HTMLElement {
   const legend = h("div", "legend");
   for (const [sym, what] of Object.entries(v.legend)) {
     const item = h("span", "legend-item");
-    item.append(h("span", `cell mini ${cellClass(sym)}`, sym === "." ? "" : sym), document.createTextNode(` ${what}`));
+    item.append(
+      h("span", `cell mini ${cellClass(sym)}`, sym === "." ? "" : sym),
+      document.createTextNode(` ${what}`),
+    );
     legend.append(item);
   }
   wrap.append(legend);
@@ -44,7 +60,15 @@ function gridBoard(v: Extract<BoardView, { kind: "grid" }>): HTMLElement {
 
 function hanabiBoard(v: Record<string, unknown>): HTMLElement {
   const wrap = h("div", "board hanabi-board");
-  wrap.append(h("div", "caption", `${v.status ?? ""} · score ${v.score}/${v.maxScore} · hints ${v.hints} · lives ${v.lives} · deck ${v.deck}`));
+  wrap.append(
+    h(
+      "div",
+      "caption",
+      `${
+        v.status ?? ""
+      } · score ${v.score}/${v.maxScore} · hints ${v.hints} · lives ${v.lives} · deck ${v.deck}`,
+    ),
+  );
   const fw = h("div", "fireworks");
   for (const f of (v.fireworks as { color: string; rank: number }[]) ?? []) {
     const card = h("span", `hcard c-${f.color}`, `${f.color} ${f.rank}`);

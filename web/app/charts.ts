@@ -34,11 +34,16 @@ interface ChartSpec {
 
 const SPECS: ChartSpec[] = [
   {
-    id: "reward", title: "Reward by agent (mean over candidates)", y: "reward",
+    id: "reward",
+    title: "Reward by agent (mean over candidates)",
+    y: "reward",
     series: (agents) => agents.map((a) => ({ label: a, value: (p) => p.rewardByAgent[a] ?? null })),
   },
   {
-    id: "success", title: "Success rate", y: "fraction solved", yRange: [0, 1],
+    id: "success",
+    title: "Success rate",
+    y: "fraction solved",
+    yRange: [0, 1],
     note: "Held-out: validation on tasks never trained on (before training and every few steps).",
     series: () => [
       { label: "train rollouts", value: (p) => p.trainSuccess },
@@ -46,24 +51,52 @@ const SPECS: ChartSpec[] = [
     ],
   },
   {
-    id: "loss", title: "Policy loss (PPO-clip)", y: "loss / token",
-    note: "Values near 0 (even 1e-8) are expected: the loss is taken where the policy still equals the sampling policy " +
+    id: "loss",
+    title: "Policy loss (PPO-clip)",
+    y: "loss / token",
+    note:
+      "Values near 0 (even 1e-8) are expected: the loss is taken where the policy still equals the sampling policy " +
       "(ratio 1) and a group's advantages average to 0. The gradient, not the value, moves the policy.",
-    series: () => [{ label: "loss", value: (p) => p.loss }, { label: "policy-gradient part", value: (p) => p.pgLoss }],
+    series: () => [{ label: "loss", value: (p) => p.loss }, {
+      label: "policy-gradient part",
+      value: (p) => p.pgLoss,
+    }],
   },
   {
-    id: "kl", title: "KL divergence (nats / token)", y: "nats / token", logOk: true,
-    note: "To the sampling policy (k1): near 0 is expected with one update per batch. To the reference (k3): only with a KL penalty.",
-    series: () => [{ label: "to sampling policy", value: (p) => p.approxKl }, { label: "to reference", value: (p) => p.klLoss }],
+    id: "kl",
+    title: "KL divergence (nats / token)",
+    y: "nats / token",
+    logOk: true,
+    note:
+      "To the sampling policy (k1): near 0 is expected with one update per batch. To the reference (k3): only with a KL penalty.",
+    series: () => [{ label: "to sampling policy", value: (p) => p.approxKl }, {
+      label: "to reference",
+      value: (p) => p.klLoss,
+    }],
   },
-  { id: "entropy", title: "Entropy (nats / token)", y: "nats / token", logOk: true, series: () => [{ label: "entropy", value: (p) => p.entropy }] },
   {
-    id: "clip", title: "Clip fraction (tokens clipped)", y: "fraction", yRange: [0, 1],
+    id: "entropy",
+    title: "Entropy (nats / token)",
+    y: "nats / token",
+    logOk: true,
+    series: () => [{ label: "entropy", value: (p) => p.entropy }],
+  },
+  {
+    id: "clip",
+    title: "Clip fraction (tokens clipped)",
+    y: "fraction",
+    yRange: [0, 1],
     series: () => [{ label: "clipped", value: (p) => p.clipFrac }],
   },
   {
-    id: "tps", title: "Throughput (tokens / s)", y: "tokens / s", logOk: true,
-    series: () => [{ label: "rollout", value: (p) => p.rolloutTokensPerS }, { label: "update", value: (p) => p.updateTokensPerS }],
+    id: "tps",
+    title: "Throughput (tokens / s)",
+    y: "tokens / s",
+    logOk: true,
+    series: () => [{ label: "rollout", value: (p) => p.rolloutTokensPerS }, {
+      label: "update",
+      value: (p) => p.updateTokensPerS,
+    }],
   },
 ];
 
@@ -78,14 +111,25 @@ export interface ChartOptions {
 export function tick(v: number): string {
   if (v === 0) return "0";
   const a = Math.abs(v);
-  return a >= 1000 ? v.toFixed(0) : a >= 1 ? String(+v.toPrecision(3)) : a >= 1e-3 ? String(+v.toPrecision(2)) : v.toExponential(0);
+  return a >= 1000
+    ? v.toFixed(0)
+    : a >= 1
+    ? String(+v.toPrecision(3))
+    : a >= 1e-3
+    ? String(+v.toPrecision(2))
+    : v.toExponential(0);
 }
 
 /** A run's lines as chart points, with x = step or minutes since its first line (`at`, set by the worker). */
-function runPoints(lines: readonly StepMetrics[], x: ChartOptions["x"]): { xs: number[]; points: ChartPoint[] } {
+function runPoints(
+  lines: readonly StepMetrics[],
+  x: ChartOptions["x"],
+): { xs: number[]; points: ChartPoint[] } {
   const t0 = lines.find((l) => typeof l.at === "number")?.at as number | undefined;
   const points = lines.map(chartPoint);
-  const xs = lines.map((l) => x === "minutes" && t0 !== undefined && typeof l.at === "number" ? (l.at - t0) / 60_000 : l.step);
+  const xs = lines.map((l) =>
+    x === "minutes" && t0 !== undefined && typeof l.at === "number" ? (l.at - t0) / 60_000 : l.step
+  );
   return { xs, points };
 }
 
@@ -132,11 +176,22 @@ class Chart {
     return Math.max(200, this.box.clientWidth || 320);
   }
 
-  update(live: RunData | null, overlays: RunData[], agents: string[], o: ChartOptions, total: number) {
+  update(
+    live: RunData | null,
+    overlays: RunData[],
+    agents: string[],
+    o: ChartOptions,
+    total: number,
+  ) {
     this.total = total;
     let series = this.spec.series(agents);
     // Before the first step the reward chart knows no agents: one empty series keeps its axes.
-    if (!series.length) series = [{ label: "agents appear after the first step", value: () => null }];
+    if (!series.length) {
+      series = [{
+        label: "agents appear after the first step",
+        value: () => null,
+      }];
+    }
     const runs = [...(live ? [live] : []), ...overlays.map((r) => ({ ...r, overlay: true }))];
     const per = runs.map((r) => runPoints(r.lines, o.x));
     const xs = [...new Set(per.flatMap((p) => p.xs))].sort((a, b) => a - b);
@@ -151,7 +206,9 @@ class Chart {
         ys.push(xs.map((x) => (at.has(x) ? v[at.get(x)!] : null)));
       }
     });
-    this.points = live ? ys.slice(0, series.length).reduce((n, y) => n + y.filter((v) => v !== null).length, 0) : 0;
+    this.points = live
+      ? ys.slice(0, series.length).reduce((n, y) => n + y.filter((v) => v !== null).length, 0)
+      : 0;
     this.box.dataset.points = String(this.points);
     this.describe(live, overlays, series, live ? per[0].points : [], o);
     const data = [xs, ...ys] as uPlot.AlignedData;
@@ -164,19 +221,36 @@ class Chart {
   }
 
   /** The latest values in words: shown under the title, and the chart's text alternative. */
-  private describe(live: RunData | null, overlays: RunData[], series: SeriesSpec[], points: ChartPoint[], o: ChartOptions) {
+  private describe(
+    live: RunData | null,
+    overlays: RunData[],
+    series: SeriesSpec[],
+    points: ChartPoint[],
+    o: ChartOptions,
+  ) {
     const parts: string[] = [];
     for (const s of series) {
       const last = [...points].reverse().find((p) => s.value(p) !== null);
       if (last) parts.push(`${s.label} ${tick(s.value(last)!)} at step ${last.step}`);
     }
     const others = overlays.length ? ` (dashed: ${overlays.map((r) => r.label).join(", ")})` : "";
-    const text = (!live ? "no run yet" : parts.length ? parts.join(" · ") : "no values yet") + others;
+    const text = (!live ? "no run yet" : parts.length ? parts.join(" · ") : "no values yet") +
+      others;
     this.latest.textContent = ` — ${text}`;
-    this.plotBox.setAttribute("aria-label", `${this.spec.title} (${this.spec.y}) by ${o.x === "step" ? "training step" : "minutes"}: ${text}`);
+    this.plotBox.setAttribute(
+      "aria-label",
+      `${this.spec.title} (${this.spec.y}) by ${
+        o.x === "step" ? "training step" : "minutes"
+      }: ${text}`,
+    );
   }
 
-  private options(runs: RunData[], series: SeriesSpec[], log: boolean, o: ChartOptions): uPlot.Options {
+  private options(
+    runs: RunData[],
+    series: SeriesSpec[],
+    log: boolean,
+    o: ChartOptions,
+  ): uPlot.Options {
     // Read when drawn: the planned steps can change after the plot is built (the form's Steps field).
     const xMax = () => (o.x === "step" ? Math.max(this.total, 1) : 1);
     return {
@@ -188,15 +262,31 @@ class Chart {
         // By step, the axis spans the whole run from the start, so the curve grows into it.
         x: {
           time: false,
-          range: (_u, mn, mx) => o.x === "step" ? [0, Math.max(xMax(), mx ?? 0)] : mn === null || mx === null || mn === mx ? [0, Math.max(1, mx ?? 0)] : [mn, mx],
+          range: (_u, mn, mx) =>
+            o.x === "step"
+              ? [0, Math.max(xMax(), mx ?? 0)]
+              : mn === null || mx === null || mn === mx
+              ? [0, Math.max(1, mx ?? 0)]
+              : [mn, mx],
         },
         y: log ? { distr: 3 } : {
-          range: (_u, mn, mx) => this.spec.yRange ?? (mn === null || mx === null ? [0, 1] : uPlot.rangeNum(mn, mx, 0.1, true)),
+          range: (_u, mn, mx) =>
+            this.spec.yRange ??
+              (mn === null || mx === null ? [0, 1] : uPlot.rangeNum(mn, mx, 0.1, true)),
         },
       },
       axes: [
-        { label: o.x === "step" ? "training step" : "minutes since start", labelSize: 18, incrs: o.x === "step" ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] : undefined },
-        { label: this.spec.y + (log ? " (log)" : ""), labelSize: 18, size: 52, values: (_u: uPlot, vals: number[]) => vals.map((v) => (v === null ? "" : tick(v))) },
+        {
+          label: o.x === "step" ? "training step" : "minutes since start",
+          labelSize: 18,
+          incrs: o.x === "step" ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] : undefined,
+        },
+        {
+          label: this.spec.y + (log ? " (log)" : ""),
+          labelSize: 18,
+          size: 52,
+          values: (_u: uPlot, vals: number[]) => vals.map((v) => (v === null ? "" : tick(v))),
+        },
       ],
       series: [
         { label: o.x === "step" ? "step" : "minutes" },
@@ -279,7 +369,9 @@ export class Dashboard {
   private render() {
     const all = [this.lines, ...this.overlays.map((r) => r.lines)].flat().map(chartPoint);
     const agents = [...new Set(all.flatMap((p) => Object.keys(p.rewardByAgent)))].sort();
-    const live = this.lines.length ? { id: "live", label: this.liveLabel, lines: this.lines } : null;
+    const live = this.lines.length
+      ? { id: "live", label: this.liveLabel, lines: this.lines }
+      : null;
     for (const c of this.charts) c.update(live, this.overlays, agents, this.options, this.total);
   }
 }

@@ -3,11 +3,26 @@
 // change is validated with the trainer's own parseConfig; its messages appear beside the fields,
 // and each field's tooltip is the schema's documentation (describeConfig).
 
-import { applySets, type ConfigError, defaultConfig, describeConfig, LEVELS, parseConfig, type RunConfig } from "../../src/rl/config.ts";
+import {
+  applySets,
+  type ConfigError,
+  defaultConfig,
+  describeConfig,
+  LEVELS,
+  parseConfig,
+  type RunConfig,
+} from "../../src/rl/config.ts";
 import { ENVS } from "../../src/envs/registry.ts";
 import type { ModelSourceSpec } from "../../src/browser/run_store.ts";
 import { DEFAULT_HUB, normalizeHubEndpoint } from "./hub.ts";
-import { CONFIGS, HF_CONFIGS, HF_MODELS, modelGroups, QUICKSTART_MODEL, recommendedModel } from "./model_choices.ts";
+import {
+  CONFIGS,
+  HF_CONFIGS,
+  HF_MODELS,
+  modelGroups,
+  QUICKSTART_MODEL,
+  recommendedModel,
+} from "./model_choices.ts";
 
 /** The Hub endpoint the form starts with: the page's `?hub=` parameter (a mirror, a local server) or huggingface.co. */
 function initialHubEndpoint(): string {
@@ -18,7 +33,10 @@ function initialHubEndpoint(): string {
 const DOCS = new Map(describeConfig().map((d) => [d.path, d]));
 
 const LEVEL_NAMES: Record<string, string> = {
-  L0: "L0 · one agent", L1: "L1 · agents share one model", L2: "L2 · one LoRA adapter per agent", L3: "L3 · one full model per agent",
+  L0: "L0 · one agent",
+  L1: "L1 · agents share one model",
+  L2: "L2 · one LoRA adapter per agent",
+  L3: "L3 · one full model per agent",
 };
 
 /** The main hyper-parameters shown as fields (dotted config paths). */
@@ -37,7 +55,8 @@ const FIELDS: { path: string; label: string; step?: string }[] = [
   { path: "run.seed", label: "Seed" },
 ];
 
-const get = (o: unknown, path: string) => path.split(".").reduce<unknown>((x, k) => (x as Record<string, unknown> | undefined)?.[k], o);
+const get = (o: unknown, path: string) =>
+  path.split(".").reduce<unknown>((x, k) => (x as Record<string, unknown> | undefined)?.[k], o);
 /** A config path as the person filling the form knows it: the field's label, with the path for the curious. */
 export function fieldName(path: string): string {
   const f = FIELDS.find((x) => x.path === path);
@@ -53,14 +72,20 @@ function set(o: Record<string, unknown>, path: string, v: unknown) {
 /** The shipped config for (task, level), preferring the quickstart for the quickstart's built-in warm start. */
 function baseConfig(env: string, level: string, model: string): Record<string, unknown> {
   if (model.startsWith("hf:")) {
-    const hf = HF_CONFIGS.find((c) => c.name === `${env.replace(/_v\d+$/, "")}_${level}_${model.slice(3)}`);
+    const hf = HF_CONFIGS.find((c) =>
+      c.name === `${env.replace(/_v\d+$/, "")}_${level}_${model.slice(3)}`
+    );
     if (hf) return structuredClone(hf.raw);
   }
   if (model === `builtin:${QUICKSTART_MODEL}`) {
     const qs = CONFIGS.find((c) => c.name === "quickstart");
-    if (qs && get(qs.raw, "env.id") === env && qs.raw.level === level) return structuredClone(qs.raw);
+    if (qs && get(qs.raw, "env.id") === env && qs.raw.level === level) {
+      return structuredClone(qs.raw);
+    }
   }
-  const hit = CONFIGS.find((c) => c.name !== "quickstart" && get(c.raw, "env.id") === env && c.raw.level === level);
+  const hit = CONFIGS.find((c) =>
+    c.name !== "quickstart" && get(c.raw, "env.id") === env && c.raw.level === level
+  );
   if (hit) return structuredClone(hit.raw);
   const raw: Record<string, unknown> = { env: { id: env }, level };
   if (level === "L0") set(raw, "rollout.mode", "single-agent");
@@ -97,7 +122,10 @@ export class ConfigForm {
   localHandle: FileSystemDirectoryHandle | null = null;
   value!: FormValue;
 
-  constructor(private readonly root: HTMLElement, private readonly onChange: (v: FormValue) => void) {
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly onChange: (v: FormValue) => void,
+  ) {
     root.innerHTML = `
       <div class="row">
         <label class="grow">Task <select id="f-task"></select></label>
@@ -134,7 +162,9 @@ export class ConfigForm {
     this.editNote = root.querySelector(".edit-note")!;
     // Short names in the menu (a long option widens the select past a phone's width); the
     // description goes under it.
-    for (const e of ENVS) this.task.add(new Option(e.id.replace(/_v\d+$/, "").replaceAll("_", " "), e.id));
+    for (const e of ENVS) {
+      this.task.add(new Option(e.id.replace(/_v\d+$/, "").replaceAll("_", " "), e.id));
+    }
     for (const l of LEVELS) this.level.add(new Option(LEVEL_NAMES[l] ?? l, l));
     root.querySelector("#f-reset")!.addEventListener("click", () => {
       this.edited.clear();
@@ -151,7 +181,11 @@ export class ConfigForm {
       input.dataset.path = f.path;
       input.id = `f-${f.path.replaceAll(".", "-")}`;
       const doc = DOCS.get(f.path);
-      if (doc) label.title = `${f.path}: ${doc.doc} (type ${doc.type}; default ${doc.default}${doc.paper ? `; paper ${doc.paper}` : ""})`;
+      if (doc) {
+        label.title = `${f.path}: ${doc.doc} (type ${doc.type}; default ${doc.default}${
+          doc.paper ? `; paper ${doc.paper}` : ""
+        })`;
+      }
       label.append(input);
       fields.append(label);
       this.inputs.set(f.path, input);
@@ -161,7 +195,9 @@ export class ConfigForm {
       });
     }
     const fsa = root.querySelector<HTMLButtonElement>("#f-local-fsa")!;
-    const picker = (globalThis as { showDirectoryPicker?: () => Promise<FileSystemDirectoryHandle> }).showDirectoryPicker;
+    const picker =
+      (globalThis as { showDirectoryPicker?: () => Promise<FileSystemDirectoryHandle> })
+        .showDirectoryPicker;
     if (!picker) fsa.hidden = true;
     fsa.addEventListener("click", async () => {
       try {
@@ -192,21 +228,27 @@ export class ConfigForm {
       this.modelPicked = true;
       this.loadBase();
     });
-    for (const el of [this.hub, this.hubEndpoint, this.sets]) el.addEventListener("input", () => this.validate());
+    for (const el of [this.hub, this.hubEndpoint, this.sets]) {
+      el.addEventListener("input", () => this.validate());
+    }
     this.loadBase();
   }
 
   /** The model menu of the chosen task; the task's own warm start unless the user picked another model it still offers. */
   private fillModels() {
     const keep = this.modelPicked ? this.model.value : null;
-    this.model.replaceChildren(...modelGroups(this.task.value).map((g) => {
-      const og = document.createElement("optgroup");
-      og.label = g.label;
-      og.append(...g.options.map((o) => new Option(o.label, o.value)));
-      return og;
-    }));
+    this.model.replaceChildren(
+      ...modelGroups(this.task.value).map((g) => {
+        const og = document.createElement("optgroup");
+        og.label = g.label;
+        og.append(...g.options.map((o) => new Option(o.label, o.value)));
+        return og;
+      }),
+    );
     const offered = [...this.model.options].map((o) => o.value);
-    this.model.value = keep && offered.includes(keep) && !keep.startsWith("builtin:") ? keep : recommendedModel(this.task.value, this.level.value);
+    this.model.value = keep && offered.includes(keep) && !keep.startsWith("builtin:")
+      ? keep
+      : recommendedModel(this.task.value, this.level.value);
     if (keep?.startsWith("builtin:")) this.modelPicked = false;
     const env = ENVS.find((e) => e.id === this.task.value);
     this.root.querySelector("#f-task-desc")!.textContent = env ? env.description : "";
@@ -220,9 +262,15 @@ export class ConfigForm {
       d = parseConfig(this.withModel(structuredClone(this.base)));
     } catch { /* shown by validate */ }
     const src = d ?? defaultConfig();
-    for (const [path, input] of this.inputs) if (!this.edited.has(path)) input.value = String(get(src, path) ?? "");
+    for (const [path, input] of this.inputs) {
+      if (!this.edited.has(path)) input.value = String(get(src, path) ?? "");
+    }
     const hf = this.model.value.startsWith("hf:");
-    this.root.querySelectorAll<HTMLElement>(".hub").forEach((el) => (el.hidden = this.model.value !== "hub" && !(hf && el.classList.contains("hub-endpoint"))));
+    this.root.querySelectorAll<HTMLElement>(".hub").forEach((
+      el,
+    ) => (el.hidden = this.model.value !== "hub" &&
+      !(hf && el.classList.contains("hub-endpoint")))
+    );
     this.root.querySelector<HTMLElement>(".local")!.hidden = this.model.value !== "local";
     this.validate();
   }
@@ -239,7 +287,8 @@ export class ConfigForm {
       } catch { /* validate() reports it */ }
       return endpoint === DEFAULT_HUB ? { kind: "hub", id } : { kind: "hub", id, endpoint };
     }
-    const name = this.localHandle?.name ?? this.localFiles?.[0]?.webkitRelativePath?.split("/")[0] ?? "local";
+    const name = this.localHandle?.name ??
+      this.localFiles?.[0]?.webkitRelativePath?.split("/")[0] ?? "local";
     return { kind: "local", name };
   }
 
@@ -247,8 +296,14 @@ export class ConfigForm {
     const spec = this.modelSpec();
     // model.folder names the base where the run's files record it: a PEFT adapter's
     // base_model_name_or_path, which PEFT loads as a Hub id or a path (never "hub:<id>").
-    const model = spec.kind === "preset" ? { preset: spec.preset, folder: null }
-      : { preset: null, folder: spec.kind === "hub" ? spec.id : spec.kind === "builtin" ? `models/${spec.id}` : spec.name };
+    const model = spec.kind === "preset" ? { preset: spec.preset, folder: null } : {
+      preset: null,
+      folder: spec.kind === "hub"
+        ? spec.id
+        : spec.kind === "builtin"
+        ? `models/${spec.id}`
+        : spec.name,
+    };
     raw.model = { ...(raw.model as object ?? {}), ...model };
     return raw;
   }
@@ -265,20 +320,29 @@ export class ConfigForm {
 
   validate() {
     this.editNote.hidden = this.edited.size === 0;
-    this.editNote.querySelector("span")!.textContent = `Your ${this.edited.size} edited field${this.edited.size === 1 ? "" : "s"} stay${this.edited.size === 1 ? "s" : ""} when the task changes; the others follow it.`;
+    this.editNote.querySelector("span")!.textContent = `Your ${this.edited.size} edited field${
+      this.edited.size === 1 ? "" : "s"
+    } stay${this.edited.size === 1 ? "s" : ""} when the task changes; the others follow it.`;
     const raw = this.withModel(structuredClone(this.base));
-    for (const [path, input] of this.inputs) if (input.value !== "") set(raw, path, Number(input.value));
+    for (const [path, input] of this.inputs) {
+      if (input.value !== "") set(raw, path, Number(input.value));
+    }
     const errors: { path: string; message: string }[] = [];
     const sets = this.sets.value.split(",").map((s) => s.trim()).filter(Boolean);
     let parsed: RunConfig | null = null;
     try {
       parsed = parseConfig(raw, { sets });
     } catch (e) {
-      if ((e as Error).name === "ConfigError") errors.push(...(e as ConfigError).issues.map((i) => ({ path: i.path, message: i.message })));
-      else errors.push({ path: "", message: `${(e as Error).name}: ${(e as Error).message}` });
+      if ((e as Error).name === "ConfigError") {
+        errors.push(
+          ...(e as ConfigError).issues.map((i) => ({ path: i.path, message: i.message })),
+        );
+      } else errors.push({ path: "", message: `${(e as Error).name}: ${(e as Error).message}` });
     }
     const spec = this.modelSpec();
-    if (spec.kind === "hub" && !spec.id) errors.push({ path: "model", message: "type a Hub model id (owner/name)" });
+    if (spec.kind === "hub" && !spec.id) {
+      errors.push({ path: "model", message: "type a Hub model id (owner/name)" });
+    }
     if (spec.kind === "hub" && spec.endpoint) {
       try {
         normalizeHubEndpoint(spec.endpoint);
@@ -286,8 +350,18 @@ export class ConfigForm {
         errors.push({ path: "model", message: (e as Error).message });
       }
     }
-    if (spec.kind === "local" && !this.localFiles?.length && !this.localHandle) errors.push({ path: "model", message: "pick the model's folder (config.json, *.safetensors, tokenizer files)" });
-    for (const [path, input] of this.inputs) input.classList.toggle("bad", errors.some((e) => e.path === path));
+    if (spec.kind === "local" && !this.localFiles?.length && !this.localHandle) {
+      errors.push({
+        path: "model",
+        message: "pick the model's folder (config.json, *.safetensors, tokenizer files)",
+      });
+    }
+    for (const [path, input] of this.inputs) {
+      input.classList.toggle(
+        "bad",
+        errors.some((e) => e.path === path),
+      );
+    }
     this.errorsBox.replaceChildren(...errors.map((e) => {
       const d = document.createElement("div");
       d.textContent = e.path ? `${fieldName(e.path)}: ${e.message}` : e.message;

@@ -13,7 +13,13 @@ export class DemoGate {
 
   constructor(private readonly root: HTMLElement) {
     this.reason = root.querySelector(".demo-reason")!;
-    for (const id of ["#grpo", "#sampling", "#ttt"]) this.controls.set(id, [...root.querySelectorAll<HTMLElement>(`${id} button, ${id} input, ${id} select, ${id} textarea`)]);
+    for (const id of ["#grpo", "#sampling", "#ttt"]) {
+      this.controls.set(id, [
+        ...root.querySelectorAll<HTMLElement>(
+          `${id} button, ${id} input, ${id} select, ${id} textarea`,
+        ),
+      ]);
+    }
     this.update(null);
   }
 
@@ -21,9 +27,15 @@ export class DemoGate {
     const loaded = !!s?.envId;
     this.reason.hidden = loaded;
     for (const id of ["#grpo", "#sampling"]) this.enable(id, loaded, null);
-    this.enable("#ttt", s?.envId === TTT_ID,
-      loaded ? `This run trains ${s!.envId}, not tic-tac-toe: choose the tic-tac-toe task and start a run to play its policy.`
-        : "Start a tic-tac-toe run first: you play against its policy.");
+    this.enable(
+      "#ttt",
+      s?.envId === TTT_ID,
+      loaded
+        ? `This run trains ${
+          s!.envId
+        }, not tic-tac-toe: choose the tic-tac-toe task and start a run to play its policy.`
+        : "Start a tic-tac-toe run first: you play against its policy.",
+    );
   }
 
   /** `why`: the reason shown in the tool while it is off (null: the section's reason says it). */

@@ -11,10 +11,15 @@ export function normalizeHubEndpoint(endpoint: string): string {
   try {
     u = new URL(endpoint.trim());
   } catch {
-    throw Object.assign(new Error(`Hub endpoint "${endpoint}" is not a URL (e.g. ${DEFAULT_HUB})`), { name: "ModelSourceError" });
+    throw Object.assign(
+      new Error(`Hub endpoint "${endpoint}" is not a URL (e.g. ${DEFAULT_HUB})`),
+      { name: "ModelSourceError" },
+    );
   }
   if (u.protocol !== "https:" && u.protocol !== "http:") {
-    throw Object.assign(new Error(`Hub endpoint "${endpoint}" is not an http(s) URL`), { name: "ModelSourceError" });
+    throw Object.assign(new Error(`Hub endpoint "${endpoint}" is not an http(s) URL`), {
+      name: "ModelSourceError",
+    });
   }
   return u.href.replace(/\/+$/, "");
 }

@@ -12,7 +12,15 @@ import { BUSY, RunBar } from "./run_bar.ts";
 import { RunsPanel } from "./runs_panel.ts";
 import { ConfigForm } from "./config_form.ts";
 import { GrpoExplainer } from "./grpo_explainer.ts";
-import type { InitInfo, LogitsRequest, Phase, RunState, Status, TrainerEvent, TrainerService } from "./protocol.ts";
+import type {
+  InitInfo,
+  LogitsRequest,
+  Phase,
+  RunState,
+  Status,
+  TrainerEvent,
+  TrainerService,
+} from "./protocol.ts";
 import { RolloutViewer } from "./rollout_viewer.ts";
 import { SamplingExplorer } from "./sampling_explorer.ts";
 import { TicTacToePlay } from "./tic_tac_toe_play.ts";
@@ -43,12 +51,33 @@ interface AppProbe {
   status: Status | null;
 }
 const probe: AppProbe = {
-  ready: false, init: null, state: "idle", runId: null, phase: "idle", phases: [], overlays: [], step: 0, total: 0, resumedFrom: null, charts: {}, rolloutSteps: [], evals: [], errors: [], deviceLost: 0, log: [], status: null,
+  ready: false,
+  init: null,
+  state: "idle",
+  runId: null,
+  phase: "idle",
+  phases: [],
+  overlays: [],
+  step: 0,
+  total: 0,
+  resumedFrom: null,
+  charts: {},
+  rolloutSteps: [],
+  evals: [],
+  errors: [],
+  deviceLost: 0,
+  log: [],
+  status: null,
 };
 (globalThis as unknown as { __app: AppProbe }).__app = probe;
 
 type BannerAction = { label: string; className: string; run: string; onClick: () => void };
-function banner(kind: "error" | "warn" | "info", title: string, body: string, action?: BannerAction) {
+function banner(
+  kind: "error" | "warn" | "info",
+  title: string,
+  body: string,
+  action?: BannerAction,
+) {
   const b = $("#banner");
   b.className = `banner ${kind}`;
   b.hidden = false;
@@ -82,7 +111,8 @@ function log(line: string) {
   box.prepend(d);
 }
 
-const NO_WEBGPU_HELP = "Training runs on WebGPU, which this browser does not offer here. Use a recent Chrome, Edge or " +
+const NO_WEBGPU_HELP =
+  "Training runs on WebGPU, which this browser does not offer here. Use a recent Chrome, Edge or " +
   "Chromium (113+), or Firefox 141+ / Safari 26+; on Linux start Chromium with --enable-unsafe-webgpu " +
   "(and --enable-features=Vulkan); open the page from https:// or http://127.0.0.1 (WebGPU needs a secure context). " +
   "chrome://gpu shows whether WebGPU is blocked. The runs stored in this browser can still be downloaded below.";
@@ -100,7 +130,11 @@ async function main() {
   const refreshRuns = async () => await runs?.refresh();
   const syncButtons = () => {
     buttons.start.disabled = bar.live || !formOk || !gpuOk;
-    buttons.start.title = !gpuOk ? "This browser offers no WebGPU here (see the message above)" : !formOk ? "Fix the settings marked in red first" : "";
+    buttons.start.title = !gpuOk
+      ? "This browser offers no WebGPU here (see the message above)"
+      : !formOk
+      ? "Fix the settings marked in red first"
+      : "";
     buttons.pause.disabled = state !== "running";
     buttons.resume.disabled = state !== "paused" && state !== "pausing";
     buttons.stop.disabled = !["running", "paused", "pausing"].includes(state);
@@ -120,7 +154,8 @@ async function main() {
   });
 
   // No WebGPU on the page: say so before starting anything.
-  const hasGpu = typeof (navigator as { gpu?: unknown }).gpu === "object" && (navigator as { gpu?: unknown }).gpu !== null;
+  const hasGpu = typeof (navigator as { gpu?: unknown }).gpu === "object" &&
+    (navigator as { gpu?: unknown }).gpu !== null;
   const worker = new Worker(new URL("./trainer_worker.ts", import.meta.url), { type: "module" });
   const api = Comlink.wrap<TrainerService>(worker);
   // For tests and the curious: what a driver reset does to training (see the device-lost path).
@@ -147,15 +182,20 @@ async function main() {
         syncButtons();
         if (recovering && e.state === "running") {
           recovering = false;
-          banner("info", "Recovered from the lost GPU device", "A new device was created and training continues from the last checkpoint (see the log).");
+          banner(
+            "info",
+            "Recovered from the lost GPU device",
+            "A new device was created and training continues from the last checkpoint (see the log).",
+          );
         }
         if (["stopped", "finished", "failed", "paused"].includes(e.state)) void refreshRuns();
         void refreshStatus();
         break;
       case "phase":
         probe.phase = e.phase;
-        if (probe.phases[probe.phases.length - 1]?.phase !== e.phase) probe.phases.push({ phase: e.phase, at: performance.now(), pipelines: e.pipelines });
-        else probe.phases[probe.phases.length - 1].pipelines = e.pipelines;
+        if (probe.phases[probe.phases.length - 1]?.phase !== e.phase) {
+          probe.phases.push({ phase: e.phase, at: performance.now(), pipelines: e.pipelines });
+        } else probe.phases[probe.phases.length - 1].pipelines = e.pipelines;
         bar.onPhase(e.phase, e.pipelines);
         break;
       case "log":
@@ -167,14 +207,19 @@ async function main() {
         const ev = e.m.eval as { successRate: number } | undefined;
         if (ev) {
           probe.evals.push({ step: e.m.step, successRate: ev.successRate });
-          if (e.m.step > 0) log(`step ${e.m.step}: held-out success ${(ev.successRate * 100).toFixed(1)}%`);
+          if (e.m.step > 0) {
+            log(`step ${e.m.step}: held-out success ${(ev.successRate * 100).toFixed(1)}%`);
+          }
         }
         break;
       }
       case "history":
         dashboard.reset(e.lines, probe.total);
         probe.charts = dashboard.counts();
-        probe.evals = e.lines.filter((l) => l.eval).map((l) => ({ step: l.step, successRate: (l.eval as { successRate: number }).successRate }));
+        probe.evals = e.lines.filter((l) => l.eval).map((l) => ({
+          step: l.step,
+          successRate: (l.eval as { successRate: number }).successRate,
+        }));
         viewer.clear();
         break;
       case "rollouts":
@@ -182,13 +227,21 @@ async function main() {
         probe.rolloutSteps.push(e.step);
         break;
       case "checkpoint":
-        log(`checkpoint ${e.info.name} (step ${e.info.step}) saved to ${probe.init?.opfs ? "OPFS" : "memory"}`);
+        log(
+          `checkpoint ${e.info.name} (step ${e.info.step}) saved to ${
+            probe.init?.opfs ? "OPFS" : "memory"
+          }`,
+        );
         void refreshRuns();
         break;
       case "device-lost":
         probe.deviceLost++;
         recovering = true;
-        banner("warn", "The GPU device was lost", `${e.message} Rebuilding it and resuming from the last checkpoint…`);
+        banner(
+          "warn",
+          "The GPU device was lost",
+          `${e.message} Rebuilding it and resuming from the last checkpoint…`,
+        );
         break;
       case "error":
         probe.errors.push(`${e.error.name}: ${e.error.message}`);
@@ -200,16 +253,28 @@ async function main() {
   probe.init = init;
   gpuOk = hasGpu && init.adapter !== null;
   if (!hasGpu || init.error?.name === "NoWebGPUError" || !init.adapter) {
-    banner("error", "No WebGPU here", `${init.error ? `${init.error.message}\n` : ""}${NO_WEBGPU_HELP}`);
+    banner(
+      "error",
+      "No WebGPU here",
+      `${init.error ? `${init.error.message}\n` : ""}${NO_WEBGPU_HELP}`,
+    );
     $("#adapter").textContent = "GPU: no WebGPU adapter";
   } else {
     $("#adapter").textContent = `GPU: ${init.adapter} (in a Web Worker)`;
-    if (init.adapterClass === "cpu") log("this browser's WebGPU runs on the CPU (a software adapter): correct, but training is slow");
+    if (init.adapterClass === "cpu") {
+      log(
+        "this browser's WebGPU runs on the CPU (a software adapter): correct, but training is slow",
+      );
+    }
   }
-  $("#storage").textContent = init.opfs ? "Checkpoints: kept in this browser (origin-private file system) across reloads."
+  $("#storage").textContent = init.opfs
+    ? "Checkpoints: kept in this browser (origin-private file system) across reloads."
     : "Checkpoints: in memory only (this browser offers no private file system here): lost on reload, so download them.";
 
-  const explainer = new GrpoExplainer($("#grpo"), (agent, seqs) => api.currentLogprobs(agent, seqs));
+  const explainer = new GrpoExplainer(
+    $("#grpo"),
+    (agent, seqs) => api.currentLogprobs(agent, seqs),
+  );
   viewer.onGroups = (eps) => explainer.update(eps);
   const sampling = new SamplingExplorer($("#sampling"), (r) => api.logits(r));
   new TicTacToePlay($("#ttt"), { tttNew: (h) => api.tttNew(h), tttMove: (c) => api.tttMove(c) });
@@ -233,8 +298,18 @@ async function main() {
     demos.update(s);
     probe.status = s;
     const mi = s.modelInfo;
-    const size = mi ? ` · ${mi.params.toLocaleString("en-US")} parameters (${mi.layers} layers × ${mi.hidden}, vocabulary ${mi.vocab}) · ${mi.tokenizer === "hf" ? "HF tokenizer (transformers.js)" : "byte tokenizer"}` : "";
-    $("#model-line").textContent = s.model ? `Model: ${s.model}${size}${s.level ? ` · level ${s.level}` : ""}${s.envId ? ` · env ${s.envId}` : ""}` : "";
+    const size = mi
+      ? ` · ${
+        mi.params.toLocaleString("en-US")
+      } parameters (${mi.layers} layers × ${mi.hidden}, vocabulary ${mi.vocab}) · ${
+        mi.tokenizer === "hf" ? "HF tokenizer (transformers.js)" : "byte tokenizer"
+      }`
+      : "";
+    $("#model-line").textContent = s.model
+      ? `Model: ${s.model}${size}${s.level ? ` · level ${s.level}` : ""}${
+        s.envId ? ` · env ${s.envId}` : ""
+      }`
+      : "";
   }
 
   let warmAdapter: Record<string, Uint8Array> | undefined;
@@ -253,20 +328,34 @@ async function main() {
       for (const f of files) {
         const bytes = new Uint8Array(await f.arrayBuffer());
         // A ZIP by its name or its first bytes (a download saved without the extension).
-        const isZip = f.name.toLowerCase().endsWith(".zip") || (bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 3 && bytes[3] === 4);
-        if (isZip) for (const [p, b] of await unzipFiles(bytes)) put(`${f.name}/${p}`, b);
+        const isZip = f.name.toLowerCase().endsWith(".zip") ||
+          (bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 3 && bytes[3] === 4);
+        if (isZip) { for (const [p, b] of await unzipFiles(bytes)) put(`${f.name}/${p}`, b); }
         else put(f.name, bytes);
       }
       if (!files.length) return void (note.textContent = "");
-      const found = [...dirs].filter(([, m]) => m["adapter_config.json"] && m["adapter_model.safetensors"]);
-      if (!found.length) throw new Error("a PEFT adapter is adapter_config.json + adapter_model.safetensors (or a .zip of them)");
+      const found = [...dirs].filter(([, m]) =>
+        m["adapter_config.json"] && m["adapter_model.safetensors"]
+      );
+      if (!found.length) {
+        throw new Error(
+          "a PEFT adapter is adapter_config.json + adapter_model.safetensors (or a .zip of them)",
+        );
+      }
       if (found.length > 1) {
         // A whole checkpoint holds one adapter per agent: which one would be a guess.
-        throw new Error(`these files hold ${found.length} PEFT adapters (${found.map(([d]) => d || "(loose files)").join(", ")}): ` +
-          `upload one of them (a run's "download PEFT adapters" gives one ZIP per agent)`);
+        throw new Error(
+          `these files hold ${found.length} PEFT adapters (${
+            found.map(([d]) => d || "(loose files)").join(", ")
+          }): ` +
+            `upload one of them (a run's "download PEFT adapters" gives one ZIP per agent)`,
+        );
       }
       const map = found[0][1];
-      warmAdapter = { "adapter_config.json": map["adapter_config.json"], "adapter_model.safetensors": map["adapter_model.safetensors"] };
+      warmAdapter = {
+        "adapter_config.json": map["adapter_config.json"],
+        "adapter_model.safetensors": map["adapter_model.safetensors"],
+      };
       note.textContent = "every agent's LoRA adapter starts from this PEFT adapter";
     } catch (e) {
       note.textContent = `${(e as Error).message}`;
@@ -277,7 +366,9 @@ async function main() {
     const v = form.value;
     $("#banner").hidden = true;
     try {
-      const local = v.model.kind === "local" ? (form.localHandle ? { handle: form.localHandle } : { files: form.localFiles ?? [] }) : undefined;
+      const local = v.model.kind === "local"
+        ? (form.localHandle ? { handle: form.localHandle } : { files: form.localFiles ?? [] })
+        : undefined;
       // The previous run's curves stay in view, dashed, behind the new one.
       if (probe.runId) runs!.compareRun(probe.runId);
       probe.resumedFrom = null;
@@ -303,7 +394,14 @@ async function main() {
     try {
       let local;
       if (r.model.kind === "local") {
-        if (!form.localFiles?.length && !form.localHandle) throw Object.assign(new Error(`pick the folder of "${r.model.name}" in the form (model: local folder), then resume`), { name: "ModelSourceError" });
+        if (!form.localFiles?.length && !form.localHandle) {
+          throw Object.assign(
+            new Error(
+              `pick the folder of "${r.model.name}" in the form (model: local folder), then resume`,
+            ),
+            { name: "ModelSourceError" },
+          );
+        }
         local = form.localHandle ? { handle: form.localHandle } : { files: form.localFiles! };
       }
       probe.rolloutSteps = [];
@@ -335,7 +433,12 @@ function setUpGuideAndTeaching() {
   const set = (on: boolean) => {
     document.body.classList.toggle("teaching", on);
     btn.setAttribute("aria-pressed", String(on));
-    if (on) document.querySelectorAll<HTMLDetailsElement>(".demos details").forEach((d, i) => (d.open = i < 2));
+    if (on) {
+      document.querySelectorAll<HTMLDetailsElement>(".demos details").forEach((
+        d,
+        i,
+      ) => (d.open = i < 2));
+    }
     store?.setItem("teaching", on ? "1" : "");
   };
   set(store?.getItem("teaching") === "1");

@@ -4,7 +4,13 @@
 // by id (range requests to huggingface.co, or to another endpoint in the same URL layout:
 // <endpoint>/<owner>/<name>/resolve/<revision>/<file>; needs the network).
 
-import { bytesSource, filesFolder, type Folder, opfsFolder, urlFolder } from "../../src/io/bytesource.ts";
+import {
+  bytesSource,
+  filesFolder,
+  type Folder,
+  opfsFolder,
+  urlFolder,
+} from "../../src/io/bytesource.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { initModel } from "../../src/model/init.ts";
 import { ByteTokenizer, loadTokenizer, type Tokenizer } from "../../src/model/tokenizer.ts";
@@ -13,8 +19,15 @@ import type { ModelSourceSpec } from "../../src/browser/run_store.ts";
 import type { LocalModel } from "./protocol.ts";
 import { DEFAULT_HUB, hubFolderUrl } from "./hub.ts";
 
-const presetJson = import.meta.glob("../../configs/models/*.json", { eager: true, import: "default" }) as Record<string, unknown>;
-const builtinUrls = import.meta.glob("../../models/*/*.{json,safetensors}", { eager: true, query: "?url", import: "default" }) as Record<string, string>;
+const presetJson = import.meta.glob("../../configs/models/*.json", {
+  eager: true,
+  import: "default",
+}) as Record<string, unknown>;
+const builtinUrls = import.meta.glob("../../models/*/*.{json,safetensors}", {
+  eager: true,
+  query: "?url",
+  import: "default",
+}) as Record<string, string>;
 
 export const PRESETS: Record<string, unknown> = Object.fromEntries(
   Object.entries(presetJson).map(([p, j]) => [p.replace(/^.*\//, "").replace(/\.json$/, ""), j]),
@@ -38,7 +51,9 @@ function assetFolder(id: string, files: Record<string, string>): Folder {
       const url = files[file];
       if (!url) return null;
       const res = await fetch(url);
-      if (!res.ok) throw Object.assign(new Error(`${url}: HTTP ${res.status}`), { name: "ReadError" });
+      if (!res.ok) {
+        throw Object.assign(new Error(`${url}: HTTP ${res.status}`), { name: "ReadError" });
+      }
       return bytesSource(new Uint8Array(await res.arrayBuffer()), `builtin:${id}/${file}`);
     },
   };
@@ -55,32 +70,64 @@ export interface LoadedBase {
 
 export function describeSource(s: ModelSourceSpec): string {
   switch (s.kind) {
-    case "preset": return `preset ${s.preset} (fresh init)`;
-    case "builtin": return `built-in warm start ${s.id}`;
-    case "hub": return `Hub ${s.id}${s.revision ? `@${s.revision}` : ""}${s.endpoint && s.endpoint !== DEFAULT_HUB ? ` (from ${s.endpoint})` : ""}`;
-    case "local": return `local folder ${s.name}`;
+    case "preset":
+      return `preset ${s.preset} (fresh init)`;
+    case "builtin":
+      return `built-in warm start ${s.id}`;
+    case "hub":
+      return `Hub ${s.id}${s.revision ? `@${s.revision}` : ""}${
+        s.endpoint && s.endpoint !== DEFAULT_HUB ? ` (from ${s.endpoint})` : ""
+      }`;
+    case "local":
+      return `local folder ${s.name}`;
   }
 }
 
-export async function loadBaseModel(spec: ModelSourceSpec, seed: number, local?: LocalModel): Promise<LoadedBase> {
+export async function loadBaseModel(
+  spec: ModelSourceSpec,
+  seed: number,
+  local?: LocalModel,
+): Promise<LoadedBase> {
   if (spec.kind === "preset") {
     const json = PRESETS[spec.preset];
-    if (!json) throw Object.assign(new Error(`no preset "${spec.preset}"; presets: ${Object.keys(PRESETS).join(", ")}`), { name: "ModelSourceError" });
-    return { weights: initModel(parseModelConfig(json), { seed }), tokenizer: new ByteTokenizer(), label: describeSource(spec), folder: null };
+    if (!json) {
+      throw Object.assign(
+        new Error(`no preset "${spec.preset}"; presets: ${Object.keys(PRESETS).join(", ")}`),
+        { name: "ModelSourceError" },
+      );
+    }
+    return {
+      weights: initModel(parseModelConfig(json), { seed }),
+      tokenizer: new ByteTokenizer(),
+      label: describeSource(spec),
+      folder: null,
+    };
   }
   let folder: Folder;
   if (spec.kind === "builtin") {
     const files = BUILTINS[spec.id];
-    if (!files) throw Object.assign(new Error(`no built-in model "${spec.id}"`), { name: "ModelSourceError" });
+    if (!files) {
+      throw Object.assign(new Error(`no built-in model "${spec.id}"`), {
+        name: "ModelSourceError",
+      });
+    }
     folder = assetFolder(spec.id, files);
   } else if (spec.kind === "hub") {
     if (!/^[\w.-]+\/[\w.-]+$/.test(spec.id)) {
-      throw Object.assign(new Error(`"${spec.id}" is not a Hub model id (owner/name, e.g. HuggingFaceTB/SmolLM2-135M)`), { name: "ModelSourceError" });
+      throw Object.assign(
+        new Error(
+          `"${spec.id}" is not a Hub model id (owner/name, e.g. HuggingFaceTB/SmolLM2-135M)`,
+        ),
+        { name: "ModelSourceError" },
+      );
     }
     folder = urlFolder(hubFolderUrl(spec.id, spec.revision, spec.endpoint));
   } else {
     if (!local) {
-      throw Object.assign(new Error(`the run's model is the local folder "${spec.name}": pick it again to continue`), { name: "ModelSourceError" });
+      throw Object.assign(
+        new Error(`the run's model is the local folder "${spec.name}": pick it again to continue`),
+        { name: "ModelSourceError" },
+      );
     }
     folder = "handle" in local ? opfsFolder(local.handle) : filesFolder(local.files, spec.name);
   }

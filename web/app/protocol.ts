@@ -7,7 +7,17 @@ import type { CheckpointInfo, ModelSourceSpec, RunInfo } from "../../src/browser
 import type { StepMetrics } from "../../src/rl/session.ts";
 import type { Rendered } from "../../src/envs/types.ts";
 
-export type RunState = "idle" | "loading" | "running" | "pausing" | "paused" | "stopping" | "stopped" | "finished" | "failed" | "recovering";
+export type RunState =
+  | "idle"
+  | "loading"
+  | "running"
+  | "pausing"
+  | "paused"
+  | "stopping"
+  | "stopped"
+  | "finished"
+  | "failed"
+  | "recovering";
 
 /**
  * What the worker is doing, as it does it: reading the model's files, building the GPU side of
@@ -15,7 +25,14 @@ export type RunState = "idle" | "loading" | "running" | "pausing" | "paused" | "
  * first validation and step), validating on held-out tasks, sampling rollouts, the PPO update,
  * writing a checkpoint. "idle" once the loop waits (paused, stopped, finished, failed).
  */
-export type Phase = "loading" | "compiling" | "validating" | "rollout" | "update" | "saving" | "idle";
+export type Phase =
+  | "loading"
+  | "compiling"
+  | "validating"
+  | "rollout"
+  | "update"
+  | "saving"
+  | "idle";
 export const PHASE_LABELS: Record<Phase, string> = {
   loading: "Loading the model",
   compiling: "Preparing the GPU",
@@ -45,7 +62,14 @@ export interface StartRequest {
 }
 
 export type TrainerEvent =
-  | { type: "state"; state: RunState; runId: string | null; step: number; total: number; detail?: string }
+  | {
+    type: "state";
+    state: RunState;
+    runId: string | null;
+    step: number;
+    total: number;
+    detail?: string;
+  }
   /** `pipelines`: GPU compute pipelines compiled so far in this worker (a real count, rising while shaders compile). */
   | { type: "phase"; phase: Phase; step: number; total: number; pipelines: number }
   | { type: "log"; line: string }
@@ -139,12 +163,19 @@ export interface TrainerService {
   deleteRun(runId: string): Promise<void>;
   readMetrics(runId: string): Promise<StepMetrics[]>;
   /** A checkpoint as a ZIP (what: "checkpoint"), or one agent adapter as a PEFT ZIP (what: "adapter:<name>"). */
-  exportCheckpoint(runId: string, name: string, what: string): Promise<{ fileName: string; bytes: Uint8Array }>;
+  exportCheckpoint(
+    runId: string,
+    name: string,
+    what: string,
+  ): Promise<{ fileName: string; bytes: Uint8Array }>;
   /** Adapters in a checkpoint (names for the PEFT download menu). */
   checkpointAdapters(runId: string, name: string): Promise<string[]>;
   logits(req: LogitsRequest): Promise<LogitsResult>;
   /** log π of each candidate's completion under the current policy (after the step's update). */
-  currentLogprobs(agent: string, seqs: { promptIds: number[]; completionIds: number[] }[]): Promise<number[][]>;
+  currentLogprobs(
+    agent: string,
+    seqs: { promptIds: number[]; completionIds: number[] }[],
+  ): Promise<number[][]>;
   tttNew(humanPlays: "player_x" | "player_o"): Promise<TttView>;
   tttMove(cell: number): Promise<TttView>;
   /** Tests: destroys the GPUDevice as a driver reset would. */

@@ -4,7 +4,11 @@
 // tool's printed output handed to the plan agent. A new step opens on its most informative group
 // (the widest reward spread), not on the first one. Turns are counted from 1, as on the boards.
 
-import { type EpisodeView, type FrameView, mostInformative } from "../../src/browser/rollout_view.ts";
+import {
+  type EpisodeView,
+  type FrameView,
+  mostInformative,
+} from "../../src/browser/rollout_view.ts";
 import { renderBoard } from "./boards.ts";
 
 const KEEP_STEPS = 30;
@@ -16,7 +20,10 @@ const el = <K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: 
   return e;
 };
 
-export const fmt = (x: number, d = 2) => (Number.isFinite(x) ? (x >= 0 ? "+" : "") + x.toFixed(d) : String(x));
+export const fmt = (
+  x: number,
+  d = 2,
+) => (Number.isFinite(x) ? (x >= 0 ? "+" : "") + x.toFixed(d) : String(x));
 
 /** A bar centred on 0 for an advantage (green up, red down). */
 export function advantageBar(a: number): HTMLElement {
@@ -59,22 +66,38 @@ export class RolloutViewer {
       this.follow = this.stepSel.selectedIndex === 0;
       this.showBest(Number(this.stepSel.value));
     });
-    this.envSel.addEventListener("change", () => this.show(this.step, Number(this.envSel.value), 0));
-    this.slider.addEventListener("input", () => this.show(this.step, this.env, Number(this.slider.value)));
-    this.playBtn.addEventListener("click", () => (this.timer === null ? this.play() : this.stopPlay()));
+    this.envSel.addEventListener(
+      "change",
+      () => this.show(this.step, Number(this.envSel.value), 0),
+    );
+    this.slider.addEventListener(
+      "input",
+      () => this.show(this.step, this.env, Number(this.slider.value)),
+    );
+    this.playBtn.addEventListener(
+      "click",
+      () => (this.timer === null ? this.play() : this.stopPlay()),
+    );
   }
 
   clear() {
     this.steps.clear();
     this.step = -1;
     this.stepSel.replaceChildren();
-    this.body.replaceChildren(el("p", "muted", "Rollouts appear here after the first training step."));
+    this.body.replaceChildren(
+      el("p", "muted", "Rollouts appear here after the first training step."),
+    );
   }
 
   add(step: number, episodes: EpisodeView[]) {
     if (!episodes.length) return;
     this.steps.set(step, episodes);
-    for (const k of [...this.steps.keys()].sort((a, b) => a - b).slice(0, Math.max(0, this.steps.size - KEEP_STEPS))) this.steps.delete(k);
+    for (
+      const k of [...this.steps.keys()].sort((a, b) => a - b).slice(
+        0,
+        Math.max(0, this.steps.size - KEEP_STEPS),
+      )
+    ) this.steps.delete(k);
     const keys = [...this.steps.keys()].sort((a, b) => b - a);
     this.stepSel.replaceChildren(...keys.map((k) => new Option(`step ${k}`, String(k))));
     if (this.follow || this.step < 0) this.showBest(step);
@@ -114,7 +137,9 @@ export class RolloutViewer {
     this.env = e;
     this.stepSel.value = String(s);
     if (this.envSel.options.length !== eps.length || this.envSel.dataset.step !== String(s)) {
-      this.envSel.replaceChildren(...eps.map((x) => new Option(`#${x.env} ${x.success ? "✓ solved" : "✗"}`, String(x.env))));
+      this.envSel.replaceChildren(
+        ...eps.map((x) => new Option(`#${x.env} ${x.success ? "✓ solved" : "✗"}`, String(x.env))),
+      );
       this.envSel.dataset.step = String(s);
     }
     this.envSel.value = String(e);
@@ -123,21 +148,34 @@ export class RolloutViewer {
     this.slider.max = String(ep.frames.length);
     this.slider.value = String(this.frame);
     this.body.parentElement!.querySelector(".rv-pos")!.textContent = this.frame < ep.frames.length
-      ? `move ${this.frame + 1} of ${ep.frames.length}` : `final (${ep.success ? "success" : "no success"})`;
-    this.body.replaceChildren(this.frame < ep.frames.length ? this.renderFrame(ep, ep.frames[this.frame]) : this.renderFinal(ep));
+      ? `move ${this.frame + 1} of ${ep.frames.length}`
+      : `final (${ep.success ? "success" : "no success"})`;
+    this.body.replaceChildren(
+      this.frame < ep.frames.length
+        ? this.renderFrame(ep, ep.frames[this.frame])
+        : this.renderFinal(ep),
+    );
   }
 
   private renderFinal(ep: EpisodeView): HTMLElement {
     const box = el("div", "frame");
     const left = el("div", "frame-board");
-    left.append(el("h4", "", `final board — ${ep.success ? "success ✓" : "not solved ✗"}`), renderBoard(ep.final));
+    left.append(
+      el("h4", "", `final board — ${ep.success ? "success ✓" : "not solved ✗"}`),
+      renderBoard(ep.final),
+    );
     const right = el("div", "frame-msgs");
     right.append(el("h4", "", "chosen path"));
     for (const fr of ep.frames) {
       const c = fr.candidates.find((x) => x.chosen) ?? fr.candidates[0];
       const m = el("div", "msg");
-      m.append(el("b", "", `turn ${fr.turn + 1} · ${fr.agent} (r ${fmt(c.reward)}): `), el("span", "mono", c.shown));
-      if (fr.toolOutput !== null) m.append(el("div", "handoff-inline mono", `→ printed: ${fr.toolOutput || "(nothing)"}`));
+      m.append(
+        el("b", "", `turn ${fr.turn + 1} · ${fr.agent} (r ${fmt(c.reward)}): `),
+        el("span", "mono", c.shown),
+      );
+      if (fr.toolOutput !== null) {
+        m.append(el("div", "handoff-inline mono", `→ printed: ${fr.toolOutput || "(nothing)"}`));
+      }
       right.append(m);
     }
     box.append(left, right);
@@ -156,15 +194,30 @@ export class RolloutViewer {
     const msg = el("div", "msg chosen-msg");
     const i = ep.frames.indexOf(fr), before = ep.frames[i - 1];
     if (before?.toolOutput != null) right.append(this.handoff(before, fr, "in"));
-    msg.append(el("b", "", `${fr.agent}'s message (branch taken): `), el("span", "mono", chosen.shown || "(empty)"));
+    msg.append(
+      el("b", "", `${fr.agent}'s message (branch taken): `),
+      el("span", "mono", chosen.shown || "(empty)"),
+    );
     right.append(msg);
     if (fr.toolOutput !== null) right.append(this.handoff(fr, ep.frames[i + 1], "out"));
-    right.append(el("h4", "", ep.mode === "tree"
-      ? `Group (env ${ep.env}, ${fr.agent}, turn ${fr.turn + 1}): K = ${fr.candidates.length}, mean ${fmt(fr.mean)}, std ${fr.std.toFixed(2)}${fr.zeroVariance ? " — all rewards equal: no learning signal" : ""}`
-      : `trajectories at this turn (independent GRPO: reward = the trajectory's return)`));
+    right.append(
+      el(
+        "h4",
+        "",
+        ep.mode === "tree"
+          ? `Group (env ${ep.env}, ${fr.agent}, turn ${
+            fr.turn + 1
+          }): K = ${fr.candidates.length}, mean ${fmt(fr.mean)}, std ${fr.std.toFixed(2)}${
+            fr.zeroVariance ? " — all rewards equal: no learning signal" : ""
+          }`
+          : `trajectories at this turn (independent GRPO: reward = the trajectory's return)`,
+      ),
+    );
     const table = el("table", "cands");
     const head = el("tr");
-    for (const t of ["#", "message", "reward (team / local)", "advantage", ""]) head.append(el("th", "", t));
+    for (const t of ["#", "message", "reward (team / local)", "advantage", ""]) {
+      head.append(el("th", "", t));
+    }
     table.append(head);
     for (const c of fr.candidates) {
       const tr = el("tr", c.chosen ? "chosen" : "");
@@ -187,9 +240,19 @@ export class RolloutViewer {
   /** The tool → output → plan hand-off: what the tool's chosen program printed, and who reads it. */
   private handoff(tool: FrameView, next: FrameView | undefined, side: "in" | "out"): HTMLElement {
     const box = el("div", "handoff");
-    box.append(el("div", "handoff-title", side === "out"
-      ? `${tool.agent}'s program ran; it printed${next ? ` (${next.agent} reads this as "Tool output")` : ""}:`
-      : `${next?.agent ?? "this agent"} reads the output of ${tool.agent}'s program (turn ${tool.turn + 1}):`));
+    box.append(
+      el(
+        "div",
+        "handoff-title",
+        side === "out"
+          ? `${tool.agent}'s program ran; it printed${
+            next ? ` (${next.agent} reads this as "Tool output")` : ""
+          }:`
+          : `${next?.agent ?? "this agent"} reads the output of ${tool.agent}'s program (turn ${
+            tool.turn + 1
+          }):`,
+      ),
+    );
     box.append(el("pre", "mono", tool.toolOutput || "(nothing)"));
     return box;
   }

@@ -10,14 +10,24 @@ const LIVE: RunState[] = ["loading", "running", "pausing", "paused", "stopping",
 export const BUSY: RunState[] = ["loading", "running", "pausing", "stopping", "recovering"];
 
 const STATE_LABELS: Record<RunState, string> = {
-  idle: "Ready", loading: "Starting", running: "Training", pausing: "Pausing after this step", paused: "Paused",
-  stopping: "Stopping after this step", stopped: "Stopped", finished: "Finished", failed: "Failed", recovering: "Recovering the GPU",
+  idle: "Ready",
+  loading: "Starting",
+  running: "Training",
+  pausing: "Pausing after this step",
+  paused: "Paused",
+  stopping: "Stopping after this step",
+  stopped: "Stopped",
+  finished: "Finished",
+  failed: "Failed",
+  recovering: "Recovering the GPU",
 };
 
 export function clock(s: number): string {
   s = Math.max(0, Math.round(s));
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
-  return h ? `${h}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}` : `${m}:${String(sec).padStart(2, "0")}`;
+  return h
+    ? `${h}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}`
+    : `${m}:${String(sec).padStart(2, "0")}`;
 }
 
 export class RunBar {
@@ -40,7 +50,12 @@ export class RunBar {
 
   constructor(root: HTMLElement) {
     const q = <T extends HTMLElement>(s: string) => root.querySelector<T>(s)!;
-    this.buttons = { start: q("#btn-start"), pause: q("#btn-pause"), resume: q("#btn-resume"), stop: q("#btn-stop") };
+    this.buttons = {
+      start: q("#btn-start"),
+      pause: q("#btn-pause"),
+      resume: q("#btn-resume"),
+      stop: q("#btn-stop"),
+    };
     this.statusEl = q("#state");
     this.phaseEl = q("#rb-phase");
     this.stepEl = q("#rb-step");
@@ -85,8 +100,10 @@ export class RunBar {
 
   private draw() {
     const phase = this.phase === "idle" ? "" : PHASE_LABELS[this.phase];
-    const compiling = this.phase !== "idle" && this.pipelines > 0 && (this.phase === "compiling" || this.step === 0)
-      ? ` (${this.pipelines} GPU shaders compiled)` : "";
+    const compiling =
+      this.phase !== "idle" && this.pipelines > 0 && (this.phase === "compiling" || this.step === 0)
+        ? ` (${this.pipelines} GPU shaders compiled)`
+        : "";
     this.phaseEl.textContent = phase ? `${phase}${compiling}` : "";
     this.statusEl.textContent = STATE_LABELS[this.state];
     this.stepEl.textContent = this.total ? `${this.step} of ${this.total} steps done` : "";
@@ -100,7 +117,10 @@ export class RunBar {
       this.fill.style.width = "0";
     } else {
       this.bar.setAttribute("aria-valuenow", String(this.step));
-      this.bar.setAttribute("aria-valuetext", this.total ? `step ${this.step} of ${this.total}` : "no run");
+      this.bar.setAttribute(
+        "aria-valuetext",
+        this.total ? `step ${this.step} of ${this.total}` : "no run",
+      );
       this.fill.style.width = this.total ? `${(100 * this.step) / this.total}%` : "0";
     }
     this.drawClock();
@@ -111,11 +131,15 @@ export class RunBar {
     if (!this.live) {
       // Ended (finished, stopped, failed): the time it ran, once.
       this.endedAt ??= Date.now();
-      return void (this.timeEl.textContent = `Ran for ${clock((this.endedAt - this.startedAt) / 1000)}`);
+      return void (this.timeEl.textContent = `Ran for ${
+        clock((this.endedAt - this.startedAt) / 1000)
+      }`);
     }
     this.endedAt = null;
     const eta = this.eta();
     this.timeEl.textContent = `Elapsed ${clock((Date.now() - this.startedAt) / 1000)}` +
-      (this.state === "running" || this.state === "pausing" ? ` · ${eta === null ? "time left known after two steps" : `about ${clock(eta)} left`}` : "");
+      (this.state === "running" || this.state === "pausing"
+        ? ` · ${eta === null ? "time left known after two steps" : `about ${clock(eta)} left`}`
+        : "");
   }
 }

@@ -8,7 +8,10 @@ import type { StepMetrics } from "../../src/rl/session.ts";
 import { metricsToCsv, metricsToJsonl } from "../../src/browser/metrics_export.ts";
 import type { TrainerService } from "./protocol.ts";
 
-type Api = Pick<TrainerService, "listRuns" | "readMetrics" | "exportCheckpoint" | "checkpointAdapters" | "deleteRun">;
+type Api = Pick<
+  TrainerService,
+  "listRuns" | "readMetrics" | "exportCheckpoint" | "checkpointAdapters" | "deleteRun"
+>;
 
 export interface RunsPanelHost {
   /** The run the worker is training (or has loaded) now. */
@@ -18,7 +21,12 @@ export interface RunsPanelHost {
   /** Nothing is running in the worker (an interrupted run may be offered). */
   idle(): boolean;
   resume(r: RunInfo): Promise<void>;
-  banner(kind: "info", title: string, body: string, action?: { label: string; className: string; run: string; onClick: () => void }): void;
+  banner(
+    kind: "info",
+    title: string,
+    body: string,
+    action?: { label: string; className: string; run: string; onClick: () => void },
+  ): void;
   /** The runs whose curves are overlaid changed. */
   compare(runs: { id: string; label: string; lines: StepMetrics[] }[]): void;
 }
@@ -37,11 +45,16 @@ export function runLabel(r: RunInfo): string {
   const cfg = r.config as { env?: { id?: string }; level?: string };
   const task = (cfg.env?.id ?? "?").replace(/_v\d+$/, "").replaceAll("_", " ");
   const when = new Date(r.created);
-  return `${task} ${cfg.level ?? ""} · ${isNaN(when.getTime()) ? r.created : when.toLocaleString([], { dateStyle: "short", timeStyle: "short" })}`;
+  return `${task} ${cfg.level ?? ""} · ${
+    isNaN(when.getTime())
+      ? r.created
+      : when.toLocaleString([], { dateStyle: "short", timeStyle: "short" })
+  }`;
 }
 
 /** Stored as running or paused, but no worker has it: the page was closed or reloaded. */
-const interrupted = (r: RunInfo, live: string | null) => (r.status === "running" || r.status === "paused") && r.id !== live;
+const interrupted = (r: RunInfo, live: string | null) =>
+  (r.status === "running" || r.status === "paused") && r.id !== live;
 
 export class RunsPanel {
   private listing = 0;
@@ -49,7 +62,11 @@ export class RunsPanel {
   private readonly compared = new Set<string>();
   runs: RunInfo[] = [];
 
-  constructor(private readonly box: HTMLElement, private readonly api: Api, private readonly host: RunsPanelHost) {}
+  constructor(
+    private readonly box: HTMLElement,
+    private readonly api: Api,
+    private readonly host: RunsPanelHost,
+  ) {}
 
   /** Calls overlap (start, pause, delete...): only the newest listing draws. */
   async refresh() {
@@ -72,8 +89,12 @@ export class RunsPanel {
   }
 
   syncButtons() {
-    this.box.querySelectorAll<HTMLButtonElement>(".run-resume").forEach((b) => (b.disabled = !this.host.canStart()));
-    document.querySelectorAll<HTMLButtonElement>(".banner .run-resume").forEach((b) => (b.disabled = !this.host.canStart()));
+    this.box.querySelectorAll<HTMLButtonElement>(".run-resume").forEach((
+      b,
+    ) => (b.disabled = !this.host.canStart()));
+    document.querySelectorAll<HTMLButtonElement>(".banner .run-resume").forEach((
+      b,
+    ) => (b.disabled = !this.host.canStart()));
   }
 
   private row(r: RunInfo): HTMLElement {
@@ -88,8 +109,13 @@ export class RunsPanel {
     status.className = "muted";
     // A paused run keeps "paused" (its checkpoint is where it stopped); a running one lost its step.
     const lost = interrupted(r, live) && r.status === "running";
-    status.textContent = ` · ${r.id === live ? "this run, " : ""}${lost ? "interrupted" : r.status} · ` +
-      (r.latest ? `checkpoint at step ${r.latest.step} of ${r.steps}` : lost ? `no checkpoint yet (stopped before step 1 finished)` : `no checkpoint`);
+    status.textContent =
+      ` · ${r.id === live ? "this run, " : ""}${lost ? "interrupted" : r.status} · ` +
+      (r.latest
+        ? `checkpoint at step ${r.latest.step} of ${r.steps}`
+        : lost
+        ? `no checkpoint yet (stopped before step 1 finished)`
+        : `no checkpoint`);
     const id = document.createElement("div");
     id.className = "muted run-id";
     id.textContent = r.id;
@@ -105,7 +131,9 @@ export class RunsPanel {
       actions.append(x);
       return x;
     };
-    if (r.latest && r.latest.step < r.steps && r.id !== live) btn(`Resume from step ${r.latest.step}`, "run-resume", () => this.resume(r));
+    if (r.latest && r.latest.step < r.steps && r.id !== live) {
+      btn(`Resume from step ${r.latest.step}`, "run-resume", () => this.resume(r));
+    }
     if (r.id !== live) {
       const cmp = document.createElement("label");
       cmp.className = "check";
@@ -127,20 +155,44 @@ export class RunsPanel {
       for (const c of r.checkpoints) ckSel.add(new Option(`${c.name} (step ${c.step})`, c.name));
       actions.append(ckSel);
       btn("Download checkpoint (.zip)", "", async () => {
-        const { fileName, bytes } = await this.api.exportCheckpoint(r.id, ckSel.value, "checkpoint");
+        const { fileName, bytes } = await this.api.exportCheckpoint(
+          r.id,
+          ckSel.value,
+          "checkpoint",
+        );
         download(fileName, bytes as Uint8Array<ArrayBuffer>, "application/zip");
       });
       btn("Download PEFT adapters", "", async () => {
         for (const a of await this.api.checkpointAdapters(r.id, ckSel.value)) {
-          const { fileName, bytes } = await this.api.exportCheckpoint(r.id, ckSel.value, `adapter:${a}`);
+          const { fileName, bytes } = await this.api.exportCheckpoint(
+            r.id,
+            ckSel.value,
+            `adapter:${a}`,
+          );
           download(fileName, bytes as Uint8Array<ArrayBuffer>, "application/zip");
         }
       });
     }
-    btn("Metrics .jsonl", "", async () => download(`${r.id}-metrics.jsonl`, metricsToJsonl(await this.api.readMetrics(r.id)), "application/x-ndjson"));
-    btn("Metrics .csv", "", async () => download(`${r.id}-metrics.csv`, metricsToCsv(await this.api.readMetrics(r.id)), "text/csv"));
+    btn(
+      "Metrics .jsonl",
+      "",
+      async () =>
+        download(
+          `${r.id}-metrics.jsonl`,
+          metricsToJsonl(await this.api.readMetrics(r.id)),
+          "application/x-ndjson",
+        ),
+    );
+    btn(
+      "Metrics .csv",
+      "",
+      async () =>
+        download(`${r.id}-metrics.csv`, metricsToCsv(await this.api.readMetrics(r.id)), "text/csv"),
+    );
     btn("Delete", "danger", async () => {
-      if (!confirm(`Delete the run "${runLabel(r)}" and its checkpoints from this browser?`)) return;
+      if (!confirm(`Delete the run "${runLabel(r)}" and its checkpoints from this browser?`)) {
+        return;
+      }
       await this.api.deleteRun(r.id);
       this.compared.delete(r.id);
       await this.refresh();
@@ -167,12 +219,27 @@ export class RunsPanel {
     const r = this.runs.find((x) => interrupted(x, this.host.liveRunId()));
     if (!r) return;
     if (r.latest && r.latest.step < r.steps) {
-      this.host.banner("info", "A run was interrupted",
-        `"${runLabel(r)}" (${r.id}) stopped when the page closed. Its last checkpoint, ${r.latest.name}, is at step ${r.latest.step} of ${r.steps}.`,
-        { label: `Resume the interrupted run from step ${r.latest.step}`, className: "run-resume offer-resume", run: r.id, onClick: () => void this.resume(r) });
+      this.host.banner(
+        "info",
+        "A run was interrupted",
+        `"${
+          runLabel(r)
+        }" (${r.id}) stopped when the page closed. Its last checkpoint, ${r.latest.name}, is at step ${r.latest.step} of ${r.steps}.`,
+        {
+          label: `Resume the interrupted run from step ${r.latest.step}`,
+          className: "run-resume offer-resume",
+          run: r.id,
+          onClick: () => void this.resume(r),
+        },
+      );
     } else if (!r.latest) {
-      this.host.banner("info", "A run was interrupted before its first checkpoint",
-        `"${runLabel(r)}" (${r.id}) stopped before its first step finished, so there is nothing to resume: start it again.`);
+      this.host.banner(
+        "info",
+        "A run was interrupted before its first checkpoint",
+        `"${
+          runLabel(r)
+        }" (${r.id}) stopped before its first step finished, so there is nothing to resume: start it again.`,
+      );
     }
     this.syncButtons();
   }
@@ -181,7 +248,9 @@ export class RunsPanel {
     const out = [];
     for (const id of this.compared) {
       const r = this.runs.find((x) => x.id === id);
-      if (r && id !== this.host.liveRunId()) out.push({ id, label: runLabel(r), lines: await this.api.readMetrics(id) });
+      if (r && id !== this.host.liveRunId()) {
+        out.push({ id, label: runLabel(r), lines: await this.api.readMetrics(id) });
+      }
     }
     this.host.compare(out);
   }

@@ -15,7 +15,8 @@ const el = <K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: 
   return e;
 };
 
-const showTok = (t: string | undefined, id: number) => t === undefined ? `#${id}` : JSON.stringify(t).slice(1, -1) || "∅";
+const showTok = (t: string | undefined, id: number) =>
+  t === undefined ? `#${id}` : JSON.stringify(t).slice(1, -1) || "∅";
 
 export class SamplingExplorer {
   private res: LogitsResult | null = null;
@@ -30,7 +31,10 @@ export class SamplingExplorer {
   private readonly promptBox: HTMLElement;
   private readonly status: HTMLElement;
 
-  constructor(root: HTMLElement, private readonly fetchLogits: (r: LogitsRequest) => Promise<LogitsResult>) {
+  constructor(
+    root: HTMLElement,
+    private readonly fetchLogits: (r: LogitsRequest) => Promise<LogitsResult>,
+  ) {
     root.innerHTML = `<div class="row">
         <label>agent <select class="se-agent"></select></label>
         <label>held-out task <input class="se-task" type="number" min="0" value="0"></label>
@@ -56,8 +60,14 @@ export class SamplingExplorer {
     this.out = root.querySelector(".se-out")!;
     this.promptBox = root.querySelector(".se-prompt")!;
     this.status = root.querySelector(".se-status")!;
-    root.querySelector(".se-load")!.addEventListener("click", () => void this.load({ agent: this.agent.value, task: Number(this.task.value) }, true));
-    root.querySelector(".se-load-text")!.addEventListener("click", () => void this.load({ agent: this.agent.value, text: this.text.value }, true));
+    root.querySelector(".se-load")!.addEventListener(
+      "click",
+      () => void this.load({ agent: this.agent.value, task: Number(this.task.value) }, true),
+    );
+    root.querySelector(".se-load-text")!.addEventListener(
+      "click",
+      () => void this.load({ agent: this.agent.value, text: this.text.value }, true),
+    );
     root.querySelector(".se-append")!.addEventListener("click", () => {
       if (!this.res) return;
       const logits = this.res.logits;
@@ -83,7 +93,8 @@ export class SamplingExplorer {
     this.status.textContent = "computing logits (waits for the current training step to end)…";
     try {
       this.res = await this.fetchLogits({ ...req, appendIds: this.appended });
-      this.status.textContent = `${this.res.promptIds.length} prompt tokens · policy ${this.res.adapter} · vocabulary ${this.res.logits.length}`;
+      this.status.textContent =
+        `${this.res.promptIds.length} prompt tokens · policy ${this.res.adapter} · vocabulary ${this.res.logits.length}`;
       this.promptBox.textContent = this.res.prompt;
       this.render();
     } catch (e) {
@@ -93,7 +104,9 @@ export class SamplingExplorer {
 
   private render() {
     const T = Number(this.T.value), K = Number(this.K.value), P = Number(this.P.value);
-    this.T.parentElement!.querySelector("output")!.textContent = T === 0 ? "0 (greedy)" : T.toFixed(2);
+    this.T.parentElement!.querySelector("output")!.textContent = T === 0
+      ? "0 (greedy)"
+      : T.toFixed(2);
     this.K.parentElement!.querySelector("output")!.textContent = K === 0 ? "off" : String(K);
     this.P.parentElement!.querySelector("output")!.textContent = P >= 1 ? "off" : P.toFixed(2);
     if (!this.res) return;
@@ -107,13 +120,21 @@ export class SamplingExplorer {
       const fill = el("span", "pfill");
       fill.style.width = `${(t.p / maxP) * 100}%`;
       bar.append(fill);
-      row.append(bar, el("span", "num", `${(t.p * 100).toFixed(1)}%`),
-        el("span", "num", t.cut ? `cut by ${t.cut}` : `→ ${(t.pKept * 100).toFixed(1)}%`));
+      row.append(
+        bar,
+        el("span", "num", `${(t.p * 100).toFixed(1)}%`),
+        el("span", "num", t.cut ? `cut by ${t.cut}` : `→ ${(t.pKept * 100).toFixed(1)}%`),
+      );
       list.append(row);
     }
-    const sum = el("div", "se-summary",
-      `${v.kept} of ${v.tokens.length} tokens can be drawn · the cuts remove ${(v.cutMass * 100).toFixed(1)}% of the probability mass · entropy of what is sampled: ${v.entropy.toFixed(3)} nats` +
-        (v.greedy ? " · temperature 0 is greedy: always the top token" : ""));
+    const sum = el(
+      "div",
+      "se-summary",
+      `${v.kept} of ${v.tokens.length} tokens can be drawn · the cuts remove ${
+        (v.cutMass * 100).toFixed(1)
+      }% of the probability mass · entropy of what is sampled: ${v.entropy.toFixed(3)} nats` +
+        (v.greedy ? " · temperature 0 is greedy: always the top token" : ""),
+    );
     this.out.replaceChildren(sum, list);
   }
 }

@@ -8,18 +8,29 @@ export class TicTacToePlay {
   private readonly status: HTMLElement;
   private readonly side: HTMLSelectElement;
 
-  constructor(root: HTMLElement, private readonly api: { tttNew(h: "player_x" | "player_o"): Promise<TttView>; tttMove(c: number): Promise<TttView> }) {
-    root.innerHTML = `<div class="row"><label>You play <select class="ttt-side"><option value="player_x">x (first)</option><option value="player_o">o (second)</option></select></label>
+  constructor(
+    root: HTMLElement,
+    private readonly api: {
+      tttNew(h: "player_x" | "player_o"): Promise<TttView>;
+      tttMove(c: number): Promise<TttView>;
+    },
+  ) {
+    root.innerHTML =
+      `<div class="row"><label>You play <select class="ttt-side"><option value="player_x">x (first)</option><option value="player_o">o (second)</option></select></label>
       <button type="button" class="ttt-new small">New game</button></div>
       <div class="ttt-board"></div><div class="ttt-status muted">Start or resume a run, then start a game.</div>`;
     this.board = root.querySelector(".ttt-board")!;
     this.status = root.querySelector(".ttt-status")!;
     this.side = root.querySelector(".ttt-side")!;
-    root.querySelector(".ttt-new")!.addEventListener("click", () => void this.call(() => this.api.tttNew(this.side.value as "player_x" | "player_o")));
+    root.querySelector(".ttt-new")!.addEventListener(
+      "click",
+      () => void this.call(() => this.api.tttNew(this.side.value as "player_x" | "player_o")),
+    );
   }
 
   private async call(fn: () => Promise<TttView>) {
-    this.status.textContent = "the policy is thinking (waits for the current training step to end)…";
+    this.status.textContent =
+      "the policy is thinking (waits for the current training step to end)…";
     try {
       this.show(await fn());
     } catch (e) {
@@ -40,7 +51,11 @@ export class TicTacToePlay {
       b.addEventListener("click", () => void this.call(() => this.api.tttMove(i)));
       return b;
     }));
-    const said = v.lastPolicyText === null ? "" : ` — the policy wrote ${JSON.stringify(v.lastPolicyText)}${v.lastPolicyInvalid ? ` (${v.lastPolicyInvalid})` : ""}`;
+    const said = v.lastPolicyText === null
+      ? ""
+      : ` — the policy wrote ${JSON.stringify(v.lastPolicyText)}${
+        v.lastPolicyInvalid ? ` (${v.lastPolicyInvalid})` : ""
+      }`;
     this.status.textContent = `${v.result}${said}. ${v.note}`;
   }
 }

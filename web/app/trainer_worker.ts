@@ -12,7 +12,15 @@ import { Gpu } from "../../src/gpu/mod.ts";
 import { runtimeDescription } from "../../src/runtime.ts";
 import { SandboxPool } from "../../src/sandbox/mod.ts";
 import { parseConfig, type RunConfig } from "../../src/rl/config.ts";
-import { type BestCheckpoint, RlSession, runSession, type RunSink, type SessionInit, type StepMetrics, type StepOutcome } from "../../src/rl/session.ts";
+import {
+  type BestCheckpoint,
+  RlSession,
+  runSession,
+  type RunSink,
+  type SessionInit,
+  type StepMetrics,
+  type StepOutcome,
+} from "../../src/rl/session.ts";
 import { encodePrompt } from "../../src/rl/rollout.ts";
 import { promptStyleFor } from "../../src/rl/generation.ts";
 import { readCheckpoint } from "../../src/train/checkpoint.ts";
@@ -22,9 +30,17 @@ import { act, currentAgent } from "../../src/envs/api.ts";
 import { getEnv } from "../../src/envs/registry.ts";
 import { buildEpisodeViews } from "../../src/browser/rollout_view.ts";
 import { hasOpfs, opfsStore } from "../../src/browser/opfs_store.ts";
-import { memoryStore, metricsUpTo, type ModelSourceSpec, newRunId, type RunMeta, RunStore, StoreRunSink } from "../../src/browser/run_store.ts";
+import {
+  memoryStore,
+  metricsUpTo,
+  type ModelSourceSpec,
+  newRunId,
+  type RunMeta,
+  RunStore,
+  StoreRunSink,
+} from "../../src/browser/run_store.ts";
 import { zipFiles } from "../../src/browser/zip.ts";
-import { describeSource, type LoadedBase, loadBaseModel } from "./model_source.ts";
+import { describeSource, loadBaseModel, type LoadedBase } from "./model_source.ts";
 import type {
   ErrorInfo,
   InitInfo,
@@ -50,7 +66,10 @@ const emit = (e: TrainerEvent) => {
     void Promise.resolve(emitFn(e)).catch(() => {});
   } catch { /* the page is gone */ }
 };
-const errorInfo = (e: unknown): ErrorInfo => ({ name: (e as Error)?.name ?? "Error", message: (e as Error)?.message ?? String(e) });
+const errorInfo = (e: unknown): ErrorInfo => ({
+  name: (e as Error)?.name ?? "Error",
+  message: (e as Error)?.message ?? String(e),
+});
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 let runs: RunStore;
@@ -75,7 +94,14 @@ let draining = false;
 
 function setState(s: RunState, detail?: string) {
   state = s;
-  emit({ type: "state", state: s, runId, step: session?.step ?? 0, total: cfg?.run.steps ?? 0, detail });
+  emit({
+    type: "state",
+    state: s,
+    runId,
+    step: session?.step ?? 0,
+    total: cfg?.run.steps ?? 0,
+    detail,
+  });
   if (!["loading", "running", "pausing", "stopping", "recovering"].includes(s)) setPhase("idle");
 }
 
@@ -84,7 +110,13 @@ let phaseTimer: ReturnType<typeof setInterval> | null = null;
 let phasePipelines = -1;
 const emitPhase = () => {
   phasePipelines = gpu?.pipelines.created ?? 0;
-  emit({ type: "phase", phase, step: session?.step ?? 0, total: cfg?.run.steps ?? 0, pipelines: phasePipelines });
+  emit({
+    type: "phase",
+    phase,
+    step: session?.step ?? 0,
+    total: cfg?.run.steps ?? 0,
+    pipelines: phasePipelines,
+  });
 };
 /** Reports a phase, then its pipeline count once a second while it changes (shaders compiling). */
 function setPhase(p: Phase) {
@@ -94,7 +126,10 @@ function setPhase(p: Phase) {
     clearInterval(phaseTimer);
     phaseTimer = null;
   } else if (p !== "idle" && phaseTimer === null) {
-    phaseTimer = setInterval(() => (gpu?.pipelines.created ?? 0) !== phasePipelines && emitPhase(), 1000);
+    phaseTimer = setInterval(
+      () => (gpu?.pipelines.created ?? 0) !== phasePipelines && emitPhase(),
+      1000,
+    );
   }
 }
 
@@ -126,7 +161,14 @@ function gpuJob<T>(fn: () => Promise<T>): Promise<T> {
 /** The generator (on the trained GPU model) and adapter an agent samples with. */
 function agentModel(s: RlSession, agent: string) {
   const i = s.map.byAgent[agent];
-  if (i === undefined) throw Object.assign(new Error(`${s.env.id} has no agent "${agent}" (agents: ${Object.keys(s.map.byAgent).join(", ")})`), { name: "ArgumentError" });
+  if (i === undefined) {
+    throw Object.assign(
+      new Error(
+        `${s.env.id} has no agent "${agent}" (agents: ${Object.keys(s.map.byAgent).join(", ")})`,
+      ),
+      { name: "ArgumentError" },
+    );
+  }
   const p = s.map.policies[i];
   return { gen: s.policies.generators[p.trainer], adapter: p.adapter ?? undefined, policy: p };
 }
@@ -135,14 +177,22 @@ function agentModel(s: RlSession, agent: string) {
  * Logits of every position of `ids` on slot 0. The policies' models are training models, whose
  * forward computes all rows' logits (GpuModel refuses a subset), so ask for all: [n, V].
  */
-async function allLogits(s: RlSession, agent: string, ids: readonly number[]): Promise<{ logits: Float32Array; V: number }> {
+async function allLogits(
+  s: RlSession,
+  agent: string,
+  ids: readonly number[],
+): Promise<{ logits: Float32Array; V: number }> {
   const pol = agentModel(s, agent), model = pol.gen.model;
   const rows = ids.map((token, pos) => ({ token, slot: 0, pos, adapter: pol.adapter }));
   return { logits: await model.forward(rows, rows.map((_, i) => i)), V: model.config.vocabSize };
 }
 
 function needSession(): RlSession {
-  if (!session) throw Object.assign(new Error("no model is loaded: start or resume a run first"), { name: "NoSessionError" });
+  if (!session) {
+    throw Object.assign(new Error("no model is loaded: start or resume a run first"), {
+      name: "NoSessionError",
+    });
+  }
   return session;
 }
 
@@ -183,7 +233,11 @@ async function onStep(gen: number, { metrics: m, groups, stats, tasks }: StepOut
   if (gen !== generation || !session || !cfg) return;
   try {
     const episodes = await buildEpisodeViews(session.env, groups, stats, {
-      step: m.step, tasks, executor, tokenizer: session.tokenizer, maxEnvs: VIEW_ENVS,
+      step: m.step,
+      tasks,
+      executor,
+      tokenizer: session.tokenizer,
+      maxEnvs: VIEW_ENVS,
     });
     emit({ type: "rollouts", step: m.step, episodes });
   } catch (e) {
@@ -213,7 +267,11 @@ let currentSink: StoreRunSink | null = null;
 
 async function saveNow(gen: number) {
   if (!session || !cfg || !currentSink || gen !== generation) return;
-  await currentSink.saveCheckpoint(`step-${session.step}`, await session.checkpointContents(), cfg.run.keepLast);
+  await currentSink.saveCheckpoint(
+    `step-${session.step}`,
+    await session.checkpointContents(),
+    cfg.run.keepLast,
+  );
 }
 
 /** Runs the loop of the current session until it ends, stops, fails, or its device is lost. */
@@ -222,7 +280,8 @@ async function runLoop(previous: StepMetrics[]) {
   const sink = new StoreRunSink(runs, id, previous, {
     log: (line) => gen === generation && emit({ type: "log", line }),
     metric: (m) => gen === generation && emit({ type: "metric", m }),
-    progress: (step, total) => gen === generation && emit({ type: "state", state, runId: id, step, total }),
+    progress: (step, total) =>
+      gen === generation && emit({ type: "state", state, runId: id, step, total }),
     checkpoint: (info) => gen === generation && emit({ type: "checkpoint", runId: id, info }),
   });
   currentSink = sink;
@@ -251,13 +310,18 @@ async function runLoop(previous: StepMetrics[]) {
   if ("summary" in r) {
     const stopped = r.summary.stopped;
     await runs.updateMeta(id, { status: stopped ? "stopped" : "finished" });
-    emit({ type: "log", line: stopped ? `stopped at step ${s.step}; checkpoint saved` : `finished ${s.step} steps` });
+    emit({
+      type: "log",
+      line: stopped ? `stopped at step ${s.step}; checkpoint saved` : `finished ${s.step} steps`,
+    });
     setState(stopped ? "stopped" : "finished");
     void drain();
     return;
   }
   // A failure: was the device lost underneath it? (The loss can surface first as a failed readback.)
-  const lostErr = "lost" in r ? r.lost : await Promise.race([gpu!.ctx.lost, sleep(500).then(() => null)]);
+  const lostErr = "lost" in r
+    ? r.lost
+    : await Promise.race([gpu!.ctx.lost, sleep(500).then(() => null)]);
   if (lostErr) {
     await recover(lostErr.message);
     return;
@@ -279,11 +343,25 @@ async function recover(message: string) {
     const id = runId!;
     const infos = (await runs.checkpoints(id)).filter((x) => x.name !== "best");
     const latest = infos[infos.length - 1];
-    const resume = latest ? await readCheckpoint(runs.checkpointFolder(id, latest.name), { base: base!.weights.config }) : undefined;
-    session = await RlSession.create(cfg!, { gpu: gpu!, weights: base!.weights, tokenizer: base!.tokenizer, executor, resume, warmStart: resume ? undefined : warmStart });
+    const resume = latest
+      ? await readCheckpoint(runs.checkpointFolder(id, latest.name), { base: base!.weights.config })
+      : undefined;
+    session = await RlSession.create(cfg!, {
+      gpu: gpu!,
+      weights: base!.weights,
+      tokenizer: base!.tokenizer,
+      executor,
+      resume,
+      warmStart: resume ? undefined : warmStart,
+    });
     const lines = metricsUpTo(await runs.readMetrics(id), session.step);
     emit({ type: "history", runId: id, lines });
-    emit({ type: "log", line: latest ? `device rebuilt on ${gpu!.describe()}; resumed from ${latest.name}` : `device rebuilt; no checkpoint yet, restarted from step 0` });
+    emit({
+      type: "log",
+      line: latest
+        ? `device rebuilt on ${gpu!.describe()}; resumed from ${latest.name}`
+        : `device rebuilt; no checkpoint yet, restarted from step 0`,
+    });
     void runLoop(lines);
   } catch (e) {
     const err = errorInfo(e);
@@ -295,12 +373,23 @@ async function recover(message: string) {
 function resolveConfig(raw: Record<string, unknown>): RunConfig {
   const c = parseConfig(raw);
   if (c.warmStart.path !== null && !c.warmStart.path.startsWith("upload:")) {
-    throw Object.assign(new Error(`warmStart.path: "${c.warmStart.path}" is a path on disk, which a browser cannot read; upload a PEFT adapter instead, or set it to null`), { name: "ConfigError" });
+    throw Object.assign(
+      new Error(
+        `warmStart.path: "${c.warmStart.path}" is a path on disk, which a browser cannot read; upload a PEFT adapter instead, or set it to null`,
+      ),
+      { name: "ConfigError" },
+    );
   }
   return c;
 }
 
-async function prepare(c: RunConfig, spec: ModelSourceSpec, local: LocalModel | undefined, id: string, uploaded: boolean) {
+async function prepare(
+  c: RunConfig,
+  spec: ModelSourceSpec,
+  local: LocalModel | undefined,
+  id: string,
+  uploaded: boolean,
+) {
   setState("loading", `loading ${describeSource(spec)}`);
   setPhase("loading");
   await ensureGpu();
@@ -310,16 +399,28 @@ async function prepare(c: RunConfig, spec: ModelSourceSpec, local: LocalModel | 
   let sum = 0;
   for (const v of w.data) sum += v;
   baseInfo = {
-    label: base.label, params: w.layout.numParams,
-    layers: w.config.numLayers, hidden: w.config.hiddenSize, vocab: w.config.vocabSize, tokenizer: base.tokenizer.kind, weightsSum: sum,
+    label: base.label,
+    params: w.layout.numParams,
+    layers: w.config.numLayers,
+    hidden: w.config.hiddenSize,
+    vocab: w.config.vocabSize,
+    tokenizer: base.tokenizer.kind,
+    weightsSum: sum,
   };
-  warmStart = uploaded ? { kind: "peft-adapter", adapter: await loadPeftAdapter(runs.runFolder(id, "warm_start"), base.weights.config) } : undefined;
+  warmStart = uploaded
+    ? {
+      kind: "peft-adapter",
+      adapter: await loadPeftAdapter(runs.runFolder(id, "warm_start"), base.weights.config),
+    }
+    : undefined;
   const env = getEnv(c.env.id);
   if (env.toolAgents.length && !executor) executor = new SandboxPool({ concurrency: 2 });
 }
 
 async function quiesce() {
-  if (loopRunning) throw Object.assign(new Error("a run is in progress: stop it first"), { name: "BusyError" });
+  if (loopRunning) {
+    throw Object.assign(new Error("a run is in progress: stop it first"), { name: "BusyError" });
+  }
   while (draining) await sleep(10);
 }
 
@@ -337,9 +438,21 @@ const service: TrainerService = {
     runs = new RunStore(store);
     try {
       const g = await ensureGpu();
-      return { runtime: runtimeDescription(), adapter: g.describe(), adapterClass: g.adapterClass, opfs, error: null } satisfies InitInfo;
+      return {
+        runtime: runtimeDescription(),
+        adapter: g.describe(),
+        adapterClass: g.adapterClass,
+        opfs,
+        error: null,
+      } satisfies InitInfo;
     } catch (e) {
-      return { runtime: runtimeDescription(), adapter: null, adapterClass: null, opfs, error: errorInfo(e) };
+      return {
+        runtime: runtimeDescription(),
+        adapter: null,
+        adapterClass: null,
+        opfs,
+        error: errorInfo(e),
+      };
     }
   },
 
@@ -347,22 +460,43 @@ const service: TrainerService = {
     await quiesce();
     await teardown();
     const uploaded = !!req.warmStartAdapter;
-    const raw = uploaded ? { ...req.config, warmStart: { path: "upload:warm_start", kind: "peft-adapter" } } : req.config;
+    const raw = uploaded
+      ? { ...req.config, warmStart: { path: "upload:warm_start", kind: "peft-adapter" } }
+      : req.config;
     const c = resolveConfig(raw);
     const id = newRunId(c.run.name);
     runId = id;
     cfg = c;
     try {
-      if (uploaded) for (const [name, bytes] of Object.entries(req.warmStartAdapter!)) await runs.writeRunFile(id, `warm_start/${name}`, bytes);
+      if (uploaded) {
+        for (const [name, bytes] of Object.entries(req.warmStartAdapter!)) {
+          await runs.writeRunFile(id, `warm_start/${name}`, bytes);
+        }
+      }
       await prepare(c, req.model, req.local, id, uploaded);
       const meta: RunMeta = {
-        id, config: raw, model: req.model, warmStartUpload: uploaded, created: new Date().toISOString(), status: "running",
-        steps: c.run.steps, adapter: gpu!.describe(),
+        id,
+        config: raw,
+        model: req.model,
+        warmStartUpload: uploaded,
+        created: new Date().toISOString(),
+        status: "running",
+        steps: c.run.steps,
+        adapter: gpu!.describe(),
       };
       await runs.writeMeta(meta);
       setPhase("compiling");
-      session = await RlSession.create(c, { gpu: gpu!, weights: base!.weights, tokenizer: base!.tokenizer, executor, warmStart });
-      emit({ type: "log", line: `run ${id}: ${c.env.id} ${c.level}, ${base!.label}, on ${gpu!.describe()}` });
+      session = await RlSession.create(c, {
+        gpu: gpu!,
+        weights: base!.weights,
+        tokenizer: base!.tokenizer,
+        executor,
+        warmStart,
+      });
+      emit({
+        type: "log",
+        line: `run ${id}: ${c.env.id} ${c.level}, ${base!.label}, on ${gpu!.describe()}`,
+      });
       emit({ type: "history", runId: id, lines: [] });
     } catch (e) {
       setState("failed", `${errorInfo(e).name}: ${errorInfo(e).message}`);
@@ -376,7 +510,11 @@ const service: TrainerService = {
     await quiesce();
     await teardown();
     const meta = await runs.readMeta(id);
-    if (!meta) throw Object.assign(new Error(`no run "${id}" in this browser's storage`), { name: "CheckpointNotFoundError" });
+    if (!meta) {
+      throw Object.assign(new Error(`no run "${id}" in this browser's storage`), {
+        name: "CheckpointNotFoundError",
+      });
+    }
     const c = resolveConfig(meta.config);
     runId = id;
     cfg = c;
@@ -384,15 +522,35 @@ const service: TrainerService = {
       await prepare(c, meta.model, local, id, !!meta.warmStartUpload);
       const infos = (await runs.checkpoints(id)).filter((x) => x.name !== "best");
       const latest = infos[infos.length - 1];
-      if (!latest) throw Object.assign(new Error(`run "${id}" has no complete checkpoint to resume from`), { name: "CheckpointNotFoundError" });
-      const resume = await readCheckpoint(runs.checkpointFolder(id, latest.name), { base: base!.weights.config });
+      if (!latest) {
+        throw Object.assign(new Error(`run "${id}" has no complete checkpoint to resume from`), {
+          name: "CheckpointNotFoundError",
+        });
+      }
+      const resume = await readCheckpoint(runs.checkpointFolder(id, latest.name), {
+        base: base!.weights.config,
+      });
       setPhase("compiling");
-      session = await RlSession.create(c, { gpu: gpu!, weights: base!.weights, tokenizer: base!.tokenizer, executor, resume });
+      session = await RlSession.create(c, {
+        gpu: gpu!,
+        weights: base!.weights,
+        tokenizer: base!.tokenizer,
+        executor,
+        resume,
+      });
       const lines = metricsUpTo(await runs.readMetrics(id), session.step);
       emit({ type: "history", runId: id, lines });
-      emit({ type: "log", line: `resumed ${id} from ${latest.name} (step ${session.step}) on ${gpu!.describe()}` });
+      emit({
+        type: "log",
+        line: `resumed ${id} from ${latest.name} (step ${session.step}) on ${gpu!.describe()}`,
+      });
       const best = (resume.state.extra as { best?: BestCheckpoint } | undefined)?.best;
-      if (best) emit({ type: "log", line: `best so far: ${(best.successRate * 100).toFixed(1)}% at step ${best.step}` });
+      if (best) {
+        emit({
+          type: "log",
+          line: `best so far: ${(best.successRate * 100).toFixed(1)}% at step ${best.step}`,
+        });
+      }
       void runLoop(lines);
       return { runId: id, step: session.step };
     } catch (e) {
@@ -425,15 +583,26 @@ const service: TrainerService = {
   // deno-lint-ignore require-await -- TrainerService methods are async across comlink
   async status(): Promise<Status> {
     return {
-      state, runId, step: session?.step ?? 0, total: cfg?.run.steps ?? 0, envId: session?.env.id ?? null,
-      agents: session ? [...session.env.possibleAgents] : [], adapter: gpu?.describe() ?? null,
-      model: baseSpec ? describeSource(baseSpec) : null, modelInfo: baseInfo, level: cfg?.level ?? null,
+      state,
+      runId,
+      step: session?.step ?? 0,
+      total: cfg?.run.steps ?? 0,
+      envId: session?.env.id ?? null,
+      agents: session ? [...session.env.possibleAgents] : [],
+      adapter: gpu?.describe() ?? null,
+      model: baseSpec ? describeSource(baseSpec) : null,
+      modelInfo: baseInfo,
+      level: cfg?.level ?? null,
     };
   },
 
   listRuns: () => runs.listRuns(),
   async deleteRun(id) {
-    if (id === runId && loopRunning) throw Object.assign(new Error("this run is in progress: stop it first"), { name: "BusyError" });
+    if (id === runId && loopRunning) {
+      throw Object.assign(new Error("this run is in progress: stop it first"), {
+        name: "BusyError",
+      });
+    }
     await runs.deleteRun(id);
   },
   readMetrics: (id) => runs.readMetrics(id),
@@ -456,8 +625,16 @@ const service: TrainerService = {
       fileName = `${id}-${name}.zip`;
     } else if (what.startsWith("adapter:")) {
       const a = what.slice(8), prefix = `adapters/${a}/`;
-      out = new Map([...files].filter(([p]) => p.startsWith(prefix)).map(([p, b]) => [p.slice(prefix.length), b]));
-      if (!out.size) throw Object.assign(new Error(`checkpoint ${name} has no adapter "${a}"`), { name: "CheckpointNotFoundError" });
+      out = new Map(
+        [...files].filter(([p]) => p.startsWith(prefix)).map((
+          [p, b],
+        ) => [p.slice(prefix.length), b]),
+      );
+      if (!out.size) {
+        throw Object.assign(new Error(`checkpoint ${name} has no adapter "${a}"`), {
+          name: "CheckpointNotFoundError",
+        });
+      }
       fileName = `${id}-${name}-${a}-peft.zip`;
     } else throw new TypeError(`unknown export "${what}"`);
     const bytes = zipFiles(out);
@@ -471,18 +648,47 @@ const service: TrainerService = {
       let ids: number[];
       if (req.text !== undefined) ids = tok.encode(req.text);
       else {
-        const task = s.env.generate(s.cfg.env.testSeed + (req.task ?? 0), { split: "test", difficulty: s.cfg.env.difficulty });
+        const task = s.env.generate(s.cfg.env.testSeed + (req.task ?? 0), {
+          split: "test",
+          difficulty: s.cfg.env.difficulty,
+        });
         let st = s.env.reset(task);
         // Step to the agent's first turn with the policies' own greedy moves, if it does not start.
-        for (let guard = 0; guard < 8 && currentAgent(s.env, st) !== null && currentAgent(s.env, st) !== req.agent; guard++) {
+        for (
+          let guard = 0;
+          guard < 8 && currentAgent(s.env, st) !== null && currentAgent(s.env, st) !== req.agent;
+          guard++
+        ) {
           const who = currentAgent(s.env, st)!, p = s.policies.agentPolicy(who);
           const [g] = await p.generator.generate([{
-            prompt: encodePrompt({ env: s.env, tokenizer: tok, policyOf: (a) => s.policies.agentPolicy(a) }, st, who, promptStyleFor(s.cfg.rollout.promptStyle, tok)),
-            maxNewTokens: s.cfg.rollout.maxNewTokens, stopIds: tok.stopIds, adapter: p.adapter, sampling: { temperature: 0 },
+            prompt: encodePrompt(
+              {
+                env: s.env,
+                tokenizer: tok,
+                policyOf: (a) => s.policies.agentPolicy(a),
+              },
+              st,
+              who,
+              promptStyleFor(s.cfg.rollout.promptStyle, tok),
+            ),
+            maxNewTokens: s.cfg.rollout.maxNewTokens,
+            stopIds: tok.stopIds,
+            adapter: p.adapter,
+            sampling: { temperature: 0 },
           }]);
-          st = (await act(s.env, st, who, tok.decode(g.ids, { skipSpecialTokens: true }), executor)).state;
+          st = (await act(s.env, st, who, tok.decode(g.ids, { skipSpecialTokens: true }), executor))
+            .state;
         }
-        ids = encodePrompt({ env: s.env, tokenizer: tok, policyOf: (a) => s.policies.agentPolicy(a) }, st, req.agent, promptStyleFor(s.cfg.rollout.promptStyle, tok));
+        ids = encodePrompt(
+          {
+            env: s.env,
+            tokenizer: tok,
+            policyOf: (a) => s.policies.agentPolicy(a),
+          },
+          st,
+          req.agent,
+          promptStyleFor(s.cfg.rollout.promptStyle, tok),
+        );
       }
       ids = [...ids, ...(req.appendIds ?? [])];
       const model = pol.gen.model;
@@ -493,7 +699,11 @@ const service: TrainerService = {
       const labels = Object.fromEntries(top.map((id) => [id, tok.decode([id])]));
       const policy = pol.policy;
       return Comlink.transfer({
-        prompt: tok.decode(ids), promptIds: ids, logits, labels, agent: req.agent,
+        prompt: tok.decode(ids),
+        promptIds: ids,
+        logits,
+        labels,
+        agent: req.agent,
         adapter: `${policy.name}${policy.adapter === null ? " (full weights)" : " (LoRA adapter)"}`,
       }, [logits.buffer]);
     }),
@@ -542,10 +752,25 @@ const ttt = {
   view(): TttView {
     const over = currentAgent(this.env, this.st) === null;
     const w = this.st.winner as string | null;
-    const result = !over ? `${currentAgent(this.env, this.st) === this.human ? "your" : "the policy's"} move`
-      : this.st.forfeit ? `${this.st.forfeit === this.human ? "you" : "the policy"} forfeit${this.st.forfeit === this.human ? "" : "s"} (illegal or unreadable move)`
-      : w === "draw" ? "draw" : `${(w === "x") === (this.human === "player_x") ? "you win" : "the policy wins"}`;
-    return { board: this.env.render(this.st), human: this.human, policy: this.policy, lastPolicyText: this.lastText, lastPolicyInvalid: this.lastInvalid, over, result, note: this.note };
+    const result = !over
+      ? `${currentAgent(this.env, this.st) === this.human ? "your" : "the policy's"} move`
+      : this.st.forfeit
+      ? `${this.st.forfeit === this.human ? "you" : "the policy"} forfeit${
+        this.st.forfeit === this.human ? "" : "s"
+      } (illegal or unreadable move)`
+      : w === "draw"
+      ? "draw"
+      : `${(w === "x") === (this.human === "player_x") ? "you win" : "the policy wins"}`;
+    return {
+      board: this.env.render(this.st),
+      human: this.human,
+      policy: this.policy,
+      lastPolicyText: this.lastText,
+      lastPolicyInvalid: this.lastInvalid,
+      over,
+      result,
+      note: this.note,
+    };
   },
 
   async policyMoves() {
@@ -553,9 +778,18 @@ const ttt = {
     while (currentAgent(this.env, this.st) === this.policy) {
       const trained = s.env.id === TTT_ID;
       const pol = s.policies.agentPolicy(trained ? this.policy : s.env.possibleAgents[0]);
-      const prompt = encodePrompt({ env: this.env, tokenizer: s.tokenizer, policyOf: () => pol }, this.st, this.policy, promptStyleFor(s.cfg.rollout.promptStyle, s.tokenizer));
+      const prompt = encodePrompt(
+        { env: this.env, tokenizer: s.tokenizer, policyOf: () => pol },
+        this.st,
+        this.policy,
+        promptStyleFor(s.cfg.rollout.promptStyle, s.tokenizer),
+      );
       const [g] = await pol.generator.generate([{
-        prompt, maxNewTokens: Math.min(32, s.cfg.rollout.maxNewTokens), stopIds: s.tokenizer.stopIds, adapter: pol.adapter, sampling: { temperature: 0 },
+        prompt,
+        maxNewTokens: Math.min(32, s.cfg.rollout.maxNewTokens),
+        stopIds: s.tokenizer.stopIds,
+        adapter: pol.adapter,
+        sampling: { temperature: 0 },
       }]);
       const text = s.tokenizer.decode(g.ids, { skipSpecialTokens: true });
       const r = await act(this.env, this.st, this.policy, text);
@@ -573,7 +807,9 @@ const ttt = {
     this.lastText = this.lastInvalid = null;
     this.note = s.env.id === TTT_ID
       ? `the policy is this run's ${s.cfg.level} tic-tac-toe policy at step ${s.step} (greedy)`
-      : `this run trains ${s.env.id}: its policy (agent ${s.env.possibleAgents[0]}) has never been trained on tic-tac-toe; start a tic_tac_toe_v1 run to play a trained one`;
+      : `this run trains ${s.env.id}: its policy (agent ${
+        s.env.possibleAgents[0]
+      }) has never been trained on tic-tac-toe; start a tic_tac_toe_v1 run to play a trained one`;
     await this.policyMoves();
     return this.view();
   },

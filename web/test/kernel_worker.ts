@@ -15,13 +15,20 @@ const api = {
     try {
       const ops = await createOps(gpu);
       const results: CaseResult[] = await runKernelCases(gpu, ops, thorough);
-      for (const [prefix, cases] of [["sampling", samplingCases()], ["decode", decodeCases()]] as const) {
+      for (
+        const [prefix, cases] of [["sampling", samplingCases()], ["decode", decodeCases()]] as const
+      ) {
         for (const c of cases) {
           try {
             const ratio = await c.run(gpu);
             results.push({ name: `${prefix}: ${c.name}`, ratio, ok: ratio <= 1 });
           } catch (e) {
-            results.push({ name: `${prefix}: ${c.name}`, ratio: Infinity, ok: false, error: `${(e as Error).name}: ${(e as Error).message}` });
+            results.push({
+              name: `${prefix}: ${c.name}`,
+              ratio: Infinity,
+              ok: false,
+              error: `${(e as Error).name}: ${(e as Error).message}`,
+            });
           }
         }
       }

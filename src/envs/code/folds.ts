@@ -147,7 +147,11 @@ export function drawFold(rng: Rng): Fold {
   const filter = words
     ? (reduce === "count" ? rng.pick(WORD_FILTERS.slice(1)) : rng.pick(WORD_FILTERS))
     : rng.pick(K_FILTERS);
-  const map = reduce === "count" ? MAPS[0] : rng.int(2) === 0 ? rng.pick(WORD_MAPS) : rng.pick(K_MAPS);
+  const map = reduce === "count"
+    ? MAPS[0]
+    : rng.int(2) === 0
+    ? rng.pick(WORD_MAPS)
+    : rng.pick(K_MAPS);
   return { reduce, map, filter };
 }
 

@@ -208,7 +208,11 @@ function oracle(s: HanabiState, agent: string): { text: string; action: HanabiAc
  * of the hand, hint any colour or rank), legal or not, so the states after misplays, wasted
  * hints and lost lives appear in the data too.
  */
-function randomMove(s: HanabiState, agent: string, rng: Rng): { text: string; action: HanabiAction } {
+function randomMove(
+  s: HanabiState,
+  agent: string,
+  rng: Rng,
+): { text: string; action: HanabiAction } {
   const { task: t, table: tb } = s;
   const n = tb.hands[AGENTS.indexOf(agent as typeof AGENTS[number])].length;
   const k = rng.int(2 * n + t.colors + t.ranks);

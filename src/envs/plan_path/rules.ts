@@ -83,7 +83,15 @@ export function generate(seed: number, opts: GenerateOptions<PlanPathDifficulty>
     const goal = rng.pick(free);
     const path = bfsPath(rows, start, goal);
     if (path === null || path.length < minDistance) return null;
-    return { size, grid: rows, start, goal, shortest: path.length, maxTurns, ...(toolWidth ? { toolWidth } : {}) };
+    return {
+      size,
+      grid: rows,
+      start,
+      goal,
+      shortest: path.length,
+      maxTurns,
+      ...(toolWidth ? { toolWidth } : {}),
+    };
   });
 }
 

@@ -17,7 +17,11 @@ import { cap, ENV_ID, SUFFIX, SYL } from "./corpus.ts";
 export type SearchDrillKind = "letters" | "names" | "find";
 
 /** Share of each drill kind in `searchCopyDrill`'s draws. */
-export const SEARCH_DRILL_MIX: Readonly<Record<SearchDrillKind, number>> = { letters: 0.6, names: 0.2, find: 0.2 };
+export const SEARCH_DRILL_MIX: Readonly<Record<SearchDrillKind, number>> = {
+  letters: 0.6,
+  names: 0.2,
+  find: 0.2,
+};
 
 /** The env whose copy drills these are. */
 export const SEARCH_DRILL_ENV = ENV_ID;
@@ -39,18 +43,25 @@ export function randomEntity(rng: Rng): string {
 function randomLetters(rng: Rng): string {
   const n = 6 + rng.int(43);
   let s = "";
-  for (let i = 0; i < n; i++) s += i > 0 && s.at(-1) !== " " && rng.float() < 0.15 ? " " : rng.pick(LETTERS);
+  for (let i = 0; i < n; i++) {
+    s += i > 0 && s.at(-1) !== " " && rng.float() < 0.15 ? " " : rng.pick(LETTERS);
+  }
   return cap(s.trim());
 }
 
 /** One drill of the given kind as a prompt/completion pair. */
-export function searchDrill(kind: SearchDrillKind, rng: Rng): { prompt: string; completion: string } {
+export function searchDrill(
+  kind: SearchDrillKind,
+  rng: Rng,
+): { prompt: string; completion: string } {
   if (kind === "letters") {
     const s = randomLetters(rng);
     return { prompt: `copy\n${s}\n`, completion: `#### ${s}` };
   }
   const names = Array.from({ length: 2 + rng.int(4) }, () => randomEntity(rng));
-  if (kind === "names") return { prompt: `copy\n${names.join(", ")}\n`, completion: `#### ${names.join(", ")}` };
+  if (kind === "names") {
+    return { prompt: `copy\n${names.join(", ")}\n`, completion: `#### ${names.join(", ")}` };
+  }
   const ids = rng.shuffle(Array.from({ length: 39 }, (_, i) => i + 1)).slice(0, names.length);
   const pick = rng.int(names.length);
   const body = names.map((n, i) => `[${ids[i]}] ${n}`).join("\n");
@@ -60,7 +71,10 @@ export function searchDrill(kind: SearchDrillKind, rng: Rng): { prompt: string; 
 export const SEARCH_DRILL_KINDS: readonly SearchDrillKind[] = ["letters", "names", "find"];
 
 /** A drill whose kind is drawn from SEARCH_DRILL_MIX, restricted to `kinds` (shares renormalised). */
-export function searchCopyDrill(rng: Rng, kinds: readonly SearchDrillKind[] = SEARCH_DRILL_KINDS): { kind: SearchDrillKind; prompt: string; completion: string } {
+export function searchCopyDrill(
+  rng: Rng,
+  kinds: readonly SearchDrillKind[] = SEARCH_DRILL_KINDS,
+): { kind: SearchDrillKind; prompt: string; completion: string } {
   const total = kinds.reduce((a, k) => a + SEARCH_DRILL_MIX[k], 0);
   let u = rng.float() * total, kind = kinds[kinds.length - 1];
   for (const k of kinds) {

@@ -60,7 +60,9 @@ interface SharedValues {
 export function buildDecoderGraph(w: ModelWeights, opts: OnnxExportOptions = {}): GraphInit {
   const cfg = w.config;
   if (cfg.modelType === "gpt2") {
-    throw new OnnxExportError("ONNX export of gpt2 is not implemented (Llama, Qwen2 and Qwen3 are)");
+    throw new OnnxExportError(
+      "ONNX export of gpt2 is not implemented (Llama, Qwen2 and Qwen3 are)",
+    );
   }
   const kv = opts.kvCache ?? false;
   const maxPos = opts.maxPositions ?? cfg.maxPositionEmbeddings;
