@@ -49,7 +49,7 @@ import { loadBase, train } from "../rl/train.ts";
 export const EXPERIMENT_CLI = defineCli({
   command: "npx deno task experiment paper-table",
   summary:
-    "The paper's table in miniature: single agent vs MAS, untrained vs RL, per task, over seeds, with paired tests and learning curves (README: Paper table).",
+    "The paper's table in miniature: single agent vs MAS, untrained vs RL, per task, over seeds, with paired tests and learning curves (docs/paper_table.md).",
   flags: {
     tasks: { type: "string", metavar: "a,b", help: "tasks of the spec to run (default: all)" },
     methods: {

@@ -31,7 +31,7 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
     "tn:square": "r8c16_wg8x1",
   },
   // GPU picks: the kernel lab on an NVIDIA H100 80GB HBM3 (Deno 2.9.6 WebGPU over Vulkan, driver
-  // 580.159.04), 2026-11-22; the figures are in README.md, "Measured on a GPU". The tn picks are
+  // 580.159.04), 2026-11-22; the figures are in docs/benchmarks.md, "Measured on a GPU". The tn picks are
   // read off the per-shape bests (the run was cut off before the comparison that shows the bucket
   // picks); the others are the lab's own picks.
   gpu: {

@@ -2,7 +2,7 @@
 // with its type, default, range and effect (TRL grpo_config.py style), the paper's value beside
 // it where the paper has one. `parseConfig` turns JSON plus `--set a.b=c` overrides into a
 // validated RunConfig or throws one ConfigError that names every bad field and says why;
-// `describeConfig` renders the same schema as the README's reference table.
+// `describeConfig` renders the same schema as docs/config.md's reference table.
 //
 // Browser-safe except `loadConfigFile` (Deno file reads). Paths in a config are relative to the
 // working directory (the repository root for `deno task train`).
@@ -1412,7 +1412,7 @@ export function describeConfig(): FieldDoc[] {
   }));
 }
 
-/** The README's config reference: a Markdown table generated from the schema. */
+/** docs/config.md's reference: a Markdown table generated from the schema. */
 export function describeConfigMarkdown(): string {
   const cell = (t: string) => t.replaceAll("|", "\\|");
   const rows = describeConfig().map((d) =>
