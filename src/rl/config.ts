@@ -11,7 +11,7 @@ import type { Difficulty } from "../envs/types.ts";
 import { envIds, getEnv, soloEnvFor } from "../envs/registry.ts";
 import type { FloatDtype } from "../io/dtypes.ts";
 import { LORA_MODULES, type LoraModule } from "../model/lora.ts";
-import type { PolicyLossConfig } from "../train/losses.ts";
+import { POLICY_LOSS_DEFAULTS, type PolicyLossConfig } from "../train/losses.ts";
 import { LOSS_AGG_MODES, type LossAggMode } from "../train/loss_rows.ts";
 import type { LrSchedule, ScheduleKind } from "../train/schedule.ts";
 import type { TrainMode, ValueHeadSettings } from "../train/trainer.ts";
@@ -418,36 +418,44 @@ export const SCHEMA = {
       { paper: "64", min: 1 },
     ),
     loss: {
-      clipLow: num(0.2, "PPO ε below 1: ratio clipped at 1 − ε.", {
+      clipLow: num(POLICY_LOSS_DEFAULTS.clipLow, "PPO ε below 1: ratio clipped at 1 − ε.", {
         paper: "0.2",
         min: 0,
         max: 1,
         exclusive: "max",
         why: "1 − ε must stay positive",
       }),
-      clipHigh: num(0.2, "PPO ε above 1: ratio clipped at 1 + ε (DAPO's clip-higher raises it).", {
-        paper: "0.2",
-        min: 0,
-      }),
+      clipHigh: num(
+        POLICY_LOSS_DEFAULTS.clipHigh,
+        "PPO ε above 1: ratio clipped at 1 + ε (DAPO's clip-higher raises it).",
+        {
+          paper: "0.2",
+          min: 0,
+        },
+      ),
       dualClip: nullable(
-        num(3, "Dual-clip bound c for negative advantages (null = off).", {
-          paper: "3",
-          min: 1,
-          exclusive: "min",
-          why:
-            "c caps the loss of a negative advantage at c·|A|; c ≤ 1 would cap even on-policy samples (ratio 1)",
-        }),
-        3,
+        num(
+          POLICY_LOSS_DEFAULTS.dualClip,
+          "Dual-clip bound c for negative advantages (null = off).",
+          {
+            paper: "3",
+            min: 1,
+            exclusive: "min",
+            why:
+              "c caps the loss of a negative advantage at c·|A|; c ≤ 1 would cap even on-policy samples (ratio 1)",
+          },
+        ),
+        POLICY_LOSS_DEFAULTS.dualClip,
       ),
       aggregation: oneOf(
         LOSS_AGG_MODES,
-        "token-mean",
+        POLICY_LOSS_DEFAULTS.aggregation,
         "How token losses combine (src/train/loss_rows.ts).",
         { paper: "token-mean" },
       ),
     },
     klCoef: num(
-      0,
+      POLICY_LOSS_DEFAULTS.klCoef,
       "β of the k3 KL to the policy the run started from (the base or the warm start; src/rl/reference_policy.ts); > 0 keeps a frozen copy of each policy on the GPU and costs a reference forward per sample.",
       { paper: "0 (no KL term)", min: 0 },
     ),

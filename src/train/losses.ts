@@ -310,6 +310,18 @@ export interface PolicyLossMetrics {
   readonly tokens: number;
 }
 
+/**
+ * The policy loss's defaults (the paper's released settings), declared once: resolvePolicyConfig
+ * fills them in, and the run config's schema (src/rl/config.ts) takes its defaults from here.
+ */
+export const POLICY_LOSS_DEFAULTS = {
+  clipLow: 0.2,
+  clipHigh: 0.2,
+  dualClip: 3,
+  klCoef: 0,
+  aggregation: "token-mean",
+} as const satisfies Partial<PolicyLossConfig>;
+
 /** Validated settings with defaults filled in. */
 type ResolvedPolicyConfig = Required<Omit<PolicyLossConfig, "normLength">> & {
   normLength?: number;
@@ -317,12 +329,12 @@ type ResolvedPolicyConfig = Required<Omit<PolicyLossConfig, "normLength">> & {
 
 function resolvePolicyConfig(c: PolicyLossConfig): ResolvedPolicyConfig {
   const r: ResolvedPolicyConfig = {
-    clipLow: c.clipLow ?? 0.2,
-    clipHigh: c.clipHigh ?? 0.2,
-    dualClip: c.dualClip === undefined ? 3 : c.dualClip,
-    klCoef: c.klCoef ?? 0,
+    clipLow: c.clipLow ?? POLICY_LOSS_DEFAULTS.clipLow,
+    clipHigh: c.clipHigh ?? POLICY_LOSS_DEFAULTS.clipHigh,
+    dualClip: c.dualClip === undefined ? POLICY_LOSS_DEFAULTS.dualClip : c.dualClip,
+    klCoef: c.klCoef ?? POLICY_LOSS_DEFAULTS.klCoef,
     reportKl: c.reportKl ?? false,
-    aggregation: c.aggregation ?? "token-mean",
+    aggregation: c.aggregation ?? POLICY_LOSS_DEFAULTS.aggregation,
     normLength: c.normLength,
   };
   if (!(r.clipLow >= 0 && r.clipLow < 1)) {
