@@ -13,7 +13,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { launchBrowser, startVite } from "./browser.mjs";
+import { launchBrowser, startVite, waitForApp } from "./browser.mjs";
 
 const OUT = fileURLToPath(new URL("./out/", import.meta.url));
 const STEPS = 12;
@@ -39,27 +39,7 @@ const app = (page) =>
     };
   });
 
-async function waitFor(page, what, pred, timeout) {
-  const t0 = Date.now();
-  for (;;) {
-    const a = await app(page);
-    if (a.errors.length) {
-      throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
-    }
-    if (pred(a)) return a;
-    if (a.state === "failed") {
-      throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
-    }
-    if (Date.now() - t0 > timeout) {
-      throw new Error(
-        `timed out waiting for ${what}: ${
-          JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })
-        }`,
-      );
-    }
-    await page.waitForTimeout(500);
-  }
-}
+const waitFor = (page, what, pred, timeout) => waitForApp(page, app, what, pred, timeout, 500);
 
 describe("browser app", { timeout: 1_500_000 }, () => {
   let vite, browser, context, page;

@@ -30,7 +30,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { launchBrowser, startVite } from "./browser.mjs";
+import { launchBrowser, startVite, waitForApp } from "./browser.mjs";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const SRC_MODEL = join(REPO, "models/plan_path_tiny");
@@ -306,27 +306,7 @@ const app = (page) =>
     };
   });
 
-async function waitFor(page, what, pred, timeout) {
-  const t0 = Date.now();
-  for (;;) {
-    const a = await app(page);
-    if (a.errors.length) {
-      throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
-    }
-    if (pred(a)) return a;
-    if (a.state === "failed") {
-      throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
-    }
-    if (Date.now() - t0 > timeout) {
-      throw new Error(
-        `timed out waiting for ${what}: ${
-          JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })
-        }`,
-      );
-    }
-    await page.waitForTimeout(200);
-  }
-}
+const waitFor = (page, what, pred, timeout) => waitForApp(page, app, what, pred, timeout, 200);
 
 /** Fills the form for a small run (after the model is chosen: choosing one reloads the fields). */
 async function fillSmall(page, steps) {

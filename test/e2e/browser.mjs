@@ -53,3 +53,29 @@ export async function launchBrowser() {
     args: CHROMIUM_ARGS,
   });
 }
+
+/**
+ * Polls the app's state (`read(page)`: an object with state, step, errors, log) until `pred`
+ * holds; throws on page errors, a failed run or the timeout, naming `what`.
+ */
+export async function waitForApp(page, read, what, pred, timeout, pollMs = 250) {
+  const t0 = Date.now();
+  for (;;) {
+    const a = await read(page);
+    if (a.errors.length) {
+      throw new Error(`page errors while waiting for ${what}: ${a.errors.join("; ")}`);
+    }
+    if (pred(a)) return a;
+    if (a.state === "failed") {
+      throw new Error(`run failed while waiting for ${what}: ${a.log.slice(-3).join(" | ")}`);
+    }
+    if (Date.now() - t0 > timeout) {
+      throw new Error(
+        `timed out waiting for ${what}: ${
+          JSON.stringify({ state: a.state, step: a.step, log: a.log.slice(-3) })
+        }`,
+      );
+    }
+    await page.waitForTimeout(pollMs);
+  }
+}
