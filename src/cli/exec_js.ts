@@ -22,7 +22,7 @@ const spec = defineCli({
       min: 1,
       default: DEFAULT_TIMEOUT_MS,
       metavar: "N",
-      help: "wall-clock limit for the run, start-up included",
+      help: "wall-clock limit for the code, from its first line (start-up not included)",
     },
     "max-output-bytes": {
       type: "number",

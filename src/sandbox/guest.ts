@@ -14,8 +14,11 @@ export interface GuestRequest {
   maxOutputBytes: number;
 }
 
-/** "o": a chunk of printed output. "e": the end; text is the error ("" when ok). */
-export type GuestEmit = (kind: "o" | "e", text: string, ok: boolean) => void;
+/**
+ * "s": the code starts now (the sandbox is up, the code compiled; the deadline counts from
+ * here). "o": a chunk of printed output. "e": the end; text is the error ("" when ok).
+ */
+export type GuestEmit = (kind: "s" | "o" | "e", text: string, ok: boolean) => void;
 
 /** The capabilities each host must remove before the code runs. */
 export interface StripList {
@@ -406,6 +409,7 @@ export async function guestMain(g: GuestGlobal, req: GuestRequest, emit: GuestEm
     }
   }
   disableCodeGeneration(g);
+  emit("s", "", true);
   try {
     await main();
   } catch (e) {

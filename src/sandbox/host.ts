@@ -5,6 +5,7 @@
 import type { GuestRequest } from "./guest.ts";
 
 export type GuestEvent =
+  | { kind: "start" } // the code starts running: its deadline counts from here
   | { kind: "out"; text: string }
   | { kind: "end"; ok: boolean; error: string | null };
 

@@ -65,6 +65,7 @@ function launch({ request, onEvent }: GuestLaunch): GuestHandle {
     const d: unknown = ev.data;
     if (!Array.isArray(d)) return;
     const [kind, text, ok] = d;
+    if (kind === "s") onEvent({ kind: "start" });
     if (kind === "o" && typeof text === "string") onEvent({ kind: "out", text });
     if (kind === "e") {
       onEvent({ kind: "end", ok: ok === true, error: ok === true ? null : String(text) });

@@ -135,6 +135,10 @@ type OnEvent = GuestLaunch["onEvent"];
 
 function parseFrame(body: string, onEvent: OnEvent): boolean {
   try {
+    if (body === "s") {
+      onEvent({ kind: "start" });
+      return true;
+    }
     if (body.startsWith("o ")) {
       const text = JSON.parse(body.slice(2));
       if (typeof text !== "string") return false;

@@ -21,9 +21,12 @@
 //   are deleted from the global object and its prototypes; code containing `import(` or
 //   `import.meta` is refused; eval, every Function constructor and setTimeout("string") are
 //   disabled once the code is compiled, so the checked source is the only code that runs.
-// - Time: at timeoutMs of wall time (start-up included) the host kills the sandbox (SIGKILL,
-//   or worker.terminate()) whatever it is doing: busy loops, Atomics.wait, endless promise
-//   chains or timers. The result arrives within a few ms of the limit on an idle host.
+// - Time: at timeoutMs of wall time, counted from the code's first line, the host kills the
+//   sandbox (SIGKILL, or worker.terminate()) whatever it is doing: busy loops, Atomics.wait,
+//   endless promise chains or timers. The result arrives within a few ms of the limit on an
+//   idle host. Start-up (process or Worker, runtime, request), which a loaded host stretches by
+//   seconds, has its own limit (startupMs, 30 s) and does not eat the code's time: a correct
+//   program is not scored as a timeout because the machine was busy.
 // - Output: at most maxOutputBytes UTF-8 bytes are kept; past that the run is stopped, the text
 //   ends with "[output truncated at N bytes]" and error is an OutputLimitError.
 // - Memory (Deno): the V8 heap is capped at memoryMb (--max-old-space-size; V8 aborts the

@@ -1,5 +1,5 @@
 // runJs: one execution in a fresh sandbox, the same in Deno and in a browser. Owns the policy
-// every host shares: the wall-clock deadline, the output cap, and the shape of the result.
+// every host shares: the start-up limit and the code's wall-clock deadline, the output cap, and the shape of the result.
 
 import { isDeno } from "../runtime.ts";
 import { SandboxUnavailableError } from "./errors.ts";
@@ -141,12 +141,27 @@ export function runOnHost(
         })
       );
     };
-    const timer = setTimeout(() =>
+    // Two clocks: start-up (process or Worker, runtime, request) has its own generous limit, so
+    // a loaded host does not eat the code's time; the code's deadline counts from its first line.
+    let timer = setTimeout(() =>
       settle({
         ok: false,
-        error: `TimeoutError: the code ran longer than ${opts.timeoutMs} ms and was stopped`,
-        timedOut: true,
-      }), opts.timeoutMs);
+        error: `StartupTimeoutError: the sandbox did not start within ${opts.startupMs} ms ` +
+          "(the host is overloaded?); the code did not run",
+        timedOut: false,
+      }), opts.startupMs);
+    let started = false;
+    const startCodeClock = () => {
+      if (started || outcome) return;
+      started = true;
+      clearTimeout(timer);
+      timer = setTimeout(() =>
+        settle({
+          ok: false,
+          error: `TimeoutError: the code ran longer than ${opts.timeoutMs} ms and was stopped`,
+          timedOut: true,
+        }), opts.timeoutMs);
+    };
     try {
       handle = host.launch({
         request: {
@@ -157,6 +172,7 @@ export function runOnHost(
         },
         memoryMb: opts.memoryMb,
         onEvent(ev) {
+          if (ev.kind === "start") return startCodeClock();
           if (ev.kind === "end") return settle({ ok: ev.ok, error: ev.error, timedOut: false });
           if (out.push(ev.text)) return;
           settle({

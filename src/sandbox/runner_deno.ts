@@ -43,7 +43,9 @@ const req = readRequest();
 const frame = req.nonce + " ";
 const emit: GuestEmit = (kind, text, ok) =>
   writeLine(
-    kind === "o"
+    kind === "s"
+      ? `${frame}s\n`
+      : kind === "o"
       ? `${frame}o ${stringify(text)}\n`
       : `${frame}e ${ok ? 1 : 0} ${stringify(text)}\n`,
   );

@@ -21,8 +21,16 @@ export interface ExecResult {
 export type Isolation = "auto" | "process" | "worker";
 
 export interface RunOptions {
-  /** Wall-clock limit for the whole execution, start-up included (default 5000). */
+  /**
+   * Wall-clock limit for the code, counted from when it starts running; the sandbox's own
+   * start-up is not included (default 5000).
+   */
   timeoutMs?: number;
+  /**
+   * Wall-clock limit for the sandbox to start (process or Worker, runtime, request) before
+   * the code runs; past it the run ends with a StartupTimeoutError (default 30000).
+   */
+  startupMs?: number;
   /** Printed output beyond this many UTF-8 bytes is cut and the run stopped (default 65536). */
   maxOutputBytes?: number;
   /** V8 heap limit of the sandbox in MiB; Deno only, see mod.ts (default 256). */
@@ -41,6 +49,7 @@ export interface RunOptions {
 /** RunOptions with every default filled in and checked. */
 export interface ResolvedRunOptions {
   timeoutMs: number;
+  startupMs: number;
   maxOutputBytes: number;
   memoryMb: number;
   globals: Record<string, unknown>;
@@ -77,6 +86,7 @@ export interface SandboxService {
 }
 
 export const DEFAULT_TIMEOUT_MS = 5000;
+export const DEFAULT_STARTUP_MS = 30_000;
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024;
 export const DEFAULT_MEMORY_MB = 256;
 
@@ -147,6 +157,13 @@ export function resolveRunOptions(code: unknown, options: RunOptions = {}): Reso
     timeoutMs: checkInteger(
       "timeoutMs",
       options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      1,
+      3_600_000,
+      "ms",
+    ),
+    startupMs: checkInteger(
+      "startupMs",
+      options.startupMs ?? DEFAULT_STARTUP_MS,
       1,
       3_600_000,
       "ms",

@@ -183,7 +183,7 @@ Deno.test("every helper-tool program prints what the oracle's program printed (s
         assertEquals(r.completion, HELPER_TOOL_CODE[id]);
         const state = env.reset(env.generate(r.meta.seed, { split: "train", difficulty }));
         // What the program prints is under test, not its speed: a loaded machine can take longer
-        // than the env's 2 s tool budget (sandbox start-up included), so give it room.
+        // than the env's 2 s tool budget, so give it room.
         const mine = await act(env, state, "tool", r.completion, {
           run: (c, o) => runJs(c, { ...o, timeoutMs: 30_000 }),
         });

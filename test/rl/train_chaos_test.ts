@@ -195,7 +195,7 @@ Deno.test({
         story.filter((s) => s.startsWith("resume")).length >= 3,
         `fewer than 3 resumes:\n${told}`,
       );
-      await assertSameRun(await ref, dir!, STEPS);
+      await assertSameRun(await ref, dir!, STEPS, told);
       assertEquals(checkpointTemps(dir!), [], "half-written checkpoints are cleaned up on resume");
       console.log(told);
     } finally {

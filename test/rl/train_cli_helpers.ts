@@ -138,23 +138,30 @@ async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
 }
 
 /**
- * Two runs ended the same, bit for bit: every file of their step-`step` checkpoint (adapters,
- * optimizer moments, trainer state) and every metrics line but its timings.
+ * Two runs ended the same, bit for bit: every metrics line but its timings (compared first, so
+ * a failure names the first step where they part) and every file of their step-`step`
+ * checkpoint (adapters, optimizer moments, trainer state). `context` goes into the message.
  */
-export async function assertSameRun(a: string, b: string, step: number) {
+export async function assertSameRun(a: string, b: string, step: number, context = "") {
+  const [ma, mb] = [await readMetrics(a), await readMetrics(b)];
+  assertEquals(mb.map((m) => m.step), ma.map((m) => m.step), `metrics steps differ\n${context}`);
+  const [sa, sb] = [ma.map(stripTimes), mb.map(stripTimes)];
+  const i = sa.findIndex((x, k) => x !== sb[k]);
+  assert(
+    i < 0,
+    `metrics part at line ${i + 1} (step ${ma[i]?.step}) between ${a} and ${b}:\n${sa[i]}\n` +
+      `${sb[i]}\n${context}`,
+  );
   const ca = `${a}/checkpoints/step-${step}`, cb = `${b}/checkpoints/step-${step}`;
   const fa = await filesUnder(ca), fb = await filesUnder(cb);
-  assertEquals(fb, fa, "checkpoint files differ");
+  assertEquals(fb, fa, `checkpoint files differ\n${context}`);
   for (const f of fa) {
     const [x, y] = [await Deno.readFile(`${ca}/${f}`), await Deno.readFile(`${cb}/${f}`)];
     assert(
       x.length === y.length && x.every((v, i) => v === y[i]),
-      `${f} of step-${step} differs between ${a} and ${b}`,
+      `${f} of step-${step} differs between ${a} and ${b}\n${context}`,
     );
   }
-  const [ma, mb] = [await readMetrics(a), await readMetrics(b)];
-  assertEquals(mb.map((m) => m.step), ma.map((m) => m.step), "metrics steps differ");
-  assertEquals(mb.map(stripTimes), ma.map(stripTimes), "metrics differ");
 }
 
 /** Whether something listens on 127.0.0.1:port. */

@@ -7,7 +7,11 @@ import type { ExecResult } from "../../src/sandbox/types.ts";
 import { runScenario } from "./worker_run.ts";
 
 Deno.test("browser host: stripped scope, cloned globals, errors, fresh Workers, cap, deadline", async () => {
-  const r = await runScenario("browserHost") as Record<string, ExecResult> & { busyWall: number };
+  const r = await runScenario("browserHost") as Record<string, ExecResult> & {
+    busyWall: number;
+    events: string[];
+  };
+  assertEquals(r.events, ["start", "out", "end"], "the Worker reports start, output, end");
   assertEquals(r.scope.stdout, "7 v\n" + Array(9).fill("undefined").join(" ") + "\n");
   assertEquals(r.thrown.error, "TypeError: bad (line 2)");
   assert(r.evaluated.error?.startsWith("EvalError"), String(r.evaluated.error));

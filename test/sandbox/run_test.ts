@@ -2,8 +2,11 @@
 // the output cap, timeout precision and option checks.
 
 import { assert, assertEquals, assertRejects } from "../assert.ts";
-import { runJs } from "../../src/sandbox/run.ts";
-import type { ExecResult } from "../../src/sandbox/types.ts";
+import { runJs, runOnHost } from "../../src/sandbox/run.ts";
+import { denoProcessHost } from "../../src/sandbox/host_deno.ts";
+import type { SandboxHost } from "../../src/sandbox/host.ts";
+import type { ExecResult, RunOptions } from "../../src/sandbox/types.ts";
+import { resolveRunOptions } from "../../src/sandbox/types.ts";
 
 function expectOk(r: ExecResult, stdout: string): void {
   assert(r.ok && r.error === null && !r.timedOut, `expected success, got ${JSON.stringify(r)}`);
@@ -76,6 +79,7 @@ Deno.test("runJs: bad globals and options are refused with named errors", async 
     "plain data",
   );
   await assertRejects(() => runJs("1", { timeoutMs: -5 }), "SandboxArgumentError", "timeoutMs");
+  await assertRejects(() => runJs("1", { startupMs: 0 }), "SandboxArgumentError", "startupMs");
   await assertRejects(
     () => runJs("1", { maxOutputBytes: 0 }),
     "SandboxArgumentError",
@@ -167,6 +171,68 @@ Deno.test("runJs: a timeout ends the run, whatever the code does", async () => {
   }
   const partial = await runJs("print('partial'); for (;;) {}", { timeoutMs: 1500 });
   assertEquals(partial.stdout, "partial\n", "output printed before a timeout is kept");
+});
+
+// The code's deadline counts from its first line: a loaded host stretches a sandbox's start-up
+// by seconds (a 2 s tool budget that included it once scored a correct program as a timeout in a
+// CI run and broke a bit-identical resume), and start-up has its own limit. runOnHost's clocks
+// are checked on a host that starts late on purpose; the real hosts' "start" report below.
+function lateHost(startAfterMs: number | null, codeMs: number): SandboxHost {
+  return {
+    name: "late",
+    launch({ onEvent }) {
+      let done = (_: string | null) => {};
+      const exited = new Promise<string | null>((r) => (done = r));
+      const timers: ReturnType<typeof setTimeout>[] = [];
+      if (startAfterMs !== null) {
+        timers.push(setTimeout(() => onEvent({ kind: "start" }), startAfterMs));
+        timers.push(setTimeout(() => {
+          onEvent({ kind: "out", text: "42\n" });
+          onEvent({ kind: "end", ok: true, error: null });
+        }, startAfterMs + codeMs));
+      }
+      return {
+        kill: () => (timers.forEach(clearTimeout), done(null)),
+        exited,
+      };
+    },
+  };
+}
+
+Deno.test("runOnHost: the deadline is the code's; start-up has its own limit", async () => {
+  const run = (host: SandboxHost, o: RunOptions) => runOnHost(host, "x", resolveRunOptions("x", o));
+  // 400 ms of start-up, then 10 ms of code, under a 100 ms deadline: the code ran in time.
+  expectOk(await run(lateHost(400, 10), { timeoutMs: 100 }), "42\n");
+  // The code itself past its deadline: a timeout, counted from the start report.
+  const t0 = performance.now();
+  const long = await run(lateHost(300, 5000), { timeoutMs: 200 });
+  const wall = performance.now() - t0;
+  assert(long.timedOut && long.error?.startsWith("TimeoutError"), JSON.stringify(long));
+  assert(wall >= 495, `timed out ${wall.toFixed(0)} ms after the launch, before 300 + 200`);
+  // A sandbox that never starts: a StartupTimeoutError, not a timeout of the code.
+  const never = await run(lateHost(null, 0), { startupMs: 150, timeoutMs: 60_000 });
+  assert(!never.ok && !never.timedOut, JSON.stringify(never));
+  assert(never.error?.startsWith("StartupTimeoutError"), String(never.error));
+});
+
+Deno.test("Deno process host: reports start, then output, then the end", async () => {
+  const kinds: string[] = [];
+  let ended = () => {};
+  const end = new Promise<void>((r) => (ended = r));
+  const handle = denoProcessHost.launch({
+    request: { code: "print(1)", helpers: "", globals: {}, maxOutputBytes: 100 },
+    memoryMb: 64,
+    onEvent(e) {
+      kinds.push(e.kind);
+      if (e.kind === "end") ended();
+    },
+  });
+  await end;
+  handle.kill();
+  await handle.exited;
+  assertEquals(kinds, ["start", "out", "end"]);
+  const slow = await runJs("print(1)", { startupMs: 1, timeoutMs: 60_000 });
+  assert(slow.error?.startsWith("StartupTimeoutError") && slow.stdout === "", JSON.stringify(slow));
 });
 
 Deno.test("runJs: a memory blow-up ends the run with MemoryLimitError, not the host", async () => {
