@@ -1,9 +1,12 @@
 // WGSL sources by name. Files in shaders/ are used unchanged: Deno reads them as text next to
 // this module; a bundled web app registers them up front (Vite `?raw` imports) instead.
+// Generated shaders (the matmul tiles, src/ops/matmul_gen.ts) are registered as functions by
+// the module that uses them and written when a pipeline first asks for them.
 
 import { readText } from "../runtime.ts";
 
 const registered = new Map<string, string>();
+const generators = new Map<string, () => string>();
 const loading = new Map<string, Promise<string>>();
 
 /** Registers sources (name without ".wgsl" → text), e.g. from Vite's import.meta.glob. */
@@ -14,13 +17,18 @@ export function registerShaders(sources: Record<string, string>): void {
   }
 }
 
+/** Registers generated shaders (name → a function that writes its WGSL, called once). */
+export function registerShaderGenerators(gens: Readonly<Record<string, () => string>>): void {
+  for (const [name, gen] of Object.entries(gens)) generators.set(name, gen);
+}
+
 /**
  * A line `//! include NAME` in a shader stands for the text of shaders/NAME.wgsl (once per
  * shader, resolved recursively): kernels share WGSL functions without copies.
  */
 const INCLUDE = /^\/\/! include ([A-Za-z0-9_]+)[ \t]*$/gm;
 
-/** The WGSL text of shaders/<name>.wgsl, its includes resolved. */
+/** The WGSL text of shaders/<name>.wgsl (or a generated shader), its includes resolved. */
 export async function shaderSource(name: string): Promise<string> {
   return await expand(name, new Set([name]));
 }
@@ -49,6 +57,12 @@ async function expand(name: string, seen: Set<string>): Promise<string> {
 function rawSource(name: string): Promise<string> {
   const text = registered.get(name);
   if (text !== undefined) return Promise.resolve(text);
+  const gen = generators.get(name);
+  if (gen) {
+    const made = gen();
+    registered.set(name, made);
+    return Promise.resolve(made);
+  }
   let p = loading.get(name);
   if (!p) {
     // The base goes through a variable so bundlers do not turn this Deno path into assets:

@@ -3,7 +3,7 @@
 // load runs as a per-lane loop with a bounds-check branch for every component, while a texel
 // load of an rgba32float texture does not branch, and at decode's few rows the weight loads are
 // most of a projection's time: 8 rows against the ~30M preset's projections, the texture form
-// ran 1.3–1.7× faster than the storage form (gen_matmul_reg.ts's TEX_TILES note), read as storage
+// ran 1.3–1.7× faster than the storage form (docs/benchmarks.md), read as storage
 // textures faster still (gpu/pipelines.ts "texture-read").
 //
 // A weight W [N, K] (HF Linear layout [out, in]) becomes an rgba32float 2D texture: row n at texel

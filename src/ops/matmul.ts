@@ -10,7 +10,19 @@ import type { Gpu } from "../gpu/mod.ts";
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import { packUniform, type Recorder, type TextureBinding } from "../gpu/recorder.ts";
+import { registerShaderGenerators } from "../gpu/shaders.ts";
+import {
+  isBigRegTile,
+  isGroupTile,
+  isRegTile,
+  isRopeTile,
+  isTexTile,
+  MATMUL_SHADERS,
+} from "./matmul_gen.ts";
 import { matmulPicks } from "./tuning.ts";
+
+// The register-tiled shaders are generated from matmul_gen.ts's tile lists when first used.
+registerShaderGenerators(MATMUL_SHADERS);
 
 export type MatmulForm = "nn" | "nt" | "tn";
 export const MATMUL_FORMS: readonly MatmulForm[] = ["nn", "nt", "tn"];
@@ -44,11 +56,8 @@ export interface MatmulVariant {
   wgy?: number;
 }
 
-/** Register tiles with a grouped A·Bᵀ entry in shaders/matmul_group.wgsl (gen_matmul_reg.ts). */
-export const GROUP_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [8, 8], [8, 16]];
-
 function hasGroupEntry(v: MatmulVariant): boolean {
-  return v.kind === "reg" && GROUP_TILES.some(([r, c]) => r === v.r && c === v.c);
+  return v.kind === "reg" && isGroupTile(v.r!, v.c!);
 }
 
 function groupSpec(v: MatmulVariant): KernelSpec {
@@ -66,11 +75,6 @@ export interface MatmulGroupPart {
   b: BufferRef;
   c: BufferRef;
   N: number;
-}
-
-/** Register tiles of 256 outputs or more live in shaders/matmul_reg_big.wgsl (gen_matmul_reg.ts). */
-export function isBigRegTile(r: number, c: number): boolean {
-  return r * c >= 256;
 }
 
 /**
@@ -92,25 +96,14 @@ export interface TextureWeight {
 }
 
 /**
- * Texture-form tiles (shaders/matmul_tex.wgsl, from gen_matmul_reg.ts's TEX_TILES), each with a
- * grouped entry in shaders/matmul_tex_group.wgsl.
- */
-export const TEX_TILES: ReadonlyArray<readonly [number, number]> = [[1, 8], [1, 16], [4, 16], [
-  8,
-  16,
-], [8, 32]];
-/** Texture tiles with a q/k/v + RoPE + K/V cache entry (shaders/matmul_tex_rope.wgsl). */
-export const ROPE_TILES: ReadonlyArray<readonly [number, number]> = [[4, 16], [8, 32]];
-
-/**
- * The texture-form kernel of a variant (a TEX_TILES tile): the plain entry, the grouped one
+ * The texture-form kernel of a variant (a TEX_TILES tile of matmul_gen.ts): the plain entry, the grouped one
  * ("group"), or the gate/up pair with SwiGLU applied ("swiglu", the grouped bindings).
  */
 export function textureSpec(
   v: MatmulVariant,
   entry: "plain" | "group" | "swiglu" | "rope" = "plain",
 ): KernelSpec {
-  if (v.kind !== "reg" || !TEX_TILES.some(([r, c]) => r === v.r && c === v.c)) {
+  if (v.kind !== "reg" || !isTexTile(v.r!, v.c!)) {
     throw new KernelArgumentError(`matmul variant ${v.name} has no texture-form entry`);
   }
   const ro = "read-only-storage", rw = "storage", constants = { WGX: v.wgx!, WGY: v.wgy! };
@@ -123,7 +116,7 @@ export function textureSpec(
     };
   }
   if (entry === "rope") {
-    if (!ROPE_TILES.some(([r, c]) => r === v.r && c === v.c)) {
+    if (!isRopeTile(v.r!, v.c!)) {
       throw new KernelArgumentError(`matmul variant ${v.name} has no q/k/v RoPE entry`);
     }
     return {
@@ -154,7 +147,15 @@ export function textureSpec(
   };
 }
 
-function reg(r: number, c: number, wgx: number, wgy = 1): MatmulVariant {
+/** A register-tile variant; its tile must be one matmul_gen.ts generates (`texture`: TEX_TILES). */
+function reg(r: number, c: number, wgx: number, wgy = 1, texture = false): MatmulVariant {
+  if (!(texture ? isTexTile(r, c) : isRegTile(r, c))) {
+    throw new Error(
+      `matmul tile r${r}c${c} is not generated: add it to ${
+        texture ? "TEX_TILES" : "REG_TILES or BIG_TILES"
+      } in src/ops/matmul_gen.ts`,
+    );
+  }
   return { name: `r${r}c${c}_wg${wgx}x${wgy}`, kind: "reg", r, c, wgx, wgy };
 }
 
@@ -196,11 +197,11 @@ export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
 
 /** Texture-form variants (textureSpec): TEX_TILES tiles with their workgroup widths. */
 export const TEX_VARIANTS: readonly MatmulVariant[] = [
-  reg(1, 8, 32),
-  reg(1, 16, 32),
-  reg(4, 16, 8),
-  reg(8, 16, 8),
-  reg(8, 32, 8),
+  reg(1, 8, 32, 1, true),
+  reg(1, 16, 32, 1, true),
+  reg(4, 16, 8, 1, true),
+  reg(8, 16, 8, 1, true),
+  reg(8, 32, 8, 1, true),
 ];
 
 export function findTextureVariant(name: string): MatmulVariant {
@@ -549,7 +550,7 @@ export class Matmul {
       if (!this.texSwigluKernels.has(name)) {
         this.texSwigluKernels.set(name, await this.gpu.kernel(textureSpec(v, "swiglu")));
       }
-      if (ROPE_TILES.some(([r, c]) => r === v.r && c === v.c) && !this.texRopeKernels.has(name)) {
+      if (isRopeTile(v.r!, v.c!) && !this.texRopeKernels.has(name)) {
         this.texRopeKernels.set(name, await this.gpu.kernel(textureSpec(v, "rope")));
       }
     }));
