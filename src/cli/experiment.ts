@@ -20,6 +20,7 @@ import { envForConfig } from "../rl/env_for.ts";
 import {
   aggregate,
   BASELINE_OF,
+  DEFAULT_METHODS,
   curvesFromMetrics,
   evaluateWith,
   ExperimentMergeError,
@@ -55,7 +56,7 @@ export const EXPERIMENT_CLI = defineCli({
     methods: {
       type: "string",
       metavar: "a,b",
-      help: `methods (default: all): ${METHODS.join(", ")}, ablation`,
+      help: `methods: ${METHODS.join(", ")}, ablation (default: all but mas_l1_ppo)`,
     },
     seeds: {
       type: "number",
@@ -519,7 +520,9 @@ if (import.meta.main) {
   await runMain(async () => {
     const spec = JSON.parse(await Deno.readTextFile(args.spec)) as ExperimentSpec;
     const tasks = list(args.tasks, Object.keys(spec.tasks), "tasks");
-    const methods = list(args.methods, [...METHODS, "ablation"], "methods");
+    const methods = args.methods
+      ? list(args.methods, [...METHODS, "ablation"], "methods")
+      : [...DEFAULT_METHODS, "ablation"];
     const seeds = args.seeds ?? spec.seeds,
       steps = args.steps ?? spec.steps,
       firstSeed = args.firstSeed;

@@ -7,6 +7,8 @@
 //   mas_l1        MAS + AT-GRPO, one shared policy (L1)
 //   mas_l2        MAS + AT-GRPO, one LoRA adapter per role on a frozen base (L2)
 //   mas_l3        MAS + AT-GRPO, one full model per role (L3)
+//   mas_l1_ppo    MAS + PPO with a critic and GAE instead of AT-GRPO's group baselines, one
+//                 shared policy (L1), whole-trajectory rollouts (docs/ppo.md); not run by default
 // plus the paper's Plan-Path ablation: the L2 run's two role adapters swapped at evaluation.
 // Budget: a MAS step samples K candidates for each of its A agents' turns per environment; the
 // single agent has one agent, so it gets A× the environments per step. The samples each run
@@ -31,15 +33,40 @@ import { type PairedTest, pairedTest } from "./experiment_stats.ts";
 import { policyMapFor } from "./policy_map.ts";
 import { RlSession } from "./session.ts";
 
-export const METHODS = ["single", "single_grpo", "mas", "mas_l1", "mas_l2", "mas_l3"] as const;
+export const METHODS = [
+  "single",
+  "single_grpo",
+  "mas",
+  "mas_l1",
+  "mas_l2",
+  "mas_l3",
+  "mas_l1_ppo",
+] as const;
 export type MethodId = typeof METHODS[number];
+/** What `experiment paper-table` runs without --methods: the paper's table. */
+export const DEFAULT_METHODS: readonly MethodId[] = METHODS.filter((m) => m !== "mas_l1_ppo");
 
 export interface MethodSpec {
   readonly id: MethodId;
   readonly label: string;
   readonly level: Level;
   readonly train: boolean;
+  /** A RunConfig fragment of the method itself, applied before the spec's methods[id]. */
+  readonly config?: Record<string, unknown>;
 }
+
+/**
+ * PPO with a critic, at the budget of AT-GRPO's L1: K whole trajectories per task (the same
+ * samples per step as K candidates per agent turn), the settings of configs/*_L1_ppo.json.
+ */
+const PPO_FRAGMENT = {
+  rollout: { mode: "independent" },
+  update: {
+    advantage: "gae",
+    gae: { gamma: 1, lambda: 0.95, whiten: true },
+    value: { coef: 0.1, clip: 0.2, lr: 0.01 },
+  },
+};
 
 export const METHOD_SPECS: Readonly<Record<MethodId, MethodSpec>> = {
   single: { id: "single", label: "single agent", level: "L0", train: false },
@@ -48,6 +75,13 @@ export const METHOD_SPECS: Readonly<Record<MethodId, MethodSpec>> = {
   mas_l1: { id: "mas_l1", label: "MAS + AT-GRPO, shared (L1)", level: "L1", train: true },
   mas_l2: { id: "mas_l2", label: "MAS + AT-GRPO, per-role LoRA (L2)", level: "L2", train: true },
   mas_l3: { id: "mas_l3", label: "MAS + AT-GRPO, per-role full (L3)", level: "L3", train: true },
+  mas_l1_ppo: {
+    id: "mas_l1_ppo",
+    label: "MAS + PPO with critic, shared (L1)",
+    level: "L1",
+    train: true,
+    config: PPO_FRAGMENT,
+  },
 };
 
 /** configs/experiments/paper_table.json: a base config and one override object per task. */
@@ -140,7 +174,8 @@ export function methodConfig(
     // Trained runs get their step 0 from the untrained method of the same seed (same base, tasks).
     eval: { beforeTraining: !m.train, everySteps: spec.evalEvery ?? Math.max(1, steps) },
   };
-  return parseConfig(merge(merge(merge(raw, overrides), spec.methods?.[method] ?? {}), extra));
+  const withMethod = merge(merge(raw, overrides), m.config ?? {});
+  return parseConfig(merge(merge(withMethod, spec.methods?.[method] ?? {}), extra));
 }
 
 /** A RunConfig fragment setting the optimizer's learning rate. */
@@ -380,6 +415,7 @@ export const BASELINE_OF: Partial<Record<MethodId, MethodId>> = {
   mas_l1: "mas",
   mas_l2: "mas",
   mas_l3: "mas",
+  mas_l1_ppo: "mas",
 };
 
 /**

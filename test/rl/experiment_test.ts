@@ -14,6 +14,7 @@ import {
   BASELINE_OF,
   chooseLr,
   curvesFromMetrics,
+  DEFAULT_METHODS,
   type ExperimentSpec,
   markdownTable,
   mergeExperiments,
@@ -69,6 +70,17 @@ Deno.test("method configs differ only in what the method is", () => {
     "L3",
   ]);
   assertEquals(cfgs.mas_l3.update.mode, "full");
+  // PPO: L1 with whole trajectories, the critic and GAE; everything else as AT-GRPO's L1.
+  assertEquals(
+    [cfgs.mas_l1_ppo.level, cfgs.mas_l1_ppo.rollout.mode, cfgs.mas_l1_ppo.update.advantage],
+    ["L1", "independent", "gae"],
+  );
+  assertEquals(cfgs.mas_l1.update.advantage, "grpo");
+  assertEquals(cfgs.mas_l1_ppo.update.value.lr, 0.01);
+  assertEquals(cfgs.mas_l1_ppo.rollout.envsPerStep, cfgs.mas_l1.rollout.envsPerStep);
+  assertEquals(cfgs.mas_l1_ppo.update.optimizer, cfgs.mas_l1.update.optimizer);
+  assertEquals(BASELINE_OF.mas_l1_ppo, "mas");
+  assert(!DEFAULT_METHODS.includes("mas_l1_ppo") && DEFAULT_METHODS.includes("mas_l1"));
   // Budget: the single agent plays both of the team's agent slots, so twice the envs per step.
   assertEquals(cfgs.single_grpo.rollout.envsPerStep, 2 * cfgs.mas_l1.rollout.envsPerStep);
   for (const c of Object.values(cfgs)) {
@@ -427,7 +439,7 @@ Deno.test("deno task experiment paper-table: a tiny run of every method writes t
     assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
     const last = JSON.parse(stdout.trim().split("\n").pop()!);
     const methods = last.aggregates.map((a: { method: string }) => a.method).sort();
-    assertEquals(methods, [...METHODS, "ablation_swapped"].sort());
+    assertEquals(methods, [...DEFAULT_METHODS, "ablation_swapped"].sort());
     const saved = JSON.parse(await Deno.readTextFile(`${dir}/out/results.json`));
     const results = saved.results as RunResult[];
     for (const r of results) {
