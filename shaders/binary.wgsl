@@ -2,10 +2,7 @@
 //   binary:         out[i] = g(a·x[i], b·y[j])      OP: 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min
 //   binary_inplace: x[i]   = g(a·x[i], b·y[j])
 
-struct Params {
-  n: u32, cols: u32, yRowStride: u32, yColStride: u32,
-  a: f32, b: f32, _p0: f32, _p1: f32,
-}
+//! include elementwise_params
 
 override OP: u32 = 0u;
 override WG: u32 = 256u;

@@ -1,9 +1,6 @@
 // In-place binary op with broadcasting: x[i] = g(a·x[i], b·y[j]). See binary.wgsl.
 
-struct Params {
-  n: u32, cols: u32, yRowStride: u32, yColStride: u32,
-  a: f32, b: f32, _p0: f32, _p1: f32,
-}
+//! include elementwise_params
 
 override OP: u32 = 0u;
 override WG: u32 = 256u;

@@ -5,10 +5,7 @@
 // mean same shape, (0, 1) a broadcast row vector, (1, 0) a column vector, (0, 0) a scalar.
 // Large n is covered with a 2-D grid: i = gid.x + gid.y · (num_workgroups.x · WG).
 
-struct Params {
-  n: u32, cols: u32, yRowStride: u32, yColStride: u32,
-  a: f32, b: f32, _p0: f32, _p1: f32,
-}
+//! include elementwise_params
 
 override OP: u32 = 0u;
 override WG: u32 = 256u;

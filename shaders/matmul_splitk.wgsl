@@ -11,11 +11,7 @@
 // Overrides: WG lanes per workgroup (a power of 2, ≤ MAXWG), R rows per workgroup (≤ MAXR).
 // Rows ≥ M and columns ≥ N read clamped (in-bounds) addresses and are never written.
 
-struct Params {
-  M: u32, N: u32, K: u32, batch: u32,
-  strideA: u32, strideB: u32, strideC: u32, _pad: u32,
-  alpha: f32, beta: f32, _p1: f32, _p2: f32,
-}
+//! include matmul_params
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;

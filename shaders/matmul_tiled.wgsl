@@ -5,11 +5,7 @@
 // C[b] = alpha · op(A[b]) · op(B[b]) + beta · C[b]; FORM 0 = nn (A[M,K]·B[K,N]),
 // 1 = nt (A[M,K]·B[N,K]ᵀ), 2 = tn (A[K,M]ᵀ·B[K,N]).
 
-struct Params {
-  M: u32, N: u32, K: u32, batch: u32,
-  strideA: u32, strideB: u32, strideC: u32, _pad: u32,
-  alpha: f32, beta: f32, _p1: f32, _p2: f32,
-}
+//! include matmul_params
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<f32>;

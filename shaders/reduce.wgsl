@@ -4,7 +4,7 @@
 //   combine_partials: out[0] = combine(partials[0..n])               second pass, one workgroup
 // Global reductions (gradient norms) are two dispatches in one recording; no readback between.
 
-struct Params { rows: u32, cols: u32, n: u32, chunk: u32 }
+//! include reduce_params
 
 override OP: u32 = 0u;
 override WG: u32 = 64u;

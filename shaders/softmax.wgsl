@@ -2,7 +2,7 @@
 // Numerically stable: subtract the row max, sum exp in f32, tree-reduce in workgroup memory.
 // Rows beyond 65535 use a 2-D grid: row = wid.x + wid.y · num_workgroups.x.
 
-struct Params { rows: u32, cols: u32, _p0: u32, _p1: u32 }
+//! include softmax_params
 
 override WG: u32 = 64u;
 

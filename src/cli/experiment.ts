@@ -20,8 +20,8 @@ import { envForConfig } from "../rl/env_for.ts";
 import {
   aggregate,
   BASELINE_OF,
-  DEFAULT_METHODS,
   curvesFromMetrics,
+  DEFAULT_METHODS,
   evaluateWith,
   ExperimentMergeError,
   type ExperimentSpec,

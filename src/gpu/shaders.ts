@@ -72,7 +72,9 @@ function rawSource(name: string): Promise<string> {
       loading.delete(name);
       throw new Error(
         `WGSL shader "${name}" not found (${(e as Error).message}). In a bundled app, ` +
-          `register shaders with registerShaders(import.meta.glob("shaders/*.wgsl", {query: "?raw"}))`,
+          `register shaders with registerShaders(import.meta.glob("shaders/*.wgsl", {query: "?raw"})); ` +
+          "generated shaders and uniform structs are registered by the module that declares them " +
+          "(src/ops/matmul_gen.ts, uniformStruct in src/gpu/uniforms.ts): import it first",
       );
     });
     loading.set(name, p);

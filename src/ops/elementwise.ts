@@ -5,7 +5,8 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "./grid.ts";
 
 export const UNARY_OPS = [
@@ -51,6 +52,16 @@ function broadcastStrides(bc: Broadcast, cols: number): [number, number] {
       return [0, 0];
   }
 }
+
+/** The parameters of shaders/elementwise.wgsl, binary.wgsl and binary_inplace.wgsl. */
+export const ElementwiseParams = uniformStruct("elementwise_params", "Params", [
+  ["n", "u32"],
+  ["cols", "u32"],
+  ["yRowStride", "u32"],
+  ["yColStride", "u32"],
+  ["a", "f32"],
+  ["b", "f32"],
+]);
 
 export class Elementwise {
   private constructor(
@@ -103,7 +114,7 @@ export class Elementwise {
   /** out = f(a·x + b) elementwise over n values. */
   unary(rec: Recorder, op: UnaryOp, n: number, x: BufferRef, out: BufferRef, a = 1, b = 0): void {
     if (n <= 0) throw new KernelArgumentError(`unary ${op}: n must be positive, got ${n}`);
-    const u = packUniform([["u32", n], ["u32", n], ["u32", 0], ["u32", 0], ["f32", a], ["f32", b]]);
+    const u = ElementwiseParams.pack({ n, cols: n, yRowStride: 0, yColStride: 0, a, b });
     rec.dispatch(
       this.unaryK.get(op)!,
       [null, x, out],
@@ -139,13 +150,13 @@ export class Elementwise {
       );
     }
     const [rs, cs] = broadcastStrides(args.broadcast ?? "same", cols);
-    return packUniform([
-      ["u32", args.n],
-      ["u32", cols],
-      ["u32", rs],
-      ["u32", cs],
-      ["f32", args.a ?? 1],
-      ["f32", args.b ?? 1],
-    ]);
+    return ElementwiseParams.pack({
+      n: args.n,
+      cols,
+      yRowStride: rs,
+      yColStride: cs,
+      a: args.a ?? 1,
+      b: args.b ?? 1,
+    });
   }
 }

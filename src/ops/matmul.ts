@@ -9,7 +9,7 @@ import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Kernel, KernelSpec } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder, type TextureBinding } from "../gpu/recorder.ts";
+import type { Recorder, TextureBinding } from "../gpu/recorder.ts";
 import { registerShaderGenerators } from "../gpu/shaders.ts";
 import {
   isBigRegTile,
@@ -18,6 +18,10 @@ import {
   isRopeTile,
   isTexTile,
   MATMUL_SHADERS,
+  MatmulGroupParams,
+  MatmulParams,
+  MatmulTexGroupParams,
+  MatmulTexParams,
 } from "./matmul_gen.ts";
 import { matmulPicks } from "./tuning.ts";
 
@@ -382,20 +386,7 @@ export function encodeMatmulWith(
       `matmul variant ${v.name} cannot run ${s.form} M=${s.M} N=${s.N} K=${s.K}`,
     );
   }
-  const u = packUniform([
-    ["u32", s.M],
-    ["u32", s.N],
-    ["u32", s.K],
-    ["u32", s.batch],
-    ["u32", s.strideA],
-    ["u32", s.strideB],
-    ["u32", s.strideC],
-    ["u32", 0],
-    ["f32", s.alpha],
-    ["f32", s.beta],
-    ["f32", 0],
-    ["f32", 0],
-  ]);
+  const u = MatmulParams.pack(s);
   rec.dispatch(kernel, [null, a, b, c], workgroups(v, s), u);
 }
 
@@ -494,16 +485,15 @@ export class Matmul {
     const cols = v.c! * v.wgx!;
     const tiles = parts.map((q) => Math.ceil(q.N / cols));
     const filled = [0, 1, 2].map((i) => parts[i] ?? { b: parts[0].b, c: scratch, N: 0 });
-    const u = packUniform([
-      ["u32", M],
-      ["u32", K],
-      ["u32", filled[0].N],
-      ["u32", filled[1].N],
-      ["u32", filled[2].N],
-      ["u32", tiles[0]],
-      ["u32", tiles[1] ?? 0],
-      ["u32", 0],
-    ]);
+    const u = MatmulGroupParams.pack({
+      M,
+      K,
+      N0: filled[0].N,
+      N1: filled[1].N,
+      N2: filled[2].N,
+      t0: tiles[0],
+      t1: tiles[1] ?? 0,
+    });
     const x = tiles.reduce((s, t) => s + t, 0);
     rec.dispatch(
       k,
@@ -719,16 +709,16 @@ export function encodeTextureWith(
       `matmul texture form: M ${M} and N ${N} must be positive and K ${K} a positive multiple of 4`,
     );
   }
-  const u = packUniform([
-    ["u32", M],
-    ["u32", N],
-    ["u32", K],
-    ["u32", b.rowsPerBlock],
-    ["f32", 1],
-    ["f32", shape.beta ?? 0],
-    ["f32", b.normEps ?? 0],
-    ["u32", b.normEps === undefined ? 0 : 1],
-  ]);
+  const u = MatmulTexParams.pack({
+    M,
+    N,
+    K,
+    H: b.rowsPerBlock,
+    alpha: 1,
+    beta: shape.beta ?? 0,
+    eps: b.normEps ?? 0,
+    norm: b.normEps === undefined ? 0 : 1,
+  });
   rec.dispatch(kernel, [null, a, b.binding, c], [
     Math.ceil(N / (v.c! * v.wgx!)),
     Math.ceil(M / (v.r! * v.wgy!)),
@@ -766,20 +756,20 @@ export function encodeGroupTextureWith(
   const cols = v.c! * v.wgx!;
   const tiles = parts.map((q) => Math.ceil(q.b.rows / cols));
   const filled = [0, 1, 2].map((i) => parts[i] ?? { b: { ...parts[0].b, rows: 0 }, c: scratch });
-  const u = packUniform([
-    ["u32", M],
-    ["u32", K],
-    ["u32", filled[0].b.rows],
-    ["u32", filled[1].b.rows],
-    ["u32", filled[2].b.rows],
-    ["u32", tiles[0]],
-    ["u32", tiles[1] ?? 0],
-    ["u32", H],
-    ["f32", normEps ?? 0],
-    ["u32", normEps === undefined ? 0 : 1],
-    ["u32", 0],
-    ["u32", 0],
-  ]);
+  const u = MatmulTexGroupParams.pack({
+    M,
+    K,
+    N0: filled[0].b.rows,
+    N1: filled[1].b.rows,
+    N2: filled[2].b.rows,
+    t0: tiles[0],
+    t1: tiles[1] ?? 0,
+    H,
+    eps: normEps ?? 0,
+    norm: normEps === undefined ? 0 : 1,
+    headDim: 0,
+    positions: 0,
+  });
   const x = tiles.reduce((s, t) => s + t, 0);
   rec.dispatch(kernel, [
     null,
@@ -820,20 +810,20 @@ export function encodeSwigluTextureWith(
       `matmul texture swiglu: M ${M} must be positive and K ${K} a multiple of 4`,
     );
   }
-  const u = packUniform([
-    ["u32", M],
-    ["u32", K],
-    ["u32", I],
-    ["u32", 0],
-    ["u32", 0],
-    ["u32", 0],
-    ["u32", 0],
-    ["u32", H],
-    ["f32", normEps ?? 0],
-    ["u32", normEps === undefined ? 0 : 1],
-    ["u32", 0],
-    ["u32", 0],
-  ]);
+  const u = MatmulTexGroupParams.pack({
+    M,
+    K,
+    N0: I,
+    N1: 0,
+    N2: 0,
+    t0: 0,
+    t1: 0,
+    H,
+    eps: normEps ?? 0,
+    norm: normEps === undefined ? 0 : 1,
+    headDim: 0,
+    positions: 0,
+  });
   rec.dispatch(kernel, [null, a, gate.binding, up.binding, up.binding, h, unused[0], unused[1]], [
     Math.ceil(I / (v.c! / 2 * v.wgx!)),
     Math.ceil(M / (v.r! * v.wgy!)),
@@ -878,20 +868,20 @@ export function encodeQkvRopeTextureWith(
   }
   const cols = v.c! * v.wgx!;
   const tiles = w.map((t) => Math.ceil(t.rows / cols));
-  const u = packUniform([
-    ["u32", M],
-    ["u32", K],
-    ["u32", w[0].rows],
-    ["u32", w[1].rows],
-    ["u32", w[2].rows],
-    ["u32", tiles[0]],
-    ["u32", tiles[1]],
-    ["u32", H],
-    ["f32", normEps ?? 0],
-    ["u32", normEps === undefined ? 0 : 1],
-    ["u32", D],
-    ["u32", out.positions],
-  ]);
+  const u = MatmulTexGroupParams.pack({
+    M,
+    K,
+    N0: w[0].rows,
+    N1: w[1].rows,
+    N2: w[2].rows,
+    t0: tiles[0],
+    t1: tiles[1],
+    H,
+    eps: normEps ?? 0,
+    norm: normEps === undefined ? 0 : 1,
+    headDim: D,
+    positions: out.positions,
+  });
   rec.dispatch(kernel, [
     null,
     a,

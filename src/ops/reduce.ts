@@ -5,7 +5,8 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "./grid.ts";
 
 export const REDUCE_OPS = ["sum", "max", "sumsq"] as const;
@@ -14,6 +15,14 @@ export type ReduceOp = typeof REDUCE_OPS[number];
 const WG = 64;
 /** Elements each workgroup folds in the first pass of a global reduction. */
 export const GLOBAL_CHUNK = 4096;
+
+/** shaders/reduce.wgsl's parameters: rows/cols for `rows`, n/chunk for the global passes. */
+export const ReduceParams = uniformStruct("reduce_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+  ["n", "u32"],
+  ["chunk", "u32"],
+]);
 
 export class Reduce {
   private constructor(private k: Map<string, Kernel>, private maxPerDim: number) {}
@@ -50,7 +59,7 @@ export class Reduce {
     if (rows <= 0 || cols <= 0) {
       throw new KernelArgumentError(`reduce rows: rows=${rows}, cols=${cols} must be positive`);
     }
-    const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
+    const u = ReduceParams.pack({ rows, cols, n: 0, chunk: 0 });
     rec.dispatch(this.k.get(`rows:${op}`)!, [null, x, out], grid1d(rows, this.maxPerDim), u);
   }
 
@@ -74,7 +83,7 @@ export class Reduce {
       this.k.get(`partial:${op}`)!,
       [null, x, scratch],
       grid1d(parts, this.maxPerDim),
-      packUniform([["u32", 0], ["u32", 0], ["u32", n], ["u32", GLOBAL_CHUNK]]),
+      ReduceParams.pack({ rows: 0, cols: 0, n, chunk: GLOBAL_CHUNK }),
     );
     // The second pass only combines: partials of sumsq are already squared.
     const combineOp: ReduceOp = op === "sumsq" ? "sum" : op;
@@ -82,7 +91,7 @@ export class Reduce {
       this.k.get(`combine_partials:${combineOp}`)!,
       [null, scratch, out],
       [1],
-      packUniform([["u32", 0], ["u32", 0], ["u32", parts], ["u32", 0]]),
+      ReduceParams.pack({ rows: 0, cols: 0, n: parts, chunk: 0 }),
     );
   }
 }

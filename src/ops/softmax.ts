@@ -4,8 +4,15 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "./grid.ts";
+
+/** shaders/softmax.wgsl's parameters. */
+export const SoftmaxParams = uniformStruct("softmax_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+]);
 
 export class Softmax {
   private constructor(private soft: Kernel, private logSoft: Kernel, private maxPerDim: number) {}
@@ -35,7 +42,7 @@ export class Softmax {
     if (rows <= 0 || cols <= 0) {
       throw new KernelArgumentError(`softmax: rows=${rows}, cols=${cols} must be positive`);
     }
-    const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
+    const u = SoftmaxParams.pack({ rows, cols });
     rec.dispatch(log ? this.logSoft : this.soft, [null, x, out], grid1d(rows, this.maxPerDim), u);
   }
 }

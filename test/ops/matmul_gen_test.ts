@@ -90,7 +90,8 @@ Deno.test("shader CLI: --list marks generated shaders, NAME prints the WGSL, unk
   assert(list.stdout.split("\n").includes("softmax"), list.stdout);
   const one = await run("matmul_reg");
   assertEquals(one.code, 0, one.stderr);
-  assertEquals(one.stdout, MATMUL_SHADERS.matmul_reg());
+  assertEquals(one.stdout, await shaderSource("matmul_reg"));
+  assert(one.stdout.includes("struct Params {"), "the uniform struct include is resolved");
   const bad = await run("matmul_nope");
   assertEquals(bad.code, 2);
   assert(bad.stderr.includes("no shader named matmul_nope"), bad.stderr);
