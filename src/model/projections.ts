@@ -52,11 +52,12 @@ export class StorageProjections implements Projections {
       a.xn1,
       a.rstd1,
     );
-    this.linearGroup(rec, N, a.xn1, [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
+    const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
       lv.v!,
       lv.vBias,
       a.v,
-    ]]);
+    ]];
+    this.linearGroup(rec, N, a.xn1, qkv);
     this.qkNormRope(rec, l, N);
   }
 

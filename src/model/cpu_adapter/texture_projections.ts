@@ -54,11 +54,12 @@ export class TextureProjections extends StorageProjections {
       });
       return;
     }
-    this.texLinearGroup(rec, N, a.xn1, [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
+    const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
       lv.v!,
       lv.vBias,
       a.v,
-    ]], raw);
+    ]];
+    this.texLinearGroup(rec, N, a.xn1, qkv, raw);
     this.qkNormRope(rec, l, N);
   }
 
