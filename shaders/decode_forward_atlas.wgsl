@@ -1,5 +1,5 @@
 // The fused decode forward (decode_forward_core.wgsl) with the projection weights read from WA,
-// the parameter atlas (src/model/param_atlas.ts): the parameters' vec4s as the texels of an
+// the parameter atlas (src/model/cpu_adapter/param_atlas.ts): the parameters' vec4s as the texels of an
 // rgba32float texture 2^ATLAS_SHIFT texels wide, vec4 i at texel (i mod width, i / width).
 // Why: on llvmpipe a storage-buffer load runs a loop over the lanes with a bounds-check branch
 // per component, a storage-texture load is a few vector instructions (pipelines.ts).

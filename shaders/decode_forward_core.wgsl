@@ -73,7 +73,7 @@ const MAXT: u32 = 16u;    // a lane's projection accumulators: R·CG vec4s (more
 const MAXW: u32 = 16u;    // its weight rows per step of k: 4·CG
 const MAXD4: u32 = 16u;
 const MAXG: u32 = 8u;
-const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (decode_forward.ts)
+const QLEN: u32 = 32u;    // a lane's attention registers: G·D4 vec4s (cpu_adapter/decode_forward.ts)
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> W: array<vec4<f32>>;

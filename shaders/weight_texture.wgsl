@@ -1,4 +1,4 @@
-// Fills a weight texture (src/model/weight_textures.ts): texel ((n / H)·K4 + k4, n % H) of an
+// Fills a weight texture (src/model/cpu_adapter/weight_textures.ts): texel ((n / H)·K4 + k4, n % H) of an
 // rgba32float 2D texture = W[n, 4·k4 .. 4·k4+3] for W [N, K] row-major (K4 = K/4), times
 // g[4·k4 ..] when p.scaled != 0: the RMSNorm weight g that precedes the product, folded in.
 

@@ -8,7 +8,7 @@ import { shaderSource } from "./shaders.ts";
 /**
  * Binding kinds: buffers; "texture-read", an rgba32float 2D storage texture read with
  * textureLoad (`texture_storage_2d<rgba32float, read>`: the weight textures of
- * model/weight_textures.ts; needs the WGSL language feature
+ * model/cpu_adapter/weight_textures.ts; needs the WGSL language feature
  * readonly_and_readwrite_storage_textures, see Gpu.readOnlyStorageTextures); and
  * "texture-write", an rgba32float 2D storage texture written with textureStore.
  *

@@ -10,23 +10,22 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { bucketsForShapes, createOps, type Ops, textureBuckets } from "../ops/mod.ts";
+import { bucketsForShapes, createOps, type Ops } from "../ops/mod.ts";
 import type { ModelConfig } from "./config.ts";
-import { type GpuParams, uploadParams } from "./gpu_params.ts";
+import type { DecodeForwardOptions } from "./cpu_adapter/decode_forward.ts";
+import {
+  chooseDecodeBackend,
+  type DecodeBackend,
+  type DecodeSampleStep,
+  fusedDecodeOptions,
+} from "./decode_backend.ts";
+import { type BufferRange, type GpuParams, uploadParams } from "./gpu_params.ts";
 import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
+import { type Projections, StorageProjections } from "./projections.ts";
 import { ropeTable } from "./rope_table.ts";
 import { SplitKernels } from "./split_kernels.ts";
 import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
-import {
-  DecodeForwardKernel,
-  type DecodeForwardOptions,
-  decodeForwardUnfit,
-  decodeLoraUnfit,
-  type DecodeSampleStep,
-} from "./decode_forward.ts";
-import type { BufferRange } from "./gpu_params.ts";
-import { WeightTextures } from "./weight_textures.ts";
 import { Gpt2Kernels } from "./gpt2_kernels.ts";
 
 export interface ModelRow {
@@ -53,17 +52,19 @@ export interface GpuModelOptions {
   /** Forward attention kernel; default "lane" on CPU adapters, "workgroup" on GPUs (tests pin either). */
   attentionVariant?: AttentionVariant;
   /**
-   * Decode steps' forward: "fused" (the whole forward in one dispatch, decode_forward.wgsl; the
-   * default on CPU adapters where the model fits it, with rows' LoRA adapters of rank 4k) or "ops"
-   * (the per-op path every other forward takes). Tests pin either; `decodeForward` tunes it.
+   * Decode steps' forward: "fused" (the whole forward in one dispatch,
+   * cpu_adapter/decode_forward.ts; the default on CPU adapters where the model fits it, with
+   * rows' LoRA adapters of rank 4k) or "ops" (the per-op path every other forward takes). Tests
+   * pin either; `decodeForward` tunes it. Both pick the decode backend (decode_backend.ts).
    */
   decodeVariant?: "fused" | "ops";
   decodeForward?: DecodeForwardOptions;
   /**
    * Whether decode steps read the projection weights from texture copies: per-op steps from
-   * weight_textures.ts's, the fused step from the parameter atlas (param_atlas.ts; unless
-   * decodeForward.atlas says otherwise). Default: where the adapter's matmul picks ask for it
-   * (llvmpipe). Either needs WGSL to read storage textures (Gpu.readOnlyStorageTextures).
+   * cpu_adapter/weight_textures.ts's, the fused step from the parameter atlas
+   * (cpu_adapter/param_atlas.ts; unless decodeForward.atlas says otherwise). Default: where the
+   * adapter's matmul picks ask for it (llvmpipe). Either needs WGSL to read storage textures
+   * (Gpu.readOnlyStorageTextures).
    */
   weightTextures?: boolean;
 }
@@ -113,11 +114,11 @@ export class GpuModel {
   readonly acts: LayerActs[];
   /** Residual stream: res[l] is layer l's input; training keeps all L+1, inference ping-pongs two. */
   readonly res: GPUBuffer[];
-  /** Per layer [S, KV, P, D]: one buffer per layer, or with the fused decode ranges of one. */
+  /** Per layer [S, KV, P, D]: one buffer per layer, or ranges of one (DecodeBackend.sharedCache). */
   readonly kCache: BufferRange[];
   readonly vCache: BufferRange[];
-  /** Float distance between consecutive layers' caches when they share one buffer (fused decode). */
-  private readonly cacheStride: number;
+  /** Float distance between consecutive layers' caches when they share one buffer, else 0. */
+  readonly cacheStride: number;
   readonly cos: GPUBuffer;
   readonly sin: GPUBuffer;
   readonly chunkRows: number;
@@ -129,6 +130,8 @@ export class GpuModel {
    * and the chunk's columns of a gradient in the backward; null unless some tensor is split.
    */
   readonly splitTmp: GPUBuffer | null;
+  /** The projections on storage buffers: every forward's but the decode backend's own steps. */
+  readonly projections: StorageProjections;
 
   private constructor(
     readonly gpu: Gpu,
@@ -140,15 +143,13 @@ export class GpuModel {
     readonly split: SplitKernels | null,
     /** GPT-2's LayerNorm, gelu_new and position-embedding kernels (null for other models). */
     readonly gpt2: Gpt2Kernels | null,
-    /** Whether decode steps may use the fused forward (compiled by prepareDecode). */
-    private readonly fusedDecode: DecodeForwardOptions | null,
+    /** The path decode steps take, chosen in create. */
+    readonly decode: DecodeBackend,
     readonly slots: number,
     readonly maxLen: number,
     opts: GpuModelOptions,
   ) {
     const c = weights.config;
-    this.useTextures = opts.weightTextures ?? ops.matmul.prefersTextures;
-    this.forceTextures = opts.weightTextures === true;
     this.config = c;
     this.chunkRows = opts.chunkRows ?? 256;
     this.training = opts.training ?? false;
@@ -205,8 +206,8 @@ export class GpuModel {
       offset: l * this.cacheStride * 4,
       size: cacheFloats * 4,
     });
-    if (fusedDecode) {
-      // The fused decode binds every layer's cache at once: one buffer, layers 256 B aligned.
+    if (decode.sharedCache) {
+      // One buffer for every layer's cache, layers 256 B aligned.
       this.cacheStride = Math.ceil(cacheFloats / PARAM_ALIGN_FLOATS) * PARAM_ALIGN_FLOATS;
       const kAll = f(this.cacheStride * c.numLayers, "kcache"),
         vAll = f(this.cacheStride * c.numLayers, "vcache");
@@ -237,6 +238,7 @@ export class GpuModel {
       : ropeTable(D, c.ropeTheta, maxLen);
     this.cos = gpu.upload(rt.cos, "rope_cos");
     this.sin = gpu.upload(rt.sin, "rope_sin");
+    this.projections = new StorageProjections(this);
   }
 
   static async create(gpu: Gpu, weights: ModelWeights, opts: GpuModelOptions): Promise<GpuModel> {
@@ -263,20 +265,7 @@ export class GpuModel {
     }
     const params = uploadParams(gpu, weights);
     try {
-      // Training models decode too (RL rollouts sample from the model they update): a decode
-      // step saves nothing for the backward, so it may take the fused path as well.
-      const fused =
-        (opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops")) === "fused";
-      const unfit = fused
-        ? decodeForwardUnfit(c, opts.maxLen, params, {
-          maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize,
-          maxBindingBytes: gpu.maxBindingBytes,
-          maxStorageBuffers: gpu.device.limits.maxStorageBuffersPerShaderStage,
-        }, opts.decodeForward)
-        : null;
-      if (unfit && opts.decodeVariant === "fused") {
-        throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
-      }
+      const fused = fusedDecodeOptions(gpu, c, params, opts); // before compiling: may refuse
       const gpt2 = c.modelType === "gpt2";
       const [ops, kernels, split, gpt2Kernels] = await Promise.all([
         createOps(gpu, {
@@ -294,10 +283,6 @@ export class GpuModel {
         params.anySplit || gpt2 ? SplitKernels.create(gpu) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,
       ]);
-      // The fused step reads its weights from the parameter atlas where decode reads textures.
-      const fusedDecode = fused && !unfit
-        ? { atlas: opts.weightTextures ?? ops.matmul.prefersTextures, ...opts.decodeForward }
-        : null;
       return new GpuModel(
         gpu,
         weights,
@@ -306,7 +291,7 @@ export class GpuModel {
         kernels,
         split,
         gpt2Kernels,
-        fusedDecode,
+        chooseDecodeBackend(weights, ops, fused, opts),
         opts.slots,
         opts.maxLen,
         opts,
@@ -317,93 +302,23 @@ export class GpuModel {
     }
   }
 
-  private decodeKernel: DecodeForwardKernel | null = null;
-  private decodeCompile: Promise<DecodeForwardKernel> | null = null;
-
-  /** Whether per-op decode steps may use weight textures (GpuModelOptions.weightTextures). */
-  private readonly useTextures: boolean;
-  /** Whether GpuModelOptions.weightTextures asked for them on any adapter (default picks). */
-  private readonly forceTextures: boolean;
-  /** The texture copies of the projection weights, made by prepareDecode where used. */
-  private textures: WeightTextures | null = null;
-  private texturesTried = false;
-  /** Counts changes of the parameters (paramsChanged): texture copies are refreshed by it. */
-  private paramsVersion = 0;
-
   /**
    * Tells the model its parameters changed on the GPU (an optimizer step on the full weights):
-   * copies made from them (the per-op path's weight textures, the fused step's parameter atlas)
-   * are copied again when the next decode step is recorded.
+   * copies the decode backend made of them (weight textures, the parameter atlas) are copied
+   * again when the next decode step is recorded.
    */
   paramsChanged() {
-    this.paramsVersion++;
+    this.decode.paramsChanged();
   }
 
   /**
-   * The weight textures for a decode step of N rows, brought up to date with the parameters
-   * first (a fill submitted now, so before the step); null where there are none for N rows.
+   * Makes what decode steps use, for the LoRA adapters attached now (DecodeBackend.prepare; the
+   * CPU-adapter backend compiles its fused step here, so models that never decode never pay for
+   * it). Until then decode steps take the per-op path. `sample`: also the step that samples
+   * inside (encodeSampleStep).
    */
-  private decodeTextures(N: number): WeightTextures | null {
-    const t = this.textures;
-    if (!t || !this.ops.matmul.canUseTextures(N)) return null;
-    if (t.version !== this.paramsVersion) t.refresh(this.params, this.paramsVersion);
-    return t;
-  }
-
-  /** Whether the fused decode step (once prepared) reads its weights from the parameter atlas. */
-  get decodeAtlas(): boolean {
-    return this.decodeKernel?.usesAtlas ?? false;
-  }
-
-  /** Whether weight textures exist and are as current as the parameters (decode steps use them). */
-  get weightTexturesCurrent(): boolean {
-    return this.textures !== null && this.textures.version === this.paramsVersion;
-  }
-
-  /**
-   * Compiles the fused decode forward where this model uses it, for the LoRA adapters attached
-   * now (a no-op otherwise, and once per variant). Until then decode steps take the per-op path:
-   * the kernel is large (seconds to compile on llvmpipe the first time), so models that never
-   * decode never pay for it. `sample`: also the variant that samples inside the step
-   * (encodeSampleStep), where the lane sampler's loops fit beside the forward's.
-   */
-  async prepareDecode(opts: { sample?: boolean } = {}): Promise<void> {
-    await this.prepareDecodeForward(opts);
-    // Decode steps the fused kernel does not take run per op: their projections read weight
-    // textures where the adapter wants them (filled when a decode step is recorded).
-    if (
-      this.useTextures && !this.gpt2 && !this.texturesTried &&
-      !this.decodeKernel?.readyFor(this.lora)
-    ) {
-      this.texturesTried = true;
-      const rows = Math.min(this.slots, this.chunkRows);
-      const m = this.ops.matmul;
-      await m.prepareTextures(textureBuckets(rows), this.forceTextures);
-      if (Array.from({ length: rows }, (_, i) => i + 1).some((r) => m.canUseTextures(r))) {
-        this.textures = await WeightTextures.create(this.gpu, this.weights.layout, this.params);
-      }
-    }
-  }
-
-  private async prepareDecodeForward(opts: { sample?: boolean }): Promise<void> {
-    if (!this.fusedDecode) return;
-    this.decodeCompile ??= DecodeForwardKernel.create(
-      this.gpu,
-      this.config,
-      this.weights.layout,
-      this.params,
-      this.maxLen,
-      this.slots,
-      this.fusedDecode,
-    );
-    const k = this.decodeKernel = await this.decodeCompile;
-    const lora = this.lora && !decodeLoraUnfit(this.lora.layout) && k.loraFits(this.lora.layout)
-      ? this.lora.layout
-      : null;
-    if (lora) await k.prepare(lora);
-    if (opts.sample && k.stepsPerDispatch(lora) > 0 && (lora || !this.lora)) {
-      await k.prepare(lora, true);
-    }
+  prepareDecode(opts: { sample?: boolean } = {}): Promise<void> {
+    return this.decode.prepare(this, opts);
   }
 
   /**
@@ -411,23 +326,21 @@ export class GpuModel {
    * with `sample` has compiled it for the attached adapters).
    */
   get canSampleInStep(): boolean {
-    return this.decodeKernel?.readyFor(this.lora, true) ?? false;
+    return this.decode.canSampleInStep(this);
   }
 
   /** Generation steps one encodeSampleStep may chain in its dispatch (its `count`). */
   get sampleStepsPerDispatch(): number {
-    return this.canSampleInStep
-      ? this.decodeKernel!.stepsPerDispatch(this.lora?.layout ?? null)
-      : 0;
+    return this.decode.sampleStepsPerDispatch(this);
   }
 
   /**
-   * A generation step in one dispatch (canSampleInStep must hold): the fused decode forward of
-   * the N rows in ids/meta (one per slot, as encodeForward's decode), then each row sampled as
-   * the lane sampler does with its parameters in `sample.params` (no history), its id and
-   * log-prob stored at step `sample.step` of `sample.out`, and the row advanced: its next input
-   * id, position and sampling step (generate.ts's chained steps); `sample.count` such steps
-   * (at most sampleStepsPerDispatch), each workgroup taking its rows through all of them.
+   * A generation step in one dispatch (canSampleInStep must hold): the decode forward of the N
+   * rows in ids/meta (one per slot, as encodeForward's decode), then each row sampled as the lane
+   * sampler does with its parameters in `sample.params` (no history), its id and log-prob stored
+   * at step `sample.step` of `sample.out`, and the row advanced: its next input id, position and
+   * sampling step (generate.ts's chained steps); `sample.count` such steps (at most
+   * sampleStepsPerDispatch), each workgroup taking its rows through all of them.
    */
   encodeSampleStep(rec: Recorder, N: number, sample: DecodeSampleStep) {
     if (!this.canSampleInStep) {
@@ -435,143 +348,12 @@ export class GpuModel {
         "encodeSampleStep: call prepareDecode({ sample: true }) first, and check canSampleInStep",
       );
     }
-    const s = this.scratch, kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-    this.decodeKernel!.encode(
-      rec,
-      N,
-      this.params,
-      s.ids,
-      s.meta,
-      kc,
-      vc,
-      this.cacheStride,
-      this.logitRange(N),
-      this.lora,
-      sample,
-      this.paramsVersion,
-    );
+    this.decode.encodeSampleStep(this, rec, N, sample);
   }
 
   p(t: ParamTensor | null): BufferRef {
     if (!t) throw new KernelArgumentError("missing tensor");
     return this.params.ref(t);
-  }
-
-  /**
-   * y [N, out] = x [N, in] · Wᵀ for W stored [out, in]: one matmul, or for a split W one per row
-   * chunk into splitTmp, copied into the chunk's columns of y.
-   */
-  matmulWeight(
-    rec: Recorder,
-    N: number,
-    x: BufferRef,
-    w: ParamTensor,
-    y: BufferRef,
-    tex: WeightTextures | null = null,
-    raw: BufferRef | null = null,
-  ) {
-    const [out, inp] = w.shape;
-    const tw = tex?.get(w);
-    if (tw && (tw.normEps === undefined || raw)) {
-      // A texture with the preceding RMSNorm folded in takes the un-normalized input.
-      this.ops.matmul.encodeTexture(rec, { M: N }, tw.normEps === undefined ? x : raw!, tw, y);
-      return;
-    }
-    const chunks = this.params.chunks(w);
-    if (chunks.length === 1) {
-      this.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp }, x, chunks[0].ref, y);
-      return;
-    }
-    for (const c of chunks) {
-      this.ops.matmul.encode(
-        rec,
-        { form: "nt", M: N, N: c.rows, K: inp },
-        x,
-        c.ref,
-        this.splitTmp!,
-      );
-      this.split!.copyCols(rec, N, c.rows, out, c.rowStart, this.splitTmp!, y);
-    }
-  }
-
-  /**
-   * y [N, out] = x [N, in] · Wᵀ (+ bias): HF Linear with W stored [out, in]. With decode
-   * textures, `raw` is x before its RMSNorm (a texture with the norm folded in reads it).
-   */
-  private linear(
-    rec: Recorder,
-    N: number,
-    x: BufferRef,
-    w: ParamTensor,
-    bias: ParamTensor | null,
-    y: BufferRef,
-    tex: WeightTextures | null,
-    raw: BufferRef | null = null,
-  ) {
-    this.matmulWeight(rec, N, x, w, y, tex, raw);
-    this.biasAndLora(rec, N, x, w, bias, y);
-  }
-
-  /** y [N, out] += bias, then += the attached LoRA adapter's x · Aᵀ · Bᵀ for this weight. */
-  private biasAndLora(
-    rec: Recorder,
-    N: number,
-    x: BufferRef,
-    w: ParamTensor,
-    bias: ParamTensor | null,
-    y: BufferRef,
-  ) {
-    const [out] = w.shape;
-    if (bias) {
-      this.ops.elementwise.binaryInPlace(
-        rec,
-        { op: "add", n: N * out, cols: out, broadcast: "row" },
-        y,
-        this.p(bias),
-      );
-    }
-    if (this.lora && w.layer !== null) this.lora.encodeForward(rec, N, w.layer, w.role, x, y);
-  }
-
-  /**
-   * Several linears of one input (q/k/v, gate/up): their matmuls in one grouped dispatch where
-   * the kernels allow (Matmul.encodeGroup; not for split weights), then each bias and LoRA.
-   */
-  private linearGroup(
-    rec: Recorder,
-    N: number,
-    x: BufferRef,
-    parts: [ParamTensor, ParamTensor | null, BufferRef][],
-    tex: WeightTextures | null,
-    raw: BufferRef | null = null,
-  ) {
-    const tws = parts.map(([w]) => tex?.get(w) ?? null);
-    const folded = tws[0]?.normEps !== undefined;
-    if (tws.every((t) => t && (t.normEps !== undefined) === folded) && (!folded || raw)) {
-      this.ops.matmul.encodeGroupTexture(
-        rec,
-        N,
-        folded ? raw! : x,
-        parts.map(([, , y], i) => ({ b: tws[i]!, c: y })),
-        this.scratch.unused,
-      );
-      for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
-      return;
-    }
-    if (parts.some(([w]) => this.params.chunks(w).length !== 1) || tws.some((t) => t)) {
-      for (const [w, bias, y] of parts) this.linear(rec, N, x, w, bias, y, tex, raw);
-      return;
-    }
-    const inp = parts[0][0].shape[1];
-    this.ops.matmul.encodeGroup(
-      rec,
-      N,
-      inp,
-      x,
-      parts.map(([w, , y]) => ({ b: this.params.chunks(w)[0].ref, c: y, N: w.shape[0] })),
-      this.scratch.unused,
-    );
-    for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
   }
 
   /** The q and k that attention used (after the Qwen3 q/k norms and RoPE). */
@@ -592,7 +374,7 @@ export class GpuModel {
       a = this.acts[l],
       lv = this.weights.layout.layerView(l);
     const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, I = c.intermediateSize;
-    const K = this.kernels, g2 = this.gpt2!, sp = this.split!;
+    const K = this.kernels, g2 = this.gpt2!, sp = this.split!, P = this.projections;
     g2.layernorm(
       rec,
       N,
@@ -605,7 +387,7 @@ export class GpuModel {
       a.mean1,
       a.rstd1,
     );
-    this.linear(rec, N, a.xn1, lv.qkv!, lv.qkvBias, a.qkv, null);
+    P.linear(rec, N, a.xn1, lv.qkv!, lv.qkvBias, a.qkv);
     sp.gatherCols(rec, N, C, 3 * C, 0, a.qkv, a.q);
     sp.gatherCols(rec, N, C, 3 * C, C, a.qkv, a.k);
     sp.gatherCols(rec, N, C, 3 * C, 2 * C, a.qkv, a.v);
@@ -626,7 +408,7 @@ export class GpuModel {
     );
     K.attention(rec, N, NH, NH, D, s.meta, a.q, this.kCache[l], this.vCache[l], a.att, a.lse);
     const xmid = this.training ? a.xmid : this.res[l];
-    this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, null);
+    P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
     g2.layernorm(
       rec,
       N,
@@ -639,162 +421,49 @@ export class GpuModel {
       a.mean2,
       a.rstd2,
     );
-    this.linear(rec, N, a.xn2, lv.up, lv.upBias, a.gate, null);
+    P.linear(rec, N, a.xn2, lv.up, lv.upBias, a.gate);
     g2.gelu(rec, N * I, a.gate, a.h);
-    this.residualLinear(rec, N, a.h, lv.down, lv.downBias, xmid, this.res[l + 1], null);
-  }
-
-  /** One decoder layer: res[l] → res[l+1]. */
-  private encodeLayer(rec: Recorder, l: number, N: number, tex: WeightTextures | null) {
-    const c = this.config,
-      s = this.scratch,
-      a = this.acts[l],
-      lv = this.weights.layout.layerView(l);
-    const C = c.hiddenSize,
-      D = c.headDim,
-      NH = c.numHeads,
-      KV = c.numKvHeads,
-      I = c.intermediateSize;
-    const K = this.kernels;
-    // Decode textures with the norms folded in read the un-normalized stream; the normalized copy
-    // is still made for LoRA's input, or for a projection without such a texture.
-    const needsNorm = (ws: ParamTensor[]) =>
-      !!this.lora || ws.some((w) => tex?.get(w)?.normEps === undefined);
-    const raw = tex ? this.res[l] : null;
-    const [wq, wk, wv, wg] = [lv.q!, lv.k!, lv.v!, lv.gate!];
-    if (needsNorm([wq, wk, wv])) {
-      K.rmsnorm(rec, N, C, c.rmsNormEps, this.res[l], this.p(lv.inputNorm), a.xn1, a.rstd1);
-    }
-    const tqkv = [wq, wk, wv].map((w) => tex?.get(w) ?? null);
-    const { q, k } = this.qkUsed(l);
-    if (
-      tqkv[0] && tqkv[1] && tqkv[2] && !this.lora && !lv.qBias && !lv.kBias && !lv.vBias &&
-      !lv.qNorm &&
-      tqkv.every((t) => t!.normEps === tqkv[0]!.normEps) && this.ops.matmul.canRopeTexture(N, D)
-    ) {
-      // Decode textures, no adapters, biases or q/k norms: q/k/v, RoPE and the cache write in one dispatch.
-      this.ops.matmul.encodeQkvRopeTexture(rec, N, tqkv[0].normEps === undefined ? a.xn1 : raw!, [
-        tqkv[0],
-        tqkv[1],
-        tqkv[2],
-      ], {
-        q,
-        kc: this.kCache[l],
-        vc: this.vCache[l],
-        meta: s.meta,
-        cos: this.cos,
-        sin: this.sin,
-        headDim: D,
-        positions: K.cachePositions,
-      });
-    } else {
-      this.linearGroup(
-        rec,
-        N,
-        a.xn1,
-        [[wq, lv.qBias, a.q], [wk, lv.kBias, a.k], [wv, lv.vBias, a.v]],
-        tex,
-        raw,
-      );
-      if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
-        K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, this.p(lv.qNorm), a.qn, a.rstdq);
-        K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, this.p(lv.kNorm), a.kn, a.rstdk);
-      }
-      K.ropeStore(
-        rec,
-        N,
-        NH,
-        KV,
-        D,
-        s.meta,
-        q,
-        k,
-        a.v,
-        this.cos,
-        this.sin,
-        this.kCache[l],
-        this.vCache[l],
-      );
-    }
-    K.attention(rec, N, NH, KV, D, s.meta, q, this.kCache[l], this.vCache[l], a.att, a.lse);
-    // Training keeps the layer's input, middle and output apart for the backward; inference has
-    // one residual stream (res[l] = xmid = res[l+1]) updated in place.
-    const xmid = this.training ? a.xmid : this.res[l];
-    this.residualLinear(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid, tex);
-    if (needsNorm([wg, lv.up])) {
-      K.rmsnorm(rec, N, C, c.rmsNormEps, xmid, this.p(lv.postNorm), a.xn2, a.rstd2);
-    }
-    const [tg, tu] = [tex?.get(wg), tex?.get(lv.up)];
-    if (tg && tu && !this.lora && tg.normEps === tu.normEps) {
-      // Decode textures without adapters: the gate/up products and SwiGLU in one dispatch.
-      this.ops.matmul.encodeSwigluTexture(
-        rec,
-        N,
-        tg.normEps === undefined ? a.xn2 : xmid,
-        tg,
-        tu,
-        a.h,
-      );
-    } else {
-      this.linearGroup(
-        rec,
-        N,
-        a.xn2,
-        [[wg, null, a.gate], [lv.up, null, a.up]],
-        tex,
-        tex ? xmid : null,
-      );
-      K.swiglu(rec, N * I, a.gate, a.up, a.h);
-    }
-    this.residualLinear(rec, N, a.h, lv.down, null, xmid, this.res[l + 1], tex);
+    P.residual(rec, N, a.h, lv.down, lv.downBias, xmid, this.res[l + 1]);
   }
 
   /**
-   * to = from + linear(x). With from ≠ to (training) the linear goes to proj and one add writes
-   * to; with from = to (inference) the matmul accumulates into it (beta 1), or for a split W its
-   * chunks' product in proj is added in, then the bias and LoRA: the same rounding either way.
+   * One decoder layer: res[l] → res[l+1]. Input RMSNorm → q, k, v → (Qwen3 q/k norms) → RoPE,
+   * k and v into the cache → causal attention → o_proj + residual; post-attention RMSNorm → gate,
+   * up → SwiGLU → down_proj + residual. `P` does the projections (a decode backend's own on its
+   * steps, else the storage ones).
    */
-  private residualLinear(
-    rec: Recorder,
-    N: number,
-    x: BufferRef,
-    w: ParamTensor,
-    bias: ParamTensor | null,
-    from: GPUBuffer,
-    to: GPUBuffer,
-    tex: WeightTextures | null,
-  ) {
-    const [out, inp] = w.shape;
-    const ew = this.ops.elementwise, proj = this.scratch.proj;
-    if (from !== to) {
-      this.linear(rec, N, x, w, bias, proj, tex);
-      ew.binary(rec, { op: "add", n: N * out }, from, proj, to);
-      return;
-    }
-    const chunks = this.params.chunks(w), tw = tex?.get(w);
-    if (tw) {
-      this.ops.matmul.encodeTexture(rec, { M: N, beta: 1 }, x, tw, to);
-    } else if (chunks.length === 1) {
-      this.ops.matmul.encode(
-        rec,
-        { form: "nt", M: N, N: out, K: inp, beta: 1 },
-        x,
-        chunks[0].ref,
-        to,
-      );
-    } else {
-      this.matmulWeight(rec, N, x, w, proj);
-      ew.binaryInPlace(rec, { op: "add", n: N * out }, to, proj);
-    }
-    this.biasAndLora(rec, N, x, w, bias, to);
+  private encodeLayer(rec: Recorder, l: number, N: number, P: Projections) {
+    const c = this.config, a = this.acts[l], lv = this.weights.layout.layerView(l);
+    P.attentionInput(rec, l, N);
+    const { q } = this.qkUsed(l), kc = this.kCache[l], vc = this.vCache[l];
+    const meta = this.scratch.meta;
+    this.kernels.attention(
+      rec,
+      N,
+      c.numHeads,
+      c.numKvHeads,
+      c.headDim,
+      meta,
+      q,
+      kc,
+      vc,
+      a.att,
+      a.lse,
+    );
+    // Training keeps the layer's input, middle and output apart for the backward; inference has
+    // one residual stream (res[l] = xmid = res[l+1]) updated in place.
+    const xmid = this.training ? a.xmid : this.res[l];
+    P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
+    P.mlpInput(rec, l, N, xmid);
+    P.residual(rec, N, a.h, lv.down, null, xmid, this.res[l + 1]);
   }
 
   /**
    * Records the forward of N rows already written to ids/meta; logits of nSel rows (sel) go to
    * the logits buffer. In training mode every row gets logits, in order (sel is not used).
    * `decode`: the caller promises a decode step — every row its own slot and logits wanted for
-   * all rows in order (sel the identity) — which allows the fused forward (one dispatch) and
-   * skips the selection gather.
+   * all rows in order (sel the identity) — which the decode backend may record its own way (one
+   * fused dispatch, texture projections), and which skips the selection gather.
    */
   encodeForward(rec: Recorder, N: number, nSel: number, decode = false) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
@@ -809,37 +478,21 @@ export class GpuModel {
     if (decode && nSel !== N) {
       throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
     }
-    if (decode && this.decodeKernel?.readyFor(this.lora)) {
-      const kc = this.kCache[0].buffer, vc = this.vCache[0].buffer;
-      this.decodeKernel.encode(
-        rec,
-        N,
-        this.params,
-        s.ids,
-        s.meta,
-        kc,
-        vc,
-        this.cacheStride,
-        this.logitRange(N),
-        this.lora,
-        null,
-        this.paramsVersion,
-      );
-      return;
-    }
+    if (decode && this.decode.encodeStep(this, rec, N)) return;
     const embed = this.params.chunks(lay.embed);
     if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
     else {for (const k of embed) {
         this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
       }}
     const g2 = this.gpt2;
+    const P = decode ? this.decode.projections(this, N) : this.projections;
     if (g2) {
       // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.
       g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
       for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N);
+    } else {
+      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P);
     }
-    const tex = decode && !g2 ? this.decodeTextures(N) : null;
-    if (!g2) { for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, tex); }
     if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
     if (!this.training && !decode) {
@@ -863,14 +516,12 @@ export class GpuModel {
         s.meanf,
         s.rstdf,
       );
-    } else if (tex?.get(lay.lmHead)?.normEps === undefined) {
-      this.kernels.rmsnorm(rec, nSel, C, c.rmsNormEps, final, this.p(lay.finalNorm), s.xf, s.rstdf);
-    }
-    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel), tex, tex ? final : null);
+      this.projections.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel));
+    } else P.head(rec, nSel, final, this.logitRange(nSel));
   }
 
   /** The first rows of the logits buffer: with a large vocabulary the whole buffer can exceed a binding. */
-  private logitRange(rows: number): BufferRange {
+  logitRange(rows: number): BufferRange {
     const s = this.scratch;
     return {
       buffer: s.logits,
@@ -979,8 +630,7 @@ export class GpuModel {
 
   destroy() {
     this.params.destroy();
-    this.decodeKernel?.destroy();
-    this.textures?.destroy();
+    this.decode.destroy();
     const all = new Set<GPUBuffer>([
       ...Object.values(this.scratch),
       ...this.acts.flatMap((a) => Object.values(a)),

@@ -82,7 +82,7 @@ export interface MatmulGroupPart {
 }
 
 /**
- * A weight held in an rgba32float 2D texture (model/weight_textures.ts) for the texture-form A·Bᵀ
+ * A weight held in an rgba32float 2D texture (model/cpu_adapter/weight_textures.ts) for the texture-form A·Bᵀ
  * kernels: row n of B [N, K] is texel row n % rowsPerBlock, in texel columns
  * (n / rowsPerBlock)·K/4 + [0, K/4): rows past the height limit wrap into blocks of columns.
  */

@@ -5,12 +5,19 @@
 
 import type { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
+import { CpuAdapterDecode } from "../../src/model/cpu_adapter/decode.ts";
 import { Generator } from "../../src/model/generate.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { toleranceRatio } from "../../src/ops/reference.ts";
+
+/** Whether a model's decode steps read weight textures as current as its parameters. */
+const texturesCurrent = (m: GpuModel) =>
+  m.decode instanceof CpuAdapterDecode && m.decode.weightTexturesCurrent;
+/** Whether a model's fused decode step reads the parameter atlas. */
+const atlasUsed = (m: GpuModel) => m.decode instanceof CpuAdapterDecode && m.decode.usesAtlas;
 
 export interface DecodeCase {
   name: string;
@@ -247,7 +254,7 @@ export function decodeCases(): DecodeCase[] {
             const tex = await decodeLogits(gpu, w, "ops", {
               weightTextures: true,
               seqs,
-              after: (m) => used = m.weightTexturesCurrent,
+              after: (m) => used = texturesCurrent(m),
             });
             if (!used) return Infinity; // the texture path must have been taken
             worst = Math.max(worst, againstReference(w, seqs, tex, storage));
@@ -267,12 +274,12 @@ export function decodeCases(): DecodeCase[] {
           const storage = await decodeLogits(gpu, w, "fused", {
             atlas: false,
             seqs: SEQS10,
-            after: (m) => used.push(m.decodeAtlas),
+            after: (m) => used.push(atlasUsed(m)),
           });
           const atlas = await decodeLogits(gpu, w, "fused", {
             atlas: true,
             seqs: SEQS10,
-            after: (m) => used.push(m.decodeAtlas),
+            after: (m) => used.push(atlasUsed(m)),
           });
           if (used.join() !== "false,true") return Infinity; // each must have taken its path
           worst = Math.max(worst, againstReference(w, SEQS10, atlas, storage));
@@ -294,7 +301,7 @@ export function decodeCases(): DecodeCase[] {
           seqs: SEQS10,
           before: async (m) => {
             await m.prepareDecode();
-            atlas = m.decodeAtlas;
+            atlas = atlasUsed(m);
             const rec = gpu.recorder("fills the atlas");
             m.writeRows([{ token: 3, slot: 0, pos: 0 }], [0]);
             m.encodeForward(rec, 1, 1, true);
@@ -327,12 +334,12 @@ export function decodeCases(): DecodeCase[] {
             m.encodeForward(rec, rows.length, rows.length, true);
             rec.submit();
             await gpu.sync();
-            if (!m.weightTexturesCurrent) return;
+            if (!texturesCurrent(m)) return;
             overwriteParams(gpu, m, w1);
             m.paramsChanged();
-            stale = !m.weightTexturesCurrent;
+            stale = !texturesCurrent(m);
           },
-          after: (m) => used = m.weightTexturesCurrent,
+          after: (m) => used = texturesCurrent(m),
         });
         if (!stale || !used) return Infinity;
         return againstReference(w1, SEQS10, steps);

@@ -6,6 +6,7 @@ import { assert } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { ModelBackward } from "../../src/model/backward.ts";
+import { CpuAdapterDecode } from "../../src/model/cpu_adapter/decode.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
 import { initModel, Rng } from "../../src/model/init.ts";
 import { LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
@@ -130,7 +131,7 @@ Deno.test("LoRA adapters", async (t) => {
               });
             }
             assert(
-              model.weightTexturesCurrent,
+              model.decode instanceof CpuAdapterDecode && model.decode.weightTexturesCurrent,
               "the decode steps must have read the weight textures",
             );
           } finally {

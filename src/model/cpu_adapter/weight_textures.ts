@@ -21,17 +21,17 @@
 // the final norm) is stored as W·diag(g), g the norm's weight, and marked with the norm's eps:
 // its texture kernels then normalize A's rows themselves (ops/matmul.ts TextureWeight.normEps),
 // so a decode step needs no RMSNorm dispatch and no normalized copy of the activations. The
-// copies follow the parameters by version: GpuModel counts parameter changes (paramsChanged,
-// which the trainer calls after every optimizer step that updates the model's own weights), and
-// a stale copy is refreshed when the next decode step is recorded (GpuModel.decodeTextures).
+// copies follow the parameters by version: the decode backend (decode.ts) counts parameter changes
+// (GpuModel.paramsChanged, which the trainer calls after every optimizer step that updates the model's own weights), and
+// a stale copy is refreshed when the next decode step is recorded (CpuAdapterDecode.projections).
 
-import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform } from "../gpu/recorder.ts";
-import { grid1d } from "../ops/grid.ts";
-import type { TextureWeight } from "../ops/matmul.ts";
-import type { GpuParams } from "./gpu_params.ts";
-import type { ParamLayout, ParamTensor } from "./weights.ts";
+import type { Gpu } from "../../gpu/mod.ts";
+import type { Kernel } from "../../gpu/pipelines.ts";
+import { packUniform } from "../../gpu/recorder.ts";
+import { grid1d } from "../../ops/grid.ts";
+import type { TextureWeight } from "../../ops/matmul.ts";
+import type { GpuParams } from "../gpu_params.ts";
+import type { ParamLayout, ParamTensor } from "../weights.ts";
 
 /** Most bytes of texture copies a model keeps (they double its projection weights). */
 export const WEIGHT_TEXTURES_MAX_BYTES = 512 * 2 ** 20;

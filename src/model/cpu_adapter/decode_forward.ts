@@ -1,28 +1,29 @@
 // The fused decode forward (shaders/decode_forward_core.wgsl, bound by decode_forward.wgsl or,
-// weights from the parameter atlas, decode_forward_atlas.wgsl): a small model's whole forward pass for
-// one decode step (every row its own sequence) in one dispatch. GpuModel uses it on CPU adapters,
-// where a tiny model's step is bound by dispatch count rather than arithmetic. Rows' LoRA
-// adapters apply inside it (a kernel variant per rank). Its entry point decode_sample also
-// samples each row (shaders/sampling_lane_core.wgsl, the lane sampler's own code) and advances
-// it, for several generation steps in one dispatch (Generator). Prefill, scoring, training
-// forwards and models that do not fit take the per-op path.
+// weights from the parameter atlas, decode_forward_atlas.wgsl): a small model's whole forward
+// pass for one decode step (every row its own sequence) in one dispatch. The CPU-adapter decode
+// backend (decode.ts) uses it, where a tiny model's step is bound by dispatch count rather than
+// arithmetic. Rows' LoRA adapters apply inside it (a kernel variant per rank). Its entry point
+// decode_sample also samples each row (shaders/sampling_lane_core.wgsl, the lane sampler's own
+// code) and advances it, for several generation steps in one dispatch (Generator). Prefill,
+// scoring, training forwards and models that do not fit take the per-op path.
 
-import { KernelArgumentError } from "../gpu/errors.ts";
-import type { Gpu } from "../gpu/mod.ts";
-import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
-import type { ModelConfig } from "./config.ts";
-import type { BufferRange, GpuParams } from "./gpu_params.ts";
-import type { ParamLayout, ParamTensor } from "./weights.ts";
+import { KernelArgumentError } from "../../gpu/errors.ts";
+import type { Gpu } from "../../gpu/mod.ts";
+import type { BindingKind, Kernel } from "../../gpu/pipelines.ts";
+import { packUniform, type Recorder } from "../../gpu/recorder.ts";
+import type { ModelConfig } from "../config.ts";
+import type { BufferRange, GpuParams } from "../gpu_params.ts";
+import type { ParamLayout, ParamTensor } from "../weights.ts";
 import {
   LLAMA_LORA_MODULES as LORA_MODULES,
   type LoraAdapters,
   type LoraLayout,
   vec4Entry,
-} from "./lora.ts";
+} from "../lora.ts";
 import { ParamAtlas } from "./param_atlas.ts";
-import { ropeTable } from "./rope_table.ts";
-import { laneLoopBound } from "./sampling.ts";
+import { ropeTable } from "../rope_table.ts";
+import { laneLoopBound } from "../sampling.ts";
+import type { DecodeSampleStep } from "../decode_backend.ts";
 
 /**
  * The shader's limits (its `const`s of the same names; a test checks they agree): layers in the
@@ -65,19 +66,6 @@ const FORWARD_BINDINGS: readonly BindingKind[] = [
   "storage",
 ];
 
-/** What a generation step that samples inside the kernel needs (DecodeForwardKernel.encode). */
-export interface DecodeSampleStep {
-  /** Each row's sampling parameters, [N, PARAM_WORDS] (sampling.ts); their step counters advance. */
-  params: GPUBuffer;
-  /** [steps, N] sampled ids, then [steps, N] log-prob bits (generate.ts). */
-  out: GPUBuffer;
-  /** This step's place in out, and how many out holds. */
-  step: number;
-  steps: number;
-  /** Steps this dispatch runs, step .. step + count − 1 (default 1; at most stepsPerDispatch). */
-  count?: number;
-}
-
 const variantKey = (rank4: number, sample: boolean) => `${rank4}${sample ? ":sample" : ""}`;
 
 export interface DecodeForwardOptions {
@@ -109,8 +97,8 @@ export interface DecodeForwardOptions {
   /**
    * Read the projection weights from the parameter atlas (param_atlas.ts: a texture copy of the
    * parameters) rather than their storage binding. Taken only where WGSL reads storage textures
-   * (Gpu.readOnlyStorageTextures) and the parameters fit a texture. Default false; GpuModel asks
-   * for it where its decode steps use weight textures (GpuModelOptions.weightTextures).
+   * (Gpu.readOnlyStorageTextures) and the parameters fit a texture. Default false; the decode
+   * backend asks for it where decode steps use weight textures (GpuModelOptions.weightTextures).
    */
   atlas?: boolean;
   /**
@@ -469,7 +457,7 @@ export class DecodeForwardKernel {
    * Records the forward of N rows of distinct slots whose ids and (slot, pos) are in `ids` and
    * `meta`: caches written at each row's position, logits [N, V] written, each row's adapter
    * applied when `lora` is given (`readyFor` must hold). `cacheStride` is the float distance
-   * between layers' caches in kc and vc. `paramsVersion` (GpuModel's count of parameter
+   * between layers' caches in kc and vc. `paramsVersion` (the decode backend's count of parameter
    * changes): the atlas, where used, is copied from `params` now if it holds another version, so
    * the recorded step reads the parameters as they are when it is recorded.
    */

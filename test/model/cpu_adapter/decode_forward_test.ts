@@ -5,25 +5,25 @@
 // shapes, with rows' LoRA adapters; the per-op path takes over wherever the fused kernel must
 // not run.
 
-import { assert, assertEquals, assertThrows } from "../assert.ts";
-import { Gpu } from "../../src/gpu/mod.ts";
-import { KernelArgumentError } from "../../src/gpu/errors.ts";
-import { parseModelConfig } from "../../src/model/config.ts";
+import { assert, assertEquals, assertThrows } from "../../assert.ts";
+import { Gpu } from "../../../src/gpu/mod.ts";
+import { KernelArgumentError } from "../../../src/gpu/errors.ts";
+import { parseModelConfig } from "../../../src/model/config.ts";
 import {
   DECODE_FORWARD_LIMITS,
   decodeForwardLoopBound,
   decodeForwardUnfit,
-} from "../../src/model/decode_forward.ts";
-import { GpuModel, type GpuModelOptions, type ModelRow } from "../../src/model/gpu_model.ts";
-import { initModel } from "../../src/model/init.ts";
-import { LORA_MODULES, LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
-import { referenceForward } from "../../src/model/reference.ts";
-import type { ModelWeights } from "../../src/model/weights.ts";
-import { toleranceRatio } from "../../src/ops/reference.ts";
+} from "../../../src/model/cpu_adapter/decode_forward.ts";
+import { GpuModel, type GpuModelOptions, type ModelRow } from "../../../src/model/gpu_model.ts";
+import { initModel } from "../../../src/model/init.ts";
+import { LORA_MODULES, LoraAdapters, LoraLayout, mergeLora } from "../../../src/model/lora.ts";
+import { referenceForward } from "../../../src/model/reference.ts";
+import type { ModelWeights } from "../../../src/model/weights.ts";
+import { toleranceRatio } from "../../../src/ops/reference.ts";
 
 async function preset(name: string): Promise<Record<string, unknown>> {
   return JSON.parse(
-    await Deno.readTextFile(new URL(`../../configs/models/${name}.json`, import.meta.url)),
+    await Deno.readTextFile(new URL(`../../../configs/models/${name}.json`, import.meta.url)),
   );
 }
 
@@ -268,7 +268,7 @@ Deno.test("fused decode forward", async (t) => {
 
     await t.step("the host's limits are the shader's", async () => {
       const wgsl = await Deno.readTextFile(
-        new URL("../../shaders/decode_forward_core.wgsl", import.meta.url),
+        new URL("../../../shaders/decode_forward_core.wgsl", import.meta.url),
       );
       for (const [name, value] of Object.entries(DECODE_FORWARD_LIMITS)) {
         const m = wgsl.match(new RegExp(`^const ${name}: u32 = (\\d+)u;`, "m"));

@@ -9,13 +9,13 @@
 // fused step 1.18 → 0.83 ms at 32 rows and 0.64 → 0.35 ms at 8 (an upper bound, measured on a
 // 2-core EPYC); the atlas keeps most of that.
 //
-// The copy follows the parameters by version, like the per-op path's weight textures: GpuModel
-// counts parameter changes (paramsChanged) and a stale atlas is brought up to date before a
+// The copy follows the parameters by version, like the per-op path's weight textures: the decode
+// backend (decode.ts) counts parameter changes (GpuModel.paramsChanged) and a stale atlas is brought up to date before a
 // decode step is recorded, by a copy submitted at once (queue order puts it before the step).
 
-import type { Gpu } from "../gpu/mod.ts";
-import type { TextureBinding } from "../gpu/recorder.ts";
-import type { GpuParams } from "./gpu_params.ts";
+import type { Gpu } from "../../gpu/mod.ts";
+import type { TextureBinding } from "../../gpu/recorder.ts";
+import type { GpuParams } from "../gpu_params.ts";
 import { npot } from "./weight_textures.ts";
 
 /** log2 of the atlas width in texels (4096: 64 KiB rows, a multiple of copies' 256-byte rows). */

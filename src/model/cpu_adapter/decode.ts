@@ -1,0 +1,181 @@
+// Decode steps on CPU adapters (llvmpipe, SwiftShader), where a step costs dispatches and
+// per-lane storage loads rather than arithmetic (docs/llvmpipe.md). Two tricks, each where it
+// applies: the fused forward (decode_forward.ts), a small model's whole step in one dispatch
+// reading its weights from the parameter atlas (param_atlas.ts), optionally sampling inside it;
+// and, for steps it does not take, per-op projections reading weight textures
+// (weight_textures.ts, texture_projections.ts). Both copies of the weights follow the parameters
+// by version (paramsChanged).
+
+import { KernelArgumentError } from "../../gpu/errors.ts";
+import type { Gpu } from "../../gpu/mod.ts";
+import type { Recorder } from "../../gpu/recorder.ts";
+import { textureBuckets } from "../../ops/mod.ts";
+import type { ModelConfig } from "../config.ts";
+import type { DecodeBackend, DecodeSampleStep } from "../decode_backend.ts";
+import type { GpuModel, GpuModelOptions } from "../gpu_model.ts";
+import type { GpuParams } from "../gpu_params.ts";
+import type { Projections } from "../projections.ts";
+import {
+  DecodeForwardKernel,
+  type DecodeForwardOptions,
+  decodeForwardUnfit,
+  decodeLoraUnfit,
+} from "./decode_forward.ts";
+import { TextureProjections } from "./texture_projections.ts";
+import { WeightTextures } from "./weight_textures.ts";
+
+/**
+ * The fused step's options where this model takes it (GpuModelOptions.decodeVariant, default
+ * "fused" on CPU adapters; where the model fits the kernel), else null. Throws where "fused" is
+ * pinned and does not fit. Training models decode too (RL rollouts sample from the model they
+ * update): a decode step saves nothing for the backward, so it may take the fused path as well.
+ */
+export function fusedDecodeOptions(
+  gpu: Gpu,
+  c: ModelConfig,
+  params: GpuParams,
+  opts: GpuModelOptions,
+): DecodeForwardOptions | null {
+  const variant = opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops");
+  if (variant !== "fused") return null;
+  const unfit = decodeForwardUnfit(c, opts.maxLen, params, {
+    maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize,
+    maxBindingBytes: gpu.maxBindingBytes,
+    maxStorageBuffers: gpu.device.limits.maxStorageBuffersPerShaderStage,
+  }, opts.decodeForward);
+  if (unfit && opts.decodeVariant === "fused") {
+    throw new KernelArgumentError(`decodeVariant "fused": ${unfit}`);
+  }
+  return unfit ? null : { ...opts.decodeForward };
+}
+
+export class CpuAdapterDecode implements DecodeBackend {
+  /** The fused step binds every layer's cache at once. */
+  readonly sharedCache: boolean;
+  private kernel: DecodeForwardKernel | null = null;
+  private compile: Promise<DecodeForwardKernel> | null = null;
+  /** The texture copies of the projection weights, made by prepare where used. */
+  private textures: WeightTextures | null = null;
+  private texturesTried = false;
+  private textureProjections: TextureProjections | null = null;
+  /** Counts changes of the parameters (paramsChanged): the copies are refreshed by it. */
+  private paramsVersion = 0;
+
+  constructor(
+    /** The fused step's options (compiled by prepare), or null where the model does not take it. */
+    private readonly fused: DecodeForwardOptions | null,
+    /** Whether per-op decode steps may read weight textures. */
+    private readonly useTextures: boolean,
+    /** Whether they were asked for on any adapter (GpuModelOptions.weightTextures: true). */
+    private readonly forceTextures: boolean,
+  ) {
+    this.sharedCache = fused !== null;
+  }
+
+  /**
+   * Compiles the fused step, for the LoRA adapters attached now (once per variant); until then
+   * decode steps take the per-op path: the kernel is large (seconds to compile on llvmpipe the
+   * first time), so models that never decode never pay for it. `sample`: also the variant that
+   * samples inside the step, where the lane sampler's loops fit beside the forward's. Steps the
+   * fused kernel does not take read weight textures where the adapter wants them.
+   */
+  async prepare(m: GpuModel, opts: { sample?: boolean }): Promise<void> {
+    await this.prepareFused(m, opts);
+    if (this.useTextures && !this.texturesTried && !this.kernel?.readyFor(m.lora)) {
+      this.texturesTried = true;
+      const rows = Math.min(m.slots, m.chunkRows);
+      const mm = m.ops.matmul;
+      await mm.prepareTextures(textureBuckets(rows), this.forceTextures);
+      if (Array.from({ length: rows }, (_, i) => i + 1).some((r) => mm.canUseTextures(r))) {
+        this.textures = await WeightTextures.create(m.gpu, m.weights.layout, m.params);
+      }
+    }
+  }
+
+  private async prepareFused(m: GpuModel, opts: { sample?: boolean }): Promise<void> {
+    if (!this.fused) return;
+    this.compile ??= DecodeForwardKernel.create(
+      m.gpu,
+      m.config,
+      m.weights.layout,
+      m.params,
+      m.maxLen,
+      m.slots,
+      this.fused,
+    );
+    const k = this.kernel = await this.compile;
+    const lora = m.lora && !decodeLoraUnfit(m.lora.layout) && k.loraFits(m.lora.layout)
+      ? m.lora.layout
+      : null;
+    if (lora) await k.prepare(lora);
+    if (opts.sample && k.stepsPerDispatch(lora) > 0 && (lora || !m.lora)) {
+      await k.prepare(lora, true);
+    }
+  }
+
+  encodeStep(m: GpuModel, rec: Recorder, N: number): boolean {
+    if (!this.kernel?.readyFor(m.lora)) return false;
+    this.encodeFused(m, rec, N, null);
+    return true;
+  }
+
+  /**
+   * The weight textures' projections for a step of N rows, the copies brought up to date with
+   * the parameters first (a fill submitted now, so before the step); storage where there are none.
+   */
+  projections(m: GpuModel, N: number): Projections {
+    const t = this.textures;
+    if (!t || !m.ops.matmul.canUseTextures(N)) return m.projections;
+    if (t.version !== this.paramsVersion) t.refresh(m.params, this.paramsVersion);
+    return this.textureProjections ??= new TextureProjections(m, t);
+  }
+
+  canSampleInStep(m: GpuModel): boolean {
+    return this.kernel?.readyFor(m.lora, true) ?? false;
+  }
+
+  sampleStepsPerDispatch(m: GpuModel): number {
+    return this.canSampleInStep(m) ? this.kernel!.stepsPerDispatch(m.lora?.layout ?? null) : 0;
+  }
+
+  encodeSampleStep(m: GpuModel, rec: Recorder, N: number, sample: DecodeSampleStep) {
+    this.encodeFused(m, rec, N, sample);
+  }
+
+  private encodeFused(m: GpuModel, rec: Recorder, N: number, sample: DecodeSampleStep | null) {
+    const s = m.scratch;
+    this.kernel!.encode(
+      rec,
+      N,
+      m.params,
+      s.ids,
+      s.meta,
+      m.kCache[0].buffer,
+      m.vCache[0].buffer,
+      m.cacheStride,
+      m.logitRange(N),
+      m.lora,
+      sample,
+      this.paramsVersion,
+    );
+  }
+
+  /** Whether the fused step (once prepared) reads its weights from the parameter atlas. */
+  get usesAtlas(): boolean {
+    return this.kernel?.usesAtlas ?? false;
+  }
+
+  /** Whether weight textures exist and are as current as the parameters (decode steps use them). */
+  get weightTexturesCurrent(): boolean {
+    return this.textures !== null && this.textures.version === this.paramsVersion;
+  }
+
+  paramsChanged() {
+    this.paramsVersion++;
+  }
+
+  destroy() {
+    this.kernel?.destroy();
+    this.textures?.destroy();
+  }
+}

@@ -1,0 +1,216 @@
+// The projections of a forward pass (q/k/v, o, gate/up, down, the LM head) with their norms,
+// biases and LoRA, on storage buffers: what every forward uses, decode steps on GPU-class
+// adapters included. A decode backend (decode_backend.ts) may hand a decode step's layers another
+// implementation of the same interface (cpu_adapter/texture_projections.ts).
+//
+// Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, I intermediate; W stored [out, in].
+
+import type { BufferRef } from "../gpu/buffers.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import type { GpuModel } from "./gpu_model.ts";
+import type { BufferRange } from "./gpu_params.ts";
+import type { ParamTensor } from "./weights.ts";
+
+/** One linear of a group: its weight, bias (or null) and output [N, out]. */
+export type LinearPart = [ParamTensor, ParamTensor | null, BufferRef];
+
+/** What a Llama-family layer and the LM head ask of a path (GpuModel.encodeLayer). */
+export interface Projections {
+  /**
+   * Attention's inputs of layer l: input RMSNorm of res[l] → q, k, v (+ biases, LoRA) → the
+   * Qwen3 q/k RMSNorms → RoPE of q and k, k and v stored in the layer's cache.
+   */
+  attentionInput(rec: Recorder, l: number, N: number): void;
+  /** to = from + x · Wᵀ (+ bias, LoRA): the o and down projections with their residual add. */
+  residual(
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    from: GPUBuffer,
+    to: GPUBuffer,
+  ): void;
+  /** The MLP's input of layer l: post-attention RMSNorm of xmid → gate, up (LoRA) → SwiGLU into h. */
+  mlpInput(rec: Recorder, l: number, N: number, xmid: GPUBuffer): void;
+  /** Logits [nSel, V] of the rows in x: final RMSNorm → LM head. */
+  head(rec: Recorder, nSel: number, x: GPUBuffer, logits: BufferRange): void;
+}
+
+export class StorageProjections implements Projections {
+  constructor(protected readonly m: GpuModel) {}
+
+  attentionInput(rec: Recorder, l: number, N: number) {
+    const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
+    m.kernels.rmsnorm(
+      rec,
+      N,
+      c.hiddenSize,
+      c.rmsNormEps,
+      m.res[l],
+      m.p(lv.inputNorm),
+      a.xn1,
+      a.rstd1,
+    );
+    const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
+      lv.v!,
+      lv.vBias,
+      a.v,
+    ]];
+    this.linearGroup(rec, N, a.xn1, qkv);
+    this.qkNormRope(rec, l, N);
+  }
+
+  /** q and k of layer l (the Qwen3 norms first) rotated, k and v written to the cache. */
+  protected qkNormRope(rec: Recorder, l: number, N: number) {
+    const m = this.m,
+      c = m.config,
+      K = m.kernels,
+      a = m.acts[l],
+      lv = m.weights.layout.layerView(l);
+    const D = c.headDim, NH = c.numHeads, KV = c.numKvHeads;
+    if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
+      K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, m.p(lv.qNorm), a.qn, a.rstdq);
+      K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, m.p(lv.kNorm), a.kn, a.rstdk);
+    }
+    const { q, k } = m.qkUsed(l);
+    K.ropeStore(
+      rec,
+      N,
+      NH,
+      KV,
+      D,
+      m.scratch.meta,
+      q,
+      k,
+      a.v,
+      m.cos,
+      m.sin,
+      m.kCache[l],
+      m.vCache[l],
+    );
+  }
+
+  mlpInput(rec: Recorder, l: number, N: number, xmid: GPUBuffer) {
+    const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
+    m.kernels.rmsnorm(rec, N, c.hiddenSize, c.rmsNormEps, xmid, m.p(lv.postNorm), a.xn2, a.rstd2);
+    this.linearGroup(rec, N, a.xn2, [[lv.gate!, null, a.gate], [lv.up, null, a.up]]);
+    m.kernels.swiglu(rec, N * c.intermediateSize, a.gate, a.up, a.h);
+  }
+
+  head(rec: Recorder, nSel: number, x: GPUBuffer, logits: BufferRange) {
+    const m = this.m, c = m.config, s = m.scratch, lay = m.weights.layout;
+    m.kernels.rmsnorm(rec, nSel, c.hiddenSize, c.rmsNormEps, x, m.p(lay.finalNorm), s.xf, s.rstdf);
+    this.matmulWeight(rec, nSel, s.xf, lay.lmHead, logits);
+  }
+
+  /**
+   * to = from + linear(x). With from ≠ to (training) the linear goes to proj and one add writes
+   * to; with from = to (inference) the matmul accumulates into it (beta 1), or for a split W its
+   * chunks' product in proj is added in, then the bias and LoRA: the same rounding either way.
+   */
+  residual(
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    from: GPUBuffer,
+    to: GPUBuffer,
+  ) {
+    const m = this.m, [out, inp] = w.shape;
+    const ew = m.ops.elementwise, proj = m.scratch.proj;
+    if (from !== to) {
+      this.linear(rec, N, x, w, bias, proj);
+      ew.binary(rec, { op: "add", n: N * out }, from, proj, to);
+      return;
+    }
+    const chunks = m.params.chunks(w);
+    if (chunks.length === 1) {
+      m.ops.matmul.encode(
+        rec,
+        { form: "nt", M: N, N: out, K: inp, beta: 1 },
+        x,
+        chunks[0].ref,
+        to,
+      );
+    } else {
+      this.matmulWeight(rec, N, x, w, proj);
+      ew.binaryInPlace(rec, { op: "add", n: N * out }, to, proj);
+    }
+    this.biasAndLora(rec, N, x, w, bias, to);
+  }
+
+  /**
+   * y [N, out] = x [N, in] · Wᵀ: one matmul, or for a split W one per row chunk into splitTmp,
+   * copied into the chunk's columns of y.
+   */
+  matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef) {
+    const m = this.m, [out, inp] = w.shape;
+    const chunks = m.params.chunks(w);
+    if (chunks.length === 1) {
+      m.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp }, x, chunks[0].ref, y);
+      return;
+    }
+    for (const c of chunks) {
+      m.ops.matmul.encode(rec, { form: "nt", M: N, N: c.rows, K: inp }, x, c.ref, m.splitTmp!);
+      m.split!.copyCols(rec, N, c.rows, out, c.rowStart, m.splitTmp!, y);
+    }
+  }
+
+  /** y [N, out] = x [N, in] · Wᵀ (+ bias, LoRA): HF Linear. */
+  linear(
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    y: BufferRef,
+  ) {
+    this.matmulWeight(rec, N, x, w, y);
+    this.biasAndLora(rec, N, x, w, bias, y);
+  }
+
+  /** y [N, out] += bias, then += the attached LoRA adapter's x · Aᵀ · Bᵀ for this weight. */
+  protected biasAndLora(
+    rec: Recorder,
+    N: number,
+    x: BufferRef,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    y: BufferRef,
+  ) {
+    const m = this.m, [out] = w.shape;
+    if (bias) {
+      m.ops.elementwise.binaryInPlace(
+        rec,
+        { op: "add", n: N * out, cols: out, broadcast: "row" },
+        y,
+        m.p(bias),
+      );
+    }
+    if (m.lora && w.layer !== null) m.lora.encodeForward(rec, N, w.layer, w.role, x, y);
+  }
+
+  /**
+   * Several linears of one input (q/k/v, gate/up): their matmuls in one grouped dispatch where
+   * the kernels allow (Matmul.encodeGroup; not for split weights), then each bias and LoRA.
+   */
+  protected linearGroup(rec: Recorder, N: number, x: BufferRef, parts: LinearPart[]) {
+    const m = this.m;
+    if (parts.some(([w]) => m.params.chunks(w).length !== 1)) {
+      for (const [w, bias, y] of parts) this.linear(rec, N, x, w, bias, y);
+      return;
+    }
+    const inp = parts[0][0].shape[1];
+    m.ops.matmul.encodeGroup(
+      rec,
+      N,
+      inp,
+      x,
+      parts.map(([w, , y]) => ({ b: m.params.chunks(w)[0].ref, c: y, N: w.shape[0] })),
+      m.scratch.unused,
+    );
+    for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
+  }
+}
