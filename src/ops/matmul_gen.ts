@@ -51,7 +51,7 @@ export function isBigRegTile(r: number, c: number): boolean {
 export const GROUP_TILES: Tiles = [[1, 8], [8, 8], [8, 16]];
 
 /**
- * Tiles of the texture form (weights in rgba32float 2D textures, model/weight_textures.ts):
+ * Tiles of the texture form (weights in rgba32float 2D textures, model/cpu_adapter/weight_textures.ts):
  * decode-sized row counts, where llvmpipe loads a texel for a lane in fewer instructions than a
  * storage vec4 (no per-lane bounds-check branch). At 32 rows the tiles are compute-bound and the
  * texture form gained nothing, so there are no 16- or 32-row tiles (docs/benchmarks.md). Every
@@ -415,7 +415,7 @@ function ntGroup(R: number, Cc: number): string {
 const TEX_HEADER = `${GENERATED}
 // A·Bᵀ with B in a texture: C [M,N] = alpha · A [M,K] · Bᵀ + beta · C, where row n of B [N,K] is
 // texel row n % p.H, texel columns (n / p.H)·K/4 + [0, K/4), of an rgba32float 2D texture (the
-// weight textures of src/model/weight_textures.ts: rows past the height limit wrap into further
+// weight textures of src/model/cpu_adapter/weight_textures.ts: rows past the height limit wrap into further
 // blocks of columns). Entry ntx_r<R>c<C>: the register tiles of
 // matmul_reg's nt_r<R>c<C> with B's loads from the texture. K % 4 == 0.
 // p.norm != 0: B holds W·diag(g) for an RMSNorm weight g, and each row of the product is scaled

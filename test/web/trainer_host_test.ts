@@ -393,6 +393,25 @@ Deno.test("TrainerHost", async (t) => {
       assertEquals((await other.host.status()).step, 3);
     });
 
+    clock.t = T0 + 120_000; // a new run id
+    await t.step("Stop while loading: compiling ends, no step runs, nothing is saved", async () => {
+      const mark = ev.list.length;
+      ev.hook = (e) => {
+        if (e.type === "phase" && e.phase === "compiling") void host.stop();
+      };
+      const { runId } = await host.start({ config: config(2), model: PRESET });
+      await ev.state("stopped", mark);
+      ev.hook = () => {};
+      assertEquals(ev.states(mark), ["loading", "stopping", "stopped"]);
+      assertEquals(ev.logs(mark).at(-1), "stopped before step 1; nothing ran");
+      assertEquals(ev.of("metric", mark), []);
+      assertEquals((await json(store, `runs/${runId}/run.json`)).status, "stopped");
+      assertEquals(await host.readMetrics(runId), []);
+      assertEquals(await runs.checkpoints(runId), []);
+      // and the host is free again: the stopped run can be deleted
+      await host.deleteRun(runId);
+    });
+
     await t.step(
       "a run without a checkpoint cannot be resumed; a finished run is deleted",
       async () => {

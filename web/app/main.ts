@@ -137,7 +137,8 @@ async function main() {
       : "";
     buttons.pause.disabled = state !== "running";
     buttons.resume.disabled = state !== "paused" && state !== "pausing";
-    buttons.stop.disabled = !["running", "paused", "pausing"].includes(state);
+    // Stop while loading takes effect once compiling ends (no step runs); Pause waits for a step.
+    buttons.stop.disabled = !["loading", "running", "paused", "pausing"].includes(state);
     runs?.syncButtons();
   };
   const form = new ConfigForm($("#form"), (v) => {

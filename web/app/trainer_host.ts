@@ -121,6 +121,8 @@ export class TrainerHost implements TrainerService {
   /** Bumped whenever a session is replaced, so a stale loop's writes and events are dropped. */
   #generation = 0;
   #loopRunning = false;
+  /** A start or resume is loading the model and compiling: Stop is taken for after it. */
+  #loading = false;
   #wake: (() => void) | null = null;
   readonly #jobs = new JobQueue();
   #currentSink: StoreRunSink | null = null;
@@ -173,6 +175,13 @@ export class TrainerHost implements TrainerService {
   async #ensureGpu(): Promise<Gpu> {
     this.#gpu ??= await this.#deps.createGpu();
     return this.#gpu;
+  }
+
+  /** A start or resume begins loading: earlier requests are void, Stop counts from here. */
+  #beginLoading() {
+    this.#pauseRequested = false;
+    this.#stopRequested = false;
+    this.#loading = true;
   }
 
   #teardown() {
@@ -256,8 +265,14 @@ export class TrainerHost implements TrainerService {
       checkpoint: (info) => live() && this.#emit({ type: "checkpoint", runId: id, info }),
     });
     this.#currentSink = sink;
-    this.#pauseRequested = false;
-    this.#stopRequested = false;
+    if (this.#stopRequested) {
+      // Stopped while loading: nothing ran, nothing new to save.
+      await this.#runs.updateMeta(id, { status: "stopped" });
+      this.#emit({ type: "log", line: `stopped before step ${s.step + 1}; nothing ran` });
+      this.#setState("stopped");
+      void this.#jobs.drain();
+      return;
+    }
     this.#loopRunning = true;
     this.#setState("running");
     await this.#runs.updateMeta(id, { status: "running" });
@@ -411,6 +426,7 @@ export class TrainerHost implements TrainerService {
   async start(req: StartRequest): Promise<{ runId: string }> {
     await this.#quiesce();
     this.#teardown();
+    this.#beginLoading();
     const uploaded = !!req.warmStartAdapter;
     const raw = uploaded
       ? { ...req.config, warmStart: { path: "upload:warm_start", kind: "peft-adapter" } }
@@ -452,9 +468,11 @@ export class TrainerHost implements TrainerService {
       });
       this.#emit({ type: "history", runId: id, lines: [] });
     } catch (e) {
+      this.#loading = false;
       this.#setState("failed", `${errorInfo(e).name}: ${errorInfo(e).message}`);
       throw e;
     }
+    this.#loading = false;
     void this.#runLoop([]);
     return { runId: id };
   }
@@ -462,6 +480,7 @@ export class TrainerHost implements TrainerService {
   async resumeRun(id: string, local?: LocalModel): Promise<{ runId: string; step: number }> {
     await this.#quiesce();
     this.#teardown();
+    this.#beginLoading();
     const meta = await this.#runs.readMeta(id);
     if (!meta) {
       throw named("CheckpointNotFoundError", `no run "${id}" in this browser's storage`);
@@ -504,9 +523,11 @@ export class TrainerHost implements TrainerService {
           line: `best so far: ${(best.successRate * 100).toFixed(1)}% at step ${best.step}`,
         });
       }
+      this.#loading = false;
       void this.#runLoop(lines);
       return { runId: id, step: s.step };
     } catch (e) {
+      this.#loading = false;
       this.#setState("failed", `${errorInfo(e).name}: ${errorInfo(e).message}`);
       throw e;
     }
@@ -527,6 +548,12 @@ export class TrainerHost implements TrainerService {
 
   // deno-lint-ignore require-await -- TrainerService methods are async across comlink
   async stop(): Promise<void> {
+    if (this.#loading) {
+      // Compiling cannot be cut short; the loop then ends before its first step.
+      this.#stopRequested = true;
+      this.#setState("stopping", "stopping once the GPU shaders are compiled; no step will run");
+      return;
+    }
     if (!this.#loopRunning) return;
     this.#stopRequested = true;
     this.#setState("stopping", "stopping after this step (a checkpoint is written)");
