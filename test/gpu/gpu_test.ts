@@ -12,6 +12,7 @@ import {
 } from "../../src/gpu/mod.ts";
 import { noAdapterAdvice } from "../../src/gpu/errors.ts";
 import { createOps } from "../../src/ops/mod.ts";
+import "../../src/model/sampling.ts"; // declares the Shape the lane sampler includes
 
 Deno.test("classifyAdapter: software rasterisers are CPU-class", () => {
   const base = { vendor: "", architecture: "", device: "", description: "", isFallback: false };

@@ -6,6 +6,8 @@ import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts"
 import { shaderNames } from "../../src/cli/shader.ts";
 import { shaderSource } from "../../src/gpu/shaders.ts";
 import { uniformStruct } from "../../src/gpu/uniforms.ts";
+import { DecodeForwardParams } from "../../src/model/cpu_adapter/decode_forward.ts";
+import { SamplingShapeParams } from "../../src/model/sampling.ts";
 import { SoftmaxParams } from "../../src/ops/softmax.ts";
 
 Deno.test("uniformStruct: WGSL with padding to 16 bytes, packed by name in declaration order", () => {
@@ -89,4 +91,7 @@ Deno.test("every shader's includes resolve once the shader CLI's modules are loa
     const structs = [...text.matchAll(/^struct (\w+)/gm)].map((m) => m[1]);
     assertEquals(structs.length, new Set(structs).size, `${name}: a struct twice`);
   }
+  // a struct included by an included shader: the fused decode takes the sampler's Shape
+  const fused = await shaderSource("decode_forward");
+  assert(fused.includes(SamplingShapeParams.wgsl) && fused.includes(DecodeForwardParams.wgsl));
 });
