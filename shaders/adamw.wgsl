@@ -52,7 +52,7 @@ fn treeSum(v: f32, lid: u32) -> f32 {
 
 // ---- sumsq_partial: [uniform, G (read), Partials (rw)] ---------------------------------------
 
-struct PartialParams { n: u32, base: u32, _p0: u32, _p1: u32 }
+//! include adamw_partial_params
 
 @group(0) @binding(0) var<uniform> pp: PartialParams;
 @group(0) @binding(1) var<storage, read> Gsq: array<vec4<f32>>;
@@ -77,7 +77,7 @@ fn sumsq_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
 
 // ---- norm_finalize: [uniform, Partials (read), Stats (rw)] -----------------------------------
 
-struct FinalizeParams { count: u32, _p0: u32, max_norm: f32, grad_scale: f32 }
+//! include adamw_finalize_params
 
 @group(0) @binding(0) var<uniform> fp: FinalizeParams;
 @group(0) @binding(1) var<storage, read> PartialsIn: array<f32>;
@@ -103,24 +103,7 @@ fn norm_finalize(@builtin(local_invocation_index) lid: u32) {
 
 // ---- adamw_step: [uniform, P, G, M, V, Mask, Stats] ------------------------------------------
 
-struct StepParams {
-  n: u32,
-  /** First 64-float block of this chunk in the mask (chunks of one range share its mask). */
-  mask_base: u32,
-  use_mask: u32,
-  _p0: u32,
-  beta1: f32,
-  beta2: f32,
-  eps: f32,
-  /** lr · weight_decay: decoupled decay p ← p·(1 − lr·wd·mask). */
-  lr_wd: f32,
-  /** lr / (1 − β1^t) */
-  step_size: f32,
-  /** sqrt(1 − β2^t) */
-  bc2_sqrt: f32,
-  _p1: f32,
-  _p2: f32,
-}
+//! include adamw_step_params
 
 @group(0) @binding(0) var<uniform> sp: StepParams;
 @group(0) @binding(1) var<storage, read_write> P: array<vec4<f32>>;
@@ -167,7 +150,7 @@ fn adamw_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 
 // ---- zero_grads: [uniform, G (rw)] -----------------------------------------------------------
 
-struct ZeroParams { n: u32, _p0: u32, _p1: u32, _p2: u32 }
+//! include adamw_zero_params
 
 @group(0) @binding(0) var<uniform> zp: ZeroParams;
 @group(0) @binding(1) var<storage, read_write> Gz: array<vec4<f32>>;

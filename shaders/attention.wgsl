@@ -3,7 +3,7 @@
 //   G = NH / KV, (slot, pos) = meta[r]; Lse[r, h] = log Σ exp(scores) for the backward pass.
 // One workgroup per (head, row); the scores of up to MAXP positions sit in workgroup memory.
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, _p0: u32, _p1: u32 }
+//! include attention_params
 
 override WG: u32 = 64u;
 override MAXP: u32 = 1024u;

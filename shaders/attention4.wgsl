@@ -3,7 +3,7 @@
 // output phase gives each lane a group of 4 dims and a share of the positions (the plain kernel
 // keeps only D of WG lanes busy there) and adds the shares at the end.
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, _p0: u32, _p1: u32 }
+//! include attention_params
 
 override WG: u32 = 64u;
 override MAXP: u32 = 1024u;

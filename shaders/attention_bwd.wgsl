@@ -7,7 +7,7 @@
 //   dK_t    = scale · Σ_{rows, heads reading t} dS_t · q[r,h]  (attention_bwd_kv.wgsl)
 //   dV_t    =         Σ_{rows, heads reading t} P_t · dO[r,h]
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, S: u32, _p1: u32 }
+//! include attention_bwd_params
 
 override WG: u32 = 64u;
 

@@ -2,7 +2,7 @@
 // sums over the query rows of the slot at positions ≥ t and the G heads sharing the kv head.
 // See attention_bwd.wgsl for the formulas. Output in cache layout [S, KV, P, D].
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, S: u32, _p1: u32 }
+//! include attention_bwd_params
 
 override WG: u32 = 64u;
 

@@ -6,7 +6,7 @@
 // the shares are added at the end. On CPU adapters loads dominate: this loads a quarter as many
 // words as the scalar kernel and keeps every lane busy in phase 2 (there, only D of WG lanes were).
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, S: u32, _p1: u32 }
+//! include attention_bwd_params
 
 override WG: u32 = 64u;
 // Most vec4 groups of one head: head_dim ≤ 4·MAXD4 (checked on the host).

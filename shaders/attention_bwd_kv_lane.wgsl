@@ -5,7 +5,7 @@
 // Each entry loads its q and dO rows once (the workgroup kernel loads them twice, once per
 // phase), with no workgroup memory and no barriers. head_dim = 4·D4 (override constant).
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, S: u32, _p1: u32 }
+//! include attention_bwd_params
 
 override WG: u32 = 8u;
 override D4: u32 = 4u;

@@ -6,7 +6,7 @@
 // one K and one V row; the workgroup kernel also reloads q and dO per position and K again for
 // the sum, and leaves most lanes idle in its second phase.
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, S: u32, _p1: u32 }
+//! include attention_bwd_params
 
 override WG: u32 = 8u;
 override D4: u32 = 4u;

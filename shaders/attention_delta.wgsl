@@ -1,7 +1,7 @@
 // Δ[r,h] = Σ_d dO[r,h,d] · O[r,h,d]: the softmax-backward correction of attention, one
 // invocation per (row, head). See attention_bwd.wgsl.
 
-struct Params { rows: u32, D: u32, _p0: u32, _p1: u32 }
+//! include attention_delta_params
 
 override WG: u32 = 64u;
 

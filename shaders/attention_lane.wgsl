@@ -7,7 +7,7 @@
 // head_dim = 4·D4 where D4 is the override constant (unrolled loops keep q and the accumulator
 // in registers); no limit on the context length (no scores in workgroup memory).
 
-struct Params { N: u32, NH: u32, KV: u32, D: u32, P: u32, scale: f32, _p0: u32, _p1: u32 }
+//! include attention_params
 
 override WG: u32 = 8u;
 override D4: u32 = 4u;

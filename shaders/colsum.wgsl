@@ -1,7 +1,7 @@
 // Column sums accumulated into Out: out[c] += Σ_r X[r, c] (bias gradients). One invocation per
 // column.
 
-struct Params { rows: u32, cols: u32, _p0: u32, _p1: u32 }
+//! include colsum_params
 
 override WG: u32 = 64u;
 

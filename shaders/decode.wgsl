@@ -4,7 +4,7 @@
 // cache) and so does its sampling step counter (word 6 of its params row, see
 // src/model/sampling.ts).
 
-struct Params { rows: u32, maxPos: u32, paramWords: u32, step: u32, steps: u32, _p0: u32, _p1: u32, _p2: u32 }
+//! include decode_params
 
 override WG: u32 = 64u;
 

@@ -33,17 +33,13 @@ struct Layer {
   lora: array<vec4<u32>, 7>,                    // (offA, strideA, offB, strideB)
 }
 
-// The matrix dims are uniforms, not override constants, so that the loops over them stay loops:
+// Params (DecodeForwardParams in src/model/cpu_adapter/decode_forward.ts): rows, P, eps, scale,
+// the layer count and offsets of embed, finalNorm, head; cacheStride; C4, I4, V4, Q4 = NH·D4;
+// rpg rows per workgroup (≤ R); adapters, loraScale; decode_sample steps step .. step + inner − 1
+// of `steps`; sinAt where Rope's sines start (vec4s); then `layer: array<Layer, MAXL>`. The
+// matrix dims are uniforms, not override constants, so that the loops over them stay loops:
 // unrolled, the kernel took 40 s to compile on llvmpipe.
-struct Params {
-  rows: u32, P: u32, eps: f32, scale: f32,
-  layers: u32, embed: u32, finalNorm: u32, head: u32,
-  cacheStride: u32, C4: u32, I4: u32, V4: u32,
-  Q4: u32, rpg: u32, adapters: u32, loraScale: f32, // Q4 = NH·D4; rpg rows per workgroup (≤ R)
-  step: u32, steps: u32, inner: u32, sinAt: u32,    // decode_sample: steps step.. step + inner − 1 of `steps`;
-                                                    // sinAt: where Rope's sines start (vec4s)
-  layer: array<Layer, MAXL>,
-}
+//! include decode_forward_params
 
 override WG: u32 = 16u;
 override R: u32 = 8u;    // the most rows a workgroup takes (p.rpg ≤ R of them in a dispatch)

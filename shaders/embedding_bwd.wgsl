@@ -2,7 +2,7 @@
 // (CSR: Tokens[u], Offsets[u..u+1] into Rows), and each invocation sums one (token, column):
 //   dE[Tokens[u], c] += Σ_{i in Offsets[u]..Offsets[u+1]} dX[Rows[i], c]
 
-struct Params { unique: u32, cols: u32, _p0: u32, _p1: u32 }
+//! include embedding_bwd_params
 
 override WG: u32 = 256u;
 

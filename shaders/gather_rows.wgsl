@@ -1,7 +1,7 @@
 // Row gather: out[r, c] = src[idx[r], c]. The token embedding, and picking the rows whose
 // logits are wanted. One invocation per output element, 2-D grid for large counts.
 
-struct Params { rows: u32, cols: u32, srcRows: u32, _p: u32 }
+//! include gather_rows_params
 
 override WG: u32 = 256u;
 

@@ -5,7 +5,7 @@
 
 // ---- LayerNorm: out = (x − mean)·rstd·w + b, rstd = 1/sqrt(mean((x − mean)²) + eps) ----------
 
-struct NormParams { rows: u32, cols: u32, eps: f32, _p: u32 }
+//! include gpt2_norm_params
 
 override WG: u32 = 64u;
 /** layernorm_bwd_x: 1 adds dx to Dx (a residual gradient), 0 overwrites it. */
@@ -96,7 +96,7 @@ fn layernorm_bwd_wb(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // ---- gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) --------------------------------
 
-struct EwParams { n: u32, _p0: u32, _p1: u32, _p2: u32 }
+//! include gpt2_ew_params
 
 const GELU_K: f32 = 0.7978845608028654; // √(2/π)
 const GELU_C: f32 = 0.044715;
@@ -137,7 +137,7 @@ fn gelu_new_bwd(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 
 // ---- position embedding: X[r, c] += Wpe[pos(r), c], pos from the rows' (slot, pos) pairs ------
 
-struct PosParams { rows: u32, cols: u32, _p0: u32, _p1: u32 }
+//! include gpt2_pos_params
 
 @group(0) @binding(0) var<uniform> pp: PosParams;
 @group(0) @binding(1) var<storage, read> PMeta: array<vec2<u32>>;

@@ -1,7 +1,7 @@
 // The inverse of the cache write (rope.wgsl rope_store): rows' values read back from cache layout,
 // Out[r, h, d] = Cache[slot_r, h, pos_r, d] (the gradients of K and V per row).
 
-struct Params { N: u32, KV: u32, D: u32, P: u32 }
+//! include kv_gather_params
 
 override WG: u32 = 256u;
 

@@ -11,10 +11,7 @@
 //   lora_dA:   dA[a, j, k] += Σ_{rows of a} dU[row, j] · X[row, k]           (a, j, k)
 // The weight gradients need each adapter's rows contiguous: Ranges[a] = (first, end).
 
-struct Params {
-  N: u32, inDim: u32, outDim: u32, r: u32,
-  count: u32, strideA: u32, strideB: u32, scale: f32,
-}
+//! include lora_params
 
 override WG: u32 = 64u;
 

@@ -3,10 +3,7 @@
 //   lora_db: dB[a, o, j] += scale · Σ_rows dY[row, o] · U[row, j]     (In0 = dY, In1 = U)
 //   lora_da: dA[a, j, k] += Σ_rows dU[row, j] · X[row, k]             (In0 = dU, In1 = X)
 
-struct Params {
-  N: u32, inDim: u32, outDim: u32, r: u32,
-  count: u32, strideA: u32, strideB: u32, scale: f32,
-}
+//! include lora_params
 
 override WG: u32 = 64u;
 

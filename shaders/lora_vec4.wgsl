@@ -11,10 +11,7 @@
 //   lora4_db:   dB[a, o, j] += scale · Σ_{rows of a} dY[row, o] · U[row, j]   tile (4 o, 4 j)
 //   lora4_da:   dA[a, j, k] += Σ_{rows of a} dU[row, j] · X[row, k]           tile (4 j, 4 k)
 
-struct Params {
-  N: u32, inDim: u32, outDim: u32, r: u32,
-  count: u32, strideA: u32, strideB: u32, scale: f32,
-}
+//! include lora_params
 
 override WG: u32 = 64u;
 

@@ -28,22 +28,7 @@ struct Row {
   _p1: f32,
 }
 
-struct Params {
-  rows: u32,
-  cols: u32,
-  in_place: u32,
-  use_ref: u32,
-  eps_low: f32,
-  eps_high: f32,
-  /** Dual-clip c (verl clip_ratio_c); a huge value turns it off. */
-  clip_c: f32,
-  kl_coef: f32,
-  /** 1/T: the loss reads logits z as z/T (the sampling temperature of the log-probs it compares with). */
-  inv_temp: f32,
-  _q0: f32,
-  _q1: f32,
-  _q2: f32,
-}
+//! include loss_params
 
 override WG: u32 = 64u;
 
@@ -200,7 +185,7 @@ fn policy_loss(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 
 // ---- loss_totals: [uniform, stats rows (read), totals (rw)] ----------------------------------
 
-struct TotalsParams { rows: u32, accumulate: u32, _p0: u32, _p1: u32 }
+//! include loss_totals_params
 
 @group(0) @binding(0) var<uniform> tp: TotalsParams;
 @group(0) @binding(1) var<storage, read> Srows: array<vec4<f32>>;

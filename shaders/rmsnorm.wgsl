@@ -2,7 +2,7 @@
 // Also the Qwen3 per-head q/k norm (rows = tokens × heads, cols = head_dim). One workgroup per
 // row; 1/rms is saved per row for the backward pass.
 
-struct Params { rows: u32, cols: u32, eps: f32, _p: u32 }
+//! include rmsnorm_params
 
 override WG: u32 = 64u;
 

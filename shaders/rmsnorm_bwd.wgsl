@@ -4,7 +4,7 @@
 //   dw_j += Σ_rows dy_j · x_j · r                                (rmsnorm_bwd_w, invocation per column)
 // r comes from the forward's saved Rstd. ACCUM = 1 adds dx into Dx (the residual's gradient).
 
-struct Params { rows: u32, cols: u32, _p0: u32, _p1: u32 }
+//! include rmsnorm_bwd_params
 
 override WG: u32 = 64u;
 override ACCUM: u32 = 0u;

@@ -4,7 +4,7 @@
 // cos/sin come from a [maxPos, D/2] table computed in float64 on the CPU. SIGN = −1 applies
 // the inverse rotation (the backward pass). Each row's position is meta[row].y.
 
-struct Params { rows: u32, heads: u32, D: u32, maxPos: u32 }
+//! include rope_params
 
 override WG: u32 = 256u;
 override SIGN: f32 = 1.0;
@@ -49,7 +49,7 @@ fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 // Kc[slot, h, pos, :] and Vc[slot, h, pos, :]. The forward's rotation (SIGN +1); the rope entry
 // above is the backward's inverse.
 
-struct StoreParams { rows: u32, NH: u32, KV: u32, D: u32, P: u32, _p0: u32, _p1: u32, _p2: u32 }
+//! include rope_store_params
 
 @group(0) @binding(0) var<uniform> sp: StoreParams;
 @group(0) @binding(1) var<storage, read_write> Q: array<f32>;

@@ -1,9 +1,9 @@
 // What both samplers share (sampling.wgsl, one workgroup per row; sampling_lane_core.wgsl, one
 // invocation per row): the row parameters, the Philox draw, and the order-preserving keys of the
 // logits. The same code in both is what makes their draws, ties and thresholds agree. Includers
-// declare `shape` (a Shape).
+// declare `shape` (a Shape: SamplingShapeParams in src/model/sampling.ts).
 
-struct Shape { rows: u32, vocab: u32, hist_cap: u32, flags: u32 }
+//! include sampling_shape_params
 
 // One row's parameters: 8 words, packed by packSamplingParams (src/model/sampling.ts).
 struct RowParams {

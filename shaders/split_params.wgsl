@@ -10,7 +10,7 @@
 //                        tokens are contiguous)
 // One invocation per output element, 2-D grid for large counts.
 
-struct Params { rows: u32, cols: u32, base: u32, count: u32, stride: u32, off: u32, _p0: u32, _p1: u32 }
+//! include split_chunk_params
 
 override WG: u32 = 256u;
 

@@ -1,6 +1,6 @@
 // SwiGLU activation of the Llama MLP: out = silu(gate) · up, elementwise over n values.
 
-struct Params { n: u32, _p0: u32, _p1: u32, _p2: u32 }
+//! include swiglu_params
 
 override WG: u32 = 256u;
 

@@ -1,6 +1,6 @@
 // Backward of out = silu(g) · u:  dg = dout · u · σ(g)·(1 + g·(1 − σ(g))),  du = dout · silu(g).
 
-struct Params { n: u32, _p0: u32, _p1: u32, _p2: u32 }
+//! include swiglu_params
 
 override WG: u32 = 256u;
 

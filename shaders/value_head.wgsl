@@ -11,17 +11,7 @@
 // gradient is 0; on a tie the unclipped branch's v − R is taken (both are then equal).
 // Dims: N rows, C hidden.
 
-struct Params {
-  rows: u32,
-  cols: u32,
-  b_off: u32,
-  accumulate: u32,
-  /** ε_v of the value clip. */
-  clip: f32,
-  _q0: f32,
-  _q1: f32,
-  _q2: f32,
-}
+//! include value_head_params
 
 /** One token's value-loss inputs (packed on the CPU: packValueRows). */
 struct Row {

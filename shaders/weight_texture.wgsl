@@ -2,7 +2,7 @@
 // rgba32float 2D texture = W[n, 4·k4 .. 4·k4+3] for W [N, K] row-major (K4 = K/4), times
 // g[4·k4 ..] when p.scaled != 0: the RMSNorm weight g that precedes the product, folded in.
 
-struct P { N: u32, K4: u32, H: u32, scaled: u32 }
+//! include weight_texture_params
 
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> W: array<vec4<f32>>;

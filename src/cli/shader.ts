@@ -1,11 +1,26 @@
 // `npx deno task shader NAME`: prints a shader's WGSL as the GPU layer compiles it: a file of
-// shaders/ with its `//! include` lines resolved, or a generated one (the register-tiled matmuls
-// of src/ops/matmul_gen.ts). `--list` prints every name. Exit: 0 ok, 2 unknown name.
+// shaders/ with its `//! include` lines resolved (other shaders, and the uniform structs their
+// host modules declare), or a generated one (the register-tiled matmuls of src/ops/matmul_gen.ts).
+// `--list` prints every name. Exit: 0 ok, 2 unknown name.
 
 import { defineCli, parseArgsOrExit, runMain, usage, UsageError } from "./cli_args.ts";
 import { shaderSource } from "../gpu/shaders.ts";
 import { MATMUL_SHADERS } from "../ops/matmul_gen.ts";
-import "../ops/matmul.ts"; // registers the generated matmul shaders
+// The modules that register generated shaders and the uniform structs shaders include
+// (uniformStruct, src/gpu/uniforms.ts): every kernel's host module.
+import "../ops/mod.ts";
+import "../model/backward_kernels.ts";
+import "../model/cpu_adapter/decode_forward.ts";
+import "../model/cpu_adapter/weight_textures.ts";
+import "../model/generate.ts";
+import "../model/gpt2_kernels.ts";
+import "../model/lora.ts";
+import "../model/model_kernels.ts";
+import "../model/sampling.ts";
+import "../model/split_kernels.ts";
+import "../train/adamw.ts";
+import "../train/losses.ts";
+import "../train/value_head.ts";
 
 const spec = defineCli({
   command: "npx deno task shader NAME",

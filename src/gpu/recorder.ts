@@ -337,17 +337,3 @@ export class Recorder {
     return off;
   }
 }
-
-/** Packs a uniform block of u32/i32/f32 scalars (each 4 bytes, in declaration order). */
-export function packUniform(
-  fields: readonly (readonly [kind: "u32" | "i32" | "f32", value: number])[],
-): ArrayBuffer {
-  const buf = new ArrayBuffer(Math.max(16, Math.ceil(fields.length / 4) * 16));
-  const dv = new DataView(buf);
-  fields.forEach(([kind, v], i) => {
-    if (kind === "u32") dv.setUint32(i * 4, v >>> 0, true);
-    else if (kind === "i32") dv.setInt32(i * 4, v | 0, true);
-    else dv.setFloat32(i * 4, v, true);
-  });
-  return buf;
-}

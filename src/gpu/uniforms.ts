@@ -9,6 +9,9 @@
 // Fields are 4-byte scalars (u32, i32, f32) in declaration order; the struct is padded with
 // zero fields (_pad0, _pad1, ...) to a multiple of 16 bytes, as uniform buffers require. Fields
 // whose names start with "_" are padding the shader reads as 0: pack fills them in.
+// A struct may end in one more member the host writes itself (`tail`, WGSL text such as
+// "layer: array<Layer, MAXL>", its types declared by the shader): pack writes the scalars (the
+// header, `bytes` long) and the host puts the tail's bytes after them.
 
 import { KernelArgumentError } from "./errors.ts";
 import { registerShaderGenerators } from "./shaders.ts";
@@ -21,6 +24,7 @@ export type UniformValues<N extends string> = { readonly [K in Exclude<N, Paddin
 export class UniformStruct<N extends string> {
   /** Every field, padding included, in memory order. */
   readonly fields: readonly (readonly [string, UniformKind])[];
+  /** The scalars' bytes (what pack writes): the struct's size unless it has a tail. */
   readonly bytes: number;
   readonly wgsl: string;
 
@@ -30,6 +34,8 @@ export class UniformStruct<N extends string> {
     /** The struct's name in WGSL. */
     readonly name: string,
     declared: readonly (readonly [N, UniformKind])[],
+    /** A last member written by the host after the scalars (WGSL `name: type`), or none. */
+    readonly tail?: string,
   ) {
     const names = declared.map(([n]) => n as string);
     const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -46,6 +52,12 @@ export class UniformStruct<N extends string> {
     const rows: string[] = [];
     for (let i = 0; i < fields.length; i += 4) {
       rows.push("  " + fields.slice(i, i + 4).map(([n, k]) => `${n}: ${k},`).join(" "));
+    }
+    if (tail !== undefined) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*: [^;{}]+$/.test(tail) || names.includes(tail.split(":")[0])) {
+        throw new Error(`uniform struct ${include}: bad tail member "${tail}"`);
+      }
+      rows.push(`  ${tail},`);
     }
     this.wgsl = `struct ${name} {\n${rows.join("\n")}\n}\n`;
   }
@@ -77,14 +89,16 @@ export class UniformStruct<N extends string> {
 
 /**
  * Declares a uniform struct and registers its WGSL under `include`, so that a shader's line
- * `//! include <include>` stands for the declaration.
+ * `//! include <include>` stands for the declaration. `opts.tail`: a last member the host
+ * writes itself after pack's bytes (see above).
  */
 export function uniformStruct<const N extends string>(
   include: string,
   name: string,
   fields: readonly (readonly [N, UniformKind])[],
+  opts: { tail?: string } = {},
 ): UniformStruct<N> {
-  const s = new UniformStruct(include, name, fields);
+  const s = new UniformStruct(include, name, fields, opts.tail);
   registerShaderGenerators({ [include]: () => s.wgsl });
   return s;
 }

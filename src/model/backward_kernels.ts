@@ -5,12 +5,59 @@
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
-import { LANE_WG, laneAttentionFits } from "./model_kernels.ts";
+import { LANE_WG, laneAttentionFits, SwigluParams } from "./model_kernels.ts";
 
 const EW = 256, RED = 64, ATT = 64;
+
+/** shaders/rmsnorm_bwd.wgsl's parameters. */
+export const RmsNormBwdParams = uniformStruct("rmsnorm_bwd_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+]);
+
+/** shaders/colsum.wgsl's parameters. */
+export const ColsumParams = uniformStruct("colsum_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+]);
+
+/** shaders/embedding_bwd.wgsl's parameters: `unique` tokens, rows of `cols` floats. */
+export const EmbeddingBwdParams = uniformStruct("embedding_bwd_params", "Params", [
+  ["unique", "u32"],
+  ["cols", "u32"],
+]);
+
+/** shaders/attention_delta.wgsl's parameters: rows = N·NH. */
+export const AttentionDeltaParams = uniformStruct("attention_delta_params", "Params", [
+  ["rows", "u32"],
+  ["D", "u32"],
+]);
+
+/**
+ * The attention backward's parameters (attention_bwd*.wgsl): the forward's, and S the cache
+ * slots (no kernel reads S now).
+ */
+export const AttentionBwdParams = uniformStruct("attention_bwd_params", "Params", [
+  ["N", "u32"],
+  ["NH", "u32"],
+  ["KV", "u32"],
+  ["D", "u32"],
+  ["P", "u32"],
+  ["scale", "f32"],
+  ["S", "u32"],
+]);
+
+/** shaders/kv_gather.wgsl's parameters. */
+export const KvGatherParams = uniformStruct("kv_gather_params", "Params", [
+  ["N", "u32"],
+  ["KV", "u32"],
+  ["D", "u32"],
+  ["P", "u32"],
+]);
 
 type Names =
   | "normX"
@@ -141,7 +188,7 @@ export class BackwardKernels {
     dw: BufferRef | null,
     accumulate: boolean,
   ) {
-    const u = packUniform([["u32", rows], ["u32", cols], ["u32", 0], ["u32", 0]]);
+    const u = RmsNormBwdParams.pack({ rows, cols });
     const grid = this.normRows ? this.grid(rows, RED) : grid1d(rows, this.maxPerDim);
     rec.dispatch(accumulate ? this.k.normXAcc : this.k.normX, [null, dy, x, w, rstd, dx], grid, u);
     if (dw) rec.dispatch(this.k.normW, [null, dy, x, w, rstd, dw], [Math.ceil(cols / RED)], u);
@@ -160,7 +207,7 @@ export class BackwardKernels {
       this.k.swiglu,
       [null, dout, g, up, dg, du],
       this.grid(n),
-      packUniform([["u32", n]]),
+      SwigluParams.pack({ n }),
     );
   }
 
@@ -170,7 +217,7 @@ export class BackwardKernels {
       this.k.colsum,
       [null, x, out],
       [Math.ceil(cols / RED)],
-      packUniform([["u32", rows], ["u32", cols]]),
+      ColsumParams.pack({ rows, cols }),
     );
   }
 
@@ -185,21 +232,20 @@ export class BackwardKernels {
     rows: BufferRef,
     dE: BufferRef,
   ) {
-    const u = packUniform([["u32", unique], ["u32", cols]]);
+    const u = EmbeddingBwdParams.pack({ unique, cols });
     rec.dispatch(this.k.embed, [null, dx, tokens, offsets, rows, dE], this.grid(unique * cols), u);
   }
 
   private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
-    return packUniform([
-      ["u32", N],
-      ["u32", NH],
-      ["u32", KV],
-      ["u32", D],
-      ["u32", this.P],
-      ["f32", 1 / Math.sqrt(D)],
-      ["u32", this.S],
-      ["u32", 0],
-    ]);
+    return AttentionBwdParams.pack({
+      N,
+      NH,
+      KV,
+      D,
+      P: this.P,
+      scale: 1 / Math.sqrt(D),
+      S: this.S,
+    });
   }
 
   /** dq [N, NH·D], dKc/dVc [S, KV, P, D] (entries of rows in this call) from dOut. */
@@ -230,7 +276,7 @@ export class BackwardKernels {
       this.k.delta,
       [null, b.dout, b.out, b.delta],
       this.grid(N * NH, RED),
-      packUniform([["u32", N * NH], ["u32", D]]),
+      AttentionDeltaParams.pack({ rows: N * NH, D }),
     );
     const u = this.attnUniform(N, NH, KV, D);
     const dqGrid: [number, number] | [number, number, number] = this.lane
@@ -264,7 +310,7 @@ export class BackwardKernels {
     cache: BufferRef,
     out: BufferRef,
   ) {
-    const u = packUniform([["u32", N], ["u32", KV], ["u32", D], ["u32", this.P]]);
+    const u = KvGatherParams.pack({ N, KV, D, P: this.P });
     rec.dispatch(this.k.kvGather, [null, meta, cache, out], this.grid(N * KV * D), u);
   }
 }

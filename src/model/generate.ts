@@ -6,9 +6,21 @@
 
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import type { GpuModel, ModelRow } from "./gpu_model.ts";
 import { packSamplingParams, PARAM_WORDS, Sampler, type SamplingParams } from "./sampling.ts";
+
+/**
+ * shaders/decode.wgsl's parameters (advance): rows, the cache positions, words per row of the
+ * sampling params, and this step of `steps` chained between readbacks.
+ */
+export const DecodeParams = uniformStruct("decode_params", "Params", [
+  ["rows", "u32"],
+  ["maxPos", "u32"],
+  ["paramWords", "u32"],
+  ["step", "u32"],
+  ["steps", "u32"],
+]);
 
 export interface GenerateRequest {
   prompt: readonly number[];
@@ -231,10 +243,13 @@ export class Generator {
         ids,
         logprobs,
       });
-      const adv = packUniform([["u32", B], ["u32", m.maxLen], ["u32", PARAM_WORDS], ["u32", s], [
-        "u32",
-        S,
-      ]]);
+      const adv = DecodeParams.pack({
+        rows: B,
+        maxPos: m.maxLen,
+        paramWords: PARAM_WORDS,
+        step: s,
+        steps: S,
+      });
       rec.dispatch(
         this.advance,
         [null, ids, logprobs, m.scratch.ids, m.scratch.meta, params, out],

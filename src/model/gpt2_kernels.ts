@@ -7,10 +7,27 @@
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 
 const WG = 64;
+
+/** shaders/gpt2.wgsl's LayerNorm parameters (forward and both backward entries). */
+export const Gpt2NormParams = uniformStruct("gpt2_norm_params", "NormParams", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+  ["eps", "f32"],
+]);
+
+/** shaders/gpt2.wgsl's elementwise parameters (gelu_new and its backward): n values. */
+export const Gpt2EwParams = uniformStruct("gpt2_ew_params", "EwParams", [["n", "u32"]]);
+
+/** shaders/gpt2.wgsl's position embedding parameters. */
+export const Gpt2PosParams = uniformStruct("gpt2_pos_params", "PosParams", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+]);
 
 type Names = "norm" | "normBwdX" | "normBwdXAcc" | "normBwdWB" | "gelu" | "geluBwd" | "pos";
 
@@ -45,10 +62,6 @@ export class Gpt2Kernels {
     return grid1d(Math.ceil(n / WG), this.maxPerDim);
   }
 
-  private static u(rows: number, cols: number, eps = 0): ArrayBuffer {
-    return packUniform([["u32", rows], ["u32", cols], ["f32", eps], ["u32", 0]]);
-  }
-
   /** out = LayerNorm(x)·w + b per row of [rows, cols]; mean and rstd [rows] saved. */
   layernorm(
     rec: Recorder,
@@ -66,7 +79,7 @@ export class Gpt2Kernels {
       this.k.norm,
       [null, x, w, b, out, mean, rstd],
       this.grid(rows),
-      Gpt2Kernels.u(rows, cols, eps),
+      Gpt2NormParams.pack({ rows, cols, eps }),
     );
   }
 
@@ -84,7 +97,7 @@ export class Gpt2Kernels {
     accumulate: boolean,
     wb: { dw: BufferRef; db: BufferRef } | null,
   ) {
-    const u = Gpt2Kernels.u(rows, cols);
+    const u = Gpt2NormParams.pack({ rows, cols, eps: 0 });
     rec.dispatch(
       accumulate ? this.k.normBwdXAcc : this.k.normBwdX,
       [null, dy, x, w, mean, rstd, dx],
@@ -100,12 +113,12 @@ export class Gpt2Kernels {
 
   /** out = gelu_new(x) over n values. */
   gelu(rec: Recorder, n: number, x: BufferRef, out: BufferRef) {
-    rec.dispatch(this.k.gelu, [null, x, out], this.grid(n), packUniform([["u32", n]]));
+    rec.dispatch(this.k.gelu, [null, x, out], this.grid(n), Gpt2EwParams.pack({ n }));
   }
 
   /** dx = dout · gelu_new'(x) over n values. */
   geluBwd(rec: Recorder, n: number, dout: BufferRef, x: BufferRef, dx: BufferRef) {
-    rec.dispatch(this.k.geluBwd, [null, dout, x, dx], this.grid(n), packUniform([["u32", n]]));
+    rec.dispatch(this.k.geluBwd, [null, dout, x, dx], this.grid(n), Gpt2EwParams.pack({ n }));
   }
 
   /** x [rows, cols] += wpe[pos of row] (positions from the (slot, pos) pairs in meta). */
@@ -121,7 +134,7 @@ export class Gpt2Kernels {
       this.k.pos,
       [null, meta, wpe, x],
       this.grid(rows * cols),
-      Gpt2Kernels.u(rows, cols),
+      Gpt2PosParams.pack({ rows, cols }),
     );
   }
 }

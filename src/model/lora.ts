@@ -8,7 +8,8 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import type { ModelConfig } from "./config.ts";
 import { Rng } from "./init.ts";
@@ -182,6 +183,22 @@ export class LoraLayout {
   }
 }
 
+/**
+ * The parameters of shaders/lora.wgsl, lora_grad.wgsl and lora_vec4.wgsl: N rows, one (layer,
+ * module)'s in and out dims, rank r, `count` adapters stacked at strideA / strideB floats, and
+ * scale = alpha / r.
+ */
+export const LoraParams = uniformStruct("lora_params", "Params", [
+  ["N", "u32"],
+  ["inDim", "u32"],
+  ["outDim", "u32"],
+  ["r", "u32"],
+  ["count", "u32"],
+  ["strideA", "u32"],
+  ["strideB", "u32"],
+  ["scale", "f32"],
+]);
+
 /** Entries of lora_vec4.wgsl, used for modules whose in, out and rank are multiples of 4. */
 const VEC4_ENTRIES = ["lora4_down", "lora4_up", "lora4_du", "lora4_dx", "lora4_db", "lora4_da"];
 
@@ -294,16 +311,16 @@ export class LoraAdapters {
   }
 
   private uniform(e: LoraEntry, N: number): ArrayBuffer {
-    return packUniform([
-      ["u32", N],
-      ["u32", e.inDim],
-      ["u32", e.outDim],
-      ["u32", this.layout.cfg.rank],
-      ["u32", this.layout.cfg.adapters.length],
-      ["u32", e.strideA],
-      ["u32", e.strideB],
-      ["f32", this.layout.scale],
-    ]);
+    return LoraParams.pack({
+      N,
+      inDim: e.inDim,
+      outDim: e.outDim,
+      r: this.layout.cfg.rank,
+      count: this.layout.cfg.adapters.length,
+      strideA: e.strideA,
+      strideB: e.strideB,
+      scale: this.layout.scale,
+    });
   }
 
   private stack(buf: GPUBuffer, offset: number, floats: number): BufferRef {

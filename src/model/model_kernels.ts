@@ -6,7 +6,8 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 
 const EW = 256;
@@ -25,6 +26,50 @@ export const LANE_WG = 8;
 export function laneAttentionFits(headDim: number, positions: number, kvGroups: number): boolean {
   return headDim % 4 === 0 && headDim / 4 <= 32 && positions * (kvGroups + 1) < 65535;
 }
+
+/** shaders/gather_rows.wgsl's parameters: out [rows, cols] gathered from src [srcRows, cols]. */
+export const GatherRowsParams = uniformStruct("gather_rows_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+  ["srcRows", "u32"],
+]);
+
+/** shaders/rmsnorm.wgsl's parameters. */
+export const RmsNormParams = uniformStruct("rmsnorm_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+  ["eps", "f32"],
+]);
+
+/** shaders/rope.wgsl's rope entry: x [rows, heads, D] rotated by positions < maxPos. */
+export const RopeParams = uniformStruct("rope_params", "Params", [
+  ["rows", "u32"],
+  ["heads", "u32"],
+  ["D", "u32"],
+  ["maxPos", "u32"],
+]);
+
+/** shaders/rope.wgsl's rope_store entry: q [rows, NH·D], k and v [rows, KV·D], P cache positions. */
+export const RopeStoreParams = uniformStruct("rope_store_params", "StoreParams", [
+  ["rows", "u32"],
+  ["NH", "u32"],
+  ["KV", "u32"],
+  ["D", "u32"],
+  ["P", "u32"],
+]);
+
+/** The forward attention's parameters (attention.wgsl, attention4.wgsl, attention_lane.wgsl). */
+export const AttentionParams = uniformStruct("attention_params", "Params", [
+  ["N", "u32"],
+  ["NH", "u32"],
+  ["KV", "u32"],
+  ["D", "u32"],
+  ["P", "u32"],
+  ["scale", "f32"],
+]);
+
+/** shaders/swiglu.wgsl's and swiglu_bwd.wgsl's parameters: n elements. */
+export const SwigluParams = uniformStruct("swiglu_params", "Params", [["n", "u32"]]);
 
 /** Forward attention: "lane" (one invocation per (row, head), no barriers; CPU adapters) or "workgroup" (one workgroup per (row, head)). */
 export type AttentionVariant = "lane" | "workgroup";
@@ -130,7 +175,7 @@ export class ModelKernels {
     idx: BufferRef,
     out: BufferRef,
   ) {
-    const u = packUniform([["u32", rows], ["u32", cols], ["u32", srcRows], ["u32", 0]]);
+    const u = GatherRowsParams.pack({ rows, cols, srcRows });
     rec.dispatch(this.k.gather, [null, src, idx, out], this.grid(rows * cols), u);
   }
 
@@ -145,7 +190,7 @@ export class ModelKernels {
     out: BufferRef,
     rstd: BufferRef,
   ) {
-    const u = packUniform([["u32", rows], ["u32", cols], ["f32", eps], ["u32", 0]]);
+    const u = RmsNormParams.pack({ rows, cols, eps });
     const wg = this.serialNorm
       ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim)
       : grid1d(rows, this.maxPerDim);
@@ -164,21 +209,12 @@ export class ModelKernels {
     cos: BufferRef,
     sin: BufferRef,
   ) {
-    const u = packUniform([["u32", rows], ["u32", heads], ["u32", D], ["u32", maxPos]]);
+    const u = RopeParams.pack({ rows, heads, D, maxPos });
     rec.dispatch(this.k.ropeInv, [null, x, meta, cos, sin], this.grid(rows * heads * D / 2), u);
   }
 
   private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
-    return packUniform([
-      ["u32", N],
-      ["u32", NH],
-      ["u32", KV],
-      ["u32", D],
-      ["u32", this.cachePositions],
-      ["f32", 1 / Math.sqrt(D)],
-      ["u32", 0],
-      ["u32", 0],
-    ]);
+    return AttentionParams.pack({ N, NH, KV, D, P: this.cachePositions, scale: 1 / Math.sqrt(D) });
   }
 
   /**
@@ -200,16 +236,7 @@ export class ModelKernels {
     kc: BufferRef,
     vc: BufferRef,
   ) {
-    const u = packUniform([
-      ["u32", N],
-      ["u32", NH],
-      ["u32", KV],
-      ["u32", D],
-      ["u32", this.cachePositions],
-      ["u32", 0],
-      ["u32", 0],
-      ["u32", 0],
-    ]);
+    const u = RopeStoreParams.pack({ rows: N, NH, KV, D, P: this.cachePositions });
     rec.dispatch(
       this.k.ropeStore,
       [null, q, k, v, meta, cos, sin, kc, vc],
@@ -257,6 +284,6 @@ export class ModelKernels {
 
   /** out = silu(g) · u elementwise. */
   swiglu(rec: Recorder, n: number, g: BufferRef, up: BufferRef, out: BufferRef) {
-    rec.dispatch(this.k.swiglu, [null, g, up, out], this.grid(n), packUniform([["u32", n]]));
+    rec.dispatch(this.k.swiglu, [null, g, up, out], this.grid(n), SwigluParams.pack({ n }));
   }
 }

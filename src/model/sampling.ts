@@ -27,7 +27,8 @@ import { type BufferRef, resolveRange } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { ModelError } from "./errors.ts";
 
@@ -48,6 +49,18 @@ export interface SamplingParams {
   /** Decoding step (u32) within the sequence. */
   step: number;
 }
+
+/**
+ * The samplers' shape (shaders/sampling_common.wgsl's Shape, the uniform of sampling.wgsl and
+ * sampling_lane.wgsl): rows, vocabulary, history capacity per row, and flags (truncated
+ * log-probs, append to the history).
+ */
+export const SamplingShapeParams = uniformStruct("sampling_shape_params", "Shape", [
+  ["rows", "u32"],
+  ["vocab", "u32"],
+  ["hist_cap", "u32"],
+  ["flags", "u32"],
+]);
 
 /** 32-bit words per row in the params buffer (see packSamplingParams for the layout). */
 export const PARAM_WORDS = 8;
@@ -323,7 +336,7 @@ export class Sampler {
       need("history.counts", h.counts, rows * 4);
     }
     const flags = (a.truncatedLogprobs ? FLAG_TRUNCATED : 0) | (h?.append ? FLAG_APPEND : 0);
-    const u = packUniform([["u32", rows], ["u32", vocab], ["u32", cap], ["u32", flags]]);
+    const u = SamplingShapeParams.pack({ rows, vocab, hist_cap: cap, flags });
     const bindings = [
       null,
       this.vec4Binding(a.logits, rows * vocab),
@@ -350,7 +363,7 @@ export class Sampler {
     this.need("params", params, rows * PARAM_WORDS * 4);
     this.need("out", out, rows * 4);
     const [d0, d1, d2, d3] = this.dummies;
-    const u = packUniform([["u32", rows], ["u32", 1], ["u32", 0], ["u32", 0]]);
+    const u = SamplingShapeParams.pack({ rows, vocab: 1, hist_cap: 0, flags: 0 });
     rec.dispatch(
       this.drawKernel,
       [null, d0, params, d1, d2, this.seen, d3, out],

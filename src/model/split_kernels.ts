@@ -7,10 +7,24 @@
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 
 const EW = 256;
+
+/**
+ * shaders/split_params.wgsl's parameters: rows and cols of the output, the chunk's first row id
+ * `base` and row `count`, the wide side's row length `stride` and column offset `off`.
+ */
+export const SplitParams = uniformStruct("split_chunk_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+  ["base", "u32"],
+  ["count", "u32"],
+  ["stride", "u32"],
+  ["off", "u32"],
+]);
 
 type Names = "gather" | "copyCols" | "gatherCols" | "embedBwd";
 
@@ -42,26 +56,6 @@ export class SplitKernels {
     return grid1d(Math.ceil(n / EW), this.maxPerDim);
   }
 
-  private static u(
-    rows: number,
-    cols: number,
-    base: number,
-    count: number,
-    stride: number,
-    off: number,
-  ): ArrayBuffer {
-    return packUniform([
-      ["u32", rows],
-      ["u32", cols],
-      ["u32", base],
-      ["u32", count],
-      ["u32", stride],
-      ["u32", off],
-      ["u32", 0],
-      ["u32", 0],
-    ]);
-  }
-
   /** out[r] = chunk[idx[r] − base] for the rows whose id lies in [base, base + count). */
   gatherRange(
     rec: Recorder,
@@ -77,7 +71,7 @@ export class SplitKernels {
       this.k.gather,
       [null, chunk, idx, out],
       this.grid(rows * cols),
-      SplitKernels.u(rows, cols, base, count, 0, 0),
+      SplitParams.pack({ rows, cols, base, count, stride: 0, off: 0 }),
     );
   }
 
@@ -95,7 +89,7 @@ export class SplitKernels {
       this.k.copyCols,
       [null, narrow, wide],
       this.grid(N * k),
-      SplitKernels.u(N, k, 0, 0, W, off),
+      SplitParams.pack({ rows: N, cols: k, base: 0, count: 0, stride: W, off }),
     );
   }
 
@@ -113,7 +107,7 @@ export class SplitKernels {
       this.k.gatherCols,
       [null, wide, narrow],
       this.grid(N * k),
-      SplitKernels.u(N, k, 0, 0, W, off),
+      SplitParams.pack({ rows: N, cols: k, base: 0, count: 0, stride: W, off }),
     );
   }
 
@@ -130,7 +124,7 @@ export class SplitKernels {
     rows: BufferRef,
     dE: BufferRef,
   ) {
-    const u = SplitKernels.u(uStart, cols, base, count, 0, 0);
+    const u = SplitParams.pack({ rows: uStart, cols, base, count, stride: 0, off: 0 });
     rec.dispatch(
       this.k.embedBwd,
       [null, dx, tokens, offsets, rows, dE],

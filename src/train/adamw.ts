@@ -14,7 +14,8 @@ import { type BufferRef, resolveRange, STORAGE } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { CheckpointMismatchError, TrainConfigError } from "./errors.ts";
 
@@ -23,6 +24,42 @@ export const BLOCK_FLOATS = 64;
 /** Floats one workgroup covers (64 lanes × one 64-float block each). */
 const WG = 64;
 const WG_FLOATS = WG * BLOCK_FLOATS;
+
+/** shaders/adamw.wgsl's sumsq_partial: Σg² of n floats into partials from index `base`. */
+export const AdamWPartialParams = uniformStruct("adamw_partial_params", "PartialParams", [
+  ["n", "u32"],
+  ["base", "u32"],
+]);
+
+/** shaders/adamw.wgsl's norm_finalize: `count` partials, the clip norm and the gradient scale. */
+export const AdamWFinalizeParams = uniformStruct("adamw_finalize_params", "FinalizeParams", [
+  ["count", "u32"],
+  ["_p0", "u32"],
+  ["max_norm", "f32"],
+  ["grad_scale", "f32"],
+]);
+
+/**
+ * shaders/adamw.wgsl's adamw_step: n floats; mask_base the chunk's first 64-float block in the
+ * decay mask (chunks of one range share its mask), use_mask; the betas and eps; lr_wd =
+ * lr · weight_decay (decoupled decay p ← p·(1 − lr·wd·mask)); step_size = lr / (1 − β1^t);
+ * bc2_sqrt = sqrt(1 − β2^t).
+ */
+export const AdamWStepParams = uniformStruct("adamw_step_params", "StepParams", [
+  ["n", "u32"],
+  ["mask_base", "u32"],
+  ["use_mask", "u32"],
+  ["_p0", "u32"],
+  ["beta1", "f32"],
+  ["beta2", "f32"],
+  ["eps", "f32"],
+  ["lr_wd", "f32"],
+  ["step_size", "f32"],
+  ["bc2_sqrt", "f32"],
+]);
+
+/** shaders/adamw.wgsl's zero_grads: n floats. */
+export const AdamWZeroParams = uniformStruct("adamw_zero_params", "ZeroParams", [["n", "u32"]]);
 
 export interface AdamWHyper {
   /** Default 0.9. */
@@ -233,20 +270,17 @@ export class AdamW {
     const bc1 = 1 - h.beta1 ** step, bc2 = 1 - h.beta2 ** step;
     for (const c of chunks) {
       const mask = c.range.decayMask;
-      const u = packUniform([
-        ["u32", c.numel],
-        ["u32", c.start / BLOCK_FLOATS],
-        ["u32", mask ? 1 : 0],
-        ["u32", 0],
-        ["f32", h.beta1],
-        ["f32", h.beta2],
-        ["f32", h.eps],
-        ["f32", lr * h.weightDecay],
-        ["f32", lr / bc1],
-        ["f32", Math.sqrt(bc2)],
-        ["f32", 0],
-        ["f32", 0],
-      ]);
+      const u = AdamWStepParams.pack({
+        n: c.numel,
+        mask_base: c.start / BLOCK_FLOATS,
+        use_mask: mask ? 1 : 0,
+        beta1: h.beta1,
+        beta2: h.beta2,
+        eps: h.eps,
+        lr_wd: lr * h.weightDecay,
+        step_size: lr / bc1,
+        bc2_sqrt: Math.sqrt(bc2),
+      });
       const r = c.range;
       rec.dispatch(
         this.k.step,
@@ -268,7 +302,7 @@ export class AdamW {
   /** Records grads ← 0 for every range (between optimizer steps). */
   encodeZeroGrads(rec: Recorder, ranges: readonly AdamWRange[]): void {
     for (const c of this.chunks(ranges)) {
-      const u = packUniform([["u32", c.numel], ["u32", 0], ["u32", 0], ["u32", 0]]);
+      const u = AdamWZeroParams.pack({ n: c.numel });
       rec.dispatch(this.k.zero, [null, this.sub(c.range.grads, c)], this.grid(c.numel), u);
     }
   }
@@ -323,7 +357,7 @@ export class AdamW {
   private encodeNorm(rec: Recorder, chunks: readonly Chunk[], gradScale: number): void {
     let base = 0;
     for (const c of chunks) {
-      const u = packUniform([["u32", c.numel], ["u32", base], ["u32", 0], ["u32", 0]]);
+      const u = AdamWPartialParams.pack({ n: c.numel, base });
       rec.dispatch(
         this.k.partial,
         [null, this.sub(c.range.grads, c), this.partials],
@@ -332,10 +366,11 @@ export class AdamW {
       );
       base += Math.ceil(c.numel / WG_FLOATS);
     }
-    const u = packUniform([["u32", base], ["u32", 0], ["f32", this.hyper.maxGradNorm], [
-      "f32",
-      gradScale,
-    ]]);
+    const u = AdamWFinalizeParams.pack({
+      count: base,
+      max_norm: this.hyper.maxGradNorm,
+      grad_scale: gradScale,
+    });
     rec.dispatch(this.k.finalize, [null, this.partials, this.stats], [1], u);
   }
 

@@ -11,7 +11,8 @@ import { type BufferRef, resolveRange } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { TrainConfigError } from "./errors.ts";
 import {
@@ -27,6 +28,31 @@ import {
 const WG = 64;
 /** Dual clip "off": larger than any −A·c that matters, finite so f32 arithmetic stays defined. */
 const NO_DUAL_CLIP = 3e38;
+
+/**
+ * shaders/losses.wgsl's parameters (cross_entropy, policy_loss): rows of `cols` logits; in_place:
+ * the gradient overwrites the logits; use_ref: the rows' reference log-probs are read (k3 KL);
+ * PPO's clip range, clip_c the dual-clip c (verl clip_ratio_c; a huge value turns it off), the
+ * KL coefficient, and inv_temp = 1/T (the loss reads logits z as z/T, the sampling temperature of
+ * the log-probs it compares with).
+ */
+export const LossParams = uniformStruct("loss_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+  ["in_place", "u32"],
+  ["use_ref", "u32"],
+  ["eps_low", "f32"],
+  ["eps_high", "f32"],
+  ["clip_c", "f32"],
+  ["kl_coef", "f32"],
+  ["inv_temp", "f32"],
+]);
+
+/** shaders/losses.wgsl's loss_totals parameters: accumulate 1 adds the sums to the totals. */
+export const LossTotalsParams = uniformStruct("loss_totals_params", "TotalsParams", [
+  ["rows", "u32"],
+  ["accumulate", "u32"],
+]);
 
 export interface LossEncodeArgs {
   /** Rows in this call (≤ maxRows). */
@@ -143,20 +169,17 @@ abstract class LossHead {
     this.check(args);
     const inPlace = args.dlogits === "in-place";
     const [epsLow, epsHigh, clipC, kl] = this.lossParams();
-    const u = packUniform([
-      ["u32", rows],
-      ["u32", this.vocabSize],
-      ["u32", inPlace ? 1 : 0],
-      ["u32", this.usesRef() ? 1 : 0],
-      ["f32", epsLow],
-      ["f32", epsHigh],
-      ["f32", clipC],
-      ["f32", kl],
-      ["f32", 1 / this.parts.temperature],
-      ["f32", 0],
-      ["f32", 0],
-      ["f32", 0],
-    ]);
+    const u = LossParams.pack({
+      rows,
+      cols: this.vocabSize,
+      in_place: inPlace ? 1 : 0,
+      use_ref: this.usesRef() ? 1 : 0,
+      eps_low: epsLow,
+      eps_high: epsHigh,
+      clip_c: clipC,
+      kl_coef: kl,
+      inv_temp: 1 / this.parts.temperature,
+    });
     const p = this.parts;
     const maxPerDim = p.gpu.device.limits.maxComputeWorkgroupsPerDimension;
     const bindings = [
@@ -168,7 +191,7 @@ abstract class LossHead {
     ];
     rec.dispatch(p.kernel, bindings, grid1d(rows, maxPerDim), u);
     const accumulate = args.accumulate ? 1 : 0;
-    const t = packUniform([["u32", rows], ["u32", accumulate], ["u32", 0], ["u32", 0]]);
+    const t = LossTotalsParams.pack({ rows, accumulate });
     rec.dispatch(p.totalsKernel, [null, p.rowStats, p.totals], [1], t);
   }
 

@@ -13,7 +13,8 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../gpu/recorder.ts";
+import type { Recorder } from "../gpu/recorder.ts";
+import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import {
   AdamW,
@@ -26,6 +27,18 @@ import {
 import { CheckpointMismatchError, LossInputError, TrainConfigError } from "./errors.ts";
 
 const WG = 64;
+
+/**
+ * shaders/value_head.wgsl's parameters: rows of h [rows, cols], the bias at P[b_off], accumulate
+ * 1 adds to the totals, clip the value clip ε_v.
+ */
+export const ValueHeadParams = uniformStruct("value_head_params", "Params", [
+  ["rows", "u32"],
+  ["cols", "u32"],
+  ["b_off", "u32"],
+  ["accumulate", "u32"],
+  ["clip", "f32"],
+]);
 /** f32 slots per packed value row: old value, return, coefficient, mask. */
 export const VALUE_ROW_FLOATS = 4;
 
@@ -211,16 +224,13 @@ export class ValueHead {
   }
 
   private uniform(rows: number, accumulate = false): ArrayBuffer {
-    return packUniform([
-      ["u32", rows],
-      ["u32", this.opts.hidden],
-      ["u32", this.biasOffset],
-      ["u32", accumulate ? 1 : 0],
-      ["f32", this.opts.clip],
-      ["f32", 0],
-      ["f32", 0],
-      ["f32", 0],
-    ]);
+    return ValueHeadParams.pack({
+      rows,
+      cols: this.opts.hidden,
+      b_off: this.biasOffset,
+      accumulate: accumulate ? 1 : 0,
+      clip: this.opts.clip,
+    });
   }
 
   private checkRows(rows: number) {

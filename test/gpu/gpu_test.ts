@@ -5,13 +5,14 @@ import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts"
 import {
   classifyAdapter,
   Gpu,
-  packUniform,
   registerShaders,
   shaderSource,
   sizeClass,
 } from "../../src/gpu/mod.ts";
 import { noAdapterAdvice } from "../../src/gpu/errors.ts";
 import { createOps } from "../../src/ops/mod.ts";
+import { SoftmaxParams } from "../../src/ops/softmax.ts";
+import "../../src/model/sampling.ts"; // declares the Shape the lane sampler includes
 
 Deno.test("classifyAdapter: software rasterisers are CPU-class", () => {
   const base = { vendor: "", architecture: "", device: "", description: "", isFallback: false };
@@ -184,7 +185,7 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       });
       const rec = gpu.recorder();
       assertThrows(
-        () => rec.dispatch(k, [null], [1], packUniform([["u32", 1]])),
+        () => rec.dispatch(k, [null], [1], SoftmaxParams.pack({ rows: 1, cols: 1 })),
         "KernelArgumentError",
       );
     });

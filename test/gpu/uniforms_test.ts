@@ -1,9 +1,13 @@
 // Uniform structs declared once (src/gpu/uniforms.ts): the WGSL they emit, packing by field name,
-// padding to 16 bytes, named errors, and the include a shader takes them by.
+// padding to 16 bytes, named errors, and the include a shader takes them by; every shader's
+// includes resolve with the shader CLI's modules loaded (each kernel's host module).
 
-import { assertEquals, assertRejects, assertThrows } from "../assert.ts";
+import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
+import { shaderNames } from "../../src/cli/shader.ts";
 import { shaderSource } from "../../src/gpu/shaders.ts";
 import { uniformStruct } from "../../src/gpu/uniforms.ts";
+import { DecodeForwardParams } from "../../src/model/cpu_adapter/decode_forward.ts";
+import { SamplingShapeParams } from "../../src/model/sampling.ts";
 import { SoftmaxParams } from "../../src/ops/softmax.ts";
 
 Deno.test("uniformStruct: WGSL with padding to 16 bytes, packed by name in declaration order", () => {
@@ -57,4 +61,37 @@ Deno.test("uniformStruct: a shader's `//! include NAME` line becomes the declara
     "Error",
     "generated shaders and uniform structs are registered by the module that declares them",
   );
+});
+
+Deno.test("uniformStruct: a tail member the host writes itself follows the scalars", () => {
+  const s = uniformStruct("test_params_e", "Params", [["rows", "u32"], ["eps", "f32"]], {
+    tail: "layer: array<Layer, MAXL>",
+  });
+  assertEquals(
+    s.wgsl,
+    "struct Params {\n  rows: u32, eps: f32, _pad0: u32, _pad1: u32,\n  layer: array<Layer, MAXL>,\n}\n",
+  );
+  // pack writes the scalars only: the host puts the tail's bytes after them
+  assertEquals(s.bytes, 16);
+  assertEquals(s.pack({ rows: 3, eps: 0.5 }).byteLength, 16);
+  assertThrows(
+    () => uniformStruct("test_params_f", "P", [["n", "u32"]], { tail: "n: array<u32, 4>" }),
+    "Error",
+    "bad tail member",
+  );
+});
+
+Deno.test("every shader's includes resolve once the shader CLI's modules are loaded", async () => {
+  const names = shaderNames().map((s) => s.name);
+  assert(names.length > 40, `${names.length} shaders`);
+  for (const name of names) {
+    const text = await shaderSource(name);
+    assert(!text.includes("//! include"), `${name}: an include is left`);
+    // each struct once, whatever the includes share
+    const structs = [...text.matchAll(/^struct (\w+)/gm)].map((m) => m[1]);
+    assertEquals(structs.length, new Set(structs).size, `${name}: a struct twice`);
+  }
+  // a struct included by an included shader: the fused decode takes the sampler's Shape
+  const fused = await shaderSource("decode_forward");
+  assert(fused.includes(SamplingShapeParams.wgsl) && fused.includes(DecodeForwardParams.wgsl));
 });

@@ -10,7 +10,8 @@
 import { KernelArgumentError } from "../../gpu/errors.ts";
 import type { Gpu } from "../../gpu/mod.ts";
 import type { BindingKind, Kernel } from "../../gpu/pipelines.ts";
-import { packUniform, type Recorder } from "../../gpu/recorder.ts";
+import type { Recorder } from "../../gpu/recorder.ts";
+import { uniformStruct } from "../../gpu/uniforms.ts";
 import type { ModelConfig } from "../config.ts";
 import type { BufferRange, GpuParams } from "../gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "../weights.ts";
@@ -44,8 +45,41 @@ export const DECODE_FORWARD_LIMITS = {
 const { MAXL, MAXR, MAXCG, MAXT, MAXD4, MAXG, QLEN } = DECODE_FORWARD_LIMITS;
 /** Words of the shader's `Layer` struct: 16 offsets and flags, then (offA, strideA, offB, strideB) per LoRA module. */
 const LAYER_WORDS = 16 + 4 * LORA_MODULES.length;
+/**
+ * The fused decode's uniform block (decode_forward_core.wgsl's Params): a per-step header, then
+ * the layer table the host writes after it (`Layer` per layer, see uniformOffsets). Header:
+ * rows, P cache positions, the RMSNorm eps and attention scale; the layer count and the vec4
+ * offsets in W of the embedding, final norm and head; the vec4 distance between layers' caches;
+ * C4, I4, V4 (hidden, intermediate, vocabulary / 4) and Q4 = NH·D4; rpg rows per workgroup
+ * (≤ R); the LoRA adapter count and scale; decode_sample runs steps step .. step + inner − 1 of
+ * `steps`; sinAt: where Rope's sines start (vec4s). The dims are uniforms, not override
+ * constants, so that the loops over them stay loops: unrolled, the kernel took 40 s to compile
+ * on llvmpipe.
+ */
+export const DecodeForwardParams = uniformStruct("decode_forward_params", "Params", [
+  ["rows", "u32"],
+  ["P", "u32"],
+  ["eps", "f32"],
+  ["scale", "f32"],
+  ["layers", "u32"],
+  ["embed", "u32"],
+  ["finalNorm", "u32"],
+  ["head", "u32"],
+  ["cacheStride", "u32"],
+  ["C4", "u32"],
+  ["I4", "u32"],
+  ["V4", "u32"],
+  ["Q4", "u32"],
+  ["rpg", "u32"],
+  ["adapters", "u32"],
+  ["loraScale", "f32"],
+  ["step", "u32"],
+  ["steps", "u32"],
+  ["inner", "u32"],
+  ["sinAt", "u32"],
+], { tail: "layer: array<Layer, MAXL>" });
 /** Words of the shader's Params before its layer table. */
-const HEADER_WORDS = 20;
+const HEADER_WORDS = DecodeForwardParams.bytes / 4;
 /**
  * Storage bindings of the forward (the adapter's maxStorageBuffersPerShaderStage must allow
  * them; SwiftShader in Chromium allows 10), and of decode_sample.
@@ -495,28 +529,28 @@ export class DecodeForwardKernel {
     // The block is the shader's Params: a per-step header, then the layer table (~6 KiB, the
     // same for every step with these adapters, so built once).
     const block = this.layerTable(L).slice(0);
-    const header = packUniform([
-      ["u32", N],
-      ["u32", this.cachePositions],
-      ["f32", c.rmsNormEps],
-      ["f32", 1 / Math.sqrt(c.headDim)],
-      ["u32", c.numLayers],
-      ["u32", this.offsets[0]],
-      ["u32", this.offsets[1]],
-      ["u32", this.offsets[2]],
-      ["u32", cacheStride / 4],
-      ["u32", c.hiddenSize / 4],
-      ["u32", c.intermediateSize / 4],
-      ["u32", c.vocabSize / 4],
-      ["u32", c.numHeads * c.headDim / 4],
-      ["u32", rpg],
-      ["u32", L ? L.cfg.adapters.length : 0],
-      ["f32", L ? L.scale : 0],
-      ["u32", sample?.step ?? 0],
-      ["u32", sample?.steps ?? 0],
-      ["u32", count],
-      ["u32", this.sinAt / 4],
-    ]);
+    const header = DecodeForwardParams.pack({
+      rows: N,
+      P: this.cachePositions,
+      eps: c.rmsNormEps,
+      scale: 1 / Math.sqrt(c.headDim),
+      layers: c.numLayers,
+      embed: this.offsets[0],
+      finalNorm: this.offsets[1],
+      head: this.offsets[2],
+      cacheStride: cacheStride / 4,
+      C4: c.hiddenSize / 4,
+      I4: c.intermediateSize / 4,
+      V4: c.vocabSize / 4,
+      Q4: c.numHeads * c.headDim / 4,
+      rpg,
+      adapters: L ? L.cfg.adapters.length : 0,
+      loraScale: L ? L.scale : 0,
+      step: sample?.step ?? 0,
+      steps: sample?.steps ?? 0,
+      inner: count,
+      sinAt: this.sinAt / 4,
+    });
     new Uint8Array(block).set(new Uint8Array(header));
     const bindings: Parameters<Recorder["dispatch"]>[1] = [
       null,

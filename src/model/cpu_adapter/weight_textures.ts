@@ -27,7 +27,7 @@
 
 import type { Gpu } from "../../gpu/mod.ts";
 import type { Kernel } from "../../gpu/pipelines.ts";
-import { packUniform } from "../../gpu/recorder.ts";
+import { uniformStruct } from "../../gpu/uniforms.ts";
 import { grid1d } from "../../ops/grid.ts";
 import type { TextureWeight } from "../../ops/matmul.ts";
 import type { GpuParams } from "../gpu_params.ts";
@@ -37,6 +37,17 @@ import type { ParamLayout, ParamTensor } from "../weights.ts";
 export const WEIGHT_TEXTURES_MAX_BYTES = 512 * 2 ** 20;
 
 const LAYER_ROLES = ["q", "k", "v", "o", "gate", "up", "down"] as const;
+
+/**
+ * shaders/weight_texture.wgsl's parameters: W [N, 4·K4] into a texture of H rows per block,
+ * scaled by the RMSNorm weight G when scaled is 1.
+ */
+export const WeightTextureParams = uniformStruct("weight_texture_params", "P", [
+  ["N", "u32"],
+  ["K4", "u32"],
+  ["H", "u32"],
+  ["scaled", "u32"],
+]);
 
 interface Entry {
   tensor: ParamTensor;
@@ -181,10 +192,12 @@ export class WeightTextures {
     const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
     for (const { tensor: t, norm, weight, target } of this.entries.values()) {
       const w = params.chunks(t)[0].ref, K4 = weight.cols / 4;
-      const u = packUniform([["u32", weight.rows], ["u32", K4], ["u32", weight.rowsPerBlock], [
-        "u32",
-        norm ? 1 : 0,
-      ]]);
+      const u = WeightTextureParams.pack({
+        N: weight.rows,
+        K4,
+        H: weight.rowsPerBlock,
+        scaled: norm ? 1 : 0,
+      });
       rec.dispatch(
         this.fill,
         [null, w, norm ? params.chunks(norm)[0].ref : w, target],
