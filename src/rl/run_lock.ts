@@ -91,6 +91,7 @@ export class RunLock {
     this.file = null;
     try {
       f.truncateSync(0);
+      f.unlockSync();
     } finally {
       f.close();
     }
@@ -103,6 +104,9 @@ export class RunLock {
     this.file = null;
     try {
       await f.truncate(0);
+      // Unlocked explicitly: closing alone can leave the flock held for a moment (seen under
+      // load: a resume in the same process right after a run ended got RunDirLockedError).
+      await f.unlock();
     } finally {
       f.close();
     }
