@@ -3,9 +3,9 @@
 // (src/rl/experiment.ts), over seeds K..K+N−1. Every (task, method, seed) run is a normal run
 // directory under OUT/runs; results.json is rewritten after each run (a long experiment stopped
 // half-way keeps what it measured), curves_<task>.svg and rewards_<task>.svg after each task,
-// table.md at the end. With the spec's sweep.single_grpo, single_grpo's learning rate is chosen
-// per task on the training split first (the sweep's run at the chosen lr stands as its seed's
-// single_grpo result when that seed is among the invocation's seeds: it is the same config).
+// table.md at the end. With the spec's sweep.<method> (single_grpo, mas_l3, ...), that method's
+// learning rate is chosen per task on the training split first (the sweep's run at the chosen lr
+// stands as its seed's result when that seed is among the invocation's seeds: the same config).
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { Gpu } from "../gpu/mod.ts";
@@ -81,7 +81,7 @@ export const EXPERIMENT_CLI = defineCli({
     "no-sweep": {
       type: "boolean",
       help:
-        "skip the spec's learning-rate sweep (sweep.single_grpo: {lrs, seed, episodes}: each lr trains single_grpo on one seed, the lr with the best train-split success trains every seed); single_grpo then trains at its configured lr",
+        "skip the spec's learning-rate sweeps (sweep.<method>, e.g. sweep.single_grpo: {lrs, seed, episodes}: each lr trains the method on one seed, the lr with the best train-split success trains every seed); the methods then train at their configured lr",
     },
     spec: {
       type: "string",
@@ -289,19 +289,21 @@ async function record(x: Experiment, r: RunResult, t0: number) {
   );
 }
 
-/** spec.sweep.single_grpo for one task; returns the chosen lr and the run that may stand for its seed. */
+/** spec.sweep[method] for one task; returns the chosen lr and the run that may stand for its seed. */
 async function sweepTask(
   x: Experiment,
   task: string,
+  method: MethodId,
 ): Promise<{ lr: number; run: RunResult; seed: number }> {
   const sweepsBefore = x.sweeps.length;
   const { record: rec, chosen } = await runLrSweep(x.spec, task, {
     seed: x.firstSeed,
     steps: x.steps,
     outDir: joinPath(x.out, "runs"),
+    method,
   }, {
     train: async (cfg) => {
-      const run = await trainedRun(cfg, task, "single_grpo", cfg.update.optimizer.lr);
+      const run = await trainedRun(cfg, task, method, cfg.update.optimizer.lr);
       return { runDir: run.runDir!, kept: run };
     },
     scoreOnTrain: (cfg, runDir, episodes) => trainSplitSuccess(x.gpu, cfg, runDir, episodes),
@@ -310,7 +312,7 @@ async function sweepTask(
       await x.save();
       const p = r.points[r.points.length - 1];
       console.log(
-        `${task} sweep single_grpo lr ${p.lr} seed ${r.seed}: train-split success ${
+        `${task} sweep ${method} lr ${p.lr} seed ${r.seed}: train-split success ${
           (p.trainSuccess * 100).toFixed(1)
         }% (${r.episodes} tasks)`,
       );
@@ -318,7 +320,7 @@ async function sweepTask(
   });
   x.sweeps.splice(sweepsBefore, 1, rec);
   await x.save();
-  console.log(`${task} sweep: single_grpo lr ${rec.chosenLr} chosen on the training split`);
+  console.log(`${task} sweep: ${method} lr ${rec.chosenLr} chosen on the training split`);
   return { lr: rec.chosenLr!, run: chosen, seed: rec.seed };
 }
 
@@ -326,9 +328,14 @@ async function sweepTask(
 async function runTask(x: Experiment, task: string) {
   const envId = (x.spec.tasks[task].env as { id: string }).id;
   const solo = hasSolo(envId);
-  const wantSweep = x.sweep && x.methods.includes("single_grpo") && solo &&
-    (x.spec.sweep?.single_grpo?.lrs.length ?? 0) > 0;
-  const swept = wantSweep ? await sweepTask(x, task) : null;
+  // Each trained method with a sweep in the spec (and, at L0, a single-agent variant) first.
+  const swept = new Map<MethodId, { lr: number; run: RunResult; seed: number }>();
+  for (const method of x.methods.filter((m) => m !== "ablation") as MethodId[]) {
+    const wanted = x.sweep && METHOD_SPECS[method].train &&
+      (METHOD_SPECS[method].level !== "L0" || solo) &&
+      (x.spec.sweep?.[method]?.lrs.length ?? 0) > 0;
+    if (wanted) swept.set(method, await sweepTask(x, task, method));
+  }
   for (let seed = x.firstSeed; seed < x.firstSeed + x.seeds; seed++) {
     let l2: { run: RunResult; cfg: RunConfig } | null = null;
     for (const method of x.methods.filter((m) => m !== "ablation") as MethodId[]) {
@@ -338,7 +345,7 @@ async function runTask(x: Experiment, task: string) {
         }
         continue;
       }
-      const lr = method === "single_grpo" ? swept?.lr : undefined;
+      const sw = swept.get(method), lr = sw?.lr;
       const cfg = methodConfig(
         x.spec,
         task,
@@ -350,7 +357,7 @@ async function runTask(x: Experiment, task: string) {
       );
       const t0 = performance.now();
       let r: RunResult;
-      if (lr !== undefined && swept?.seed === seed) r = swept.run; // the sweep's run at the chosen lr: the same config
+      if (sw && sw.seed === seed) r = sw.run; // the sweep's run at the chosen lr: the same config
       else if (METHOD_SPECS[method].train) r = await trainedRun(cfg, task, method, lr);
       else r = await untrainedRun(x.gpu, cfg, task, method);
       if (method === "mas_l2") l2 = { run: r, cfg };
@@ -530,7 +537,7 @@ if (import.meta.main) {
       `runs/experiments/paper-table/${new Date().toISOString().replace(/[:.]/g, "-")}`;
     await writingTo(out, () => Deno.mkdir(out, { recursive: true }));
     await writeFileAtomic(joinPath(out, "spec.json"), JSON.stringify(spec, null, 1) + "\n"); // what this run used
-    const sweep = !args.noSweep && !!spec.sweep?.single_grpo;
+    const sweep = !args.noSweep && Object.keys(spec.sweep ?? {}).length > 0;
     console.log(
       `experiment paper-table: tasks ${tasks.join(", ")}; methods ${
         methods.join(", ")

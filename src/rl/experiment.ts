@@ -17,7 +17,8 @@
 // same held-out tasks would flatter every trained method), mean ± std over seeds, each seed's
 // success, and exact McNemar p-values (experiment_stats.ts) against single_grpo and against mas on
 // the per-task outcomes (every method plays the same held-out tasks, so results pair task by task).
-// single_grpo's learning rate may be swept first (spec.sweep), chosen on the training split only.
+// A trained method's learning rate (single_grpo's, L3's) may be swept first (spec.sweep), chosen on
+// the training split only.
 // Learning curves: trained runs validate every spec.evalEvery steps; step 0 of a curve is the
 // untrained method's result of the same seed (single for single_grpo, mas for the MAS methods).
 
@@ -101,12 +102,15 @@ export interface ExperimentSpec {
    * last step; default: after the last step only.
    */
   evalEvery?: number;
-  /** Learning-rate sweeps, chosen on the training split, before a task's seeds run (single_grpo). */
-  sweep?: { single_grpo?: LrSweepSpec };
+  /**
+   * Learning-rate sweeps of trained methods (e.g. single_grpo, mas_l3), chosen on the training
+   * split before a task's seeds run.
+   */
+  sweep?: Partial<Record<MethodId, LrSweepSpec>>;
 }
 
 /**
- * spec.sweep.single_grpo: each lr trains single_grpo on `seed` (same steps and budget); its final
+ * spec.sweep[method]: each lr trains the method on `seed` (same steps and budget); its final
  * policy plays `episodes` train-split tasks (numbered from env.testSeed, split "train"); the lr
  * with the highest train-split success (ties: the lower lr) trains every seed.
  */
@@ -323,7 +327,7 @@ export function pairedTable(aggs: readonly Aggregate[], tasks: readonly string[]
 /** One learning-rate sweep: each candidate's train-split success and the lr chosen. */
 export interface SweepRecord {
   task: string;
-  method: "single_grpo";
+  method: MethodId;
   seed: number;
   split: "train";
   episodes: number;
@@ -349,28 +353,33 @@ export interface SweepDeps<T> {
 }
 
 /**
- * spec.sweep.single_grpo for one task: trains single_grpo at each lr on one seed, scores each
- * final policy on the train split, chooses the lr (chooseLr). Returns the record and what the
- * host kept of the run at the chosen lr (it may stand as that seed's result: same config).
+ * spec.sweep[method] (default single_grpo) for one task: trains the method at each lr on one
+ * seed, scores each final policy on the train split, chooses the lr (chooseLr). Returns the
+ * record and what the host kept of the run at the chosen lr (it may stand as that seed's result:
+ * same config).
  */
 export async function runLrSweep<T>(
   spec: ExperimentSpec,
   task: string,
-  opts: { seed: number; steps: number; outDir: string },
+  opts: { seed: number; steps: number; outDir: string; method?: MethodId },
   deps: SweepDeps<T>,
 ): Promise<{ record: SweepRecord; chosen: T }> {
-  const sw = spec.sweep?.single_grpo;
-  if (!sw?.lrs.length) throw new RangeError("runLrSweep: the spec has no sweep.single_grpo.lrs");
+  const method = opts.method ?? "single_grpo";
+  if (!METHOD_SPECS[method].train) {
+    throw new RangeError(`runLrSweep: ${method} does not train; only trained methods have an lr`);
+  }
+  const sw = spec.sweep?.[method];
+  if (!sw?.lrs.length) throw new RangeError(`runLrSweep: the spec has no sweep.${method}.lrs`);
   const seed = sw.seed ?? opts.seed;
   const cfgFor = (lr: number) =>
-    methodConfig(spec, task, "single_grpo", seed, opts.steps, opts.outDir, {
+    methodConfig(spec, task, method, seed, opts.steps, opts.outDir, {
       ...lrFragment(lr),
-      run: { name: `${task}-single_grpo-lr${lr}-seed${seed}` },
+      run: { name: `${task}-${method}-lr${lr}-seed${seed}` },
     });
   const episodes = sw.episodes ?? cfgFor(sw.lrs[0]).eval.episodes;
   const record: SweepRecord = {
     task,
-    method: "single_grpo",
+    method,
     seed,
     split: "train",
     episodes,
@@ -393,18 +402,18 @@ export async function runLrSweep<T>(
   return { record, chosen: kept.get(record.chosenLr)! };
 }
 
-/** Rows = (task, lr): the train-split success of each sweep candidate, the chosen one marked. */
+/** Rows = (task, method, lr): the train-split success of each sweep candidate, the chosen marked. */
 export function sweepTable(sweeps: readonly SweepRecord[]): string {
   const rows = sweeps.flatMap((s) =>
     s.points.map((p) =>
-      `| ${s.task} | ${p.lr} | ${pct(p.trainSuccess)} (${s.episodes} tasks, seed ${s.seed}) | ${
-        p.lr === s.chosenLr ? "chosen" : ""
-      } |`
+      `| ${s.task} | ${LABELS[s.method] ?? s.method} | ${p.lr} | ${
+        pct(p.trainSuccess)
+      } (${s.episodes} tasks, seed ${s.seed}) | ${p.lr === s.chosenLr ? "chosen" : ""} |`
     )
   );
   return [
-    `| task | ${LABELS.single_grpo} lr | train-split success (%) | |`,
-    "|---|---|---|---|",
+    "| task | method | lr | train-split success (%) | |",
+    "|---|---|---|---|---|",
     ...rows,
   ].join("\n");
 }

@@ -352,10 +352,45 @@ Deno.test("the lr sweep trains each lr on one seed and keeps the best train-spli
       }),
     "RangeError",
   );
-  const md = sweepTable([record as SweepRecord]);
+  // Any trained method can be swept (L3's full-model lr, say); untrained ones cannot.
+  const l3: ExperimentSpec = { ...spec, sweep: { mas_l3: { lrs: [1e-4, 3e-4], seed: 2 } } };
+  const l3Trained: RunConfig[] = [];
+  const l3Sweep = await runLrSweep(l3, "plan_path", {
+    seed: 0,
+    steps: 3,
+    outDir: "/tmp/x",
+    method: "mas_l3",
+  }, {
+    train: (cfg) => (l3Trained.push(cfg), Promise.resolve({ runDir: "/r", kept: cfg.run.name })),
+    scoreOnTrain: (cfg) => Promise.resolve(cfg.update.optimizer.lr === 1e-4 ? 0.9 : 0.2),
+  });
+  assertEquals(
+    l3Trained.map((c) => [c.level, c.update.mode, c.update.optimizer.lr, c.run.seed]),
+    [["L3", "full", 1e-4, 2], ["L3", "full", 3e-4, 2]],
+  );
+  assertEquals([l3Sweep.record.method, l3Sweep.record.chosenLr, l3Sweep.chosen], [
+    "mas_l3",
+    1e-4,
+    "plan_path-mas_l3-lr0.0001-seed2",
+  ]);
+  await assertRejects(
+    () =>
+      runLrSweep({ ...spec, sweep: { mas: { lrs: [1e-3] } } }, "plan_path", {
+        seed: 0,
+        steps: 1,
+        outDir: "/tmp/x",
+        method: "mas",
+      }, { train: () => Promise.reject(), scoreOnTrain: () => Promise.reject() }),
+    "RangeError",
+    "mas does not train",
+  );
+  const md = sweepTable([record as SweepRecord, l3Sweep.record]);
   assert(
-    md.includes("| plan_path | 0.001 | 75.0 (3 tasks, seed 4) | chosen |") &&
-      md.includes("| plan_path | 0.002 | 75.0 (3 tasks, seed 4) |  |"),
+    md.includes("| plan_path | single agent + GRPO | 0.001 | 75.0 (3 tasks, seed 4) | chosen |") &&
+      md.includes("| plan_path | single agent + GRPO | 0.002 | 75.0 (3 tasks, seed 4) |  |") &&
+      md.includes(
+        "| plan_path | MAS + AT-GRPO, per-role full (L3) | 0.0001 | 90.0 (3 tasks, seed 2) | chosen |",
+      ),
     md,
   );
 });
