@@ -412,7 +412,7 @@ function tableMarkdown(x: TableInput, tasks: readonly string[], plots: readonly 
     ...(x.sweeps.length
       ? [
         "",
-        "single agent + GRPO learning rate, chosen per task on the training split (the final policy of one seed on train-split tasks; ties: the lower lr):",
+        "Learning rates chosen per task and method on the training split (the final policy of one seed on train-split tasks; ties: the lower lr):",
         "",
         sweepTable(x.sweeps),
       ]
