@@ -756,19 +756,12 @@ export function encodeGroupTextureWith(
   const cols = v.c! * v.wgx!;
   const tiles = parts.map((q) => Math.ceil(q.b.rows / cols));
   const filled = [0, 1, 2].map((i) => parts[i] ?? { b: { ...parts[0].b, rows: 0 }, c: scratch });
-  const u = MatmulTexGroupParams.pack({
-    M,
-    K,
+  const u = texGroupParams(M, K, H, normEps, {
     N0: filled[0].b.rows,
     N1: filled[1].b.rows,
     N2: filled[2].b.rows,
     t0: tiles[0],
     t1: tiles[1] ?? 0,
-    H,
-    eps: normEps ?? 0,
-    norm: normEps === undefined ? 0 : 1,
-    headDim: 0,
-    positions: 0,
   });
   const x = tiles.reduce((s, t) => s + t, 0);
   rec.dispatch(kernel, [
@@ -785,6 +778,41 @@ export function encodeGroupTextureWith(
     Math.ceil(M / (v.r! * v.wgy!)),
     1,
   ], u);
+}
+
+/**
+ * The grouped texture kernels' parameters (matmul_tex_group, matmul_tex_rope): the parts' shared
+ * K, rows per block H and folded norm; unnamed parts, tiles and RoPE fields are 0.
+ */
+function texGroupParams(
+  M: number,
+  K: number,
+  H: number,
+  normEps: number | undefined,
+  p: {
+    N0: number;
+    N1?: number;
+    N2?: number;
+    t0?: number;
+    t1?: number;
+    headDim?: number;
+    positions?: number;
+  },
+): ArrayBuffer {
+  return MatmulTexGroupParams.pack({
+    M,
+    K,
+    N0: p.N0,
+    N1: p.N1 ?? 0,
+    N2: p.N2 ?? 0,
+    t0: p.t0 ?? 0,
+    t1: p.t1 ?? 0,
+    H,
+    eps: normEps ?? 0,
+    norm: normEps === undefined ? 0 : 1,
+    headDim: p.headDim ?? 0,
+    positions: p.positions ?? 0,
+  });
 }
 
 /** Records encodeSwigluTexture with a compiled kernel (textureSpec(v, "swiglu")). */
@@ -810,20 +838,7 @@ export function encodeSwigluTextureWith(
       `matmul texture swiglu: M ${M} must be positive and K ${K} a multiple of 4`,
     );
   }
-  const u = MatmulTexGroupParams.pack({
-    M,
-    K,
-    N0: I,
-    N1: 0,
-    N2: 0,
-    t0: 0,
-    t1: 0,
-    H,
-    eps: normEps ?? 0,
-    norm: normEps === undefined ? 0 : 1,
-    headDim: 0,
-    positions: 0,
-  });
+  const u = texGroupParams(M, K, H, normEps, { N0: I });
   rec.dispatch(kernel, [null, a, gate.binding, up.binding, up.binding, h, unused[0], unused[1]], [
     Math.ceil(I / (v.c! / 2 * v.wgx!)),
     Math.ceil(M / (v.r! * v.wgy!)),
@@ -868,17 +883,12 @@ export function encodeQkvRopeTextureWith(
   }
   const cols = v.c! * v.wgx!;
   const tiles = w.map((t) => Math.ceil(t.rows / cols));
-  const u = MatmulTexGroupParams.pack({
-    M,
-    K,
+  const u = texGroupParams(M, K, H, normEps, {
     N0: w[0].rows,
     N1: w[1].rows,
     N2: w[2].rows,
     t0: tiles[0],
     t1: tiles[1],
-    H,
-    eps: normEps ?? 0,
-    norm: normEps === undefined ? 0 : 1,
     headDim: D,
     positions: out.positions,
   });
