@@ -25,8 +25,18 @@ import { TextureProjections } from "./texture_projections.ts";
 import { WeightTextures } from "./weight_textures.ts";
 
 /**
+ * Above this vocabulary the fused step is not the default: its LM head is a per-row loop, while
+ * the per-op path's is the register-tiled matmul. A reduced Qwen2.5 (151936 words, hidden 64, 2
+ * layers) on llvmpipe (2-core EPYC, 2026-11-26), ms per decode step fused / per-op: greedy 50 / 24
+ * at 8 rows, 406 / 306 at 64, 786 / 612 at 128; top-k 20, top-p 0.9: 70 / 43, 547 / 456,
+ * 1080 / 876. The byte-level presets (264 words) are where the fused step wins.
+ */
+export const FUSED_DEFAULT_MAX_VOCAB = 4096;
+
+/**
  * The fused step's options where this model takes it (GpuModelOptions.decodeVariant, default
- * "fused" on CPU adapters; where the model fits the kernel), else null. Throws where "fused" is
+ * "fused" on CPU adapters for vocabularies up to FUSED_DEFAULT_MAX_VOCAB; where the model fits
+ * the kernel), else null. Throws where "fused" is
  * pinned and does not fit. Training models decode too (RL rollouts sample from the model they
  * update): a decode step saves nothing for the backward, so it may take the fused path as well.
  */
@@ -36,7 +46,8 @@ export function fusedDecodeOptions(
   params: GpuParams,
   opts: GpuModelOptions,
 ): DecodeForwardOptions | null {
-  const variant = opts.decodeVariant ?? (gpu.adapterClass === "cpu" ? "fused" : "ops");
+  const variant = opts.decodeVariant ??
+    (gpu.adapterClass === "cpu" && c.vocabSize <= FUSED_DEFAULT_MAX_VOCAB ? "fused" : "ops");
   if (variant !== "fused") return null;
   const unfit = decodeForwardUnfit(c, opts.maxLen, params, {
     maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize,
