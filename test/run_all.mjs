@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite — Deno's tests and the browser tests in Chromium, side by side — and one
-// closing line "N passed, N failed" over both (Deno's steps count as tests).
+// `npm test`: the whole suite — Deno's tests and the browser tests in Chromium, side by side, then
+// test/ops and test/gpu again as a GPU-class adapter would run them — and one closing line
+// "N passed, N failed" over all (Deno's steps count as tests).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log(
-    'usage: npm test\n\nThe whole suite: Deno\'s tests and the browser tests in headless Chromium, side by side;\nends with "N passed, N failed" (exit 1 if any failed). It takes no flags.',
+    'usage: npm test\n\nThe whole suite: Deno\'s tests and the browser tests in headless Chromium, side by side,\nthen test/ops and test/gpu with the GPU class\'s kernels forced;\nends with "N passed, N failed" (exit 1 if any failed). It takes no flags.',
   );
   process.exit(0);
 }
@@ -27,9 +28,9 @@ const deno = existsSync(`${repo}/node_modules/.bin/deno`)
 
 // Both suites run at once, their lines streamed with a "[suite] " prefix: much of the browser
 // suite waits on single-threaded shader compilation in Chromium, which leaves a core to Deno's.
-function run(name, cmd, args) {
+function run(name, cmd, args, env = {}) {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: repo, env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawn(cmd, args, { cwd: repo, env: { ...process.env, NO_COLOR: "1", ...env } });
     let out = "";
     const pipe = (src, dst) => {
       let partial = "";
@@ -63,8 +64,18 @@ function nodeCounts(out) {
   return { passed: Number(p[1]), failed: Number(f[1]) };
 }
 
+// "deno-gpu-class" runs after "deno": the kernels and picks of GPU-class adapters, forced on this
+// adapter (PETTINGLLMS_ADAPTER_CLASS), so they stay correct on machines without a GPU.
 const suites = [
   { name: "deno", cmd: deno, args: ["task", "test"], counts: denoCounts },
+  {
+    name: "deno-gpu-class",
+    after: "deno",
+    cmd: deno,
+    args: ["test", "-A", "--unstable-worker-options", "--parallel", "test/ops", "test/gpu"],
+    env: { PETTINGLLMS_ADAPTER_CLASS: "gpu" },
+    counts: denoCounts,
+  },
   {
     name: "browser",
     cmd: process.execPath,
@@ -74,14 +85,20 @@ const suites = [
 ];
 
 const t0 = Date.now();
-const results = await Promise.all(suites.map(async (s) => {
-  const r = await run(s.name, s.cmd, s.args);
-  console.log(
-    `=== ${s.name} tests ended after ${
-      ((Date.now() - t0) / 1000).toFixed(0)
-    } s (exit ${r.code}) ===`,
-  );
-  return r;
+const done = new Map();
+const results = await Promise.all(suites.map((s) => {
+  const p = (async () => {
+    if (s.after) await done.get(s.after);
+    const r = await run(s.name, s.cmd, s.args, s.env);
+    console.log(
+      `=== ${s.name} tests ended after ${
+        ((Date.now() - t0) / 1000).toFixed(0)
+      } s (exit ${r.code}) ===`,
+    );
+    return r;
+  })();
+  done.set(s.name, p);
+  return p;
 }));
 
 let passed = 0, failed = 0, exit = 0;

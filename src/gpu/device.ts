@@ -76,6 +76,31 @@ export interface CreateGpuOptions {
   maxBindingBytes?: number;
 }
 
+/** The environment variable that forces every Gpu.create's adapter class (Deno). */
+export const ADAPTER_CLASS_ENV = "PETTINGLLMS_ADAPTER_CLASS";
+
+/**
+ * `PETTINGLLMS_ADAPTER_CLASS=gpu|cpu` in Deno: every Gpu.create without its own adapterClass
+ * takes that class, so a CPU adapter runs the GPU class's kernels and picks (CI checks they
+ * stay correct there) and a test suite can be run as a GPU would run it. Unset (or in a
+ * browser): null, the adapter's own class.
+ */
+export function envAdapterClass(): AdapterClass | null {
+  // deno-lint-ignore no-explicit-any
+  const env = (globalThis as any).Deno?.env;
+  let v: string | undefined;
+  try {
+    v = env?.get(ADAPTER_CLASS_ENV);
+  } catch {
+    return null; // no --allow-env: the adapter's own class
+  }
+  if (v === undefined || v === "") return null;
+  if (v !== "gpu" && v !== "cpu") {
+    throw new RangeError(`${ADAPTER_CLASS_ENV}=${v}: must be "gpu" or "cpu" (or unset)`);
+  }
+  return v;
+}
+
 const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|software|microsoft basic render/i;
 
 /** The adapter's identifying strings in one line, for matching drivers by name. */
@@ -159,7 +184,7 @@ export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuCont
   const base = describeAdapter(adapter);
   const info: AdapterDescription = {
     ...base,
-    adapterClass: options.adapterClass ?? classifyAdapter(base),
+    adapterClass: options.adapterClass ?? envAdapterClass() ?? classifyAdapter(base),
   };
   const lost = device.lost.then((i) => {
     const err = new DeviceLostError(String(i.reason ?? "unknown"), i.message || "no message");

@@ -399,6 +399,8 @@ export class Matmul {
   /** Grouped A·Bᵀ kernels by variant name (CPU register tiles). */
   private groupKernels = new Map<string, Kernel>();
 
+  /** Texture-form defaults forced (prepareTextures force) for buckets the adapter picks none for. */
+  private texForced = new Map<ShapeBucket, string>();
   /** Texture-form kernels (plain and grouped) by variant name, compiled by prepareTextures. */
   private texKernels = new Map<string, Kernel>();
   private texGroupKernels = new Map<string, Kernel>();
@@ -503,10 +505,17 @@ export class Matmul {
     );
   }
 
+  /** The texture-form variant named for a bucket: the adapter's pick, else a forced default. */
+  private texturePick(b: ShapeBucket): string | undefined {
+    return this.picks[`ntx:${b}`] ?? this.texForced.get(b);
+  }
+
   /**
-   * Whether this adapter's picks run decode A·Bᵀ products against weight textures (picks
-   * "ntx:<bucket>"; llvmpipe's, see tuning.ts): the caller then keeps TextureWeights.
+   * Whether this adapter's own picks run decode A·Bᵀ products against weight textures (picks
+   * "ntx:<bucket>"; llvmpipe's, see tuning.ts): the caller then keeps TextureWeights. Defaults
+   * forced by prepareTextures do not count.
    */
+
   get prefersTextures(): boolean {
     return this.gpu.readOnlyStorageTextures && TEXTURE_BUCKETS.some((b) => this.picks[`ntx:${b}`]);
   }
@@ -524,10 +533,10 @@ export class Matmul {
     if (!this.gpu.readOnlyStorageTextures) return; // the kernels read storage textures: storage form only
     for (const b of buckets) {
       const dflt = TEXTURE_DEFAULT_PICKS[b];
-      if (force && dflt) this.picks[`ntx:${b}`] ??= dflt;
+      if (force && dflt && !this.picks[`ntx:${b}`]) this.texForced.set(b, dflt);
     }
     const names = new Set(
-      buckets.map((b) => this.picks[`ntx:${b}`]).filter((n): n is string => !!n),
+      buckets.map((b) => this.texturePick(b)).filter((n): n is string => !!n),
     );
     await Promise.all([...names].map(async (name) => {
       const v = findTextureVariant(name);
@@ -551,7 +560,7 @@ export class Matmul {
    * rows' own bucket counts (no stand-ins): a bucket without a pick keeps the storage form.
    */
   textureVariantFor(M: number): MatmulVariant | null {
-    const bucket = textureBucket(M), name = bucket && this.picks[`ntx:${bucket}`];
+    const bucket = textureBucket(M), name = bucket && this.texturePick(bucket);
     return name && this.texKernels.has(name) ? findTextureVariant(name) : null;
   }
 
