@@ -2,7 +2,8 @@
 // one JSON object on the last line of stdout (progress goes to stderr).
 //   --lab         time every matmul variant and print the picks for src/ops/tuning.ts
 //   --quick       smaller shapes (a smoke run)
-//   --only NAMES  comma-separated sections: matmul, inference, train, rl, sandbox
+//   --only NAMES  comma-separated sections: matmul, inference, train, rl, sandbox, scale
+//                 (scale, real model sizes, runs by default only on a GPU-class adapter)
 
 import { Gpu } from "../../src/gpu/mod.ts";
 import { runtimeDescription } from "../../src/runtime.ts";
@@ -12,6 +13,7 @@ import { round } from "./timing.ts";
 import { benchInference } from "./inference_bench.ts";
 import { benchTrain } from "./train_bench.ts";
 import { benchRl } from "./rl_bench.ts";
+import { benchScale, SCALE_QUICK_SHAPES, SCALE_SHAPES, type ScaleShape } from "./scale_bench.ts";
 import {
   defineCli,
   parseArgs,
@@ -20,7 +22,7 @@ import {
   UsageError,
 } from "../../src/cli/cli_args.ts";
 
-export const BENCH_SECTIONS = ["matmul", "inference", "train", "rl", "sandbox"] as const;
+export const BENCH_SECTIONS = ["matmul", "inference", "train", "rl", "sandbox", "scale"] as const;
 
 export const BENCH_CLI = defineCli({
   command: "npx deno task bench",
@@ -32,10 +34,21 @@ export const BENCH_CLI = defineCli({
       help: "time every matmul variant and print the picks for src/ops/tuning.ts",
     },
     quick: { type: "boolean", help: "smaller shapes (a smoke run)" },
+    shapes: {
+      type: "string",
+      metavar: "NAMES",
+      help: "scale: the shapes to measure (default all: smollm2-135m,qwen2.5-0.5b,qwen3-0.6b)",
+    },
+    profile: {
+      type: "boolean",
+      help:
+        "scale: also the top kernels by GPU time of one generate and one train step (timestamp-query)",
+    },
     only: {
       type: "string",
       metavar: BENCH_SECTIONS.join(","),
-      help: "comma-separated sections to run (default all)",
+      help:
+        "comma-separated sections to run (default all; scale, real model sizes with PyTorch beside, only on a GPU-class adapter unless named)",
     },
   },
 });
@@ -57,7 +70,21 @@ export function parseBenchArgs(argv: readonly string[]) {
       );
     }
   }
-  return { help: a.help, lab: a.lab, quick: a.quick, only };
+  let shapes: ScaleShape[] | null = null;
+  if (a.shapes !== undefined) {
+    const names = a.shapes.split(",").map((s) => s.trim()).filter(Boolean);
+    const known = [...SCALE_SHAPES, ...SCALE_QUICK_SHAPES];
+    const bad = names.filter((n) => !known.some((k) => k.name === n));
+    if (bad.length || names.length === 0) {
+      throw new UsageError(
+        `--shapes ${a.shapes}: no shape named ${bad.join(", ") || "(none)"} (the shapes: ${
+          known.map((k) => k.name).join(", ")
+        })`,
+      );
+    }
+    shapes = names.map((n) => known.find((k) => k.name === n)!);
+  }
+  return { help: a.help, lab: a.lab, quick: a.quick, profile: a.profile, shapes, only };
 }
 
 const started = performance.now();
@@ -134,6 +161,22 @@ if (import.meta.main) {
       result.rl = await benchRl(gpu, { steps: args.quick ? 1 : 3, envsPerStep: 4, k: 4 }, log);
     }
     if (want("sandbox")) result.sandbox = await sandboxSection();
+    if (args.only?.includes("scale") || (!args.only && gpu.adapterClass === "gpu")) {
+      result.scale = await benchScale(gpu, {
+        shapes: args.shapes ?? (args.quick ? SCALE_QUICK_SHAPES : SCALE_SHAPES),
+        batches: args.quick ? [1, 4] : [1, 8, 32],
+        promptLen: args.quick ? 8 : 64,
+        newTokens: args.quick ? 4 : 32,
+        trainBatch: args.quick ? 2 : 8,
+        trainLen: args.quick ? 16 : 128,
+        modes: ["lora", "full"],
+        rounds: args.quick ? 1 : 3,
+        dir: "runs/bench_scale",
+        profile: args.profile,
+      }, log);
+    } else if (!args.only) {
+      log("scale: skipped on a CPU adapter (name it: --only scale [--quick])");
+    }
     console.log(JSON.stringify(result));
     gpu.destroy();
   });

@@ -19,6 +19,7 @@ import type { ModelWeights } from "../../src/model/weights.ts";
 import { ModelTrainer, type TrainerOptions, type TrainMode } from "../../src/train/trainer.ts";
 import { TfjsLlama } from "./tfjs_llama.ts";
 import { tfjsReady } from "./tfjs_peer.ts";
+import { tallyBuffers } from "./gpu_bytes.ts";
 import { round } from "./timing.ts";
 
 export interface TrainBenchOptions {
@@ -41,36 +42,6 @@ const LORA: LoraConfig = {
 };
 const HYPER = { lr: 1e-3, weightDecay: 0.01, maxGradNorm: 1 };
 const LORA_SEED = 3;
-
-/** Buffer labels → what they hold (first match wins; the rest is activations and scratch). */
-const BUFFER_KINDS: readonly [kind: string, test: RegExp][] = [
-  ["params", /^(params\[|lora\.params)/],
-  ["grads", /^(grads\[|lora\.grads)/],
-  ["optimizer", /^(adam\.[mv]|adamw:|decay\d)/],
-];
-
-type Tally = Record<string, number>;
-
-/** Runs `fn` with device.createBuffer wrapped, summing the bytes created by kind. */
-async function tallyBuffers<T>(
-  device: GPUDevice,
-  fn: () => Promise<T>,
-): Promise<{ value: T; bytes: Tally }> {
-  const bytes: Tally = { params: 0, grads: 0, optimizer: 0, activations: 0 };
-  const dev = device as { createBuffer: GPUDevice["createBuffer"] };
-  const had = Object.hasOwn(device, "createBuffer"), orig = device.createBuffer;
-  dev.createBuffer = (d: GPUBufferDescriptor) => {
-    const kind = BUFFER_KINDS.find(([, re]) => re.test(d.label ?? ""))?.[0] ?? "activations";
-    bytes[kind] += d.size;
-    return orig.call(device, d);
-  };
-  try {
-    return { value: await fn(), bytes };
-  } finally {
-    if (had) dev.createBuffer = orig;
-    else delete (dev as Partial<typeof dev>).createBuffer;
-  }
-}
 
 async function loadPreset(preset: string): Promise<ModelWeights> {
   const json = JSON.parse(

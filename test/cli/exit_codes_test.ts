@@ -55,7 +55,7 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   const bad = await cli("test/bench/main.ts", ["--only", "nonsense"]);
   assertEquals(bad.code, 2, bad.text);
   assert(bad.text.includes("--only nonsense: no section named nonsense"), bad.text);
-  assert(bad.text.includes("matmul, inference, train, rl, sandbox"), bad.text);
+  assert(bad.text.includes("matmul, inference, train, rl, sandbox, scale"), bad.text);
   const mixed = await cli("test/bench/main.ts", ["--only", "rl,bogus", "--quick"]);
   assertEquals(mixed.code, 2, mixed.text);
   assert(mixed.text.includes("no section named bogus"), mixed.text);
@@ -63,7 +63,7 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   assertEquals(help.code, 0, help.text);
   assert(
     help.text.startsWith(
-      "usage: npx deno task bench [--lab] [--quick] [--only matmul,inference,train,rl,sandbox]",
+      "usage: npx deno task bench [--lab] [--quick] [--shapes NAMES] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
     ),
     help.text,
   );

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One GPU lease's checks and measurements, prepared so that a session with a GPU machine spends
+# its device time in one or two calls (docs/benchmarks.md, "A GPU session"). Run from the repo
+# root on the device, after unpacking ../shared/tools/gpu-bundle.sh's folders:
+#   test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]
+# STEPS: comma-separated, default all, in this order:
+#   adapter  the adapter's description and limits
+#   golden   transformers + peft goldens of micro-gpt2 (test/fixtures/hf_gpt2_golden.py), then
+#            test/model/gpt2_test.ts against them (needs python3 with torch, transformers, peft)
+#   classes  the suites whose kernels and picks depend on the adapter class: test/ops, test/gpu
+#   scale    deno task bench --only scale --profile (real model sizes beside PyTorch)
+#   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
+# Each step has its own time limit and writes OUTDIR/<step>.out and .err; OUTDIR/session.log
+# says when each began and ended and its exit status. --quick: the scale bench's reduced shape.
+set -uo pipefail
+out=${1:?usage: test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]}
+steps=${2:-adapter,golden,classes,scale,rl}
+quick=""
+for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
+[ "$steps" = "--quick" ] && steps=adapter,golden,classes,scale,rl
+mkdir -p "$out"
+D=./node_modules/deno/deno
+export NO_COLOR=1
+
+log() { echo "[gpu-session $(date -u +%H:%M:%S)] $*" | tee -a "$out/session.log" >&2; }
+want() { [[ ",$steps," == *",$1,"* ]]; }
+# step NAME SECONDS CMD...: runs CMD with a time limit, stdout and stderr to OUTDIR/NAME.{out,err}.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  log "begin $name (limit ${limit}s): $*"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
+  local rc=$?
+  log "end $name: exit $rc after $((SECONDS - t0))s"
+  return 0
+}
+
+if want adapter; then
+  step adapter 60 $D eval 'import { Gpu } from "./src/gpu/mod.ts";
+const g = await Gpu.create();
+console.log(g.describe());
+console.log(JSON.stringify({ class: g.adapterClass, features: [...g.device.features],
+  limits: Object.fromEntries(["maxStorageBufferBindingSize", "maxBufferSize",
+    "maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWorkgroup"]
+    .map((k) => [k, (g.device.limits as unknown as Record<string, number>)[k]])) }));
+g.destroy();'
+fi
+if want golden; then
+  step golden_py 120 python3 test/fixtures/hf_gpt2_golden.py
+  [ -f test/fixtures/micro-gpt2/hf_logits.json ] && cp test/fixtures/micro-gpt2/hf_logits.json "$out/"
+  step golden_test 180 $D test -A test/model/gpt2_test.ts
+fi
+if want classes; then
+  step classes 300 $D test -A --unstable-worker-options test/ops test/gpu
+fi
+if want scale; then
+  step scale 540 $D task bench --only scale --profile $quick
+fi
+if want rl; then
+  step rl 300 $D task bench --only rl $quick
+fi
+log "done: $(ls "$out" | tr '\n' ' ')"

@@ -1,0 +1,372 @@
+// The engine at real model sizes (issue 24): the shapes of SmolLM2-135M, Qwen2.5-0.5B and
+// Qwen3-0.6B (test/fixtures/configs/, their HF config.json files), random-init and written as HF
+// folders, measured from those folders:
+//   - start-up: reading the folder, creating the GpuModel, the first generate (shader compiles),
+//     creating each ModelTrainer and its first step;
+//   - prefill and greedy batched-decode tok/s at each batch size (every sequence decodes its
+//     newTokens: no stop ids);
+//   - train-step tok/s (forward + backward + AdamW, cross-entropy on every position) at
+//     B × T, LoRA (r 16, α 32, every projection) and full;
+//   - the GPU bytes each allocates, by kind (tallied at buffer creation).
+// Beside it, in the same run and on the same folders, PyTorch + transformers eager fp32
+// (test/bench/scale_torch.py) where `python3` imports torch and transformers (GPU machines), with
+// the ratios; elsewhere the peer is reported as skipped with the reason.
+//
+// Dims: B sequences, P prompt tokens, N new tokens, T tokens per training sequence.
+
+import type { Gpu } from "../../src/gpu/mod.ts";
+import { activeProfiler, GpuProfiler, type KernelTime } from "../../src/gpu/profiler.ts";
+import { writeFilesAtomic } from "../../src/io/deno_files.ts";
+import { denoFolder } from "../../src/io/deno_files.ts";
+import { parseModelConfig } from "../../src/model/config.ts";
+import { Generator } from "../../src/model/generate.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
+import { hfFolderFiles, initModel, Rng } from "../../src/model/init.ts";
+import type { LoraConfig } from "../../src/model/lora.ts";
+import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
+import { ModelTrainer, type TrainerOptions, type TrainMode } from "../../src/train/trainer.ts";
+import { tallyBuffers } from "./gpu_bytes.ts";
+import { round } from "./timing.ts";
+
+export interface ScaleShape {
+  /** Row name, e.g. "smollm2-135m". */
+  readonly name: string;
+  /** An HF config.json (path from the repository root). */
+  readonly config: string;
+}
+
+export const SCALE_SHAPES: readonly ScaleShape[] = [
+  { name: "smollm2-135m", config: "test/fixtures/configs/smollm2-135m-instruct.json" },
+  { name: "qwen2.5-0.5b", config: "test/fixtures/configs/qwen2.5-0.5b-instruct.json" },
+  { name: "qwen3-0.6b", config: "test/fixtures/configs/qwen3-0.6b.json" },
+];
+
+/** --quick: the reduced full-vocabulary Qwen2.5 shape the CPU tests use. */
+export const SCALE_QUICK_SHAPES: readonly ScaleShape[] = [
+  { name: "qwen2.5-reduced", config: "configs/models/reduced/qwen2.5-0.5b.json" },
+];
+
+export interface ScaleBenchOptions {
+  readonly shapes: readonly ScaleShape[];
+  readonly batches: readonly number[];
+  readonly promptLen: number;
+  readonly newTokens: number;
+  /** Training: B sequences of T tokens. */
+  readonly trainBatch: number;
+  readonly trainLen: number;
+  readonly modes: readonly TrainMode[];
+  /** Timed rounds / steps after one warm-up (medians reported). */
+  readonly rounds: number;
+  /** Where the HF folders are written (one sub-folder per shape; rewritten each run). */
+  readonly dir: string;
+  /** The Python that runs the peer (default "python3"); null: no peer. */
+  readonly python?: string | null;
+  /**
+   * Also time every kernel (timestamp queries, one pass per dispatch) over one more generate at
+   * each batch size and one more train step per mode: the top kernels by GPU time. Where the
+   * adapter lacks timestamp-query: null.
+   */
+  readonly profile?: boolean;
+}
+
+const TOP_KERNELS = 12;
+
+/** `fn` run under a GpuProfiler: its top kernels by GPU time (null without timestamp-query). */
+async function profiled(gpu: Gpu, fn: () => Promise<unknown>) {
+  if (!gpu.device.features.has("timestamp-query")) return null;
+  const p = new GpuProfiler(gpu.device);
+  activeProfiler(p);
+  try {
+    await fn();
+  } finally {
+    activeProfiler(null);
+  }
+  const rep: KernelTime[] = await p.report();
+  const total = rep.reduce((a, k) => a + k.ms, 0);
+  return {
+    gpu_ms: round(total, 2),
+    top: rep.slice(0, TOP_KERNELS).map((k) => ({
+      kernel: k.kernel,
+      calls: k.calls,
+      ms: round(k.ms, 3),
+      share: round(k.share, 3),
+    })),
+  };
+}
+
+const LORA_RANK = 16;
+export const SCALE_LORA: LoraConfig = {
+  rank: LORA_RANK,
+  alpha: 2 * LORA_RANK,
+  targets: ["q", "k", "v", "o", "gate", "up", "down"],
+  adapters: ["bench"],
+};
+/** One setting for both sides. */
+export const SCALE_HYPER = { lr: 1e-5, weightDecay: 0.01, maxGradNorm: 1 };
+
+const median = (a: readonly number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const seconds = (t0: number) => round((performance.now() - t0) / 1000, 3);
+
+/** B × L token ids from a fixed stream (the peer draws its own: ids do not change the work). */
+function tokens(B: number, L: number, V: number, seed: number): number[][] {
+  const rng = new Rng(seed);
+  return Array.from({ length: B }, () => Array.from({ length: L }, () => rng.nextU32() % V));
+}
+
+/** Writes the shape's random-init HF folder (seed 1); returns the weights as loaded from it. */
+async function writeShape(shape: ScaleShape, dir: string) {
+  const json = JSON.parse(await Deno.readTextFile(shape.config));
+  const config = parseModelConfig(json);
+  const t0 = performance.now();
+  const files = hfFolderFiles(initModel(config, { seed: 1 }), { maxShardBytes: 2 ** 31 });
+  await Deno.mkdir(dir, { recursive: true });
+  await writeFilesAtomic(dir, files);
+  const write_s = seconds(t0);
+  const t1 = performance.now();
+  const w = await loadModel(denoFolder(dir));
+  return { w, write_s, load_s: seconds(t1) };
+}
+
+async function oursInference(gpu: Gpu, w: ModelWeights, B: number, o: ScaleBenchOptions) {
+  const t0 = performance.now();
+  const { value: model, bytes } = await tallyBuffers(
+    gpu.device,
+    () =>
+      GpuModel.create(gpu, w, {
+        slots: B,
+        maxLen: o.promptLen + o.newTokens + 1,
+        chunkRows: Math.min(512, B * o.promptLen),
+      }),
+  );
+  const create_s = seconds(t0);
+  try {
+    const gen = await Generator.create(model);
+    const prompts = tokens(B, o.promptLen, w.config.vocabSize, 11);
+    const reqs = prompts.map((prompt, i) => ({
+      prompt,
+      maxNewTokens: o.newTokens,
+      sequence: i,
+      sampling: { temperature: 0 },
+    }));
+    const prefill: number[] = [], decode: number[] = [];
+    let first_generate_s = 0;
+    for (let r = 0; r <= o.rounds; r++) { // round 0 compiles and warms up
+      const t1 = performance.now();
+      // Prefill: the forward over every prompt token, logits of each sequence's last one.
+      const rows = prompts.flatMap((p, slot) => p.map((token, pos) => ({ token, slot, pos })));
+      await model.forward(rows, prompts.map((_, i) => (i + 1) * o.promptLen - 1));
+      const t2 = performance.now();
+      const timing = { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
+      await gen.generate(reqs, { timing });
+      if (r === 0) {
+        first_generate_s = seconds(t1);
+        continue;
+      }
+      prefill.push(B * o.promptLen / ((t2 - t1) / 1000));
+      decode.push(B * o.newTokens / (timing.decodeMs / 1000));
+    }
+    const profile = o.profile ? await profiled(gpu, () => gen.generate(reqs)) : null;
+    return {
+      prefill_tok_s: round(median(prefill), 1),
+      decode_tok_s: round(median(decode), 1),
+      create_s,
+      first_generate_s,
+      gpu_bytes_by_kind: bytes,
+      profile,
+    };
+  } finally {
+    model.destroy();
+  }
+}
+
+async function oursTrain(gpu: Gpu, w: ModelWeights, mode: TrainMode, o: ScaleBenchOptions) {
+  const batch = tokens(o.trainBatch, o.trainLen, w.config.vocabSize, 7);
+  const opts: TrainerOptions = {
+    mode,
+    lora: SCALE_LORA,
+    seed: 3,
+    optimizer: { weightDecay: SCALE_HYPER.weightDecay, maxGradNorm: SCALE_HYPER.maxGradNorm },
+    schedule: { kind: "constant", lr: SCALE_HYPER.lr },
+    loss: { kind: "cross-entropy" },
+    chunkRows: Math.min(o.trainBatch * o.trainLen, 1024),
+    slots: o.trainBatch,
+    maxLen: o.trainLen,
+  };
+  const t0 = performance.now();
+  const { value: tr, bytes } = await tallyBuffers(
+    gpu.device,
+    () => ModelTrainer.create(gpu, w, opts),
+  );
+  const create_s = seconds(t0);
+  const seqs = batch.map((t) => ({ tokens: t, adapter: 0, weights: t.slice(1).map(() => 1) }));
+  const tokS: number[] = [], losses: number[] = [];
+  let first_step_s = 0;
+  try {
+    for (let s = 0; s <= o.rounds; s++) {
+      const t1 = performance.now();
+      const m = await tr.step(seqs);
+      const dt = (performance.now() - t1) / 1000;
+      losses.push(round(m.loss.loss, 4));
+      if (s === 0) first_step_s = round(dt, 3);
+      else tokS.push(o.trainBatch * o.trainLen / dt);
+    }
+    const profile = o.profile ? await profiled(gpu, () => tr.step(seqs)) : null;
+    return {
+      tok_s: round(median(tokS), 1),
+      create_s,
+      first_step_s,
+      losses,
+      gpu_bytes_by_kind: bytes,
+      profile,
+    };
+  } finally {
+    tr.destroy();
+  }
+}
+
+export interface PeerResult {
+  readonly device?: string;
+  readonly versions?: Record<string, string>;
+  readonly load_s?: number;
+  readonly inference?: readonly { batch: number; prefill_tok_s: number; decode_tok_s: number }[];
+  readonly train?: readonly { mode: string; tok_s: number; losses: number[] }[];
+  readonly memory_bytes?: Record<string, number>;
+  readonly error?: string;
+}
+
+/** Runs scale_torch.py on the folder: its JSON (last stdout line), or why there is none. */
+export async function torchPeer(
+  python: string,
+  dir: string,
+  o: ScaleBenchOptions,
+  log: (s: string) => void,
+): Promise<PeerResult | { skipped: string }> {
+  let why: string | null = null;
+  try {
+    const probe = await new Deno.Command(python, {
+      args: ["-c", "import torch, transformers"],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    if (!probe.success) why = new TextDecoder().decode(probe.stderr).trim().split("\n").at(-1)!;
+  } catch (e) {
+    why = `${(e as Error).name}: ${(e as Error).message}`;
+  }
+  if (why !== null) return { skipped: `${python} cannot import torch and transformers (${why})` };
+  const script = new URL("./scale_torch.py", import.meta.url).pathname;
+  const args = [
+    script,
+    "--folder",
+    dir,
+    "--batches",
+    o.batches.join(","),
+    "--prompt-len",
+    String(o.promptLen),
+    "--new-tokens",
+    String(o.newTokens),
+    "--train-batch",
+    String(o.trainBatch),
+    "--train-len",
+    String(o.trainLen),
+    "--modes",
+    o.modes.join(","),
+    "--rounds",
+    String(o.rounds),
+    "--lora-rank",
+    String(LORA_RANK),
+    "--lr",
+    String(SCALE_HYPER.lr),
+    "--weight-decay",
+    String(SCALE_HYPER.weightDecay),
+    "--max-grad-norm",
+    String(SCALE_HYPER.maxGradNorm),
+  ];
+  log(`peer: ${python} ${args.join(" ")}`);
+  const out = await new Deno.Command(python, { args, stdout: "piped", stderr: "piped" }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  for (const line of stderr.trim().split("\n").filter(Boolean)) log(`peer: ${line}`);
+  const last = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1) ?? "";
+  if (!out.success) return { error: `exit ${out.code}: ${stderr.trim().split("\n").at(-1)}` };
+  try {
+    return JSON.parse(last) as PeerResult;
+  } catch {
+    return { error: `no JSON on the peer's last stdout line: ${last.slice(0, 200)}` };
+  }
+}
+
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a !== undefined && b !== undefined && b > 0 ? round(a / b) : null;
+
+/** The "scale" section of `deno task bench`. */
+export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string) => void) {
+  const python = o.python === undefined ? "python3" : o.python;
+  const shapes = [];
+  for (const shape of o.shapes) {
+    const dir = `${o.dir}/${shape.name}`;
+    const { w, write_s, load_s } = await writeShape(shape, dir);
+    const params = w.layout.tensors.reduce((s, t) => s + t.size, 0);
+    log(`${shape.name}: ${params} parameters, written in ${write_s} s, read in ${load_s} s`);
+    const inference = [];
+    for (const B of o.batches) {
+      const r = await oursInference(gpu, w, B, o);
+      log(
+        `${shape.name} B${B}: prefill ${r.prefill_tok_s} tok/s, decode ${r.decode_tok_s} tok/s (create ${r.create_s} s, first generate ${r.first_generate_s} s)`,
+      );
+      inference.push({ batch: B, ...r });
+    }
+    const train = [];
+    for (const mode of o.modes) {
+      const r = await oursTrain(gpu, w, mode, o);
+      log(
+        `${shape.name} train ${mode} B${o.trainBatch}×T${o.trainLen}: ${r.tok_s} tok/s (create ${r.create_s} s, first step ${r.first_step_s} s)`,
+      );
+      train.push({ mode, ...r });
+    }
+    const peer = python === null
+      ? { skipped: "no peer asked for" }
+      : await torchPeer(python, dir, o, log);
+    const p = "skipped" in peer || peer.error ? null : peer;
+    const pInf = (B: number) => p?.inference?.find((r) => r.batch === B);
+    const pTrain = (m: string) => p?.train?.find((r) => r.mode === m);
+    // fp32 weights read once per decode step: the bytes a step must move at the least.
+    const weightBytes = 4 * params;
+    shapes.push({
+      shape: shape.name,
+      config: shape.config,
+      params,
+      weight_bytes: weightBytes,
+      write_s,
+      load_s,
+      inference: inference.map((r) => ({
+        ...r,
+        decode_weight_gb_s: round(weightBytes * r.decode_tok_s / r.batch / 1e9, 1),
+        torch_prefill_tok_s: pInf(r.batch)?.prefill_tok_s ?? null,
+        torch_decode_tok_s: pInf(r.batch)?.decode_tok_s ?? null,
+        prefill_ratio: ratio(r.prefill_tok_s, pInf(r.batch)?.prefill_tok_s),
+        decode_ratio: ratio(r.decode_tok_s, pInf(r.batch)?.decode_tok_s),
+      })),
+      train: train.map((r) => ({
+        ...r,
+        torch_tok_s: pTrain(r.mode)?.tok_s ?? null,
+        torch_losses: pTrain(r.mode)?.losses ?? null,
+        ratio: ratio(r.tok_s, pTrain(r.mode)?.tok_s),
+      })),
+      peer,
+    });
+  }
+  return {
+    settings: {
+      batches: o.batches,
+      prompt_len: o.promptLen,
+      new_tokens: o.newTokens,
+      train_batch: o.trainBatch,
+      train_len: o.trainLen,
+      lora: SCALE_LORA,
+      hyper: SCALE_HYPER,
+      rounds: o.rounds,
+    },
+    peer: "PyTorch + transformers eager fp32 (test/bench/scale_torch.py), same folders, same run",
+    load_average: Deno.loadavg().map((x) => round(x)),
+    shapes,
+  };
+}
