@@ -31,6 +31,7 @@ import { loadModel, type ModelWeights, weightTensors } from "../../src/model/wei
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 import { fromPeftAdapter, toPeftAdapter } from "../../src/train/lora_peft.ts";
 import { loadPeftAdapter, peftAdapterFiles } from "../../src/train/peft.ts";
+import { microGpt2Adapter } from "../fixtures/make_fixtures.ts";
 
 const fixture = new URL("../fixtures/micro-gpt2", import.meta.url).pathname;
 
@@ -76,15 +77,20 @@ Deno.test("gpt2 config: GPT2Config fields and defaults; knobs that change the fu
   }
 });
 
-Deno.test("micro-gpt2: reference logits match the independent numpy GPT2LMHeadModel to 1e-12", async () => {
+Deno.test("micro-gpt2: reference logits match the independent numpy GPT2LMHeadModel to 1e-12; transformers and peft where generated", async () => {
   const w = await loadModel(denoFolder(fixture));
   const golden = JSON.parse(await Deno.readTextFile(`${fixture}/numpy_logits.json`));
   const { logits } = referenceForward(w, golden.ids);
   assert(maxDiff(logits, golden.logits) < 1e-12, `max diff ${maxDiff(logits, golden.logits)}`);
   assert(maxDiff(logits, new Float64Array(logits.length)) > 0.5, "logits are not trivially small");
   // The transformers golden (test/fixtures/hf_gpt2_golden.py, run where torch is installed).
-  let hf: { ids: number[]; logits: number[]; greedy_prompt: number[]; greedy: number[] } | null =
-    null;
+  let hf: {
+    ids: number[];
+    logits: number[];
+    greedy_prompt: number[];
+    greedy: number[];
+    peft_logits?: number[];
+  } | null = null;
   try {
     hf = JSON.parse(await Deno.readTextFile(`${fixture}/hf_logits.json`));
   } catch { /* not generated on this machine */ }
@@ -98,6 +104,24 @@ Deno.test("micro-gpt2: reference logits match the independent numpy GPT2LMHeadMo
       referenceGreedy(w, hf.greedy_prompt, hf.greedy.length),
       hf.greedy,
       "greedy = model.generate",
+    );
+  }
+  // PEFT loads our adapter (micro-gpt2/peft/) with the same function: its logits equal the
+  // reference's with the adapter merged.
+  const { layout, data, files } = microGpt2Adapter(w);
+  for (const [name, bytes] of files) {
+    assertEquals(
+      await Deno.readFile(`${fixture}/peft/${name}`),
+      bytes,
+      `peft/${name} is stale: run deno run -A test/fixtures/make_fixtures.ts`,
+    );
+  }
+  const merged = referenceForward(mergeLora(w, layout, data, 0), golden.ids).logits;
+  assert(maxDiff(merged, logits) > 1e-3, "the fixture's adapter changes the logits");
+  if (hf?.peft_logits) {
+    assert(
+      maxDiff(merged, hf.peft_logits) < 1e-9,
+      `transformers + peft float64 logits differ by ${maxDiff(merged, hf.peft_logits)}`,
     );
   }
 });
