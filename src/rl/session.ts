@@ -292,6 +292,11 @@ export class RlSession {
     );
   }
 
+  /** Tokens the policies' generators have produced so far (progress reports). */
+  generatedTokens(): number {
+    return this.policies.generators.reduce((n, g) => n + g.totals.tokens, 0);
+  }
+
   /** Held-out evaluation with the current policies (greedy, or the config's temperature). */
   async evaluate(
     opts: { episodes?: number; temperature?: number; split?: "train" | "test" } = {},

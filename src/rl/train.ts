@@ -208,6 +208,45 @@ async function closeSignalInspector(): Promise<boolean> {
   return false;
 }
 
+/** How often a phase that has run this long says it is still going. */
+export const HEARTBEAT_MS = 60_000;
+
+/**
+ * Logs a line every `everyMs` while one phase of the loop (validation, rollout, update) lasts,
+ * with the tokens generated in it so far: a real model's validation or rollout can take many
+ * minutes before its step line. Returns the stop function.
+ */
+export function phaseHeartbeat(
+  session: RlSession,
+  log: (line: string) => void,
+  everyMs = HEARTBEAT_MS,
+): () => void {
+  let phase = "", since = performance.now(), tokens0 = 0;
+  const prev = session.onPhase;
+  session.onPhase = (p) => {
+    phase = p;
+    since = performance.now();
+    tokens0 = session.generatedTokens();
+    prev?.(p);
+  };
+  const timer = setInterval(() => {
+    const secs = (performance.now() - since) / 1000;
+    if (!phase || secs * 1000 < everyMs) return;
+    const what = phase === "validate" ? "validation" : phase;
+    const step = phase === "validate" ? session.step : session.step + 1;
+    const min = Math.floor(secs / 60), sec = Math.round(secs % 60);
+    const n = session.generatedTokens() - tokens0;
+    log(
+      `step ${step} ${what}: ${min} min ${sec} s so far` +
+        (phase === "update" ? "" : `, ${n} tokens generated (${(n / secs).toFixed(0)} tok/s)`),
+    );
+  }, everyMs);
+  return () => {
+    clearInterval(timer);
+    session.onPhase = prev;
+  };
+}
+
 /** A stop signal repeated within this time is the same one delivered twice, not a second Ctrl-C. */
 const REPEAT_WINDOW_MS = 500;
 
@@ -221,6 +260,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
   // once the model has loaded, so a bad model leaves nothing behind.
   let run: RunDir | null = opts.resume ? await RunDir.open(opts.resume, log) : null;
   let gpu: Gpu | null = null, executor: SandboxPool | undefined, session: RlSession | null = null;
+  let heartbeat: (() => void) | null = null;
   const summary: TrainSummary = {
     runDir: run?.dir ?? "",
     steps: 0,
@@ -334,6 +374,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
       Deno.addSignalListener(sig, on);
       listeners.push([sig, on]);
     }
+    heartbeat = phaseHeartbeat(session, (line) => r.log(line));
     const loop = await runSession(session, run, {
       stopRequested: () => stopSignals.length > 0,
       takeSaveRequest: () => saveRequests.splice(0).join("+") || false,
@@ -351,6 +392,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     status = `failed: ${(e as Error).name}: ${(e as Error).message}`;
     throw e;
   } finally {
+    heartbeat?.();
     clearInterval(parentWatch);
     for (const [sig, on] of listeners) Deno.removeSignalListener(sig, on);
     await executor?.close();
