@@ -10,6 +10,8 @@
 #   classes  the suites whose kernels and picks depend on the adapter class: test/ops, test/gpu
 #   scale    deno task bench --only scale --profile (real model sizes beside PyTorch)
 #   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
+#   lab      deno task bench --only matmul --lab: every matmul variant timed per shape, split-K
+#            decode kernels included; its "picks" go into src/ops/tuning.ts (not in the default)
 # Each step has its own time limit and writes OUTDIR/<step>.out and .err; OUTDIR/session.log
 # says when each began and ended and its exit status. --quick: the scale bench's reduced shape.
 set -uo pipefail
@@ -59,5 +61,8 @@ if want scale; then
 fi
 if want rl; then
   step rl 300 $D task bench --only rl $quick
+fi
+if want lab; then
+  step lab 540 $D task bench --only matmul --lab $quick
 fi
 log "done: $(ls "$out" | tr '\n' ' ')"
