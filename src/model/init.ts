@@ -87,6 +87,12 @@ export interface InitOptions {
   readonly biasStd?: number;
   /** Norm weights are 1 + normal(0, normNoise) (default 0: exactly 1, as HF). */
   readonly normNoise?: number;
+  /**
+   * "normal" (default, as HF) or "uniform": the same mean and std from a uniform draw, ~20×
+   * faster in JS (no log/sin/cos), for benchmarks that write models of hundreds of millions of
+   * parameters, where the values only need a realistic scale.
+   */
+  readonly distribution?: "normal" | "uniform";
 }
 
 /** A freshly initialised model. Same config + options → the same bits, on every host. */
@@ -102,7 +108,12 @@ export function initModel(config: ModelConfig, opts: InitOptions = {}): ModelWei
     const isBias = t.role.endsWith("bias");
     const s = isNorm ? (opts.normNoise ?? 0) : isBias ? (opts.biasStd ?? 0) : std;
     const mean = isNorm ? 1 : 0;
-    for (let i = 0; i < out.length; i++) out[i] = s === 0 ? mean : mean + s * rng.normal();
+    if (s === 0) out.fill(mean);
+    else if (opts.distribution === "uniform") {
+      // U(−a, a) has std a/√3.
+      const a = 2 * Math.sqrt(3) * s;
+      for (let i = 0; i < out.length; i++) out[i] = mean + a * (rng.uniform() - 0.5);
+    } else for (let i = 0; i < out.length; i++) out[i] = mean + s * rng.normal();
   }
   // nn.Embedding(padding_idx=pad_token_id) starts with a zero row for the pad token.
   const pad = config.padTokenId;

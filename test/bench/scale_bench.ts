@@ -118,7 +118,9 @@ async function writeShape(shape: ScaleShape, dir: string) {
   const json = JSON.parse(await Deno.readTextFile(shape.config));
   const config = parseModelConfig(json);
   const t0 = performance.now();
-  const files = hfFolderFiles(initModel(config, { seed: 1 }), { maxShardBytes: 2 ** 31 });
+  const files = hfFolderFiles(initModel(config, { seed: 1, distribution: "uniform" }), {
+    maxShardBytes: 2 ** 31,
+  });
   await Deno.mkdir(dir, { recursive: true });
   await writeFilesAtomic(dir, files);
   const write_s = seconds(t0);

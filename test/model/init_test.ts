@@ -62,6 +62,22 @@ Deno.test("initModel: HF statistics — weights N(0, 0.02), norms 1, biases 0, p
   assert.ok(w.data.subarray(end, v.k!.offset).every((x) => x === 0));
 });
 
+Deno.test("initModel distribution uniform: the same std, bounded by √3·std, norms and biases as HF", async () => {
+  const cfg = await preset("tiny-qwen2");
+  const w = initModel(cfg, { distribution: "uniform", seed: 2 });
+  const v = w.layout.layerView(0);
+  const gate = slice(w.data, v.gate!);
+  const std = Math.sqrt(gate.reduce((a, x) => a + x * x, 0) / gate.length);
+  assert.ok(Math.abs(std - 0.02) < 0.001, `gate std ${std}`);
+  const bound = Math.sqrt(3) * 0.02;
+  assert.ok(gate.every((x) => Math.abs(x) <= bound * (1 + 1e-6)), "uniform draws stay in (−a, a)");
+  assert.ok(gate.some((x) => Math.abs(x) > 0.9 * bound), "and fill it");
+  assert.ok(slice(w.data, v.inputNorm).every((x) => x === 1));
+  assert.ok(slice(w.data, v.qBias!).every((x) => x === 0));
+  assert.deepEqual(w.data, initModel(cfg, { distribution: "uniform", seed: 2 }).data);
+  assert.notDeepEqual(w.data, initModel(cfg, { seed: 2 }).data);
+});
+
 Deno.test("initModel is deterministic per (seed, tensor name) and options add noise", async () => {
   const cfg = await preset("tiny-llama");
   assert.deepEqual(initModel(cfg, { seed: 4 }).data, initModel(cfg, { seed: 4 }).data);
