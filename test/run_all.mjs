@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log(
-    'usage: npm test\n\nThe whole suite: Deno\'s tests and the browser tests in headless Chromium, side by side,\nthen test/ops and test/gpu with the GPU class\'s kernels forced;\nends with "N passed, N failed" (exit 1 if any failed). It takes no flags.',
+    "usage: npm test\n\nThe whole suite: Deno's tests and the browser tests in headless Chromium, side by side,\nthen test/ops and test/gpu with the GPU class's kernels forced;\nends with \"N passed, N failed\" (exit 1 if any failed). It takes no flags.",
   );
   process.exit(0);
 }
