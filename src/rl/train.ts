@@ -234,7 +234,7 @@ export function phaseHeartbeat(
     if (!phase || secs * 1000 < everyMs) return;
     const what = phase === "validate" ? "validation" : phase;
     const step = phase === "validate" ? session.step : session.step + 1;
-    const min = Math.floor(secs / 60), sec = Math.round(secs % 60);
+    const whole = Math.round(secs), min = Math.floor(whole / 60), sec = whole % 60;
     const n = session.generatedTokens() - tokens0;
     log(
       `step ${step} ${what}: ${min} min ${sec} s so far` +

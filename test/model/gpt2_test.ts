@@ -507,14 +507,8 @@ Deno.test("gpt2 backward matches finite differences of the float64 reference (ev
 
 Deno.test("gpt2 PEFT adapters: GPT2LMHeadModel module names, fan_in_fan_out, target_modules; round trip", async () => {
   const w = await loadModel(denoFolder(fixture));
-  const layout = new LoraLayout(w.config, {
-    rank: 2,
-    alpha: 4,
-    targets: ["qkv", "o", "up", "down"],
-    adapters: ["x"],
-  });
-  const data = layout.init(1, 0.1);
-  const files = peftAdapterFiles(toPeftAdapter(layout, data, 0, "micro-gpt2"), w.config);
+  // The shipped fixture's adapter: rank 2 on c_attn, attn.c_proj, c_fc and mlp.c_proj.
+  const { layout, data, files } = microGpt2Adapter(w);
   const cfg = JSON.parse(new TextDecoder().decode(files.get("adapter_config.json")!));
   assertEquals(cfg.fan_in_fan_out, true);
   assertEquals(cfg.target_modules, ["c_attn", "c_fc", "c_proj"]);

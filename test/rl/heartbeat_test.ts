@@ -24,7 +24,7 @@ Deno.test("phaseHeartbeat: lines while a phase lasts, tokens counted from its st
   await sleep(130);
   assert(lines.length >= 1, `${lines}`);
   assert(
-    /^step 0 validation: 0 min 0 s so far, 512 tokens generated \(\d+ tok\/s\)$/.test(lines[0]),
+    /^step 0 validation: \d+ min \d+ s so far, 512 tokens generated \(\d+ tok\/s\)$/.test(lines[0]),
     lines[0],
   );
   s.step = 3;
@@ -32,7 +32,10 @@ Deno.test("phaseHeartbeat: lines while a phase lasts, tokens counted from its st
   const n = lines.length;
   await sleep(130);
   const upd = lines.slice(n);
-  assert(upd.length >= 1 && upd.every((l) => l === "step 4 update: 0 min 0 s so far"), `${upd}`);
+  assert(
+    upd.length >= 1 && upd.every((l) => /^step 4 update: \d+ min \d+ s so far$/.test(l)),
+    `${upd}`,
+  );
   assertEquals(seen, ["validate", "update"], "the previous listener still hears every phase");
   stop();
   assertEquals(s.onPhase, before, "stop restores the previous listener");
