@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite — Deno's tests and the browser tests in Chromium, side by side, then
-// test/ops and test/gpu again as a GPU-class adapter would run them — and one closing line
-// "N passed, N failed" over all (Deno's steps count as tests).
+// `npm test`: the whole suite — Deno's tests and the browser tests in Chromium, side by side — and one
+// closing line "N passed, N failed" over both (Deno's steps count as tests).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -64,18 +63,8 @@ function nodeCounts(out) {
   return { passed: Number(p[1]), failed: Number(f[1]) };
 }
 
-// "deno-gpu-class" runs after "deno": the kernels and picks of GPU-class adapters, forced on this
-// adapter (PETTINGLLMS_ADAPTER_CLASS), so they stay correct on machines without a GPU.
 const suites = [
   { name: "deno", cmd: deno, args: ["task", "test"], counts: denoCounts },
-  {
-    name: "deno-gpu-class",
-    after: "deno",
-    cmd: deno,
-    args: ["test", "-A", "--unstable-worker-options", "--parallel", "test/ops", "test/gpu"],
-    env: { PETTINGLLMS_ADAPTER_CLASS: "gpu" },
-    counts: denoCounts,
-  },
   {
     name: "browser",
     cmd: process.execPath,
