@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log(
-    "usage: npm test\n\nThe whole suite: Deno's tests and the browser tests in headless Chromium, side by side,\nthen test/ops and test/gpu with the GPU class's kernels forced;\nends with \"N passed, N failed\" (exit 1 if any failed). It takes no flags.",
+    'usage: npm test\n\nThe whole suite: Deno\'s tests and the browser tests in headless Chromium, side by side;\nends with "N passed, N failed" (exit 1 if any failed). It takes no flags.',
   );
   process.exit(0);
 }
@@ -27,9 +27,9 @@ const deno = existsSync(`${repo}/node_modules/.bin/deno`)
 
 // Both suites run at once, their lines streamed with a "[suite] " prefix: much of the browser
 // suite waits on single-threaded shader compilation in Chromium, which leaves a core to Deno's.
-function run(name, cmd, args, env = {}) {
+function run(name, cmd, args) {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: repo, env: { ...process.env, NO_COLOR: "1", ...env } });
+    const child = spawn(cmd, args, { cwd: repo, env: { ...process.env, NO_COLOR: "1" } });
     let out = "";
     const pipe = (src, dst) => {
       let partial = "";
@@ -74,20 +74,14 @@ const suites = [
 ];
 
 const t0 = Date.now();
-const done = new Map();
-const results = await Promise.all(suites.map((s) => {
-  const p = (async () => {
-    if (s.after) await done.get(s.after);
-    const r = await run(s.name, s.cmd, s.args, s.env);
-    console.log(
-      `=== ${s.name} tests ended after ${
-        ((Date.now() - t0) / 1000).toFixed(0)
-      } s (exit ${r.code}) ===`,
-    );
-    return r;
-  })();
-  done.set(s.name, p);
-  return p;
+const results = await Promise.all(suites.map(async (s) => {
+  const r = await run(s.name, s.cmd, s.args);
+  console.log(
+    `=== ${s.name} tests ended after ${
+      ((Date.now() - t0) / 1000).toFixed(0)
+    } s (exit ${r.code}) ===`,
+  );
+  return r;
 }));
 
 let passed = 0, failed = 0, exit = 0;
