@@ -13,6 +13,11 @@
 // One trap: Deno's getMappedRange unwraps the buffer's last map mode, which is unset until a
 // map has completed through the promise, and a read then panics the process. So each staging
 // buffer is primed with one ordinary mapAsync when it is created, and buffers are reused.
+//
+// And a cost: an early read resolves without a macrotask, so a loop of them (a decode of 512
+// tokens, minutes on a CPU adapter) never lets the event loop turn; timers (train's heartbeat)
+// and signal listeners (Ctrl-C) waited for the end of the whole phase. So an early read that
+// comes EVENT_LOOP_TURN_MS after the last turn first yields one (setTimeout 0).
 
 import { isDeno } from "../runtime.ts";
 
@@ -23,6 +28,11 @@ export interface ReadbackStats {
 }
 
 const MIN_CLASS = 256;
+/** The longest run of early reads without a turn of the event loop. */
+export const EVENT_LOOP_TURN_MS = 100;
+let lastTurn = performance.now();
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
 /** Free staging buffers kept per size class (more are destroyed on release). */
 const KEEP_PER_CLASS = 4;
 
@@ -90,10 +100,15 @@ export class Readback {
         this.stats.early++;
         // The promise still resolves (10 ms later) and must not surface as unhandled.
         mapped.catch(() => {});
+        if (performance.now() - lastTurn >= EVENT_LOOP_TURN_MS) {
+          await nextTurn();
+          lastTurn = performance.now();
+        }
         return out;
       }
     }
     await mapped;
+    lastTurn = performance.now();
     this.stats.awaited++;
     const out = staging.getMappedRange(0, size).slice(0);
     staging.unmap();

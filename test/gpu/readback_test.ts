@@ -118,3 +118,33 @@ Deno.test("readback returns what the GPU wrote before it", async (t) => {
     gpu.destroy();
   }
 });
+
+Deno.test("a loop of early reads still lets timers and signal listeners run (the event loop turns)", async () => {
+  // Early reads resolve without a macrotask, so a decode loop of them alone would never let
+  // the event loop turn: setInterval (train's heartbeat) and Deno.addSignalListener (Ctrl-C)
+  // callbacks would wait until the loop ends. Readback yields a turn every so often.
+  const gpu = await Gpu.create();
+  try {
+    const rb = readbackFor(gpu.device);
+    const src = gpu.zeros(64, "src");
+    let fired = 0;
+    const timer = setInterval(() => fired++, 20);
+    const t0 = performance.now();
+    let reads = 0;
+    try {
+      while (performance.now() - t0 < 600) {
+        await rb.read(src, 0, 256);
+        reads++;
+      }
+    } finally {
+      clearInterval(timer);
+    }
+    assert(reads > 10, `only ${reads} reads`);
+    // 600 ms at a 20 ms interval: 30 ticks if the loop turned freely; at least a turn per
+    // EVENT_LOOP_TURN_MS (100 ms) lets about 6 through.
+    assert(fired >= 3, `the interval fired ${fired} times in 600 ms of reads (${reads} reads)`);
+    src.destroy();
+  } finally {
+    gpu.destroy();
+  }
+});
