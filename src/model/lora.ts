@@ -13,7 +13,7 @@ import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import type { ModelConfig } from "./config.ts";
 import { Rng } from "./init.ts";
-import type { ModelWeights } from "./weights.ts";
+import type { ModelWeights, ModelWeights64 } from "./weights.ts";
 
 /**
  * The projections an adapter can target. The Llama family has q, k, v, o, gate, up, down; GPT-2
@@ -452,7 +452,29 @@ export function mergeLora(
   data: Float32Array,
   a: number,
 ): ModelWeights {
-  const out = new Float32Array(w.data);
+  return { ...w, data: mergeInto(new Float32Array(w.data), w, layout, data, a) };
+}
+
+/**
+ * mergeLora without rounding the merged weights to float32: what PEFT computes unmerged in
+ * float64 (W x + (alpha/r)·B(A x)), for the float64 reference.
+ */
+export function mergeLoraFloat64(
+  w: ModelWeights,
+  layout: LoraLayout,
+  data: Float32Array,
+  a: number,
+): ModelWeights64 {
+  return { ...w, data: mergeInto(new Float64Array(w.data), w, layout, data, a) };
+}
+
+function mergeInto<T extends Float32Array | Float64Array>(
+  out: T,
+  w: ModelWeights,
+  layout: LoraLayout,
+  data: Float32Array,
+  a: number,
+): T {
   const r = layout.cfg.rank, s = layout.scale;
   for (const e of layout.entries) {
     const t = w.layout.layerView(e.layer)[ROLE_OF[e.module]]!;
@@ -465,5 +487,5 @@ export function mergeLora(
       }
     }
   }
-  return { ...w, data: out };
+  return out;
 }

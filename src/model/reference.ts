@@ -7,7 +7,7 @@
 // I intermediate, V vocab. Linear weights are [out, in] as HF stores them: y = W x + b.
 
 import { type ModelConfig } from "./config.ts";
-import { type ModelWeights, type ParamTensor, slice } from "./weights.ts";
+import { type ModelWeights, type ModelWeights64, type ParamTensor, slice } from "./weights.ts";
 
 /** RMSNorm as HF computes it: x * rsqrt(mean(x²) + eps), then times the weight. x: [n] → [n] */
 export function rmsNorm(x: ArrayLike<number>, w: ArrayLike<number>, eps: number): Float64Array {
@@ -213,7 +213,7 @@ function ropeHeads(x: Float64Array, heads: number, D: number, pos: number, invFr
  * layout holds W transposed ([out, in]), so each is `linear` here. No RoPE: positions entered
  * through wpe. [T][C] → [T][C]
  */
-function gpt2Layer(w: ModelWeights, l: number, xs: Float64Array[]) {
+function gpt2Layer(w: ModelWeights | ModelWeights64, l: number, xs: Float64Array[]) {
   const cfg = w.config;
   const L = w.layout.layerView(l);
   const p = (t: ParamTensor | null) => slice(w.data, t!);
@@ -248,7 +248,7 @@ function gpt2Layer(w: ModelWeights, l: number, xs: Float64Array[]) {
 
 /** One decoder layer over all tokens: x + attn(norm(x)), then + mlp(norm(...)). [T][C] → [T][C] */
 function decoderLayer(
-  w: ModelWeights,
+  w: ModelWeights | ModelWeights64,
   l: number,
   xs: Float64Array[],
   positions: readonly number[],
@@ -301,7 +301,7 @@ export interface ReferenceOutput {
 
 /** The full forward pass: token ids → logits for every position. */
 export function referenceForward(
-  w: ModelWeights,
+  w: ModelWeights | ModelWeights64,
   ids: readonly number[],
   opts: ReferenceOptions = {},
 ): ReferenceOutput {
@@ -353,7 +353,10 @@ export function logitsAt(logits: Float64Array, V: number, t: number): Float64Arr
 /**
  * log p(ids[t] | ids[0..t-1]) for t = 1..T-1 (the first token has no prediction). → [T-1]
  */
-export function referenceLogprobs(w: ModelWeights, ids: readonly number[]): Float64Array {
+export function referenceLogprobs(
+  w: ModelWeights | ModelWeights64,
+  ids: readonly number[],
+): Float64Array {
   const V = w.config.vocabSize;
   const { logits } = referenceForward(w, ids);
   const out = new Float64Array(Math.max(0, ids.length - 1));
@@ -363,7 +366,7 @@ export function referenceLogprobs(w: ModelWeights, ids: readonly number[]): Floa
 
 /** Greedy decoding by full recomputation (ties → lowest id): the oracle for KV-cache decode. */
 export function referenceGreedy(
-  w: ModelWeights,
+  w: ModelWeights | ModelWeights64,
   prompt: readonly number[],
   maxNewTokens: number,
   stopIds: readonly number[] = [],

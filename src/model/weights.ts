@@ -301,8 +301,8 @@ export class ParamLayout {
 }
 
 /** The floats of tensor `t` inside a flat parameter array (a view, not a copy). */
-export function slice(data: Float32Array, t: ParamTensor): Float32Array {
-  return data.subarray(t.offset, t.offset + t.size);
+export function slice<T extends Float32Array | Float64Array>(data: T, t: ParamTensor): T {
+  return data.subarray(t.offset, t.offset + t.size) as T;
 }
 
 /** A model ready for the engine or the reference: config, layout and the flat parameters. */
@@ -311,6 +311,11 @@ export interface ModelWeights {
   readonly layout: ParamLayout;
   /** [layout.totalFloats] */
   readonly data: Float32Array;
+}
+
+/** The same parameters held in float64, for the reference (e.g. an adapter merged unrounded). */
+export interface ModelWeights64 extends Omit<ModelWeights, "data"> {
+  readonly data: Float64Array;
 }
 
 /** Checkpoint tensors that HF ignores on load (buffers, or a head the config ties away). */

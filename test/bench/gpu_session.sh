@@ -5,8 +5,9 @@
 #   test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]
 # STEPS: comma-separated, default all, in this order:
 #   adapter  the adapter's description and limits
-#   golden   transformers + peft goldens of micro-gpt2 (test/fixtures/hf_gpt2_golden.py), then
-#            test/model/gpt2_test.ts against them (needs python3 with torch, transformers, peft)
+#   golden   the transformers + peft goldens of the micro models again with the device's versions
+#            (test/fixtures/hf_golden.py), then test/model/hf_golden_test.ts against them (needs
+#            python3 with torch, transformers, peft; the committed ones come from the CPU machine)
 #   classes  the suites whose kernels and picks depend on the adapter class: test/ops, test/gpu
 #   scale    deno task bench --only scale --profile (real model sizes beside PyTorch)
 #   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
@@ -49,9 +50,11 @@ console.log(JSON.stringify({ class: g.adapterClass, features: [...g.device.featu
 g.destroy();'
 fi
 if want golden; then
-  step golden_py 120 python3 test/fixtures/hf_gpt2_golden.py
-  [ -f test/fixtures/micro-gpt2/hf_logits.json ] && cp test/fixtures/micro-gpt2/hf_logits.json "$out/"
-  step golden_test 180 $D test -A test/model/gpt2_test.ts
+  step golden_py 120 python3 test/fixtures/hf_golden.py
+  for m in llama qwen2 qwen3 gpt2; do
+    cp test/fixtures/micro-$m/hf_logits.json "$out/hf_logits.$m.json" 2>/dev/null
+  done
+  step golden_test 180 $D test -A test/model/hf_golden_test.ts
 fi
 if want classes; then
   step classes 300 $D test -A --unstable-worker-options test/ops test/gpu

@@ -1,7 +1,7 @@
 // The GPT-2 family end to end: config.json parsing, checkpoints with and without the
 // `transformer.` prefix (Conv1D weights [in, out] on disk), the float64 reference against the
-// independent numpy implementation (test/fixtures/micro-gpt2, and the transformers golden when
-// hf_logits.json exists), the GPT-2 kernels (LayerNorm with bias, gelu_new, wpe) against float64,
+// independent numpy implementation (test/fixtures/micro-gpt2; transformers' own in
+// hf_golden_test.ts), the GPT-2 kernels (LayerNorm with bias, gelu_new, wpe) against float64,
 // the GPU forward / KV-cache decode / greedy generation against the reference, finite-difference
 // checks of the full and LoRA (c_attn, c_proj, c_fc) backward, and PEFT adapters with GPT-2's
 // module names.
@@ -77,53 +77,13 @@ Deno.test("gpt2 config: GPT2Config fields and defaults; knobs that change the fu
   }
 });
 
-Deno.test("micro-gpt2: reference logits match the independent numpy GPT2LMHeadModel to 1e-12; transformers and peft where generated", async () => {
+Deno.test("micro-gpt2: reference logits match the independent numpy GPT2LMHeadModel to 1e-12", async () => {
   const w = await loadModel(denoFolder(fixture));
   const golden = JSON.parse(await Deno.readTextFile(`${fixture}/numpy_logits.json`));
   const { logits } = referenceForward(w, golden.ids);
   assert(maxDiff(logits, golden.logits) < 1e-12, `max diff ${maxDiff(logits, golden.logits)}`);
   assert(maxDiff(logits, new Float64Array(logits.length)) > 0.5, "logits are not trivially small");
-  // The transformers golden (test/fixtures/hf_gpt2_golden.py, run where torch is installed).
-  let hf: {
-    ids: number[];
-    logits: number[];
-    greedy_prompt: number[];
-    greedy: number[];
-    peft_logits?: number[];
-  } | null = null;
-  try {
-    hf = JSON.parse(await Deno.readTextFile(`${fixture}/hf_logits.json`));
-  } catch { /* not generated on this machine */ }
-  if (hf) {
-    const got = referenceForward(w, hf.ids).logits;
-    assert(
-      maxDiff(got, hf.logits) < 1e-9,
-      `transformers float64 logits differ by ${maxDiff(got, hf.logits)}`,
-    );
-    assertEquals(
-      referenceGreedy(w, hf.greedy_prompt, hf.greedy.length),
-      hf.greedy,
-      "greedy = model.generate",
-    );
-  }
-  // PEFT loads our adapter (micro-gpt2/peft/) with the same function: its logits equal the
-  // reference's with the adapter merged.
-  const { layout, data, files } = microGpt2Adapter(w);
-  for (const [name, bytes] of files) {
-    assertEquals(
-      await Deno.readFile(`${fixture}/peft/${name}`),
-      bytes,
-      `peft/${name} is stale: run deno run -A test/fixtures/make_fixtures.ts`,
-    );
-  }
-  const merged = referenceForward(mergeLora(w, layout, data, 0), golden.ids).logits;
-  assert(maxDiff(merged, logits) > 1e-3, "the fixture's adapter changes the logits");
-  if (hf?.peft_logits) {
-    assert(
-      maxDiff(merged, hf.peft_logits) < 1e-9,
-      `transformers + peft float64 logits differ by ${maxDiff(merged, hf.peft_logits)}`,
-    );
-  }
+  // transformers' GPT2LMHeadModel and PEFT: test/model/hf_golden_test.ts.
 });
 
 Deno.test("gpt2 checkpoints: Conv1D weights are [in, out] on disk; names without transformer. load the same", async () => {
