@@ -107,7 +107,7 @@ export const SCALE_HYPER = { lr: 1e-5, weightDecay: 0.01, maxGradNorm: 1 };
 const median = (a: readonly number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const seconds = (t0: number) => round((performance.now() - t0) / 1000, 3);
 
-/** B × L token ids from a fixed stream (the peer draws its own: ids do not change the work). */
+/** B × L token ids from a fixed stream (the training batch is also given to the peer). */
 function tokens(B: number, L: number, V: number, seed: number): number[][] {
   const rng = new Rng(seed);
   return Array.from({ length: B }, () => Array.from({ length: L }, () => rng.nextU32() % V));
@@ -181,8 +181,12 @@ async function oursInference(gpu: Gpu, w: ModelWeights, B: number, o: ScaleBench
   }
 }
 
+/** The training batch of a shape: ours, and the peer's through TRAIN_IDS in the folder. */
+const trainBatch = (o: ScaleBenchOptions, V: number) => tokens(o.trainBatch, o.trainLen, V, 7);
+const TRAIN_IDS = "bench_train_ids.json";
+
 async function oursTrain(gpu: Gpu, w: ModelWeights, mode: TrainMode, o: ScaleBenchOptions) {
-  const batch = tokens(o.trainBatch, o.trainLen, w.config.vocabSize, 7);
+  const batch = trainBatch(o, w.config.vocabSize);
   const opts: TrainerOptions = {
     mode,
     lora: SCALE_LORA,
@@ -282,7 +286,11 @@ export async function torchPeer(
     String(SCALE_HYPER.weightDecay),
     "--max-grad-norm",
     String(SCALE_HYPER.maxGradNorm),
+    "--train-ids",
+    `${dir}/${TRAIN_IDS}`,
   ];
+  const V = JSON.parse(await Deno.readTextFile(`${dir}/config.json`)).vocab_size as number;
+  await Deno.writeTextFile(`${dir}/${TRAIN_IDS}`, JSON.stringify(trainBatch(o, V)));
   log(`peer: ${python} ${args.join(" ")}`);
   const out = await new Deno.Command(python, { args, stdout: "piped", stderr: "piped" }).output();
   const stderr = new TextDecoder().decode(out.stderr);
@@ -294,6 +302,19 @@ export async function torchPeer(
   } catch {
     return { error: `no JSON on the peer's last stdout line: ${last.slice(0, 200)}` };
   }
+}
+
+/** The largest |ours - peer| over the first `steps` both took (null without a peer). */
+function lossDiff(
+  ours: readonly number[],
+  peer: readonly number[] | undefined,
+  steps: number,
+): number | null {
+  if (!peer?.length) return null;
+  const n = Math.min(ours.length, peer.length, steps);
+  let m = 0;
+  for (let i = 0; i < n; i++) m = Math.max(m, Math.abs(ours[i] - peer[i]));
+  return round(m, 5);
 }
 
 const ratio = (a: number | undefined, b: number | undefined) =>
@@ -351,6 +372,9 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
         ...r,
         torch_tok_s: pTrain(r.mode)?.tok_s ?? null,
         torch_losses: pTrain(r.mode)?.losses ?? null,
+        // Same weights, batch and hyperparameters: full fine-tuning's losses agree to float32
+        // rounding at every step; LoRA's only at the first (peft draws A its own way).
+        loss_diff: lossDiff(r.losses, pTrain(r.mode)?.losses, r.mode === "lora" ? 1 : Infinity),
         ratio: ratio(r.tok_s, pTrain(r.mode)?.tok_s),
       })),
       peer,

@@ -9,7 +9,8 @@ last stdout line (progress on stderr). By hand:
 Measured like ours: prefill = one forward over every prompt token (logits of the last position
 only where transformers supports it); decode = greedy steps with the KV cache, every sequence
 decoding --new-tokens (no eos), timed from the first step to the last; train = forward +
-cross-entropy on every position + backward + grad-norm clip + AdamW, B x T random ids, LoRA via
+cross-entropy on every position + backward + grad-norm clip + AdamW, B x T ids (--train-ids:
+the bench's own batch, so the losses compare; else random), LoRA via
 peft (r, alpha 2r, every projection, no dropout) or full. Medians of --rounds after a warm-up.
 """
 import argparse
@@ -41,6 +42,8 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--weight-decay", type=float, default=0.01)
     ap.add_argument("--max-grad-norm", type=float, default=1.0)
+    ap.add_argument("--train-ids", default=None,
+                    help="JSON [B][T] token ids to train on (the bench passes its own batch)")
     a = ap.parse_args()
 
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -118,7 +121,11 @@ def main():
                                 "down_proj"]))
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=a.weight_decay)
-        ids = torch.randint(0, V, (a.train_batch, a.train_len), generator=gen).to(dev)
+        if a.train_ids:
+            ids = torch.tensor(json.load(open(a.train_ids)), dtype=torch.long).to(dev)
+            assert tuple(ids.shape) == (a.train_batch, a.train_len), tuple(ids.shape)
+        else:
+            ids = torch.randint(0, V, (a.train_batch, a.train_len), generator=gen).to(dev)
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         tok_s, losses = [], []
