@@ -6,7 +6,8 @@
 # STEPS: comma-separated, default all, in this order:
 #   adapter  the adapter's description and limits
 #   golden   the transformers + peft goldens of the micro models again with the device's versions
-#            (test/fixtures/hf_golden.py), then test/model/hf_golden_test.ts against them (needs
+#            (test/fixtures/hf_golden.py), then test/model/hf_golden_test.ts against them and
+#            test/model/real_shape_test.ts (the GPU forward at SmolLM2-135M's size) (needs
 #            python3 with torch, transformers, peft; the committed ones come from the CPU machine)
 #   classes  the suites whose kernels and picks depend on the adapter class: test/ops, test/gpu
 #   scale    deno task bench --only scale --profile (real model sizes beside PyTorch)
@@ -54,7 +55,7 @@ if want golden; then
   for m in llama qwen2 qwen3 gpt2; do
     cp test/fixtures/micro-$m/hf_logits.json "$out/hf_logits.$m.json" 2>/dev/null
   done
-  step golden_test 180 $D test -A test/model/hf_golden_test.ts
+  step golden_test 240 $D test -A test/model/hf_golden_test.ts test/model/real_shape_test.ts
 fi
 if want classes; then
   step classes 300 $D test -A --unstable-worker-options test/ops test/gpu
