@@ -272,6 +272,10 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
   const stopSignals: StopSignal[] = [];
   const saveRequests: SaveSignal[] = [];
   let firstStopAt = 0;
+  // The last step whose end checked for a stop: a stop signal now takes effect at the end of the
+  // next one (a signal during step N's validation or metrics still finishes step N; one during
+  // its checkpoint write, after the check, finishes step N + 1).
+  let stopCheckedAt = 0;
   const listeners: [Deno.Signal, () => void][] = [];
   let parentWatch: ReturnType<typeof setInterval> | undefined;
   // The trainer must not outlive the process that started it (e.g. a `deno task` wrapper killed
@@ -332,6 +336,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     session = await RlSession.create(cfg, { gpu, weights, tokenizer, executor, resume, warmStart });
     if (warmStart) run.log(`warm start: ${cfg.warmStart.kind} ${cfg.warmStart.path}`);
     const r = run, s = session;
+    stopCheckedAt = s.step;
     const unix = Deno.build.os !== "windows";
     for (const sig of STOP_SIGNALS) {
       if (sig === "SIGTERM" && !unix) continue;
@@ -344,7 +349,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
         if (stopSignals.length === 1) {
           r.log(
             `${sig}: finishing step ${
-              s.step + 1
+              stopCheckedAt + 1
             }, then a checkpoint and exit (${sig} again stops at once, losing that step)`,
           );
           return;
@@ -352,7 +357,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
         r.log(
           `${sig} again: stopping now without a checkpoint; --resume ${r.dir} continues from the last one`,
         );
-        r.abandon(`stopped at once by a second ${sig} during step ${s.step + 1}`);
+        r.abandon(`stopped at once by a second ${sig} during step ${stopCheckedAt + 1}`);
         Deno.exit(SIGNAL_EXIT[sig]);
       };
       Deno.addSignalListener(sig, on);
@@ -361,7 +366,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     for (const sig of unix ? SAVE_SIGNALS : []) {
       const on = () => {
         saveRequests.push(sig);
-        r.log(`${sig}: a checkpoint will be written after step ${s.step + 1}`);
+        r.log(`${sig}: a checkpoint will be written after step ${stopCheckedAt + 1}`);
         if (sig === "SIGUSR1") {
           closeSignalInspector().then((closed) =>
             closed &&
@@ -376,7 +381,10 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     }
     heartbeat = phaseHeartbeat(session, (line) => r.log(line));
     const loop = await runSession(session, run, {
-      stopRequested: () => stopSignals.length > 0,
+      stopRequested: () => {
+        stopCheckedAt = s.step;
+        return stopSignals.length > 0;
+      },
       takeSaveRequest: () => saveRequests.splice(0).join("+") || false,
     });
     Object.assign(summary, { steps: loop.steps, after: loop.after ?? null, best: loop.best });

@@ -52,11 +52,14 @@ Deno.test({
       p.signal("SIGINT");
       const { code, text } = await p.done;
       assertEquals(code, 130, text);
-      assert(text.includes("SIGINT: finishing step 2"), text);
+      // The step whose tool code was seen: step 2's, or on a loaded machine (whose polling can
+      // miss step 2's short-lived sandbox process) step 3's.
+      const step = Number(text.match(/SIGINT: finishing step (\d+)/)?.[1]);
+      assert(step === 2 || step === 3, text);
       const dir = runDirOf(text);
       assert(
-        text.includes("checkpoint step-2 written") ||
-          text.includes("interrupted: checkpoint step-2 written"),
+        text.includes(`checkpoint step-${step} written`) ||
+          text.includes(`interrupted: checkpoint step-${step} written`),
         text,
       );
       const r = await runTrain(["--resume", dir]);
