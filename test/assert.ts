@@ -50,3 +50,11 @@ export function assertThrows(fn: () => unknown, name?: string, includes?: string
   }
   throw new AssertionError(`expected a throw${name ? ` (${name})` : ""}`);
 }
+
+/** max_i |a[i] − b[i]| of two arrays of the same length (a length mismatch fails). */
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  assertEquals(a.length, b.length, "maxAbsDiff: lengths");
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}

@@ -8,6 +8,7 @@ import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { ModelBackward } from "../../src/model/backward.ts";
+import { backwardStep } from "./backward_step.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
 import { initModel, Rng } from "../../src/model/init.ts";
 import { referenceForward } from "../../src/model/reference.ts";
@@ -84,13 +85,7 @@ Deno.test("backward matches finite differences of the float64 reference", async 
         try {
           const G = seededValues(N * V, 11);
           const dlogits = gpu.upload(G);
-          model.writeRows(rows, []);
-          bwd.prepare(rows);
-          const rec = gpu.recorder("train step");
-          bwd.encodeZeroGrads(rec);
-          model.encodeForward(rec, N, N);
-          bwd.encode(rec, N, dlogits);
-          rec.submit();
+          backwardStep(gpu, model, bwd, rows, dlogits);
           const rng = new Rng(5);
           const failures: string[] = [];
           for (const tensor of w.layout.tensors) {

@@ -6,13 +6,14 @@
 // checks of the full and LoRA (c_attn, c_proj, c_fc) backward, and PEFT adapters with GPT-2's
 // module names.
 
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, maxAbsDiff } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { memoryFolder } from "../../src/io/bytesource.ts";
 import { denoFolder } from "../../src/io/deno_files.ts";
 import { encodeSafetensors, SafetensorsCheckpoint } from "../../src/io/safetensors.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { ModelBackward } from "../../src/model/backward.ts";
+import { backwardStep } from "./backward_step.ts";
 import { Generator } from "../../src/model/generate.ts";
 import { Gpt2Kernels } from "../../src/model/gpt2_kernels.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
@@ -42,12 +43,6 @@ async function tinyGpt2(seed = 3): Promise<ModelWeights> {
   // Larger than HF's 0.02 so attention is far from uniform; noisy LayerNorm weights and biases.
   return initModel(parseModelConfig(json), { seed, std: 0.25, biasStd: 0.2, normNoise: 0.3 });
 }
-
-const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-};
 
 Deno.test("gpt2 config: GPT2Config fields and defaults; knobs that change the function are refused", () => {
   const c = parseModelConfig({ model_type: "gpt2" });
@@ -81,8 +76,14 @@ Deno.test("micro-gpt2: reference logits match the independent numpy GPT2LMHeadMo
   const w = await loadModel(denoFolder(fixture));
   const golden = JSON.parse(await Deno.readTextFile(`${fixture}/numpy_logits.json`));
   const { logits } = referenceForward(w, golden.ids);
-  assert(maxDiff(logits, golden.logits) < 1e-12, `max diff ${maxDiff(logits, golden.logits)}`);
-  assert(maxDiff(logits, new Float64Array(logits.length)) > 0.5, "logits are not trivially small");
+  assert(
+    maxAbsDiff(logits, golden.logits) < 1e-12,
+    `max diff ${maxAbsDiff(logits, golden.logits)}`,
+  );
+  assert(
+    maxAbsDiff(logits, new Float64Array(logits.length)) > 0.5,
+    "logits are not trivially small",
+  );
   // transformers' GPT2LMHeadModel and PEFT: test/model/hf_golden_test.ts.
 });
 
@@ -196,7 +197,7 @@ Deno.test("gpt2 kernels against float64: LayerNorm with bias (forward, dx, dw, d
       x0,
       (v, i) => v + wpe[meta[2 * Math.floor(i / cols) + 1] * cols + (i % cols)],
     );
-    assert(maxDiff(got, want) < 1e-6, "add_pos_embed");
+    assert(maxAbsDiff(got, want) < 1e-6, "add_pos_embed");
   } finally {
     gpu.destroy();
   }
@@ -342,13 +343,7 @@ Deno.test("gpt2 backward matches finite differences of the float64 reference (ev
         try {
           const G = seededValues(N * V, 11);
           const dlogits = gpu.upload(G);
-          model.writeRows(rows, []);
-          bwd.prepare(rows);
-          const rec = gpu.recorder("train step");
-          bwd.encodeZeroGrads(rec);
-          model.encodeForward(rec, N, N);
-          bwd.encode(rec, N, dlogits);
-          rec.submit();
+          backwardStep(gpu, model, bwd, rows, dlogits);
           const rng = new Rng(5), failures: string[] = [];
           for (const tensor of w.layout.tensors) {
             const grad = await gpu.readFloat32(bwd.grads.ref(tensor), tensor.size);
@@ -540,7 +535,7 @@ Deno.test("deno task logprobs / generate take a GPT-2 folder: the reference's lo
     (await run("src/cli/logprobs.ts", ["--model", fixture, "--ids", ids.join(","), "--json"]))
       .logprobs as number[];
   const want = referenceLogprobs(w, ids);
-  assert(maxDiff(lp, want) < 1e-4, `logprobs differ by ${maxDiff(lp, want)}`);
+  assert(maxAbsDiff(lp, want) < 1e-4, `logprobs differ by ${maxAbsDiff(lp, want)}`);
   const gen = await run("src/cli/generate.ts", [
     "--model",
     fixture,

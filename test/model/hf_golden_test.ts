@@ -5,7 +5,7 @@
 // PeftModel.from_pretrained. The goldens (micro-NAME/hf_logits.json) are written by
 // test/fixtures/hf_golden.py; the adapters by make_fixtures.ts, checked here to be current.
 
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, maxAbsDiff } from "../assert.ts";
 import { denoFolder } from "../../src/io/deno_files.ts";
 import { mergeLoraFloat64 } from "../../src/model/lora.ts";
 import { referenceForward, referenceGreedy } from "../../src/model/reference.ts";
@@ -40,13 +40,6 @@ interface HfGolden {
 // (transformers' code otherwise untouched): those must match to 1e-12, the shipped ones to F32.
 const F32 = 1e-5;
 
-const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  assertEquals(a.length, b.length, "lengths");
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-};
-
 for (const [name, modelClass] of Object.entries(CLASSES)) {
   const dir = new URL(`../fixtures/${name}`, import.meta.url).pathname;
   Deno.test(`${name} = transformers' ${modelClass} in float64 (logits to 1e-12, generate), and with its PEFT adapter`, async () => {
@@ -61,10 +54,10 @@ for (const [name, modelClass] of Object.entries(CLASSES)) {
       w.config.modelType !== "gpt2",
       "float64-island logits exactly for the Llama family",
     );
-    const d = maxDiff(logits, hf.logits_f64 ?? hf.logits);
+    const d = maxAbsDiff(logits, hf.logits_f64 ?? hf.logits);
     assert(d < 1e-12, `transformers ${hf.transformers_version} float64 logits differ by ${d}`);
     if (islands) {
-      const d32 = maxDiff(logits, hf.logits);
+      const d32 = maxAbsDiff(logits, hf.logits);
       assert(d32 < F32, `with transformers' float32 islands: ${d32}`);
       assert(
         d32 > 1e6 * d,
@@ -72,7 +65,7 @@ for (const [name, modelClass] of Object.entries(CLASSES)) {
       );
     }
     assert(
-      maxDiff(logits, new Float64Array(logits.length)) > 0.5,
+      maxAbsDiff(logits, new Float64Array(logits.length)) > 0.5,
       "logits are not trivially small",
     );
     assertEquals(
@@ -91,9 +84,9 @@ for (const [name, modelClass] of Object.entries(CLASSES)) {
       );
     }
     const merged = referenceForward(mergeLoraFloat64(w, layout, data, 0), hf.ids).logits;
-    assert(maxDiff(merged, logits) > 1e-2, "the fixture's adapter changes the logits");
-    const dp = maxDiff(merged, hf.peft_logits_f64 ?? hf.peft_logits);
+    assert(maxAbsDiff(merged, logits) > 1e-2, "the fixture's adapter changes the logits");
+    const dp = maxAbsDiff(merged, hf.peft_logits_f64 ?? hf.peft_logits);
     assert(dp < 1e-12, `transformers + peft ${hf.peft_version} float64 logits differ by ${dp}`);
-    assert(maxDiff(merged, hf.peft_logits) < (islands ? F32 : 1e-12), "peft, float32 islands");
+    assert(maxAbsDiff(merged, hf.peft_logits) < (islands ? F32 : 1e-12), "peft, float32 islands");
   });
 }

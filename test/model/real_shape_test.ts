@@ -11,6 +11,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { ModelBackward } from "../../src/model/backward.ts";
+import { backwardStep } from "./backward_step.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import {
   REAL_SHAPE_IDS,
@@ -139,13 +140,7 @@ for (const name of Object.keys(REAL_SHAPES) as RealShape[]) {
         const { g, loss } = causalLmGrad(logits, golden.ids, V);
         assert(Math.abs(loss - golden.loss) < 1e-4, `loss ${loss} vs ${golden.loss}`);
         const dlogits = gpu.upload(g);
-        model.writeRows(rows, []);
-        bwd.prepare(rows);
-        const rec = gpu.recorder("train step");
-        bwd.encodeZeroGrads(rec);
-        model.encodeForward(rec, T, T);
-        bwd.encode(rec, T, dlogits);
-        rec.submit();
+        backwardStep(gpu, model, bwd, rows, dlogits);
         let worst = 0, at = "";
         for (const want of golden.grads) {
           // A tied head's gradient is the embedding's (PyTorch lists the shared tensor twice).

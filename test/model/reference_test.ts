@@ -3,6 +3,7 @@
 // implementation of the three architectures (test/fixtures/numpy_reference.py).
 
 import assert from "node:assert/strict";
+import { maxAbsDiff } from "../assert.ts";
 import { denoFolder } from "../../src/io/deno_files.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { initModel } from "../../src/model/init.ts";
@@ -25,12 +26,6 @@ const close = (a: ArrayLike<number>, b: ArrayLike<number>, tol: number, what = "
     assert.ok(Math.abs(a[i] - b[i]) <= tol, `${what}[${i}]: ${a[i]} vs ${b[i]} (tol ${tol})`);
   }
 };
-const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-};
-
 Deno.test("rmsNorm: x / sqrt(mean(x²) + eps) * w, by hand", () => {
   const r = 1 / Math.sqrt(7.5); // mean of 1, 4, 9, 16
   close(rmsNorm([1, 2, 3, 4], [1, 1, 2, 0.5], 0), [r, 2 * r, 6 * r, 2 * r], 1e-15);
@@ -157,7 +152,7 @@ for (const name of MICRO) {
     assert.deepEqual(golden.shape, [golden.ids.length, w.config.vocabSize]);
     close(logits, golden.logits, 1e-12, name);
     assert.ok(
-      maxDiff(logits, new Float64Array(logits.length)) > 0.5,
+      maxAbsDiff(logits, new Float64Array(logits.length)) > 0.5,
       "logits are not trivially small",
     );
   });
@@ -194,7 +189,7 @@ Deno.test("tied head = untied head holding a copy of the embedding; a different 
   const tied = initModel(parseModelConfig(raw), INIT);
   const untied = initModel(parseModelConfig({ ...raw, tie_word_embeddings: false }), INIT);
   const base = referenceForward(tied, IDS).logits;
-  assert.ok(maxDiff(base, referenceForward(untied, IDS).logits) > 0.1);
+  assert.ok(maxAbsDiff(base, referenceForward(untied, IDS).logits) > 0.1);
   slice(untied.data, untied.layout.lmHead).set(slice(tied.data, tied.layout.embed));
   close(referenceForward(untied, IDS).logits, base, 0, "copied head");
 });
@@ -209,7 +204,7 @@ Deno.test("qwen2 with zero biases computes exactly llama; nonzero biases change 
   const l = referenceForward(llama, IDS).logits;
   close(referenceForward(qwen2, IDS).logits, l, 0, "zero biases");
   const biased = initModel(parseModelConfig(raw), INIT);
-  assert.ok(maxDiff(referenceForward(biased, IDS).logits, l) > 0.01);
+  assert.ok(maxAbsDiff(referenceForward(biased, IDS).logits, l) > 0.01);
 });
 
 Deno.test("qwen3 q/k norms make logits invariant to scaling q_proj and k_proj; llama's are not", async () => {
@@ -227,7 +222,7 @@ Deno.test("qwen3 q/k norms make logits invariant to scaling q_proj and k_proj; l
   close(referenceForward(scaleQK(q3), IDS).logits, referenceForward(q3, IDS).logits, 1e-9, "qwen3");
   const ll = initModel(parseModelConfig(await microConfig("micro-llama")), { ...INIT, biasStd: 0 });
   assert.ok(
-    maxDiff(referenceForward(scaleQK(ll), IDS).logits, referenceForward(ll, IDS).logits) > 0.01,
+    maxAbsDiff(referenceForward(scaleQK(ll), IDS).logits, referenceForward(ll, IDS).logits) > 0.01,
   );
 });
 

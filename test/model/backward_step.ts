@@ -1,0 +1,26 @@
+// The tests' full-model backward step: rows written, gradients zeroed, the forward and the
+// backward from a given dL/dlogits encoded and submitted in one recorder. (ModelTrainer runs the
+// same sequence with its losses in between; the gradient tests drive ModelBackward directly.)
+
+import type { BufferRef } from "../../src/gpu/buffers.ts";
+import type { Gpu } from "../../src/gpu/mod.ts";
+import type { ModelBackward } from "../../src/model/backward.ts";
+import type { GpuModel, ModelRow } from "../../src/model/gpu_model.ts";
+
+/** Gradients of L = Σ dlogits ⊙ logits over `rows` (dlogits [rows, V]) into bwd.grads. */
+export function backwardStep(
+  gpu: Gpu,
+  model: GpuModel,
+  bwd: ModelBackward,
+  rows: readonly ModelRow[],
+  dlogits: BufferRef,
+): void {
+  const N = rows.length;
+  model.writeRows(rows, []);
+  bwd.prepare(rows);
+  const rec = gpu.recorder("train step");
+  bwd.encodeZeroGrads(rec);
+  model.encodeForward(rec, N, N);
+  bwd.encode(rec, N, dlogits);
+  rec.submit();
+}
