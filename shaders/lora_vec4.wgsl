@@ -224,3 +224,73 @@ fn lora4_da(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     Out[at] = Out[at] + acc[q];
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The weight gradients for GPUs: one workgroup of WG (≤ 64) lanes per 4×4 tile, the lanes
+// splitting the adapter's rows (lane l takes rows first + l, first + l + WG, ...), their partial
+// tiles summed in workgroup memory. lora4_db / lora4_da give one invocation a tile and loop over
+// every row: a 135M model's q projection at rank 16 is 576 invocations, a sliver of a GPU (on an
+// H100 they took half of a LoRA train step's GPU time). CPU adapters keep those: a barrier there
+// is a coroutine switch through every lane.
+//   lora4_db_wg: same output as lora4_db; lora4_da_wg: as lora4_da.
+
+var<workgroup> part: array<mat4x4<f32>, 64>;
+
+fn outerSplit(first: u32, end: u32, lStride: u32, lc: u32, rStride: u32, rc: u32, lane: u32) -> mat4x4<f32> {
+  var acc = mat4x4<f32>();
+  for (var row = first + lane; row < end; row += WG) {
+    let l = In0[row * lStride + lc];
+    let r = In1[row * rStride + rc];
+    acc[0] += l.x * r;
+    acc[1] += l.y * r;
+    acc[2] += l.z * r;
+    acc[3] += l.w * r;
+  }
+  return acc;
+}
+
+// The workgroup's sum of acc, left in part[0].
+fn sumTile(acc: mat4x4<f32>, lane: u32) {
+  part[lane] = acc;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s /= 2u) {
+    if (lane < s) { part[lane] = part[lane] + part[lane + s]; }
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(WG)
+fn lora4_db_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lane: u32) {
+  let r4 = p.r / 4u;
+  let o4n = p.outDim / 4u;
+  let per = o4n * r4;
+  let i = wid.x + wid.y * nwg.x;
+  if (i >= p.count * per) { return; }
+  let a = i / per;
+  let o4 = (i % per) / r4;
+  let j4 = i % r4;
+  sumTile(outerSplit(Aux[2u * a], Aux[2u * a + 1u], o4n, o4, r4, j4, lane), lane);
+  if (lane < 4u) {
+    let at = (a * p.strideB + (o4 * 4u + lane) * p.r) / 4u + j4;
+    Out[at] = Out[at] + p.scale * part[0][lane];
+  }
+}
+
+@compute @workgroup_size(WG)
+fn lora4_da_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lane: u32) {
+  let r4 = p.r / 4u;
+  let in4 = p.inDim / 4u;
+  let per = r4 * in4;
+  let i = wid.x + wid.y * nwg.x;
+  if (i >= p.count * per) { return; }
+  let a = i / per;
+  let j4 = (i % per) / in4;
+  let k4 = i % in4;
+  sumTile(outerSplit(Aux[2u * a], Aux[2u * a + 1u], r4, j4, in4, k4, lane), lane);
+  if (lane < 4u) {
+    let at = (a * p.strideA + (j4 * 4u + lane) * p.inDim) / 4u + k4;
+    Out[at] = Out[at] + part[0][lane];
+  }
+}

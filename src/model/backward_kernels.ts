@@ -116,7 +116,9 @@ export class BackwardKernels {
     const entries = await Promise.all([
       s("rmsnorm_bwd", normX, norm, { WG: RED, ACCUM: 0 }),
       s("rmsnorm_bwd", normX, norm, { WG: RED, ACCUM: 1 }),
-      s("rmsnorm_bwd", "rmsnorm_bwd_w", norm, { WG: RED }),
+      normVariant === "rows"
+        ? s("rmsnorm_bwd", "rmsnorm_bwd_w", norm, { WG: RED })
+        : s("rmsnorm_bwd", "rmsnorm_bwd_w_cols", norm, { WG: 256 }),
       s("swiglu_bwd", "swiglu_bwd", [u, ro, ro, ro, rw, rw], { WG: EW }),
       s("colsum", "colsum", [u, ro, rw], { WG: RED }),
       s("embedding_bwd", "embedding_bwd", [u, ro, ro, ro, ro, rw], { WG: EW }),
@@ -191,7 +193,11 @@ export class BackwardKernels {
     const u = RmsNormBwdParams.pack({ rows, cols });
     const grid = this.normRows ? this.grid(rows, RED) : grid1d(rows, this.maxPerDim);
     rec.dispatch(accumulate ? this.k.normXAcc : this.k.normX, [null, dy, x, w, rstd, dx], grid, u);
-    if (dw) rec.dispatch(this.k.normW, [null, dy, x, w, rstd, dw], [Math.ceil(cols / RED)], u);
+    // dw: one invocation per column (rows), or one workgroup per column (workgroup).
+    const wGrid: [number] | [number, number] = this.normRows
+      ? [Math.ceil(cols / RED)]
+      : grid1d(cols, this.maxPerDim);
+    if (dw) rec.dispatch(this.k.normW, [null, dy, x, w, rstd, dw], wGrid, u);
   }
 
   swiglu(

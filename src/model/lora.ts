@@ -202,6 +202,18 @@ export const LoraParams = uniformStruct("lora_params", "Params", [
 /** Entries of lora_vec4.wgsl, used for modules whose in, out and rank are multiples of 4. */
 const VEC4_ENTRIES = ["lora4_down", "lora4_up", "lora4_du", "lora4_dx", "lora4_db", "lora4_da"];
 
+/**
+ * How the vec4 weight-gradient kernels reduce over an adapter's rows: "lane", one invocation per
+ * 4×4 tile looping over every row (lora4_db, lora4_da: CPU adapters, where barriers are
+ * expensive); "workgroup", one workgroup per tile whose lanes split the rows (lora4_db_wg,
+ * lora4_da_wg: GPUs, where one invocation per tile leaves most of the chip idle).
+ */
+export type LoraGradReduce = "lane" | "workgroup";
+
+/** The reduction an adapter class runs by default. */
+export const loraGradReduceFor = (adapterClass: string): LoraGradReduce =>
+  adapterClass === "gpu" ? "workgroup" : "lane";
+
 /** Whether an entry can run the vec4 kernels (every dimension and stride a multiple of 4 floats). */
 export function vec4Entry(e: LoraEntry, rank: number): boolean {
   return [e.inDim, e.outDim, rank, e.strideA, e.strideB, e.offsetA, e.offsetB].every((d) =>
@@ -225,6 +237,7 @@ export class LoraAdapters {
     private k: Record<string, Kernel>,
     readonly maxRows: number,
     data: Float32Array,
+    readonly gradReduce: LoraGradReduce,
   ) {
     const r = layout.cfg.rank;
     this.params = gpu.upload(data, "lora.params");
@@ -242,6 +255,7 @@ export class LoraAdapters {
     layout: LoraLayout,
     maxRows: number,
     data?: Float32Array,
+    gradReduce: LoraGradReduce = loraGradReduceFor(gpu.adapterClass),
   ): Promise<LoraAdapters> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const b = [u, ro, ro, ro, rw] as never;
@@ -264,21 +278,23 @@ export class LoraAdapters {
         bindings: b,
         constants: { WG: 64 },
       }))),
-      ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank)) ? VEC4_ENTRIES : []).map(async (
-        e,
-      ) => (k[e] = await gpu.kernel({
-        shader: "lora_vec4",
-        entry: e,
-        bindings: b,
-        constants: { WG: 64 },
-      }))),
+      ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank))
+        ? [...VEC4_ENTRIES, ...(gradReduce === "workgroup" ? ["lora4_db_wg", "lora4_da_wg"] : [])]
+        : []).map(async (
+          e,
+        ) => (k[e] = await gpu.kernel({
+          shader: "lora_vec4",
+          entry: e,
+          bindings: b,
+          constants: { WG: 64 },
+        }))),
     ]);
     if (data && data.length !== layout.totalFloats) {
       throw new KernelArgumentError(
         `LoRA data has ${data.length} floats, the layout needs ${layout.totalFloats}`,
       );
     }
-    return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0));
+    return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0), gradReduce);
   }
 
   /**
@@ -329,6 +345,11 @@ export class LoraAdapters {
 
   private g(n: number): [number, number] {
     return grid1d(Math.ceil(n / 64), this.gpu.device.limits.maxComputeWorkgroupsPerDimension);
+  }
+
+  /** One workgroup per tile. */
+  private tilesGrid(tiles: number): [number, number] {
+    return grid1d(tiles, this.gpu.device.limits.maxComputeWorkgroupsPerDimension);
   }
 
   /** y [N, out] += scale·(x·Aᵀ)·Bᵀ for each row's adapter, if (layer, module) is targeted. */
@@ -398,16 +419,20 @@ export class LoraAdapters {
         this.g(tiles * (e.inDim / 4)),
         u,
       );
+      const dbTiles = n * (e.outDim / 4) * (r / 4), daTiles = n * (r / 4) * (e.inDim / 4);
+      const wg = this.gradReduce === "workgroup";
+      // workgroup: one workgroup per tile; lane: one invocation per tile.
+      const grid = (tiles: number) => wg ? this.tilesGrid(tiles) : this.g(tiles);
       rec.dispatch(
-        this.k.lora4_db,
+        wg ? this.k.lora4_db_wg : this.k.lora4_db,
         [null, this.ranges, dy, U, dB],
-        this.g(n * (e.outDim / 4) * (r / 4)),
+        grid(dbTiles),
         u,
       );
       rec.dispatch(
-        this.k.lora4_da,
+        wg ? this.k.lora4_da_wg : this.k.lora4_da,
         [null, this.ranges, this.du, x, dA],
-        this.g(n * (r / 4) * (e.inDim / 4)),
+        grid(daTiles),
         u,
       );
       return;

@@ -33,7 +33,11 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   // GPU picks: the kernel lab on an NVIDIA H100 80GB HBM3 (Deno 2.9.6 WebGPU over Vulkan, driver
   // 580.159.04), 2026-11-22; the figures are in docs/benchmarks.md, "Measured on a GPU". The tn picks are
   // read off the per-shape bests (the run was cut off before the comparison that shows the bucket
-  // picks); the others are the lab's own picks.
+  // picks); the others are the lab's own picks, except the decode rows of A·Bᵀ (nt:vector,
+  // nt:skinny): the split-K kernels. The 2026-11-27 lab (same machine) timed sk_r1_wg32 at 227
+  // GFLOPS on 1×1024×1024 against 30 for r4c4_wg16x1, whose decode matmuls took 76–90% of the
+  // scale bench's decode GPU time; 8–15 rows take sk_r8_wg64 (one weight read for 8 rows), not
+  // yet lab-timed at those rows (the run was cut off): the next GPU lab confirms or replaces it.
   gpu: {
     "nn:vector": "r1c4_wg64x1",
     "nn:skinny": "r1c4_wg64x1",
@@ -41,8 +45,8 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
     "nn:skinny32": "r1c4_wg64x1",
     "nn:small": "r1c4_wg64x1",
     "nn:square": "r8c8_wg8x4",
-    "nt:vector": "r4c4_wg16x1",
-    "nt:skinny": "r4c4_wg16x1",
+    "nt:vector": "sk_r1_wg32",
+    "nt:skinny": "sk_r8_wg64",
     "nt:skinny16": "r4c4_wg16x1",
     "nt:skinny32": "r4c4_wg16x1",
     "nt:small": "r4c4_wg16x1",

@@ -42,7 +42,7 @@ async function validate(gpu: Gpu, v: MatmulVariant, form: MatmulForm): Promise<b
   return toleranceRatio(got, matmulRef(s, a, b), 1e-4, 1e-4) <= 1;
 }
 
-async function timeVariant(
+export async function timeVariant(
   gpu: Gpu,
   v: MatmulVariant,
   s: MatmulShape,

@@ -1,12 +1,14 @@
 // The LoRA kernels one module at a time, every output element against a float64 reference:
 // the vec4 register-tiled kernels (lora_vec4.wgsl, in/out/rank multiples of 4) and the scalar
 // ones (rank 3), with row counts that leave a partial 4-row tile, 4-row tiles that straddle two
-// adapters, and base-only rows (adapter id out of range).
+// adapters, and base-only rows (adapter id out of range). The vec4 weight gradients run both
+// ways of reducing over rows (one lane per tile, or a workgroup's lanes splitting the rows, the
+// GPU class's), with an adapter owning more rows than a workgroup has lanes.
 
 import { assert } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { LoraAdapters, LoraLayout, vec4Entry } from "../../src/model/lora.ts";
+import { LoraAdapters, type LoraGradReduce, LoraLayout, vec4Entry } from "../../src/model/lora.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 const cfg = parseModelConfig(
@@ -78,8 +80,12 @@ Deno.test("LoRA kernels against float64 (every element)", async (t) => {
     for (const rank of [4, 8, 3]) {
       for (const module of ["q", "gate", "down"]) {
         // Adapter 0 on rows 0–4, adapter 1 on 5–10 (tile 4–7 straddles), then base-only rows.
-        for (const ids of [[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, -1, -1], [1], [0, 0, 1, 1, 1, 1, 1]]) {
-          await t.step(`rank ${rank} ${module} N=${ids.length}`, async () => {
+        // Adapter 0 on 70 rows and adapter 1 on 81: more than the 64 lanes of a workgroup.
+        const long = [...Array(70).fill(0), ...Array(81).fill(1), -1];
+        const cases = [[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, -1, -1], [1], [0, 0, 1, 1, 1, 1, 1], long];
+        const reductions: LoraGradReduce[] = rank % 4 === 0 ? ["lane", "workgroup"] : ["lane"];
+        for (const [ids, reduce] of cases.flatMap((c) => reductions.map((r) => [c, r] as const))) {
+          await t.step(`rank ${rank} ${module} N=${ids.length} ${reduce}`, async () => {
             const layout = new LoraLayout(cfg, {
               rank,
               alpha: 2 * rank,
@@ -95,7 +101,7 @@ Deno.test("LoRA kernels against float64 (every element)", async (t) => {
             const N = ids.length;
             const x = seededValues(N * e.inDim, 1), y0 = seededValues(N * e.outDim, 2);
             const dy = seededValues(N * e.outDim, 3), dx0 = seededValues(N * e.inDim, 4);
-            const lora = await LoraAdapters.create(gpu, layout, N, data);
+            const lora = await LoraAdapters.create(gpu, layout, N, data, reduce);
             const bufs = [x, y0, dy, dx0].map((a) => gpu.upload(a));
             try {
               lora.setRows(ids);
