@@ -14,8 +14,10 @@
 #   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
 #   lab      deno task bench --only matmul --lab: every matmul variant timed per shape, split-K
 #            decode kernels included; its "picks" go into src/ops/tuning.ts (not in the default)
-# Each step has its own time limit and writes OUTDIR/<step>.out and .err; OUTDIR/session.log
-# says when each began and ended and its exit status. --quick: the scale bench's reduced shape.
+# Each step has its own time limit and writes <step>.out and .err; session.log says when each
+# began and ended and its exit status. The device tool brings back at most 8 files, so they are
+# written to a work folder and packed into OUTDIR/session.tgz after every step (a call cut off by
+# its time limit keeps the steps before). --quick: the scale bench's reduced shape.
 set -uo pipefail
 out=${1:?usage: test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]}
 steps=${2:-adapter,golden,classes,scale,rl}
@@ -23,6 +25,8 @@ quick=""
 for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
 [ "$steps" = "--quick" ] && steps=adapter,golden,classes,scale,rl
 mkdir -p "$out"
+final=$out
+out=$(mktemp -d)
 D=./node_modules/deno/deno
 export NO_COLOR=1
 
@@ -37,6 +41,7 @@ step() {
   timeout "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
   local rc=$?
   log "end $name: exit $rc after $((SECONDS - t0))s"
+  tar -czf "$final/session.tgz" -C "$out" .
   return 0
 }
 
@@ -70,3 +75,4 @@ if want lab; then
   step lab 540 $D task bench --only matmul --lab $quick
 fi
 log "done: $(ls "$out" | tr '\n' ' ')"
+tar -czf "$final/session.tgz" -C "$out" .
