@@ -87,7 +87,7 @@ if (import.meta.main) {
       ck?.init ?? { weights },
       tokenizer,
     );
-    const executor = env.toolAgents.length ? new SandboxPool() : undefined;
+    const executor = env.toolAgents.length ? new SandboxPool({ prewarm: true }) : undefined;
     try {
       const r = await evaluate({ env, tokenizer, policies, executor }, cfg, {
         episodes: args.episodes,

@@ -154,7 +154,9 @@ async function withExecutor<T>(
   cfg: RunConfig,
   fn: (executor: CodeExecutor | undefined) => Promise<T>,
 ): Promise<T> {
-  const executor = envForConfig(cfg).toolAgents.length ? new SandboxPool() : undefined;
+  const executor = envForConfig(cfg).toolAgents.length
+    ? new SandboxPool({ prewarm: true })
+    : undefined;
   try {
     return await fn(executor);
   } finally {

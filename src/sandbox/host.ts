@@ -30,4 +30,10 @@ export interface SandboxHost {
   readonly name: string;
   /** Starts one fresh sandbox. Throws SandboxUnavailableError when this host cannot. */
   launch(launch: GuestLaunch): GuestHandle;
+  /**
+   * Keeps `count` fresh sandboxes with this heap limit started ahead of their runs (0: none),
+   * each still used for one run; resolves once a lowered count's surplus is gone. Optional: a
+   * host without it starts every sandbox at its run.
+   */
+  stock?(count: number, memoryMb: number): Promise<void>;
 }

@@ -263,11 +263,93 @@ function watchMemory(pid: number, memoryMb: number, onExceed: (why: string) => v
   }, WATCHDOG_MS);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The stock: sandbox processes started before their request arrives, so that a run does not
+// wait for Deno's start-up (the runner loads its modules, then blocks reading stdin). Each is
+// still used for exactly one run. Started by SandboxPool({ prewarm: true }) while the GPU
+// generates; idle ones are unref'd (they never keep this process alive) and cost ~30 MiB of
+// resident memory each.
+
+interface Stocked {
+  child: Deno.ChildProcess;
+  alive: boolean;
+}
+
+/** Idle stocked processes by V8 heap limit, and how many of each to keep. */
+const stock = new Map<number, Stocked[]>();
+const stockWanted = new Map<number, number>();
+
+function refillStock(memoryMb: number): void {
+  const want = stockWanted.get(memoryMb) ?? 0;
+  const list = stock.get(memoryMb) ?? [];
+  stock.set(memoryMb, list);
+  const runner = requireSpawnPermission();
+  while (list.length < want) {
+    const child = spawnSandbox(memoryMb, runner);
+    const entry: Stocked = { child, alive: true };
+    child.status.finally(() => (entry.alive = false));
+    child.unref();
+    list.push(entry);
+  }
+}
+
+/** A live stocked process for this heap limit, or null; its place is refilled. */
+function takeStocked(memoryMb: number): Deno.ChildProcess | null {
+  const list = stock.get(memoryMb);
+  let got: Deno.ChildProcess | null = null;
+  while (list?.length && !got) {
+    const e = list.shift()!;
+    if (e.alive) got = e.child;
+    else releaseIdle(e.child).catch(() => {});
+  }
+  if (list && (stockWanted.get(memoryMb) ?? 0) > 0) refillStock(memoryMb);
+  if (got) {
+    got.ref();
+    stockHits++;
+  }
+  return got;
+}
+
+/** Kills an idle process and releases its pipes. */
+async function releaseIdle(child: Deno.ChildProcess): Promise<void> {
+  child.ref(); // awaited below: an unref'd status would let the event loop end first
+  try {
+    child.kill("SIGKILL");
+  } catch {
+    // already exited
+  }
+  await Promise.allSettled([child.stdin.close(), child.stdout.cancel(), child.stderr.cancel()]);
+  await child.status;
+}
+
+/**
+ * Keeps `count` idle sandbox processes with this V8 heap limit ready (0: none), starting the
+ * missing ones now; lowering the count kills the surplus and resolves once they are gone.
+ */
+export async function stockSandboxes(count: number, memoryMb: number): Promise<void> {
+  stockWanted.set(memoryMb, count);
+  const list = stock.get(memoryMb) ?? [];
+  const surplus = list.splice(count);
+  if (count > 0) refillStock(memoryMb);
+  await Promise.all(surplus.map((e) => releaseIdle(e.child)));
+}
+
+/** Idle stocked processes now (alive or not yet reaped), by heap limit: for tests and stats. */
+export function stockedSandboxes(memoryMb: number): number {
+  return stock.get(memoryMb)?.length ?? 0;
+}
+
+let stockHits = 0;
+/** Runs so far that took a stocked process instead of starting one. */
+export function stockedRuns(): number {
+  return stockHits;
+}
+
 function launch({ request, memoryMb, onEvent }: GuestLaunch): GuestHandle {
   const runner = requireSpawnPermission();
   const nonce = crypto.randomUUID();
   const payload = encodeRequest(nonce, request);
-  const child = spawnSandbox(memoryMb, runner);
+  const child = takeStocked(memoryMb) ?? spawnSandbox(memoryMb, runner);
   let killed = false;
   let memoryKill: string | null = null;
   const kill = () => {
@@ -311,4 +393,4 @@ function launch({ request, memoryMb, onEvent }: GuestLaunch): GuestHandle {
   return { kill, exited };
 }
 
-export const denoProcessHost: SandboxHost = { name: "deno-process", launch };
+export const denoProcessHost: SandboxHost = { name: "deno-process", launch, stock: stockSandboxes };

@@ -30,7 +30,7 @@ export async function benchRl(gpu: Gpu, o: RlBenchOptions, log: (s: string) => v
     "rollout.maxTurns=2",
   ]);
   const { weights, tokenizer } = await loadBase(cfg);
-  const executor = new SandboxPool();
+  const executor = new SandboxPool({ prewarm: true }); // as training does
   const session = await RlSession.create(cfg, { gpu, weights, tokenizer, executor });
   try {
     log(`rl: warm-up step (E=${o.envsPerStep}, K=${o.k})`);

@@ -4,6 +4,7 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { hardwareConcurrency } from "../../src/runtime.ts";
 import { SandboxPool } from "../../src/sandbox/pool.ts";
+import { stockedRuns, stockedSandboxes } from "../../src/sandbox/host_deno.ts";
 import type { ExecResult, PoolStats } from "../../src/sandbox/types.ts";
 import { runScenario } from "./worker_run.ts";
 
@@ -57,6 +58,30 @@ Deno.test("SandboxPool: defaults, per-run overrides, option checks, hardware-con
   } finally {
     await pool.close();
   }
+});
+
+Deno.test("SandboxPool prewarm: runs take processes started ahead, each fresh; close() stops the idle ones", async () => {
+  const memoryMb = 96; // a heap limit no other test stocks
+  const pool = new SandboxPool({ concurrency: 2, prewarm: true, defaults: { memoryMb } });
+  try {
+    for (let i = 0; i < 100 && stockedSandboxes(memoryMb) < 2; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assertEquals(stockedSandboxes(memoryMb), 2);
+    const hits = stockedRuns();
+    const a = await pool.run("globalThis.leak = 41; print(leak + 1)");
+    const b = await pool.run("print(typeof globalThis.leak)");
+    const burst = await pool.runMany(
+      Array.from({ length: 4 }, (_, i) => ({ code: `print(${i})` })),
+    );
+    assertEquals([a.stdout, b.stdout], ["42\n", "undefined\n"]);
+    assertEquals(burst.map((r) => r.stdout), ["0\n", "1\n", "2\n", "3\n"]);
+    assertEquals(stockedRuns() - hits, 6, "every run took a stocked process");
+    assertEquals(stockedSandboxes(memoryMb), 2, "the stock refills");
+  } finally {
+    await pool.close();
+  }
+  assertEquals(stockedSandboxes(memoryMb), 0);
 });
 
 Deno.test("SandboxPool: close() rejects queued work, lets running work finish, refuses new work", async () => {
