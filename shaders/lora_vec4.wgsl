@@ -294,3 +294,104 @@ fn lora4_da_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     Out[at] = Out[at] + part[0][lane];
   }
 }
+
+// The row kernels lora4_down and lora4_du for GPUs: one workgroup per tile of 4 rows × 4 j, its
+// lanes splitting the reduction (in for down, out for du). The lane kernels loop over all of it
+// in one invocation: at decode rows a module's U is 4–16 invocations each walking the whole
+// hidden size (on an H100, lora4_down was 28% of an RL step's rollout GPU time). A tile's
+// adapter passes (one per adapter among its rows, as above) are made workgroup-uniform through
+// workgroup memory, so the reductions' barriers stay in uniform control flow.
+
+var<workgroup> pass_on: u32;
+
+// Σ over the lane's share of a contiguous reduction dim (q = lane, lane + WG, ...): as dots.
+fn dotsSplit(lBase: vec4<u32>, lStride: u32, rBase: u32, rStride: u32, len: u32, lane: u32) -> mat4x4<f32> {
+  var acc = mat4x4<f32>();
+  for (var q = lane; q < len; q += WG) {
+    let r0 = In1[rBase + q];
+    let r1 = In1[rBase + rStride + q];
+    let r2 = In1[rBase + 2u * rStride + q];
+    let r3 = In1[rBase + 3u * rStride + q];
+    let l0 = In0[lBase.x * lStride + q];
+    let l1 = In0[lBase.y * lStride + q];
+    let l2 = In0[lBase.z * lStride + q];
+    let l3 = In0[lBase.w * lStride + q];
+    acc[0] += vec4<f32>(dot(l0, r0), dot(l0, r1), dot(l0, r2), dot(l0, r3));
+    acc[1] += vec4<f32>(dot(l1, r0), dot(l1, r1), dot(l1, r2), dot(l1, r3));
+    acc[2] += vec4<f32>(dot(l2, r0), dot(l2, r1), dot(l2, r2), dot(l2, r3));
+    acc[3] += vec4<f32>(dot(l3, r0), dot(l3, r1), dot(l3, r2), dot(l3, r3));
+  }
+  return acc;
+}
+
+// The lane's share of axpys (q = lane, lane + WG, ...).
+fn axpysSplit(lBase: vec4<u32>, lStride: u32, rBase: u32, rStride: u32, len: u32, lane: u32) -> mat4x4<f32> {
+  var acc = mat4x4<f32>();
+  for (var q = lane; q < len; q += WG) {
+    let r0 = In1[rBase + (4u * q) * rStride];
+    let r1 = In1[rBase + (4u * q + 1u) * rStride];
+    let r2 = In1[rBase + (4u * q + 2u) * rStride];
+    let r3 = In1[rBase + (4u * q + 3u) * rStride];
+    let l0 = In0[lBase.x * lStride + q];
+    let l1 = In0[lBase.y * lStride + q];
+    let l2 = In0[lBase.z * lStride + q];
+    let l3 = In0[lBase.w * lStride + q];
+    acc[0] += l0.x * r0 + l0.y * r1 + l0.z * r2 + l0.w * r3;
+    acc[1] += l1.x * r0 + l1.y * r1 + l1.z * r2 + l1.w * r3;
+    acc[2] += l2.x * r0 + l2.y * r1 + l2.z * r2 + l2.w * r3;
+    acc[3] += l3.x * r0 + l3.y * r1 + l3.z * r2 + l3.w * r3;
+  }
+  return acc;
+}
+
+// Whether pass s of the tile runs, the same value in every lane.
+fn passRuns(t: RowTile, s: u32, lane: u32) -> bool {
+  if (lane == 0u) { pass_on = select(0u, 1u, t.live[s] && firstOf(t, s)); }
+  return workgroupUniformLoad(&pass_on) == 1u;
+}
+
+// In0 = X [N, in], In1 = A stack; Out = U [N, r]
+@compute @workgroup_size(WG)
+fn lora4_down_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lane: u32) {
+  let r4 = p.r / 4u;
+  let i = wid.x + wid.y * nwg.x;
+  if (i >= ((p.N + 3u) / 4u) * r4) { return; }
+  let j4 = i % r4;
+  let row0 = (i / r4) * 4u;
+  let t = rowTile(row0);
+  let in4 = p.inDim / 4u;
+  for (var s = 0u; s < 4u; s++) {
+    if (!passRuns(t, s, lane)) { continue; }
+    let a = t.ads[s];
+    var acc = mat4x4<f32>();
+    if (a < p.count) { acc = dotsSplit(t.rows, in4, (a * p.strideA + j4 * 4u * p.inDim) / 4u, in4, in4, lane); }
+    sumTile(acc, lane);
+    if (lane < 4u && t.live[lane] && t.ads[lane] == a) { Out[(row0 + lane) * r4 + j4] = part[0][lane]; }
+    workgroupBarrier(); // part is reused by the next pass
+  }
+}
+
+// In0 = dY [N, out], In1 = B stack; Out = dU [N, r]
+@compute @workgroup_size(WG)
+fn lora4_du_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lane: u32) {
+  let r4 = p.r / 4u;
+  let i = wid.x + wid.y * nwg.x;
+  if (i >= ((p.N + 3u) / 4u) * r4) { return; }
+  let j4 = i % r4;
+  let row0 = (i / r4) * 4u;
+  let t = rowTile(row0);
+  let o4n = p.outDim / 4u;
+  for (var s = 0u; s < 4u; s++) {
+    if (!passRuns(t, s, lane)) { continue; }
+    let a = t.ads[s];
+    var acc = mat4x4<f32>();
+    if (a < p.count) { acc = axpysSplit(t.rows, o4n, (a * p.strideB) / 4u + j4, r4, o4n, lane); }
+    sumTile(acc, lane);
+    if (lane < 4u && t.live[lane] && t.ads[lane] == a) {
+      Out[(row0 + lane) * r4 + j4] = p.scale * part[0][lane];
+    }
+    workgroupBarrier(); // part is reused by the next pass
+  }
+}

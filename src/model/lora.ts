@@ -203,12 +203,14 @@ export const LoraParams = uniformStruct("lora_params", "Params", [
 const VEC4_ENTRIES = ["lora4_down", "lora4_up", "lora4_du", "lora4_dx", "lora4_db", "lora4_da"];
 
 /**
- * How the vec4 weight-gradient kernels reduce over an adapter's rows: "lane", one invocation per
- * 4×4 tile looping over every row (lora4_db, lora4_da: CPU adapters, where barriers are
- * expensive); "workgroup", one workgroup per tile whose lanes split the rows (lora4_db_wg,
- * lora4_da_wg: GPUs, where one invocation per tile leaves most of the chip idle).
+ * How the vec4 kernels with long reductions reduce: "lane", one invocation per 4×4 tile looping
+ * over all of it (CPU adapters, where barriers are expensive); "workgroup", one workgroup per
+ * tile whose lanes split it (GPUs, where one invocation per tile leaves most of the chip idle):
+ * lora4_db_wg and lora4_da_wg over an adapter's rows, lora4_down_wg over in, lora4_du_wg over out.
  */
 export type LoraGradReduce = "lane" | "workgroup";
+
+const WG_ENTRIES = ["lora4_db_wg", "lora4_da_wg", "lora4_down_wg", "lora4_du_wg"];
 
 /** The reduction an adapter class runs by default. */
 export const loraGradReduceFor = (adapterClass: string): LoraGradReduce =>
@@ -279,7 +281,7 @@ export class LoraAdapters {
         constants: { WG: 64 },
       }))),
       ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank))
-        ? [...VEC4_ENTRIES, ...(gradReduce === "workgroup" ? ["lora4_db_wg", "lora4_da_wg"] : [])]
+        ? [...VEC4_ENTRIES, ...(gradReduce === "workgroup" ? WG_ENTRIES : [])]
         : []).map(async (
           e,
         ) => (k[e] = await gpu.kernel({
@@ -369,7 +371,17 @@ export class LoraAdapters {
       B = this.stack(this.params, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
-      rec.dispatch(this.k.lora4_down, [null, this.adapterOf, x, A, U], this.g(tiles * (r / 4)), u);
+      if (this.gradReduce === "workgroup") {
+        const grid = this.tilesGrid(tiles * (r / 4));
+        rec.dispatch(this.k.lora4_down_wg, [null, this.adapterOf, x, A, U], grid, u);
+      } else {
+        rec.dispatch(
+          this.k.lora4_down,
+          [null, this.adapterOf, x, A, U],
+          this.g(tiles * (r / 4)),
+          u,
+        );
+      }
       rec.dispatch(
         this.k.lora4_up,
         [null, this.adapterOf, U, B, y],
@@ -407,10 +419,13 @@ export class LoraAdapters {
       dB = this.stack(this.grads, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
+      const wg = this.gradReduce === "workgroup";
+      // workgroup: one workgroup per tile; lane: one invocation per tile.
+      const grid = (n: number) => wg ? this.tilesGrid(n) : this.g(n);
       rec.dispatch(
-        this.k.lora4_du,
+        wg ? this.k.lora4_du_wg : this.k.lora4_du,
         [null, this.adapterOf, dy, B, this.du],
-        this.g(tiles * (r / 4)),
+        grid(tiles * (r / 4)),
         u,
       );
       rec.dispatch(
@@ -420,9 +435,6 @@ export class LoraAdapters {
         u,
       );
       const dbTiles = n * (e.outDim / 4) * (r / 4), daTiles = n * (r / 4) * (e.inDim / 4);
-      const wg = this.gradReduce === "workgroup";
-      // workgroup: one workgroup per tile; lane: one invocation per tile.
-      const grid = (tiles: number) => wg ? this.tilesGrid(tiles) : this.g(tiles);
       rec.dispatch(
         wg ? this.k.lora4_db_wg : this.k.lora4_db,
         [null, this.ranges, dy, U, dB],

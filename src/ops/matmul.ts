@@ -61,11 +61,19 @@ export interface MatmulVariant {
 }
 
 function hasGroupEntry(v: MatmulVariant): boolean {
-  return v.kind === "reg" && isGroupTile(v.r!, v.c!);
+  return (v.kind === "reg" && isGroupTile(v.r!, v.c!)) || v.kind === "splitk";
 }
 
 function groupSpec(v: MatmulVariant): KernelSpec {
   const ro = "read-only-storage", rw = "storage";
+  if (v.kind === "splitk") {
+    return {
+      shader: "matmul_splitk_group",
+      entry: "ntg_splitk",
+      bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw],
+      constants: { WG: v.wgx!, R: v.r! },
+    };
+  }
   return {
     shader: "matmul_group",
     entry: `ntg_r${v.r}c${v.c}`,
@@ -462,7 +470,7 @@ export class Matmul {
 
   /**
    * Up to three A·Bᵀ products sharing A [M, K]: one dispatch where the variant picked for the
-   * widest part has a grouped entry (CPU register tiles), otherwise one matmul per part. Same
+   * widest part has a grouped entry (CPU register tiles, split-K), otherwise one matmul per part. Same
    * values either way. `scratch` (≥ 4 bytes, no part's B or C) is the output of unused slots.
    */
   encodeGroup(
@@ -484,7 +492,9 @@ export class Matmul {
       for (const q of parts) this.encode(rec, { form: "nt", M, N: q.N, K }, a, q.b, q.c);
       return;
     }
-    const cols = v.c! * v.wgx!;
+    // Columns per workgroup: a register tile's C × WGX, a split-K workgroup's 4.
+    const cols = v.kind === "splitk" ? 4 : v.c! * v.wgx!;
+    const rows = v.kind === "splitk" ? v.r! : v.r! * v.wgy!;
     const tiles = parts.map((q) => Math.ceil(q.N / cols));
     const filled = [0, 1, 2].map((i) => parts[i] ?? { b: parts[0].b, c: scratch, N: 0 });
     const u = MatmulGroupParams.pack({
@@ -500,7 +510,7 @@ export class Matmul {
     rec.dispatch(
       k,
       [null, a, filled[0].b, filled[1].b, filled[2].b, filled[0].c, filled[1].c, filled[2].c],
-      [x, Math.ceil(M / (v.r! * v.wgy!)), 1],
+      [x, Math.ceil(M / rows), 1],
       u,
     );
   }

@@ -11,11 +11,13 @@ import { parseModelConfig } from "../../src/model/config.ts";
 import { LoraAdapters, type LoraGradReduce, LoraLayout, vec4Entry } from "../../src/model/lora.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
-const cfg = parseModelConfig(
-  JSON.parse(
-    await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)),
-  ),
+const tinyJson = JSON.parse(
+  await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)),
 );
+const tiny = parseModelConfig(tinyJson);
+// Reductions longer than a workgroup's 64 lanes of vec4s (in and out up to 520 floats), so the
+// workgroup kernels' lanes each take several slices.
+const wide = parseModelConfig({ ...tinyJson, hidden_size: 288, intermediate_size: 520 });
 
 function reference(
   layout: LoraLayout,
@@ -77,63 +79,73 @@ function reference(
 Deno.test("LoRA kernels against float64 (every element)", async (t) => {
   const gpu = await Gpu.create();
   try {
-    for (const rank of [4, 8, 3]) {
-      for (const module of ["q", "gate", "down"]) {
-        // Adapter 0 on rows 0–4, adapter 1 on 5–10 (tile 4–7 straddles), then base-only rows.
-        // Adapter 0 on 70 rows and adapter 1 on 81: more than the 64 lanes of a workgroup.
-        const long = [...Array(70).fill(0), ...Array(81).fill(1), -1];
-        const cases = [[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, -1, -1], [1], [0, 0, 1, 1, 1, 1, 1], long];
-        const reductions: LoraGradReduce[] = rank % 4 === 0 ? ["lane", "workgroup"] : ["lane"];
-        for (const [ids, reduce] of cases.flatMap((c) => reductions.map((r) => [c, r] as const))) {
-          await t.step(`rank ${rank} ${module} N=${ids.length} ${reduce}`, async () => {
-            const layout = new LoraLayout(cfg, {
-              rank,
-              alpha: 2 * rank,
-              targets: ["q", "gate", "down"],
-              adapters: ["tool", "plan"],
-            });
-            const e = layout.entry(0, module)!;
-            assert(
-              vec4Entry(e, rank) === (rank % 4 === 0),
-              "the test covers the intended kernel family",
-            );
-            const data = layout.init(5, 0.3);
-            const N = ids.length;
-            const x = seededValues(N * e.inDim, 1), y0 = seededValues(N * e.outDim, 2);
-            const dy = seededValues(N * e.outDim, 3), dx0 = seededValues(N * e.inDim, 4);
-            const lora = await LoraAdapters.create(gpu, layout, N, data, reduce);
-            const bufs = [x, y0, dy, dx0].map((a) => gpu.upload(a));
-            try {
-              lora.setRows(ids);
-              const rec = gpu.recorder();
-              lora.encodeZeroGrads(rec);
-              lora.encodeForward(rec, N, 0, module, bufs[0], bufs[1]);
-              lora.encodeBackward(rec, N, 0, module, bufs[0], bufs[2], bufs[3]);
-              rec.submit();
-              const want = reference(layout, data, module, ids, x, y0, dy, dx0);
-              const y = await gpu.readFloat32(bufs[1], N * e.outDim);
-              const dx = await gpu.readFloat32(bufs[3], N * e.inDim);
-              const grads = await gpu.readFloat32(lora.grads, layout.totalFloats);
-              for (
-                const [name, got, exp] of [["y", y, want.y], ["dx", dx, want.dx], [
-                  "grads",
-                  grads,
-                  want.grads,
-                ]] as const
-              ) {
-                const ratio = toleranceRatio(got, exp, 1e-4, 1e-4);
-                assert(ratio <= 1, `${name}: ${ratio.toFixed(2)}× tolerance`);
-              }
-              // The LoRA terms must be visible at this tolerance, or the check proves nothing.
+    const configs = [[tiny, [4, 8, 3]], [wide, [8]]] as const;
+    for (const [cfg, ranks] of configs) {
+      for (const rank of ranks) {
+        for (const module of ["q", "gate", "down"]) {
+          // Adapter 0 on rows 0–4, adapter 1 on 5–10 (tile 4–7 straddles), then base-only rows.
+          // Adapter 0 on 70 rows and adapter 1 on 81: more than the 64 lanes of a workgroup.
+          const long = [...Array(70).fill(0), ...Array(81).fill(1), -1];
+          const cases = cfg === wide
+            ? [long, [1]]
+            : [[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, -1, -1], [1], [0, 0, 1, 1, 1, 1, 1], long];
+          const reductions: LoraGradReduce[] = rank % 4 === 0 ? ["lane", "workgroup"] : ["lane"];
+          for (
+            const [ids, reduce] of cases.flatMap((c) => reductions.map((r) => [c, r] as const))
+          ) {
+            const name = `${
+              cfg === wide ? "wide " : ""
+            }rank ${rank} ${module} N=${ids.length} ${reduce}`;
+            await t.step(name, async () => {
+              const layout = new LoraLayout(cfg, {
+                rank,
+                alpha: 2 * rank,
+                targets: ["q", "gate", "down"],
+                adapters: ["tool", "plan"],
+              });
+              const e = layout.entry(0, module)!;
               assert(
-                toleranceRatio(y, y0, 1e-4, 1e-4) > 10 || ids.every((a) => a < 0),
-                "the adapters changed nothing",
+                vec4Entry(e, rank) === (rank % 4 === 0),
+                "the test covers the intended kernel family",
               );
-            } finally {
-              bufs.forEach((b) => b.destroy());
-              lora.destroy();
-            }
-          });
+              const data = layout.init(5, 0.3);
+              const N = ids.length;
+              const x = seededValues(N * e.inDim, 1), y0 = seededValues(N * e.outDim, 2);
+              const dy = seededValues(N * e.outDim, 3), dx0 = seededValues(N * e.inDim, 4);
+              const lora = await LoraAdapters.create(gpu, layout, N, data, reduce);
+              const bufs = [x, y0, dy, dx0].map((a) => gpu.upload(a));
+              try {
+                lora.setRows(ids);
+                const rec = gpu.recorder();
+                lora.encodeZeroGrads(rec);
+                lora.encodeForward(rec, N, 0, module, bufs[0], bufs[1]);
+                lora.encodeBackward(rec, N, 0, module, bufs[0], bufs[2], bufs[3]);
+                rec.submit();
+                const want = reference(layout, data, module, ids, x, y0, dy, dx0);
+                const y = await gpu.readFloat32(bufs[1], N * e.outDim);
+                const dx = await gpu.readFloat32(bufs[3], N * e.inDim);
+                const grads = await gpu.readFloat32(lora.grads, layout.totalFloats);
+                for (
+                  const [name, got, exp] of [["y", y, want.y], ["dx", dx, want.dx], [
+                    "grads",
+                    grads,
+                    want.grads,
+                  ]] as const
+                ) {
+                  const ratio = toleranceRatio(got, exp, 1e-4, 1e-4);
+                  assert(ratio <= 1, `${name}: ${ratio.toFixed(2)}× tolerance`);
+                }
+                // The LoRA terms must be visible at this tolerance, or the check proves nothing.
+                assert(
+                  toleranceRatio(y, y0, 1e-4, 1e-4) > 10 || ids.every((a) => a < 0),
+                  "the adapters changed nothing",
+                );
+              } finally {
+                bufs.forEach((b) => b.destroy());
+                lora.destroy();
+              }
+            });
+          }
         }
       }
     }

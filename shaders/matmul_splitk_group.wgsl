@@ -1,0 +1,79 @@
+// Grouped A·Bᵀ with K split across a workgroup's lanes: up to three products sharing A [M, K]
+// (q/k/v, or gate/up, of one layer at decode rows on a GPU) in one dispatch, Cg [M, Ng] = A · Bgᵀ
+// for Bg [Ng, K]. The arithmetic of matmul_splitk.wgsl's nt_splitk (alpha 1, beta 0), so the same
+// values; workgroups along x are split into t0 column quads of C0, then t1 of C1, then C2's
+// (matmul_group's layout). K % 4 == 0. A part with Ng = 0 has no quads; its bindings must still
+// be distinct buffers. Overrides as nt_splitk's: WG lanes (a power of 2 ≤ 64), R rows (≤ 8).
+
+//! include matmul_group_params
+
+@group(0) @binding(0) var<uniform> gp: GroupParams;
+@group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> B0: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> B1: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> B2: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> C0: array<f32>;
+@group(0) @binding(6) var<storage, read_write> C1: array<f32>;
+@group(0) @binding(7) var<storage, read_write> C2: array<f32>;
+
+override WG: u32 = 64u;
+override R: u32 = 1u;
+
+const MAXWG: u32 = 64u;
+const MAXR: u32 = 8u;
+
+var<workgroup> partial: array<vec4<f32>, MAXR * MAXWG>;
+
+// Part g is the same for the whole workgroup, so these branches never diverge.
+fn loadB(g: u32, i: u32) -> vec4<f32> {
+  if (g == 0u) { return B0[i]; }
+  if (g == 1u) { return B1[i]; }
+  return B2[i];
+}
+
+fn storeC(g: u32, i: u32, v: f32) {
+  if (g == 0u) { C0[i] = v; } else if (g == 1u) { C1[i] = v; } else { C2[i] = v; }
+}
+
+@compute @workgroup_size(WG, 1, 1)
+fn ntg_splitk(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  var g = 2u;
+  var quad = wid.x - gp.t0 - gp.t1;
+  if (wid.x < gp.t0) { g = 0u; quad = wid.x; } else if (wid.x < gp.t0 + gp.t1) { g = 1u; quad = wid.x - gp.t0; }
+  let N = select(select(gp.N2, gp.N1, g == 1u), gp.N0, g == 0u);
+  let K4 = gp.K / 4u;
+  let n0 = quad * 4u;
+  let m0 = wid.y * R;
+  let last = N - 1u;
+  let b0 = min(n0, last) * K4;
+  let b1 = min(n0 + 1u, last) * K4;
+  let b2 = min(n0 + 2u, last) * K4;
+  let b3 = min(n0 + 3u, last) * K4;
+  var acc: array<vec4<f32>, MAXR>;
+  for (var k = li; k < K4; k += WG) {
+    let w0 = loadB(g, b0 + k);
+    let w1 = loadB(g, b1 + k);
+    let w2 = loadB(g, b2 + k);
+    let w3 = loadB(g, b3 + k);
+    for (var r = 0u; r < R; r++) {
+      let a = A[min(m0 + r, gp.M - 1u) * K4 + k];
+      acc[r] += vec4<f32>(dot(a, w0), dot(a, w1), dot(a, w2), dot(a, w3));
+    }
+  }
+  for (var r = 0u; r < R; r++) { partial[r * MAXWG + li] = acc[r]; }
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s = s / 2u) {
+    if (li < s) {
+      for (var r = 0u; r < R; r++) { partial[r * MAXWG + li] += partial[r * MAXWG + li + s]; }
+    }
+    workgroupBarrier();
+  }
+  let row = m0 + li;
+  if (li < R && row < gp.M) {
+    let v = partial[li * MAXWG];
+    if (n0 < N) { storeC(g, row * N + n0, v.x); }
+    if (n0 + 1u < N) { storeC(g, row * N + n0 + 1u, v.y); }
+    if (n0 + 2u < N) { storeC(g, row * N + n0 + 2u, v.z); }
+    if (n0 + 3u < N) { storeC(g, row * N + n0 + 3u, v.w); }
+  }
+}
