@@ -256,7 +256,11 @@ export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
   if (v.kind !== "reg" && v.kind !== "splitk") return true;
   const s = dense(shape);
   const a4 = (n: number) => n % 4 === 0;
-  if (v.kind === "splitk") return s.form === "nt" && a4(s.K) && a4(s.strideA) && a4(s.strideB);
+  // Split-K: N/4 workgroups along x, within WebGPU's default 65535 per dimension (a 262144-word
+  // LM head would not be).
+  if (v.kind === "splitk") {
+    return s.form === "nt" && a4(s.K) && a4(s.strideA) && a4(s.strideB) && s.N <= 4 * 65535;
+  }
   if (!a4(s.strideA) || !a4(s.strideB)) return false;
   const r = v.r!, c = v.c!;
   if (s.form === "nn") return a4(s.K) && a4(s.N) && c % 4 === 0;

@@ -60,6 +60,10 @@ Deno.test("every pick names a known variant that computes its form", () => {
     }
   }
   assertEquals(variantSupports(findVariant("sk_r1_wg64"), { form: "nn", M: 1, N: 8, K: 8 }), false);
+  // Split-K puts N/4 workgroups along x: Qwen's 151936-word LM head fits 65535, 262144 does not.
+  const sk = findVariant("sk_r1_wg32");
+  assertEquals(variantSupports(sk, { form: "nt", M: 1, N: 151936, K: 64 }), true);
+  assertEquals(variantSupports(sk, { form: "nt", M: 1, N: 262144, K: 64 }), false);
   for (const name of Object.values(TEXTURE_DEFAULT_PICKS)) findTextureVariant(name!);
 });
 
