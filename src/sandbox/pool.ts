@@ -17,7 +17,8 @@ export interface SandboxPoolOptions {
    * Keep `concurrency` sandboxes started ahead of their runs (Deno's process host; default
    * false): a run then skips Deno's start-up, tens of ms. Each is still used for one run. Worth
    * it where the CPU is idle while the runs' inputs are made (generation on a GPU); on a CPU
-   * adapter the start-ups compete with the model. close() stops the idle ones.
+   * adapter the start-ups compete with the model. close() stops the idle ones. The stock is one
+   * per process and heap limit: the last pool to prewarm or close sets its size.
    */
   prewarm?: boolean;
 }
