@@ -208,12 +208,12 @@ const VEC4_ENTRIES = ["lora4_down", "lora4_up", "lora4_du", "lora4_dx", "lora4_d
  * tile whose lanes split it (GPUs, where one invocation per tile leaves most of the chip idle):
  * lora4_db_wg and lora4_da_wg over an adapter's rows, lora4_down_wg over in, lora4_du_wg over out.
  */
-export type LoraGradReduce = "lane" | "workgroup";
+export type LoraReduce = "lane" | "workgroup";
 
 const WG_ENTRIES = ["lora4_db_wg", "lora4_da_wg", "lora4_down_wg", "lora4_du_wg"];
 
 /** The reduction an adapter class runs by default. */
-export const loraGradReduceFor = (adapterClass: string): LoraGradReduce =>
+export const loraReduceFor = (adapterClass: string): LoraReduce =>
   adapterClass === "gpu" ? "workgroup" : "lane";
 
 /** Whether an entry can run the vec4 kernels (every dimension and stride a multiple of 4 floats). */
@@ -239,7 +239,7 @@ export class LoraAdapters {
     private k: Record<string, Kernel>,
     readonly maxRows: number,
     data: Float32Array,
-    readonly gradReduce: LoraGradReduce,
+    readonly reduce: LoraReduce,
   ) {
     const r = layout.cfg.rank;
     this.params = gpu.upload(data, "lora.params");
@@ -257,7 +257,7 @@ export class LoraAdapters {
     layout: LoraLayout,
     maxRows: number,
     data?: Float32Array,
-    gradReduce: LoraGradReduce = loraGradReduceFor(gpu.adapterClass),
+    reduce: LoraReduce = loraReduceFor(gpu.adapterClass),
   ): Promise<LoraAdapters> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const b = [u, ro, ro, ro, rw] as never;
@@ -281,7 +281,7 @@ export class LoraAdapters {
         constants: { WG: 64 },
       }))),
       ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank))
-        ? [...VEC4_ENTRIES, ...(gradReduce === "workgroup" ? WG_ENTRIES : [])]
+        ? [...VEC4_ENTRIES, ...(reduce === "workgroup" ? WG_ENTRIES : [])]
         : []).map(async (
           e,
         ) => (k[e] = await gpu.kernel({
@@ -296,7 +296,7 @@ export class LoraAdapters {
         `LoRA data has ${data.length} floats, the layout needs ${layout.totalFloats}`,
       );
     }
-    return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0), gradReduce);
+    return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0), reduce);
   }
 
   /**
@@ -371,7 +371,7 @@ export class LoraAdapters {
       B = this.stack(this.params, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
-      if (this.gradReduce === "workgroup") {
+      if (this.reduce === "workgroup") {
         const grid = this.tilesGrid(tiles * (r / 4));
         rec.dispatch(this.k.lora4_down_wg, [null, this.adapterOf, x, A, U], grid, u);
       } else {
@@ -419,7 +419,7 @@ export class LoraAdapters {
       dB = this.stack(this.grads, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
-      const wg = this.gradReduce === "workgroup";
+      const wg = this.reduce === "workgroup";
       // workgroup: one workgroup per tile; lane: one invocation per tile.
       const grid = (n: number) => wg ? this.tilesGrid(n) : this.g(n);
       rec.dispatch(

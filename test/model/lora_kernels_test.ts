@@ -8,7 +8,7 @@
 import { assert } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { LoraAdapters, type LoraGradReduce, LoraLayout, vec4Entry } from "../../src/model/lora.ts";
+import { LoraAdapters, LoraLayout, type LoraReduce, vec4Entry } from "../../src/model/lora.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 const tinyJson = JSON.parse(
@@ -89,7 +89,7 @@ Deno.test("LoRA kernels against float64 (every element)", async (t) => {
           const cases = cfg === wide
             ? [long, [1]]
             : [[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, -1, -1], [1], [0, 0, 1, 1, 1, 1, 1], long];
-          const reductions: LoraGradReduce[] = rank % 4 === 0 ? ["lane", "workgroup"] : ["lane"];
+          const reductions: LoraReduce[] = rank % 4 === 0 ? ["lane", "workgroup"] : ["lane"];
           for (
             const [ids, reduce] of cases.flatMap((c) => reductions.map((r) => [c, r] as const))
           ) {
