@@ -21,10 +21,7 @@
 override WG: u32 = 64u;
 override R: u32 = 1u;
 
-const MAXWG: u32 = 64u;
-const MAXR: u32 = 8u;
-
-var<workgroup> partial: array<vec4<f32>, MAXR * MAXWG>;
+//! include matmul_splitk_sum
 
 fn put(base: u32, row: u32, col: u32, v: f32) {
   if (row >= p.M || col >= p.N) { return; }
@@ -57,14 +54,7 @@ fn nt_splitk(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
       acc[r] += vec4<f32>(dot(a, w0), dot(a, w1), dot(a, w2), dot(a, w3));
     }
   }
-  for (var r = 0u; r < R; r++) { partial[r * MAXWG + li] = acc[r]; }
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (li < s) {
-      for (var r = 0u; r < R; r++) { partial[r * MAXWG + li] += partial[r * MAXWG + li + s]; }
-    }
-    workgroupBarrier();
-  }
+  sumPartials(acc, li);
   if (li < R) {
     let v = partial[li * MAXWG];
     let cBase = wid.z * p.strideC;

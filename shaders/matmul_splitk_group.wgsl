@@ -19,10 +19,7 @@
 override WG: u32 = 64u;
 override R: u32 = 1u;
 
-const MAXWG: u32 = 64u;
-const MAXR: u32 = 8u;
-
-var<workgroup> partial: array<vec4<f32>, MAXR * MAXWG>;
+//! include matmul_splitk_sum
 
 // Part g is the same for the whole workgroup, so these branches never diverge.
 fn loadB(g: u32, i: u32) -> vec4<f32> {
@@ -60,14 +57,7 @@ fn ntg_splitk(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
       acc[r] += vec4<f32>(dot(a, w0), dot(a, w1), dot(a, w2), dot(a, w3));
     }
   }
-  for (var r = 0u; r < R; r++) { partial[r * MAXWG + li] = acc[r]; }
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (li < s) {
-      for (var r = 0u; r < R; r++) { partial[r * MAXWG + li] += partial[r * MAXWG + li + s]; }
-    }
-    workgroupBarrier();
-  }
+  sumPartials(acc, li);
   let row = m0 + li;
   if (li < R && row < gp.M) {
     let v = partial[li * MAXWG];
