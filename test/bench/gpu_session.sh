@@ -10,7 +10,8 @@
 #            test/model/real_shape_test.ts (the GPU forward at SmolLM2-135M's size) (needs
 #            python3 with torch, transformers, peft; the committed ones come from the CPU machine)
 #   classes  the suites whose kernels and picks depend on the adapter class: test/ops, test/gpu
-#   scale    deno task bench --only scale --profile (real model sizes beside PyTorch)
+#   scale    deno task bench --only scale --profile (real model sizes beside PyTorch), one process
+#            per shape (scale_<shape>.out / .err)
 #   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
 #   lab      deno task bench --only matmul --lab: every matmul variant timed per shape, split-K
 #            decode kernels included; its "picks" go into src/ops/tuning.ts (not in the default)
@@ -66,7 +67,15 @@ if want classes; then
   step classes 300 $D test -A --unstable-worker-options test/ops test/gpu
 fi
 if want scale; then
-  step scale 540 $D task bench --only scale --profile $quick
+  # One process per shape: a shape cut off by its limit loses only its own JSON (the bench
+  # prints it at the end; progress lines go to the .err as they come).
+  if [ -n "$quick" ]; then
+    step scale 300 $D task bench --only scale --profile --quick
+  else
+    for shape in smollm2-135m qwen2.5-0.5b qwen3-0.6b; do
+      step "scale_$shape" 200 $D task bench --only scale --shapes "$shape" --profile
+    done
+  fi
 fi
 if want rl; then
   step rl 300 $D task bench --only rl $quick
