@@ -13,8 +13,12 @@ import { fileURLToPath } from "node:url";
 import { launchBrowser, startVite, waitForApp } from "./browser.mjs";
 
 const OUT = fileURLToPath(new URL("./out/", import.meta.url));
+// Long enough that the run is still mid-step when the test reloads the tab, whatever the load
+// (with 3 steps it could end first, and no warning came: a CI flake); no checkpoint after the
+// first step's, so the reload offers step 1.
 const SMALL = {
-  "run.steps": 3,
+  "run.steps": 100,
+  "run.checkpointEvery": 100,
   "rollout.envsPerStep": 1,
   "rollout.k": 2,
   "rollout.maxTurns": 1,
