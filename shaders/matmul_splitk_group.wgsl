@@ -5,16 +5,7 @@
 // (matmul_group's layout). K % 4 == 0. A part with Ng = 0 has no quads; its bindings must still
 // be distinct buffers. Overrides as nt_splitk's: WG lanes (a power of 2 ≤ 64), R rows (≤ 8).
 
-//! include matmul_group_params
-
-@group(0) @binding(0) var<uniform> gp: GroupParams;
-@group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> B0: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> B1: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> B2: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> C0: array<f32>;
-@group(0) @binding(6) var<storage, read_write> C1: array<f32>;
-@group(0) @binding(7) var<storage, read_write> C2: array<f32>;
+//! include matmul_group_bindings
 
 override WG: u32 = 64u;
 override R: u32 = 1u;

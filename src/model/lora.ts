@@ -349,9 +349,16 @@ export class LoraAdapters {
     return grid1d(Math.ceil(n / 64), this.gpu.device.limits.maxComputeWorkgroupsPerDimension);
   }
 
-  /** One workgroup per tile. */
-  private tilesGrid(tiles: number): [number, number] {
-    return grid1d(tiles, this.gpu.device.limits.maxComputeWorkgroupsPerDimension);
+  /**
+   * A kernel with a long reduction over `tiles` 4×4 tiles, as this adapter set reduces: the lane
+   * entry with one invocation per tile, or its `_wg` entry with one workgroup per tile.
+   */
+  private reducing(entry: string, tiles: number): [Kernel, [number, number]] {
+    if (this.reduce === "lane") return [this.k[entry], this.g(tiles)];
+    return [
+      this.k[`${entry}_wg`],
+      grid1d(tiles, this.gpu.device.limits.maxComputeWorkgroupsPerDimension),
+    ];
   }
 
   /** y [N, out] += scale·(x·Aᵀ)·Bᵀ for each row's adapter, if (layer, module) is targeted. */
@@ -371,17 +378,8 @@ export class LoraAdapters {
       B = this.stack(this.params, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
-      if (this.reduce === "workgroup") {
-        const grid = this.tilesGrid(tiles * (r / 4));
-        rec.dispatch(this.k.lora4_down_wg, [null, this.adapterOf, x, A, U], grid, u);
-      } else {
-        rec.dispatch(
-          this.k.lora4_down,
-          [null, this.adapterOf, x, A, U],
-          this.g(tiles * (r / 4)),
-          u,
-        );
-      }
+      const [down, grid] = this.reducing("lora4_down", tiles * (r / 4));
+      rec.dispatch(down, [null, this.adapterOf, x, A, U], grid, u);
       rec.dispatch(
         this.k.lora4_up,
         [null, this.adapterOf, U, B, y],
@@ -419,34 +417,18 @@ export class LoraAdapters {
       dB = this.stack(this.grads, e.offsetB, n * e.strideB);
     if (vec4Entry(e, r)) {
       const tiles = Math.ceil(N / 4);
-      const wg = this.reduce === "workgroup";
-      // workgroup: one workgroup per tile; lane: one invocation per tile.
-      const grid = (n: number) => wg ? this.tilesGrid(n) : this.g(n);
-      rec.dispatch(
-        wg ? this.k.lora4_du_wg : this.k.lora4_du,
-        [null, this.adapterOf, dy, B, this.du],
-        grid(tiles * (r / 4)),
-        u,
-      );
+      const du = this.reducing("lora4_du", tiles * (r / 4));
+      rec.dispatch(du[0], [null, this.adapterOf, dy, B, this.du], du[1], u);
       rec.dispatch(
         this.k.lora4_dx,
         [null, this.adapterOf, this.du, A, dx],
         this.g(tiles * (e.inDim / 4)),
         u,
       );
-      const dbTiles = n * (e.outDim / 4) * (r / 4), daTiles = n * (r / 4) * (e.inDim / 4);
-      rec.dispatch(
-        wg ? this.k.lora4_db_wg : this.k.lora4_db,
-        [null, this.ranges, dy, U, dB],
-        grid(dbTiles),
-        u,
-      );
-      rec.dispatch(
-        wg ? this.k.lora4_da_wg : this.k.lora4_da,
-        [null, this.ranges, this.du, x, dA],
-        grid(daTiles),
-        u,
-      );
+      const db = this.reducing("lora4_db", n * (e.outDim / 4) * (r / 4));
+      rec.dispatch(db[0], [null, this.ranges, dy, U, dB], db[1], u);
+      const da = this.reducing("lora4_da", n * (r / 4) * (e.inDim / 4));
+      rec.dispatch(da[0], [null, this.ranges, this.du, x, dA], da[1], u);
       return;
     }
     rec.dispatch(this.k.lora_du, [null, this.adapterOf, dy, B, this.du], this.g(N * r), u);

@@ -474,8 +474,9 @@ export class Matmul {
 
   /**
    * Up to three A·Bᵀ products sharing A [M, K]: one dispatch where the variant picked for the
-   * widest part has a grouped entry (CPU register tiles, split-K), otherwise one matmul per part. Same
-   * values either way. `scratch` (≥ 4 bytes, no part's B or C) is the output of unused slots.
+   * widest part has a grouped entry (CPU register tiles, split-K), otherwise one matmul per
+   * part. Same values either way. `scratch` (≥ 4 bytes, no part's B or C) is the output of
+   * unused slots.
    */
   encodeGroup(
     rec: Recorder,

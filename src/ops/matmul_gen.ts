@@ -369,16 +369,7 @@ const GROUP_HEADER = `${GENERATED}
 // split into t0 column tiles of C0, then t1 of C1, then the rest of C2. K % 4 == 0. A group with
 // Ng = 0 has no tiles; its bindings must still be distinct buffers.
 
-//! include matmul_group_params
-
-@group(0) @binding(0) var<uniform> gp: GroupParams;
-@group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> B0: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> B1: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> B2: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> C0: array<f32>;
-@group(0) @binding(6) var<storage, read_write> C1: array<f32>;
-@group(0) @binding(7) var<storage, read_write> C2: array<f32>;
+//! include matmul_group_bindings
 
 override WGX: u32 = 8u;
 override WGY: u32 = 1u;

@@ -92,7 +92,7 @@ export class SandboxPool implements SandboxService {
     this.#closed = true;
     for (const w of this.#queue.splice(0)) w.cancel(new SandboxPoolClosedError());
     if (this.#running > 0) await new Promise<void>((r) => this.#idle.push(r));
-    const stocked = await this.#stocked.catch(() => null);
+    const stocked = await this.#stocked;
     if (stocked) await stocked.host.stock!(0, stocked.memoryMb);
   }
 

@@ -1,5 +1,6 @@
-// The tests' full-model backward step: rows written, gradients zeroed, the forward and the
-// backward from a given dL/dlogits encoded and submitted in one recorder. (ModelTrainer runs the
+// The tests' full-model backward step: rows written, gradients zeroed (the base's and an attached
+// LoRA's), the forward and the backward from a given dL/dlogits encoded and submitted in one
+// recorder. (ModelTrainer runs the
 // same sequence with its losses in between; the gradient tests drive ModelBackward directly.)
 
 import type { BufferRef } from "../../src/gpu/buffers.ts";
@@ -7,7 +8,7 @@ import type { Gpu } from "../../src/gpu/mod.ts";
 import type { ModelBackward } from "../../src/model/backward.ts";
 import type { GpuModel, ModelRow } from "../../src/model/gpu_model.ts";
 
-/** Gradients of L = Σ dlogits ⊙ logits over `rows` (dlogits [rows, V]) into bwd.grads. */
+/** Gradients of L = Σ dlogits ⊙ logits over `rows` (dlogits [rows, V]) into bwd.grads and the LoRA's. */
 export function backwardStep(
   gpu: Gpu,
   model: GpuModel,
@@ -20,6 +21,7 @@ export function backwardStep(
   bwd.prepare(rows);
   const rec = gpu.recorder("train step");
   bwd.encodeZeroGrads(rec);
+  model.lora?.encodeZeroGrads(rec);
   model.encodeForward(rec, N, N);
   bwd.encode(rec, N, dlogits);
   rec.submit();

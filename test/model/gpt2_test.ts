@@ -405,13 +405,7 @@ Deno.test("gpt2 backward matches finite differences of the float64 reference (ev
           const G = seededValues(N * V, 13);
           const dlogits = gpu.upload(G);
           const rowsA = rows.map((r) => ({ ...r, adapter: 0 }));
-          model.writeRows(rowsA, []);
-          bwd.prepare(rowsA);
-          const rec = gpu.recorder("lora step");
-          lora.encodeZeroGrads(rec);
-          model.encodeForward(rec, N, N);
-          bwd.encode(rec, N, dlogits);
-          rec.submit();
+          backwardStep(gpu, model, bwd, rowsA, dlogits);
           const logits = await gpu.readFloat32(model.logitsBuffer, N * V);
           const merged = mergeLora(w, layout, data, 0);
           const perSeq = SEQS.map((s) => referenceForward(merged, s).logits);

@@ -13,6 +13,7 @@ import { LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
+import { backwardStep } from "./backward_step.ts";
 
 // Three sequences: adapter 0, adapter 1, and the bare base (adapter id out of range).
 const SEQS = [[257, 72, 101, 108, 108], [257, 40, 33, 200], [257, 9, 99]];
@@ -160,13 +161,7 @@ Deno.test("LoRA adapters", async (t) => {
             assert(bwd.grads.bytes === 0, "LoRA mode must not allocate base gradients");
             const G = seededValues(N * V, 13);
             const dlogits = gpu.upload(G);
-            model.writeRows(rows, []);
-            bwd.prepare(rows);
-            const rec = gpu.recorder();
-            lora.encodeZeroGrads(rec);
-            model.encodeForward(rec, N, N);
-            bwd.encode(rec, N, dlogits);
-            rec.submit();
+            backwardStep(gpu, model, bwd, rows, dlogits);
             const grads = await gpu.readFloat32(lora.grads, layout.totalFloats);
             const loss = (d: Float32Array) => {
               const lg = refLogits(w, layout, d);
