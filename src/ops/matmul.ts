@@ -23,9 +23,11 @@ import {
   MatmulTexGroupParams,
   MatmulTexParams,
 } from "./matmul_gen.ts";
+import { SMEM_TILES, type SmemTile, smemTileName, smemWorkgroup } from "./matmul_smem_gen.ts";
 import { matmulPicks } from "./tuning.ts";
 
-// The register-tiled shaders are generated from matmul_gen.ts's tile lists when first used.
+// The register-tiled and workgroup-memory shaders are generated from their tile lists when
+// first used.
 registerShaderGenerators(MATMUL_SHADERS);
 
 export type MatmulForm = "nn" | "nt" | "tn";
@@ -49,15 +51,17 @@ export interface MatmulShape {
 
 export interface MatmulVariant {
   name: string;
-  kind: "reg" | "tiled" | "generic" | "splitk";
+  kind: "reg" | "tiled" | "generic" | "splitk" | "smem";
   /**
    * reg: an R×C tile of C per invocation; workgroup WGX × WGY. splitk (A·Bᵀ only): R rows × 4
-   * columns per workgroup of WGX lanes splitting K (shaders/matmul_splitk.wgsl).
+   * columns per workgroup of WGX lanes splitting K (shaders/matmul_splitk.wgsl). smem: a
+   * workgroup-memory block tile (matmul_smem_gen.ts), `tile`.
    */
   r?: number;
   c?: number;
   wgx?: number;
   wgy?: number;
+  tile?: SmemTile;
 }
 
 function hasGroupEntry(v: MatmulVariant): boolean {
@@ -179,6 +183,12 @@ function splitk(r: number, wg: number): MatmulVariant {
   return { name: `sk_r${r}_wg${wg}`, kind: "splitk", r, c: 4, wgx: wg, wgy: 1 };
 }
 
+/** A workgroup-memory block-tile variant (GPU class), one per SMEM_TILES entry. */
+function smem(t: SmemTile): MatmulVariant {
+  const [wgx, wgy] = smemWorkgroup(t);
+  return { name: smemTileName(t), kind: "smem", wgx, wgy, tile: t };
+}
+
 /** Every variant the lab knows; the lab validates each before timing it. */
 export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   { name: "generic", kind: "generic", wgx: 8, wgy: 8 },
@@ -205,6 +215,7 @@ export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   splitk(4, 64),
   splitk(8, 64),
   splitk(1, 32),
+  ...SMEM_TILES.map(smem),
 ];
 
 /** Texture-form variants (textureSpec): TEX_TILES tiles with their workgroup widths. */
@@ -253,7 +264,7 @@ function dense(s: MatmulShape) {
 
 /** Whether a variant can compute this shape (vec4 kernels need aligned dims and strides). */
 export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
-  if (v.kind !== "reg" && v.kind !== "splitk") return true;
+  if (v.kind !== "reg" && v.kind !== "splitk" && v.kind !== "smem") return true;
   const s = dense(shape);
   const a4 = (n: number) => n % 4 === 0;
   // Split-K: N/4 workgroups along x, within WebGPU's default 65535 per dimension (a 262144-word
@@ -262,6 +273,11 @@ export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
     return s.form === "nt" && a4(s.K) && a4(s.strideA) && a4(s.strideB) && s.N <= 4 * 65535;
   }
   if (!a4(s.strideA) || !a4(s.strideB)) return false;
+  if (v.kind === "smem") {
+    if (s.form === "nn") return a4(s.K) && a4(s.N);
+    if (s.form === "nt") return a4(s.K);
+    return a4(s.M) && a4(s.N);
+  }
   const r = v.r!, c = v.c!;
   if (s.form === "nn") return a4(s.K) && a4(s.N) && c % 4 === 0;
   if (s.form === "nt") return a4(s.K);
@@ -278,6 +294,9 @@ export function kernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
       bindings,
       constants: { WGX: v.wgx!, WGY: v.wgy! },
     };
+  }
+  if (v.kind === "smem") {
+    return { shader: "matmul_smem", entry: `${form}_${v.name}`, bindings };
   }
   if (v.kind === "splitk") {
     if (form !== "nt") {
@@ -308,6 +327,7 @@ function workgroups(v: MatmulVariant, s: ReturnType<typeof dense>): [number, num
   const c = Math.ceil;
   if (v.kind === "reg") return [c(s.N / (v.c! * v.wgx!)), c(s.M / (v.r! * v.wgy!)), s.batch];
   if (v.kind === "splitk") return [c(s.N / 4), c(s.M / v.r!), s.batch];
+  if (v.kind === "smem") return [c(s.N / v.tile!.bn), c(s.M / v.tile!.bm), s.batch];
   if (v.kind === "tiled") return [c(s.N / 64), c(s.M / 64), s.batch];
   return [c(s.N / v.wgx!), c(s.M / v.wgy!), s.batch];
 }

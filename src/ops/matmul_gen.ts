@@ -14,8 +14,11 @@
 //   matmul_tex        ntx_r<R>c<C>: A·Bᵀ with B in a texture, for TEX_TILES
 //   matmul_tex_group  ntxg_/ntxs_r<R>c<C>: grouped texture form, and gate/up with SwiGLU
 //   matmul_tex_rope   ntxr_r<R>c<C>: q/k/v from textures with RoPE and the K/V cache write
+//   matmul_smem       <form>_sm<BM>x<BN>_k<BK>_t<TM>x<TN>: workgroup-memory block tiles for GPU
+//                     adapters (written by matmul_smem_gen.ts)
 
 import { uniformStruct } from "../gpu/uniforms.ts";
+import { SMEM_SHADERS } from "./matmul_smem_gen.ts";
 
 type Tiles = ReadonlyArray<readonly [rows: number, cols: number]>;
 
@@ -705,4 +708,5 @@ export const MATMUL_SHADERS: Readonly<Record<string, () => string>> = {
       ...TEX_TILES.map(([r, c]) => ntTexSwiglu(r, c)),
     ]),
   matmul_tex_rope: () => join([TEX_ROPE_HEADER, ...ROPE_TILES.map(([r, c]) => ntTexRope(r, c))]),
+  ...SMEM_SHADERS, // matmul_smem: workgroup-memory block tiles (matmul_smem_gen.ts)
 };

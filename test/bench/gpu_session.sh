@@ -13,6 +13,9 @@
 #   scale    deno task bench --only scale --profile (real model sizes beside PyTorch), one process
 #            per shape (scale_<shape>.out / .err)
 #   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
+#   labmodel deno task bench --only matmul --lab --model-shapes: Qwen2.5-0.5B's training and
+#            prefill GEMMs (1024 / 512 rows, the LM head), the workgroup-memory tiles (sm*) beside
+#            the register tiles the GPU picks name today; a few minutes (not in the default)
 #   lab      deno task bench --only matmul --lab: every matmul variant timed per shape, split-K
 #            decode kernels included; its "picks" go into src/ops/tuning.ts (not in the default)
 # Each step has its own time limit and writes <step>.out and .err; session.log says when each
@@ -79,6 +82,10 @@ if want scale; then
 fi
 if want rl; then
   step rl 300 $D task bench --only rl $quick
+fi
+if want labmodel; then
+  step labmodel 300 $D task bench --only matmul --lab --model-shapes \
+    --variants '^sm|^r8c8_wg8x4$|^r8c4_wg16x1$|^r16c8_wg16x1$|^r4c4_wg16x1$|^r1c4_wg64x1$' $quick
 fi
 if want lab; then
   step lab 540 $D task bench --only matmul --lab $quick

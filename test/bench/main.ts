@@ -1,6 +1,8 @@
 // `npx deno task bench`: the benchmarks, each measured beside a peer in the same run, printed as
 // one JSON object on the last line of stdout (progress goes to stderr).
 //   --lab         time every matmul variant and print the picks for src/ops/tuning.ts
+//   --variants RE the lab times only the variants whose names match (with the fallback)
+//   --model-shapes  the lab times a real model's training and prefill GEMMs instead
 //   --quick       smaller shapes (a smoke run)
 //   --only NAMES  comma-separated sections: matmul, inference, train, rl, sandbox, scale
 //                 (scale, real model sizes, runs by default only on a GPU-class adapter)
@@ -32,6 +34,16 @@ export const BENCH_CLI = defineCli({
     lab: {
       type: "boolean",
       help: "time every matmul variant and print the picks for src/ops/tuning.ts",
+    },
+    variants: {
+      type: "string",
+      metavar: "REGEX",
+      help: "matmul --lab: time only the variants whose names match (and the fallback)",
+    },
+    "model-shapes": {
+      type: "boolean",
+      help:
+        "matmul --lab: Qwen2.5-0.5B's training and prefill GEMMs (1024 and 512 rows, LM head) instead of the square and skinny set",
     },
     quick: { type: "boolean", help: "smaller shapes (a smoke run)" },
     shapes: {
@@ -84,16 +96,48 @@ export function parseBenchArgs(argv: readonly string[]) {
     }
     shapes = names.map((n) => known.find((k) => k.name === n)!);
   }
-  return { help: a.help, lab: a.lab, quick: a.quick, profile: a.profile, shapes, only };
+  let variants: RegExp | undefined;
+  if (a.variants !== undefined) {
+    try {
+      variants = new RegExp(a.variants);
+    } catch (e) {
+      throw new UsageError(
+        `--variants ${a.variants}: not a regular expression (${(e as Error).message})`,
+      );
+    }
+  }
+  const modelShapes = a.modelShapes;
+  if ((variants || modelShapes) && !a.lab) {
+    throw new UsageError(
+      "--variants and --model-shapes choose what the matmul lab times: add --lab",
+    );
+  }
+  return {
+    help: a.help,
+    lab: a.lab,
+    quick: a.quick,
+    profile: a.profile,
+    shapes,
+    only,
+    variants,
+    modelShapes,
+  };
 }
 
 const started = performance.now();
 const log = (s: string) =>
   console.error(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${s}`);
 
-async function matmulSection(gpu: Gpu, lab: boolean, quick: boolean) {
+async function matmulSection(
+  gpu: Gpu,
+  lab: boolean,
+  quick: boolean,
+  select: { variants?: RegExp; modelShapes?: boolean } = {},
+) {
   const o = {
     lab,
+    quick,
+    ...select,
     squares: quick ? [256, 512] : [256, 512, 1024, 2048],
     skinnyM: quick ? [1, 8] : [1, 8, 16, 32],
     skinnyKN: quick ? 512 : 1024,
@@ -106,7 +150,12 @@ async function matmulSection(gpu: Gpu, lab: boolean, quick: boolean) {
     // On stderr too, so a run stopped during the comparison below still leaves the lab's result.
     log(`lab result ${JSON.stringify(labResult)}`);
   }
-  const comparison = await compareWithTfjs(gpu, o, labResult?.picks, log);
+  const comparison = await compareWithTfjs(
+    gpu,
+    o,
+    labResult?.picks,
+    log,
+  );
   const at1024 = comparison.rows.filter((r) => r.shape.endsWith("1024x1024x1024"));
   return {
     cpu_peak: peak,
@@ -137,7 +186,7 @@ if (import.meta.main) {
       adapter: gpu.describe(),
       adapter_class: gpu.adapterClass,
     };
-    if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick);
+    if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick, args);
     if (want("inference")) {
       result.inference = await benchInference(gpu, {
         presets: args.quick ? ["tiny-llama"] : ["tiny-llama", "small-30m"],

@@ -26,6 +26,12 @@ export interface LabOptions {
   skinnyM: number[];
   skinnyKN: number;
   minMs: number;
+  /** Time only the variants whose names match (the fallback is always timed: picks score by it). */
+  variants?: RegExp;
+  /** The GEMMs of training and prefill at a real model's size instead of the square/skinny set. */
+  modelShapes?: boolean;
+  /** With modelShapes: 64 rows and no LM head (a smoke run on a CPU adapter). */
+  quick?: boolean;
 }
 
 async function validate(gpu: Gpu, v: MatmulVariant, form: MatmulForm): Promise<boolean> {
@@ -73,7 +79,34 @@ const SMALL_NK: ReadonlyArray<readonly [number, number]> = [[64, 64], [192, 64],
   64,
 ], [64, 264]];
 
+/**
+ * Qwen2.5-0.5B's projections (in → out: q/o, k/v, gate/up, down) and its LM head at a training
+ * step's 1024 rows (B 8 × T 128, the scale bench's): the forward x·Wᵀ (nt), the input gradient
+ * dy·W (nn) and the weight gradient dyᵀ·x (tn); prefill chunks of 512 rows run the nt ones.
+ */
+const MODEL_PROJ: ReadonlyArray<readonly [number, number]> = [
+  [896, 896],
+  [896, 128],
+  [896, 4864],
+  [4864, 896],
+];
+const MODEL_ROWS = 1024;
+
+function modelShapes(quick: boolean): MatmulShape[] {
+  const rows = quick ? 64 : MODEL_ROWS;
+  const out: MatmulShape[] = [];
+  for (const [i, o] of MODEL_PROJ) {
+    out.push({ form: "nt", M: rows, N: o, K: i });
+    out.push({ form: "nt", M: rows / 2, N: o, K: i });
+    out.push({ form: "nn", M: rows, N: i, K: o });
+    out.push({ form: "tn", M: o, N: i, K: rows });
+  }
+  if (!quick) out.push({ form: "nt", M: rows, N: 151936, K: 896 }); // the LM head
+  return out;
+}
+
 function labShapes(o: LabOptions): MatmulShape[] {
+  if (o.modelShapes) return modelShapes(o.quick ?? false);
   const out: MatmulShape[] = [];
   for (const form of MATMUL_FORMS) {
     for (const n of o.squares) out.push({ form, M: n, N: n, K: n });
@@ -91,7 +124,11 @@ const label = (s: MatmulShape) => `${s.form} ${s.M}x${s.N}x${s.K}`;
 export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) {
   const valid: MatmulVariant[] = [];
   const invalid: string[] = [];
-  for (const v of MATMUL_VARIANTS) {
+  const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
+  const chosen = MATMUL_VARIANTS.filter((v) =>
+    !o.variants || o.variants.test(v.name) || v.name === fallback
+  );
+  for (const v of chosen) {
     const ok = (await Promise.all(MATMUL_FORMS.map((f) => validate(gpu, v, f)))).every(Boolean);
     (ok ? valid : invalid).push(v as MatmulVariant & string);
   }
@@ -113,7 +150,6 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
   }
   // Pick by geometric mean over the bucket's shapes, scoring a variant that cannot run a shape
   // with the fallback's time there, which is what happens at run time.
-  const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
   const picks: Record<string, string> = {};
   const buckets = new Map<string, MatmulShape[]>();
   for (const s of labShapes(o)) {

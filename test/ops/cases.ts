@@ -66,6 +66,8 @@ const MATMUL_SHAPES: ReadonlyArray<Omit<MatmulShape, "form">> = [
   { M: 6, N: 8, K: 12, batch: 4, strideB: 0 },
   { M: 9, N: 20, K: 24, alpha: 0.5, beta: 1 },
   { M: 3, N: 10, K: 1032 }, // K/4 = 258 vec4s: several per lane of a split-K workgroup
+  // several workgroup-memory blocks each way, a ragged K slice, batched and accumulating (tn too)
+  { M: 132, N: 136, K: 44, batch: 2, alpha: 0.5, beta: 1 },
 ];
 
 function shapeName(s: MatmulShape): string {

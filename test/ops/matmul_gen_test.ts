@@ -3,7 +3,7 @@
 // compiles on this adapter, and the shader CLI writes them out. Their arithmetic is checked
 // against the float64 reference by the kernel tests (test/ops/kernels_test.ts).
 
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { shaderSource } from "../../src/gpu/shaders.ts";
 import {
@@ -22,6 +22,7 @@ import {
   ROPE_TILES,
   TEX_TILES,
 } from "../../src/ops/matmul_gen.ts";
+import { checkSmemTile, SMEM_TILES } from "../../src/ops/matmul_smem_gen.ts";
 
 const entries = (wgsl: string) => new Set([...wgsl.matchAll(/\bfn (\w+)\(/g)].map((m) => m[1]));
 
@@ -44,6 +45,9 @@ Deno.test("matmul_gen: every entry point the kernel specs name is generated", as
     if (ROPE_TILES.some(([r, c]) => r === v.r && c === v.c)) need.push(textureSpec(v, "rope"));
   }
   for (const [r, c] of GROUP_TILES) need.push({ shader: "matmul_group", entry: `ntg_r${r}c${c}` });
+  const smem = MATMUL_VARIANTS.filter((v) => v.kind === "smem");
+  assertEquals(smem.map((v) => v.tile), [...SMEM_TILES]);
+  for (const v of smem) for (const form of MATMUL_FORMS) need.push(kernelSpec(v, form));
   for (const { shader, entry } of need) {
     assert(byShader.get(shader)?.has(entry), `${shader} has no entry ${entry}`);
   }
@@ -58,6 +62,19 @@ Deno.test("matmul_gen: every entry point the kernel specs name is generated", as
   const big = MATMUL_VARIANTS.find((v) => v.r === 32 && v.c === 16)!;
   assertEquals(kernelSpec(big, "nn").shader, "matmul_reg_big");
   assert(variantSupports(big, { form: "nn", M: 64, N: 64, K: 64 }));
+});
+
+Deno.test("matmul_smem_gen: a tile it cannot write is a named error", () => {
+  const bad = [
+    { bm: 64, bn: 64, bk: 16, tm: 4, tn: 2 }, // TN not a multiple of 4
+    { bm: 128, bn: 128, bk: 16, tm: 4, tn: 4 }, // 1024 invocations
+    { bm: 128, bn: 128, bk: 32, tm: 8, tn: 8 }, // 32 KiB of workgroup memory
+    { bm: 64, bn: 64, bk: 4, tm: 4, tn: 4 }, // a quarter vec4 load per invocation
+  ];
+  for (const t of bad) {
+    assertThrows(() => checkSmemTile(t), "KernelArgumentError", "cannot be generated");
+  }
+  for (const t of SMEM_TILES) checkSmemTile(t);
 });
 
 Deno.test("matmul_gen: every generated shader compiles on this adapter", async () => {
