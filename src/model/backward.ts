@@ -389,9 +389,39 @@ export class ModelBackward {
     dlogits: BufferRef,
     finalHidden?: (rec: Recorder, dxf: GPUBuffer) => void,
   ) {
+    this.encodeHeadRows(rec, 0, N, dlogits);
+    this.encodeTrunk(rec, N, finalHidden);
+  }
+
+  /**
+   * The LM head's backward for rows r0 .. r0 + rows − 1 of the last training forward, from their
+   * dlogits [rows, V]: writes those rows of dL/dxf and adds to the head's weight gradient. Every
+   * row of the forward goes through here once (GpuModel.encodeHeadRows' chunks) before
+   * encodeTrunk; r0 as there (a multiple of 64 rows is always aligned).
+   */
+  encodeHeadRows(rec: Recorder, r0: number, rows: number, dlogits: BufferRef) {
+    const m = this.model, C = m.config.hiddenSize, s = m.scratch, g = this.g;
+    const range = (buffer: GPUBuffer) => ({ buffer, offset: r0 * C * 4, size: rows * C * 4 });
+    this.linearBwd(
+      rec,
+      rows,
+      dlogits,
+      range(s.xf),
+      m.weights.layout.lmHead,
+      null,
+      range(g.dxn),
+      false,
+    );
+  }
+
+  /**
+   * The backward of the last training forward of N rows below the LM head, once encodeHeadRows
+   * has covered all N rows: `finalHidden` first (another head's gradient into dL/dxf), then the
+   * final norm and every layer.
+   */
+  encodeTrunk(rec: Recorder, N: number, finalHidden?: (rec: Recorder, dxf: GPUBuffer) => void) {
     const m = this.model, c = m.config, lay = m.weights.layout, g = this.g, s = m.scratch;
     const C = c.hiddenSize, L = c.numLayers;
-    this.linearBwd(rec, N, dlogits, s.xf, lay.lmHead, null, g.dxn, false);
     finalHidden?.(rec, g.dxn);
     if (m.gpt2) {
       this.layerNormBwd(

@@ -47,6 +47,13 @@ export interface GpuModelOptions {
   chunkRows?: number;
   /** Keep every layer's activations for the backward pass (default false). */
   training?: boolean;
+  /**
+   * Rows of logits one call computes: the logits buffer is [logitRows, V] (default chunkRows, at
+   * most chunkRows). A training forward of more rows runs the LM head in row chunks
+   * (encodeTrunk, then encodeHeadRows per chunk), so a 151936-word vocabulary need not hold
+   * [chunkRows, V]. Below chunkRows it must be a multiple of 64 (row offsets stay aligned).
+   */
+  logitRows?: number;
   /** RMSNorm kernel variant (default by adapter class; tests pin both). */
   normVariant?: "rows" | "workgroup";
   /** Forward attention kernel; default "lane" on CPU adapters, "workgroup" on GPUs (tests pin either). */
@@ -103,7 +110,7 @@ interface Scratch {
   xf: GPUBuffer; // [N, C] final norm output
   rstdf: GPUBuffer; // [N]
   meanf: GPUBuffer; // [N] gpt2: ln_f's means
-  logits: GPUBuffer; // [N, V]
+  logits: GPUBuffer; // [logitRows, V]
   unused: GPUBuffer; // the output binding of an empty slot in grouped matmuls (never written)
 }
 
@@ -122,6 +129,8 @@ export class GpuModel {
   readonly cos: GPUBuffer;
   readonly sin: GPUBuffer;
   readonly chunkRows: number;
+  /** Rows of logits one call computes (GpuModelOptions.logitRows). */
+  readonly logitRows: number;
   readonly training: boolean;
   /** Adapters applied on top of the frozen base, when attached. */
   lora: LoraAdapters | null = null;
@@ -152,6 +161,15 @@ export class GpuModel {
     const c = weights.config;
     this.config = c;
     this.chunkRows = opts.chunkRows ?? 256;
+    this.logitRows = Math.min(opts.logitRows ?? this.chunkRows, this.chunkRows);
+    if (
+      !Number.isInteger(this.logitRows) || this.logitRows < 1 ||
+      (this.logitRows < this.chunkRows && this.logitRows % 64 !== 0)
+    ) {
+      throw new KernelArgumentError(
+        `logitRows ${opts.logitRows}: a positive integer, a multiple of 64 when below chunkRows (${this.chunkRows})`,
+      );
+    }
     this.training = opts.training ?? false;
     const N = this.chunkRows, C = c.hiddenSize, D = c.headDim, I = c.intermediateSize;
     const qw = c.numHeads * D, kvw = c.numKvHeads * D;
@@ -165,7 +183,7 @@ export class GpuModel {
       xf: f(N * C, "xf"),
       rstdf: f(N, "rstdf"),
       meanf: f(N, "meanf"),
-      logits: f(N * c.vocabSize, "logits"),
+      logits: f(this.logitRows * c.vocabSize, "logits"),
       unused: f(4, "unused"),
     };
     const layerActs = (l: number): LayerActs => ({
@@ -466,8 +484,14 @@ export class GpuModel {
    * fused dispatch, texture projections), and which skips the selection gather.
    */
   encodeForward(rec: Recorder, N: number, nSel: number, decode = false) {
-    const c = this.config, s = this.scratch, lay = this.weights.layout;
+    const c = this.config, s = this.scratch;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
+    if (nSel > this.logitRows) {
+      throw new KernelArgumentError(
+        `logits of ${nSel} rows: the logits buffer holds ${this.logitRows} (logitRows); a training forward ` +
+          `of more rows runs encodeTrunk and then encodeHeadRows a chunk at a time`,
+      );
+    }
     if (nSel > this.maxLogitRows) {
       throw new GpuLimitError(
         `logits of ${nSel} rows × ${V} floats exceed this adapter's ${this.gpu.device.limits.maxStorageBufferBindingSize}-byte ` +
@@ -479,20 +503,8 @@ export class GpuModel {
       throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
     }
     if (decode && this.decode.encodeStep(this, rec, N)) return;
-    const embed = this.params.chunks(lay.embed);
-    if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
-    else {for (const k of embed) {
-        this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
-      }}
-    const g2 = this.gpt2;
     const P = decode ? this.decode.projections(this, N) : this.projections;
-    if (g2) {
-      // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.
-      g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
-      for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N);
-    } else {
-      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P);
-    }
+    this.encodeLayers(rec, N, P);
     if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
     if (!this.training && !decode) {
@@ -503,11 +515,82 @@ export class GpuModel {
         `training forward computes logits for all ${N} rows, not ${nSel}`,
       );
     }
+    if (decode && !this.gpt2) {
+      P.head(rec, nSel, final, this.logitRange(nSel));
+      return;
+    }
+    this.encodeFinalNorm(rec, nSel, final);
+    this.encodeHeadRows(rec, 0, nSel);
+  }
+
+  /**
+   * A training forward of N rows up to the final norm's output (scratch.xf), without the LM head:
+   * encodeHeadRows then computes the logits a chunk of rows at a time, or nothing needs them (the
+   * value head reads xf).
+   */
+  encodeTrunk(rec: Recorder, N: number) {
+    if (!this.training) {
+      throw new KernelArgumentError(
+        "encodeTrunk is the training forward: create the model with training",
+      );
+    }
+    this.encodeLayers(rec, N, this.projections);
+    this.encodeFinalNorm(rec, N, this.res[this.config.numLayers]);
+  }
+
+  /**
+   * Logits [rows, V] of rows r0 .. r0 + rows − 1 of the final norm's output (scratch.xf) into the
+   * first rows of the logits buffer. r0 · hidden · 4 bytes must be a multiple of 256 (a multiple
+   * of 64 rows always is).
+   */
+  encodeHeadRows(rec: Recorder, r0: number, rows: number) {
+    const C = this.config.hiddenSize, s = this.scratch;
+    if (rows < 1 || rows > this.maxLogitRows || r0 < 0 || r0 + rows > this.chunkRows) {
+      throw new KernelArgumentError(
+        `head rows ${r0}..${
+          r0 + rows - 1
+        }: at most ${this.maxLogitRows} rows within the ${this.chunkRows}-row chunk`,
+      );
+    }
+    const align = this.gpu.device.limits.minStorageBufferOffsetAlignment;
+    if ((r0 * C * 4) % align !== 0) {
+      throw new KernelArgumentError(
+        `head rows from ${r0}: the row offset ${
+          r0 * C * 4
+        } bytes is not a multiple of ${align}; start at a multiple of 64 rows`,
+      );
+    }
+    const xf = { buffer: s.xf, offset: r0 * C * 4, size: rows * C * 4 };
+    this.projections.matmulWeight(rec, rows, xf, this.weights.layout.lmHead, this.logitRange(rows));
+  }
+
+  /** The embedding and every layer of N rows (the residual stream ends in res[L]). */
+  private encodeLayers(rec: Recorder, N: number, P: Projections) {
+    const c = this.config, s = this.scratch, lay = this.weights.layout;
+    const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
+    const embed = this.params.chunks(lay.embed);
+    if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
+    else {for (const k of embed) {
+        this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
+      }}
+    const g2 = this.gpt2;
     if (g2) {
-      g2.layernorm(
+      // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.
+      g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
+      for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N);
+    } else {
+      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P);
+    }
+  }
+
+  /** The final norm of n rows of `final` into scratch.xf (GPT-2: LayerNorm, with its means). */
+  private encodeFinalNorm(rec: Recorder, n: number, final: GPUBuffer) {
+    const c = this.config, s = this.scratch, lay = this.weights.layout;
+    if (this.gpt2) {
+      this.gpt2.layernorm(
         rec,
-        nSel,
-        C,
+        n,
+        c.hiddenSize,
         c.rmsNormEps,
         final,
         this.p(lay.finalNorm),
@@ -516,8 +599,18 @@ export class GpuModel {
         s.meanf,
         s.rstdf,
       );
-      this.projections.matmulWeight(rec, nSel, s.xf, lay.lmHead, this.logitRange(nSel));
-    } else P.head(rec, nSel, final, this.logitRange(nSel));
+    } else {
+      this.kernels.rmsnorm(
+        rec,
+        n,
+        c.hiddenSize,
+        c.rmsNormEps,
+        final,
+        this.p(lay.finalNorm),
+        s.xf,
+        s.rstdf,
+      );
+    }
   }
 
   /** The first rows of the logits buffer: with a large vocabulary the whole buffer can exceed a binding. */
@@ -556,11 +649,19 @@ export class GpuModel {
     });
   }
 
-  /** The most rows of logits one forward call can bind: [rows, V] must fit one storage binding. */
+  /**
+   * The most rows of logits one forward call computes: [rows, V] must fit one storage binding and
+   * the logits buffer (logitRows).
+   */
   get maxLogitRows(): number {
     return Math.max(
       1,
-      Math.floor(this.gpu.device.limits.maxStorageBufferBindingSize / (4 * this.config.vocabSize)),
+      Math.min(
+        this.logitRows,
+        Math.floor(
+          this.gpu.device.limits.maxStorageBufferBindingSize / (4 * this.config.vocabSize),
+        ),
+      ),
     );
   }
 

@@ -513,6 +513,11 @@ export const SCHEMA = {
       "Token rows per training micro-batch (activation memory); must hold the longest prompt + completion.",
       { min: 1 },
     ),
+    logitRows: int(
+      0,
+      "Token rows whose logits the LM head, the loss and its backward hold at a time (0: all of a micro-batch's where [chunkRows, vocab] floats fit 256 MiB, else the most multiples of 64 that do: 384 for a 151936-word vocabulary); a multiple of 64 below chunkRows.",
+      { min: 0 },
+    ),
   },
   eval: {
     everySteps: int(
@@ -930,6 +935,14 @@ const RULES: readonly Rule[] = [
       ? issue(
         "rollout.k",
         `${c.rollout.mode} rollouts with k = ${c.rollout.k}: a group of one candidate has no spread, so every advantage is 0 and nothing trains; use k ≥ 2 (paper: 4)`,
+      )
+      : null,
+  (c) =>
+    c.update.logitRows > 0 && c.update.logitRows < c.update.chunkRows &&
+      c.update.logitRows % 64 !== 0
+      ? issue(
+        "update.logitRows",
+        `${c.update.logitRows} is below chunkRows (${c.update.chunkRows}) and not a multiple of 64: the head's row chunks must start at aligned offsets; use a multiple of 64, or 0 for the default`,
       )
       : null,
   (c) =>

@@ -104,6 +104,7 @@ export async function createPolicies(
           temperature: trainerTemperature(cfg, agentsOf(map, i)),
         },
         chunkRows: cfg.update.chunkRows,
+        logitRows: cfg.update.logitRows || undefined,
         valueHead: valueHeadSettings(cfg),
         slots,
         maxLen: sampleRows(cfg),

@@ -11,7 +11,7 @@ import { KernelArgumentError } from "../gpu/errors.ts";
 import { LoraAdapters } from "../model/lora.ts";
 import { CrossEntropyLoss } from "../train/losses.ts";
 import { ROW_FLOATS } from "../train/loss_rows.ts";
-import type { TrainSequence } from "../train/trainer.ts";
+import { defaultLogitRows, type TrainSequence } from "../train/trainer.ts";
 import type { RunConfig } from "./config.ts";
 import { agentsOf, type PolicyInit, type PolicySet, sampleRows } from "./policies.ts";
 import { trainerTemperature } from "./generation.ts";
@@ -46,6 +46,12 @@ export class ReferencePolicies {
           slots: SLOTS,
           maxLen: sampleRows(cfg),
           chunkRows: cfg.update.chunkRows,
+          // The scored rows' logits, as the policy's trainer holds them (maxLogitRows below).
+          logitRows: cfg.update.logitRows || defaultLogitRows(
+            cfg.update.chunkRows,
+            weights.config.vocabSize,
+            gpu.device.limits.maxStorageBufferBindingSize,
+          ),
         });
         const maxRows = Math.min(model.maxLogitRows, model.chunkRows);
         const ref: Reference = {

@@ -768,14 +768,8 @@ async function evalLoss(
     trainer.model.writeRows(rows, []);
     trainer.gpu.write(rowData, packed.subarray(row * 8, (row + rows.length) * 8));
     const rec = trainer.gpu.recorder("sft eval");
-    trainer.model.encodeForward(rec, rows.length, rows.length);
-    head.encode(rec, {
-      rows: rows.length,
-      rowData,
-      logits: trainer.model.logitsBuffer,
-      dlogits: "in-place",
-      accumulate: k > 0,
-    });
+    trainer.model.encodeTrunk(rec, rows.length);
+    trainer.encodeHeadLoss(rec, rows.length, rowData, k > 0, false);
     rec.submit();
     row += rows.length;
   }

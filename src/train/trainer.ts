@@ -10,6 +10,7 @@
 // Dims: R rows of a micro-batch (≤ chunkRows), V vocab.
 
 import type { Gpu } from "../gpu/mod.ts";
+import type { Recorder } from "../gpu/recorder.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import { ModelBackward } from "../model/backward.ts";
 import { GpuModel, type ModelRow } from "../model/gpu_model.ts";
@@ -34,6 +35,7 @@ import {
 } from "./losses.ts";
 import { type LrSchedule, StepCounter } from "./schedule.ts";
 import { TrainConfigError } from "./errors.ts";
+import { ROW_FLOATS } from "./loss_rows.ts";
 import { packValueRows, VALUE_ROW_FLOATS, ValueHead, type ValueLossMetrics } from "./value_head.ts";
 
 export type TrainMode = "lora" | "full";
@@ -51,6 +53,13 @@ export interface TrainerOptions {
   loss: { kind: "cross-entropy" } | ({ kind: "policy"; temperature?: number } & PolicyLossConfig);
   /** Rows per micro-batch (and activation memory); sequences longer than this are refused. */
   chunkRows: number;
+  /**
+   * Rows of logits at a time: the LM head, its loss and its backward run over a micro-batch in
+   * chunks of this many rows, so a large vocabulary never holds [chunkRows, V]. Default
+   * defaultLogitRows: all chunkRows rows where [chunkRows, V] floats fit LOGIT_BUDGET_BYTES and
+   * one binding, else the most multiples of 64 rows that do.
+   */
+  logitRows?: number;
   /** Sequences per micro-batch at most (KV slots). */
   slots: number;
   /** Longest sequence (tokens). */
@@ -103,6 +112,20 @@ export interface StepMetrics {
   seconds: number;
 }
 
+/** The logits memory the default logitRows keeps within (256 MiB: 441 rows of a 151936-word vocabulary). */
+export const LOGIT_BUDGET_BYTES = 256 * 2 ** 20;
+
+/**
+ * Rows of logits a trainer computes at a time by default: chunkRows where [chunkRows, V] f32 fits
+ * LOGIT_BUDGET_BYTES and one storage binding, otherwise the largest multiple of 64 rows that does
+ * (at least 64).
+ */
+export function defaultLogitRows(chunkRows: number, vocabSize: number, maxBinding: number): number {
+  const fit = Math.floor(Math.min(LOGIT_BUDGET_BYTES, maxBinding) / (4 * vocabSize));
+  if (fit >= chunkRows) return chunkRows;
+  return Math.max(64, fit - (fit % 64));
+}
+
 export class ModelTrainer {
   private counter: StepCounter;
   private ranges: AdamWRange[] = [];
@@ -153,6 +176,11 @@ export class ModelTrainer {
       slots: opts.slots,
       maxLen: opts.maxLen,
       chunkRows: opts.chunkRows,
+      logitRows: opts.logitRows ?? defaultLogitRows(
+        opts.chunkRows,
+        weights.config.vocabSize,
+        gpu.device.limits.maxStorageBufferBindingSize,
+      ),
       training: true,
     });
     let lora: LoraAdapters | null = null;
@@ -347,15 +375,8 @@ export class ModelTrainer {
       this.backward.prepare(rows);
       this.gpu.write(this.rowData, packed.subarray(mb.rowStart * 8, (mb.rowStart + mb.rows) * 8));
       const rec = this.gpu.recorder("micro-batch");
-      this.model.encodeForward(rec, mb.rows, mb.rows);
-      const logits = this.model.logitsBuffer;
-      this.lossHead.encode(rec, {
-        rows: mb.rows,
-        rowData: this.rowData,
-        logits,
-        dlogits: "in-place",
-        accumulate: k > 0,
-      });
+      this.model.encodeTrunk(rec, mb.rows);
+      this.encodeHeadLoss(rec, mb.rows, this.rowData, k > 0, true);
       const value = this.value, xf = this.model.scratch.xf;
       if (value && valueRows) {
         const R = VALUE_ROW_FLOATS;
@@ -366,10 +387,9 @@ export class ModelTrainer {
         value.encodeForward(rec, mb.rows, xf);
         value.encodeLoss(rec, mb.rows, k > 0);
       }
-      this.backward.encode(
+      this.backward.encodeTrunk(
         rec,
         mb.rows,
-        logits,
         value ? (r, dxf) => value.encodeBackward(r, mb.rows, xf, dxf) : undefined,
       );
       rec.submit();
@@ -404,6 +424,34 @@ export class ModelTrainer {
   }
 
   /**
+   * After encodeTrunk of `rows` rows: the LM head, the loss head (its per-row data in `rowData`,
+   * [rows × 8]) and, with `backward`, the head's backward, model.logitRows rows at a time (the
+   * logits are overwritten by their gradient). The loss totals add to the previous ones with
+   * `accumulate` (later micro-batches), and always across the chunks of one call.
+   */
+  encodeHeadLoss(
+    rec: Recorder,
+    rows: number,
+    rowData: GPUBuffer,
+    accumulate: boolean,
+    backward: boolean,
+  ): void {
+    const H = this.model.logitRows, logits = this.model.logitsBuffer;
+    for (let r0 = 0; r0 < rows; r0 += H) {
+      const n = Math.min(H, rows - r0);
+      this.model.encodeHeadRows(rec, r0, n);
+      this.lossHead.encode(rec, {
+        rows: n,
+        rowData: { buffer: rowData, offset: r0 * ROW_FLOATS * 4, size: n * ROW_FLOATS * 4 },
+        logits,
+        dlogits: "in-place",
+        accumulate: accumulate || r0 > 0,
+      });
+      if (backward) this.backward.encodeHeadRows(rec, r0, n, logits);
+    }
+  }
+
+  /**
    * The value head's output at every position of each sequence but the last (length n−1: the
    * value of the state before token t+1, where the policy loss reads its log-prob), from the
    * current weights. A forward pass only; nothing is trained.
@@ -427,7 +475,7 @@ export class ModelTrainer {
       );
       this.model.writeRows(rows, []);
       const rec = this.gpu.recorder("values");
-      this.model.encodeForward(rec, mb.rows, mb.rows);
+      this.model.encodeTrunk(rec, mb.rows); // the value head reads xf: no logits
       value.encodeForward(rec, mb.rows, this.model.scratch.xf);
       rec.submit();
       const v = await value.readValues(mb.rows);
