@@ -78,3 +78,66 @@ fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   }
   if (lid == 0u) { Lse[row * p.NH + head] = mx + log(sum); }
 }
+
+// attention4_flash: the same attention with the scores streamed through workgroup memory TILE
+// positions at a time (flash-attention's online softmax: a running max and sum, the output
+// rescaled when the max grows), so the context is not bounded by workgroup memory (attention4
+// holds all P scores). GPU adapters take it where P scores do not fit (ModelKernels).
+
+override TILE: u32 = 256u;
+
+var<workgroup> tileSc: array<f32, TILE>;
+
+@compute @workgroup_size(WG)
+fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let head = wid.x;
+  let row = wid.y + wid.z * 65535u;
+  if (row >= p.N) { return; }
+  let m = Meta[row];
+  let len = min(m.y, p.P - 1u) + 1u;
+  let kvh = head / (p.NH / p.KV);
+  let D4 = p.D / 4u;
+  let qBase = (row * p.NH + head) * D4;
+  let kBase = (m.x * p.KV + kvh) * p.P * D4;
+  for (var d = lid; d < D4; d += WG) { tQ[d] = Q[qBase + d]; }
+  workgroupBarrier();
+  // lane = part · D4 + g: `parts` lanes share each group of 4 dims, as in attention4.
+  let parts = max(1u, WG / D4);
+  let g = lid % D4;
+  var mRun = -3.402823e38;
+  var lRun = 0.0;
+  var acc = vec4<f32>();
+  for (var t0 = 0u; t0 < len; t0 += TILE) {
+    let n = min(TILE, len - t0);
+    var mx = -3.402823e38;
+    for (var i = lid; i < n; i += WG) {
+      var s = 0.0;
+      for (var d = 0u; d < D4; d++) { s += dot(tQ[d], Kc[kBase + (t0 + i) * D4 + d]); }
+      s *= p.scale;
+      tileSc[i] = s;
+      mx = max(mx, s);
+    }
+    let mNew = max(mRun, reduce(mx, lid, true));
+    var sum = 0.0;
+    for (var i = lid; i < n; i += WG) { let e = exp(tileSc[i] - mNew); tileSc[i] = e; sum += e; }
+    sum = reduce(sum, lid, false);
+    // The first tile's correction is exp(−huge) = 0: nothing accumulated yet.
+    let corr = exp(mRun - mNew);
+    lRun = lRun * corr + sum;
+    acc *= corr;
+    if (lid < parts * D4) {
+      for (var i = lid / D4; i < n; i += parts) { acc += tileSc[i] * Vc[kBase + (t0 + i) * D4 + g]; }
+    }
+    mRun = mNew;
+    workgroupBarrier(); // the next tile overwrites tileSc
+  }
+  part4[lid] = acc;
+  workgroupBarrier();
+  let inv = 1.0 / lRun;
+  for (var d = lid; d < D4; d += WG) {
+    var o = vec4<f32>();
+    for (var q = 0u; q < parts; q++) { o += part4[q * D4 + d]; }
+    Out[qBase + d] = o * inv;
+  }
+  if (lid == 0u) { Lse[row * p.NH + head] = mRun + log(lRun); }
+}

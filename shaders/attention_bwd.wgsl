@@ -21,9 +21,11 @@ override WG: u32 = 64u;
 @group(0) @binding(7) var<storage, read> Delta: array<f32>;       // [N, NH] (attention_delta.wgsl)
 @group(0) @binding(8) var<storage, read_write> Dq: array<f32>;    // [N, NH·D]
 
-override MAXP: u32 = 1024u;
+// Positions per tile of dS in workgroup memory; a lane keeps up to MAX_DIMS / WG dims of dQ.
+override TILE: u32 = 256u;
+const MAX_DIMS: u32 = 8u;
 
-var<workgroup> ds: array<f32, MAXP>;
+var<workgroup> ds: array<f32, TILE>;
 
 fn score(qBase: u32, kBase: u32) -> f32 {
   var s = 0.0;
@@ -37,7 +39,9 @@ fn dotDv(oBase: u32, vBase: u32) -> f32 {
   return s;
 }
 
-// Lanes first walk positions (each dS_t computed once, into workgroup memory), then dims.
+// Per tile of TILE positions, lanes first walk positions (each dS_t computed once, into workgroup
+// memory), then dims; each dim sums over t in order across tiles, so the result does not depend
+// on TILE and the context is not bounded by workgroup memory. head_dim ≤ MAX_DIMS · WG.
 @compute @workgroup_size(WG)
 fn attn_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let head = wid.x;
@@ -50,14 +54,26 @@ fn attn_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let cBase = (m.x * p.KV + kvh) * p.P * p.D;
   let lse = Lse[row * p.NH + head];
   let delta = Delta[row * p.NH + head];
-  for (var t = lid; t < len; t += WG) {
-    let kB = cBase + t * p.D;
-    ds[t] = exp(score(qBase, kB) - lse) * (dotDv(qBase, kB) - delta);
+  var acc: array<f32, MAX_DIMS>;
+  for (var t0 = 0u; t0 < len; t0 += TILE) {
+    let n = min(TILE, len - t0);
+    for (var i = lid; i < n; i += WG) {
+      let kB = cBase + (t0 + i) * p.D;
+      ds[i] = exp(score(qBase, kB) - lse) * (dotDv(qBase, kB) - delta);
+    }
+    workgroupBarrier();
+    for (var j = 0u; j < MAX_DIMS; j++) {
+      let d = lid + j * WG;
+      if (d < p.D) {
+        var a = acc[j];
+        for (var i = 0u; i < n; i++) { a = fma(ds[i], Kc[cBase + (t0 + i) * p.D + d], a); }
+        acc[j] = a;
+      }
+    }
+    workgroupBarrier(); // the next tile overwrites ds
   }
-  workgroupBarrier();
-  for (var d = lid; d < p.D; d += WG) {
-    var acc = 0.0;
-    for (var t = 0u; t < len; t++) { acc = fma(ds[t], Kc[cBase + t * p.D + d], acc); }
-    Dq[qBase + d] = acc * p.scale;
+  for (var j = 0u; j < MAX_DIMS; j++) {
+    let d = lid + j * WG;
+    if (d < p.D) { Dq[qBase + d] = acc[j] * p.scale; }
   }
 }

@@ -9,7 +9,13 @@ import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
-import { LANE_WG, laneAttentionFits, SwigluParams } from "./model_kernels.ts";
+import {
+  type AttentionVariant,
+  FLASH_TILE,
+  LANE_WG,
+  laneAttentionFits,
+  SwigluParams,
+} from "./model_kernels.ts";
 
 const EW = 256, RED = 64, ATT = 64;
 
@@ -89,7 +95,7 @@ export class BackwardKernels {
     slots: number,
     cachePositions: number,
     headDim: number,
-    variant: "lane" | "workgroup" = "workgroup",
+    variant: AttentionVariant = "workgroup",
     kvGroups = 1,
     normVariant: "rows" | "workgroup" = "workgroup",
   ): Promise<BackwardKernels> {
@@ -130,7 +136,7 @@ export class BackwardKernels {
         })
         : s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], {
           WG: ATT,
-          MAXP: cachePositions,
+          TILE: FLASH_TILE,
         }),
       lane
         ? s("attention_bwd_kv_lane", "attn_dkv_lane", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], {

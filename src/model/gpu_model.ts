@@ -275,12 +275,6 @@ export class GpuModel {
           "ask for fewer prompt + new tokens",
       );
     }
-    const maxScores = (gpu.device.limits.maxComputeWorkgroupStorageSize - 1024) / 4;
-    if (opts.maxLen > maxScores) {
-      throw new KernelArgumentError(
-        `maxLen ${opts.maxLen} exceeds what attention can hold in workgroup memory on this adapter (${maxScores})`,
-      );
-    }
     const params = uploadParams(gpu, weights);
     try {
       const fused = fusedDecodeOptions(gpu, c, params, opts); // before compiling: may refuse

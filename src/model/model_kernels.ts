@@ -13,6 +13,8 @@ import { grid1d } from "../ops/grid.ts";
 const EW = 256;
 const RED_WG = 64;
 const ATT_WG = 64;
+/** Positions per tile of the streaming attention kernels (attention4_flash, attn_dq). */
+export const FLASH_TILE = 256;
 /** Invocations per workgroup of the lane kernels (llvmpipe runs 8 lanes per SIMD group). */
 export const LANE_WG = 8;
 
@@ -72,7 +74,17 @@ export const AttentionParams = uniformStruct("attention_params", "Params", [
 export const SwigluParams = uniformStruct("swiglu_params", "Params", [["n", "u32"]]);
 
 /** Forward attention: "lane" (one invocation per (row, head), no barriers; CPU adapters) or "workgroup" (one workgroup per (row, head)). */
-export type AttentionVariant = "lane" | "workgroup";
+export type AttentionVariant = "lane" | "workgroup" | "flash";
+
+/**
+ * Whether the workgroup attention kernels that hold every position's score in workgroup memory
+ * (attention4.wgsl's attention4 with vec4 heads, attention.wgsl otherwise) fit `positions`: their
+ * scores plus the rest of their workgroup arrays (the query row, per-lane partial outputs).
+ */
+export function scoresFit(gpu: Gpu, positions: number, vec4: boolean): boolean {
+  const rest = vec4 ? 4 * ATT_WG + 16 * 64 + 16 * ATT_WG : 4 * ATT_WG;
+  return 4 * positions + rest <= gpu.device.limits.maxComputeWorkgroupStorageSize;
+}
 
 export class ModelKernels {
   private constructor(
@@ -106,10 +118,22 @@ export class ModelKernels {
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
     // barrier-free lane kernel (attention_lane.wgsl), GPUs the workgroup-parallel attention4.
+    // Where the scores of every position do not fit workgroup memory, vec4 heads stream them
+    // (attention4_flash); the plain kernel has no such form, so there the context is refused.
     const vec4Attention = opts.headDim !== undefined && opts.headDim % 4 === 0 &&
       opts.headDim <= 256;
+    const asked = opts.attentionVariant ?? (gpu.adapterClass === "cpu" ? "lane" : "workgroup");
     const lane = vec4Attention && laneAttentionFits(opts.headDim!, cachePositions, 1) &&
-      (opts.attentionVariant ?? (gpu.adapterClass === "cpu" ? "lane" : "workgroup")) === "lane";
+      asked === "lane";
+    const flash = vec4Attention && !lane &&
+      (asked === "flash" || !scoresFit(gpu, cachePositions, true));
+    if (!vec4Attention && !scoresFit(gpu, cachePositions, false)) {
+      throw new KernelArgumentError(
+        `maxLen ${cachePositions} exceeds what attention can hold in workgroup memory on this adapter ` +
+          `(${gpu.device.limits.maxComputeWorkgroupStorageSize} bytes) for head_dim ${opts.headDim}: ` +
+          `only heads of a multiple of 4 (at most 256) stream longer contexts`,
+      );
+    }
     const serial =
       (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     // Two query heads per kv head: the lane kernel's pair entry loads each K/V vector once for both.
@@ -138,6 +162,11 @@ export class ModelKernels {
           WG: LANE_WG,
           D4: opts.headDim! / 4,
         })
+        : flash
+        ? s("attention4", "attention4_flash", [u, ro, ro, ro, ro, rw, rw], {
+          WG: ATT_WG,
+          TILE: FLASH_TILE,
+        })
         : vec4Attention
         ? s("attention4", "attention4", [u, ro, ro, ro, ro, rw, rw], {
           WG: ATT_WG,
@@ -155,7 +184,7 @@ export class ModelKernels {
       cachePositions,
     );
     k.serialNorm = serial;
-    k.attentionVariant = lane ? "lane" : "workgroup";
+    k.attentionVariant = lane ? "lane" : flash ? "flash" : "workgroup";
     k.laneGroup = pair ? 2 : 1;
     k.normVariant = serial ? "rows" : "workgroup";
     return k;

@@ -66,9 +66,14 @@ Deno.test("backward matches finite differences of the float64 reference", async 
         const w = await tinyModel(name);
         const rows = batchRows();
         const N = rows.length, V = w.config.vocabSize;
-        // Both attention variants (the backward's dQ kernel follows the forward's): one
-        // invocation per (row, head) (CPU default) and one workgroup per (row, head) (GPUs).
-        const attentionVariant = name === "tiny-qwen2" ? "workgroup" : "lane";
+        // Every attention variant (the backward's dQ kernel follows the forward's): one
+        // invocation per (row, head) (CPU default), one workgroup per (row, head) (GPUs) and its
+        // streaming form (GPUs, long contexts; dQ is the tiled attn_dq for both).
+        const attentionVariant = name === "tiny-qwen2"
+          ? "workgroup"
+          : name === "tiny-llama"
+          ? "flash"
+          : "lane";
         // Both RMSNorm variants too (the backward's dx kernel follows the forward's): one
         // invocation per row (CPU default) and a workgroup per row (GPUs); tiny-qwen3 has q/k norms.
         const normVariant = name === "tiny-qwen3" ? "workgroup" : "rows";
@@ -115,6 +120,59 @@ Deno.test("backward matches finite differences of the float64 reference", async 
           bwd.destroy();
           model.destroy();
         }
+      });
+    }
+  } finally {
+    gpu.destroy();
+  }
+});
+
+Deno.test("over a 600-position context (three dQ tiles) every attention variant gives the lane kernel's gradients", async () => {
+  // The finite-difference test above covers one tile; here attn_dq and the streaming forward
+  // cross tile boundaries (256 positions a tile, the last ragged).
+  const gpu = await Gpu.create();
+  try {
+    const w = await tinyModel("tiny-llama");
+    const rows: ModelRow[] = Array.from({ length: 600 }, (_, pos) => ({
+      token: (pos * 37 + 11) % 256 + 1,
+      slot: 0,
+      pos,
+    }));
+    const G = seededValues(rows.length * w.config.vocabSize, 12);
+    const grads: Float32Array[][] = [];
+    for (const attentionVariant of ["lane", "workgroup", "flash"] as const) {
+      const model = await GpuModel.create(gpu, w, {
+        slots: 1,
+        maxLen: 640,
+        chunkRows: 600,
+        training: true,
+        attentionVariant,
+      });
+      assertEquals(model.kernels.attentionVariant, attentionVariant);
+      const bwd = await ModelBackward.create(model);
+      try {
+        const dlogits = gpu.upload(G);
+        backwardStep(gpu, model, bwd, rows, dlogits);
+        const g: Float32Array[] = [];
+        for (const tensor of w.layout.tensors) {
+          g.push(await gpu.readFloat32(bwd.grads.ref(tensor), tensor.size));
+        }
+        grads.push(g);
+        dlogits.destroy();
+      } finally {
+        bwd.destroy();
+        model.destroy();
+      }
+    }
+    for (const [v, name] of [[1, "workgroup"], [2, "flash"]] as const) {
+      w.layout.tensors.forEach((tensor, i) => {
+        const a = grads[0][i], b = grads[v][i];
+        const scale = a.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+        const d = a.reduce((m, x, j) => Math.max(m, Math.abs(x - b[j])), 0);
+        assert(
+          d <= 1e-4 * scale + 1e-6,
+          `${name}: ${tensor.name} differs by ${d} (max |g| ${scale})`,
+        );
       });
     }
   } finally {

@@ -3,13 +3,13 @@
 // HF folders written in F32, F16 and BF16; KV-cache decoding against full recomputation; a
 // ragged batch of two sequences in one call.
 
-import { assert } from "../assert.ts";
+import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { memoryFolder } from "../../src/io/bytesource.ts";
 import type { FloatDtype } from "../../src/io/dtypes.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
-import { laneAttentionFits, ModelKernels } from "../../src/model/model_kernels.ts";
+import { laneAttentionFits, ModelKernels, scoresFit } from "../../src/model/model_kernels.ts";
 import { hfFolderFiles, initModel } from "../../src/model/init.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
@@ -149,7 +149,7 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
     );
 
     await t.step(
-      "lane attention over a long context with head_dim 128 equals the workgroup kernel",
+      "lane and streaming (flash) attention over a long context with head_dim 128 equal the workgroup kernel",
       async () => {
         // 128 = the widest head the lane kernel takes (its head-dim loops unroll); 600 positions.
         // Two query heads per kv head: the lane side runs the pair entry (attention_lane_g2).
@@ -158,7 +158,7 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
         const rows: ModelRow[] = tokens.map((token, pos) => ({ token, slot: 0, pos }));
         const want = rows.map((_, i) => i).filter((i) => i % 50 === 49);
         const logits: Float32Array[] = [];
-        for (const attentionVariant of ["lane", "workgroup"] as const) {
+        for (const attentionVariant of ["lane", "workgroup", "flash"] as const) {
           const model = await GpuModel.create(gpu, w, {
             slots: 1,
             maxLen: 640,
@@ -177,6 +177,9 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
         }
         const r = toleranceRatio(logits[0], logits[1], 1e-5, 1e-4);
         assert(r <= 1, `lane vs workgroup logits differ by ${r.toFixed(2)}× the tolerance`);
+        // The streaming kernel: 600 positions are three 256-position tiles, the last ragged.
+        const f = toleranceRatio(logits[2], logits[1], 1e-5, 1e-4);
+        assert(f <= 1, `flash vs workgroup logits differ by ${f.toFixed(2)}× the tolerance`);
       },
     );
 
@@ -193,6 +196,27 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
       const k = await ModelKernels.create(gpu, 64, { headDim: 256, attentionVariant: "lane" });
       assert(k.attentionVariant === "workgroup", "head_dim 256 falls back to the workgroup kernel");
     });
+
+    await t.step(
+      "a context whose scores overflow workgroup memory streams them (flash), any variant asked",
+      async () => {
+        const bytes = gpu.device.limits.maxComputeWorkgroupStorageSize;
+        const long = bytes / 4; // more positions than the scores array can hold
+        assert(!scoresFit(gpu, long, true) && scoresFit(gpu, 256, true));
+        for (const attentionVariant of ["workgroup", undefined] as const) {
+          const k = await ModelKernels.create(gpu, long, { headDim: 64, attentionVariant });
+          assertEquals(
+            k.attentionVariant,
+            gpu.adapterClass === "cpu" && !attentionVariant ? "lane" : "flash",
+          );
+        }
+        // head_dim 6 has no streaming form: a named error, not a pipeline failure
+        let err: Error | null = null;
+        await ModelKernels.create(gpu, long, { headDim: 6 }).catch((e) => (err = e));
+        assert(err !== null && (err as Error).name === "KernelArgumentError", String(err));
+        assert((err as Error).message.includes("stream longer contexts"), (err as Error).message);
+      },
+    );
 
     await t.step("bad rows are named errors", async () => {
       const w = await preset("tiny-llama", "F32");
