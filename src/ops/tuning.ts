@@ -89,7 +89,45 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<
   },
 ];
 
-/** The picks for an adapter: its class's, with its driver's on top. */
+/** The environment variable whose JSON picks go over every adapter's (Deno; see envMatmulPicks). */
+export const MATMUL_PICKS_ENV = "PETTINGLLMS_MATMUL_PICKS";
+
+/**
+ * `PETTINGLLMS_MATMUL_PICKS='{"nt:square":"sm128x64_k16_t8x4",...}'` in Deno: picks laid over
+ * the tables below for every Matmul, so a GPU session can measure a model with the lab's fresh
+ * picks before they are written into this file (gpu_session.sh's scalepicks). Keys are
+ * "form:bucket"; the variant names are checked when a Matmul compiles them. Unset (or in a
+ * browser, or without --allow-env): none.
+ */
+export function envMatmulPicks(): Record<string, string> {
+  // deno-lint-ignore no-explicit-any
+  const env = (globalThis as any).Deno?.env;
+  let v: string | undefined;
+  try {
+    v = env?.get(MATMUL_PICKS_ENV);
+  } catch {
+    return {};
+  }
+  if (v === undefined || v === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch (e) {
+    throw new RangeError(`${MATMUL_PICKS_ENV}: not JSON (${(e as Error).message})`);
+  }
+  const key = /^(nn|nt|tn|ntx):(vector|skinny|skinny16|skinny32|small|square)$/;
+  if (
+    typeof parsed !== "object" || parsed === null || Array.isArray(parsed) ||
+    !Object.entries(parsed).every(([k, x]) => key.test(k) && typeof x === "string")
+  ) {
+    throw new RangeError(
+      `${MATMUL_PICKS_ENV}: must be a JSON object of "form:bucket" keys (forms nn, nt, tn, ntx; buckets vector, skinny, skinny16, skinny32, small, square) to variant names`,
+    );
+  }
+  return parsed as Record<string, string>;
+}
+
+/** The picks for an adapter: its class's, with its driver's on top, then PETTINGLLMS_MATMUL_PICKS. */
 export function matmulPicks(info: AdapterDescription): Record<string, string> {
   const picks = { ...MATMUL_TUNING[info.adapterClass] };
   for (const d of MATMUL_DRIVER_TUNING) {
@@ -97,5 +135,5 @@ export function matmulPicks(info: AdapterDescription): Record<string, string> {
       Object.assign(picks, d.picks);
     }
   }
-  return picks;
+  return Object.assign(picks, envMatmulPicks());
 }

@@ -16,6 +16,9 @@
 #   labmodel deno task bench --only matmul --lab --model-shapes: Qwen2.5-0.5B's training and
 #            prefill GEMMs (1024 / 512 rows, the LM head), the workgroup-memory tiles (sm*) beside
 #            the register tiles the GPU picks name today; a few minutes (not in the default)
+#   scalepicks  after labmodel: the scale bench of qwen2.5-0.5b again with labmodel's picks laid
+#            over the tables (PETTINGLLMS_MATMUL_PICKS), so one lease measures what the new picks
+#            do to a whole model before they go into src/ops/tuning.ts (not in the default)
 #   lab      deno task bench --only matmul --lab: every matmul variant timed per shape, split-K
 #            decode kernels included; its "picks" go into src/ops/tuning.ts (not in the default)
 # Each step has its own time limit and writes <step>.out and .err; session.log says when each
@@ -86,6 +89,20 @@ fi
 if want labmodel; then
   step labmodel 300 $D task bench --only matmul --lab --model-shapes \
     --variants '^sm|^r8c8_wg8x4$|^r8c4_wg16x1$|^r16c8_wg16x1$|^r4c4_wg16x1$|^r1c4_wg64x1$' $quick
+fi
+if want scalepicks; then
+  picks=$($D eval "const t = Deno.readTextFileSync('$out/labmodel.out').trim().split('\\n').at(-1);
+console.log(JSON.stringify(JSON.parse(t).matmul.lab.picks))" 2>>"$out/session.log")
+  if [ -n "$picks" ]; then
+    log "scalepicks: PETTINGLLMS_MATMUL_PICKS=$picks"
+    export PETTINGLLMS_MATMUL_PICKS="$picks"
+    shape=qwen2.5-0.5b
+    [ -n "$quick" ] && shape=qwen2.5-reduced
+    step "scalepicks_$shape" 200 $D task bench --only scale --shapes $shape --profile $quick
+    unset PETTINGLLMS_MATMUL_PICKS
+  else
+    log "scalepicks: no picks in labmodel.out (run labmodel first, in the same call)"
+  fi
 fi
 if want lab; then
   step lab 540 $D task bench --only matmul --lab $quick

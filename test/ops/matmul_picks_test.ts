@@ -1,7 +1,7 @@
 // Which matmul kernel runs where: driver picks over class picks, the shape buckets a model can
 // reach, and a shape whose bucket was not compiled running a compiled stand-in correctly.
 
-import { assert, assertEquals } from "../assert.ts";
+import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import {
   bucketsForShapes,
@@ -16,7 +16,12 @@ import {
   textureBuckets,
   variantSupports,
 } from "../../src/ops/matmul.ts";
-import { MATMUL_DRIVER_TUNING, MATMUL_TUNING, matmulPicks } from "../../src/ops/tuning.ts";
+import {
+  MATMUL_DRIVER_TUNING,
+  MATMUL_PICKS_ENV,
+  MATMUL_TUNING,
+  matmulPicks,
+} from "../../src/ops/tuning.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu" = "cpu") => ({
@@ -298,3 +303,32 @@ async function groupedEqualsSingle(gpu: Gpu, classPicks: "gpu" | null) {
     scratch.destroy();
   }
 }
+
+Deno.test("PETTINGLLMS_MATMUL_PICKS lays JSON picks over the tables; a bad value is a named error", async () => {
+  const gpu = await Gpu.create();
+  const old = Deno.env.get(MATMUL_PICKS_ENV);
+  try {
+    Deno.env.set(MATMUL_PICKS_ENV, JSON.stringify({ "nt:square": "sm64x64_k16_t4x4" }));
+    const picks = matmulPicks(gpu.ctx.info);
+    assertEquals(picks["nt:square"], "sm64x64_k16_t4x4");
+    const m = await Matmul.create(gpu);
+    const s: MatmulShape = { form: "nt", M: 300, N: 520, K: 36 };
+    assertEquals(m.variantFor(s).name, "sm64x64_k16_t4x4");
+    const a = seededValues(s.M * s.K, 1), b = seededValues(s.N * s.K, 2);
+    const A = gpu.upload(a), B = gpu.upload(b), C = gpu.zeros(s.M * s.N);
+    const rec = gpu.recorder();
+    m.encode(rec, s, A, B, C);
+    rec.submit();
+    const got = await gpu.readFloat32(C, s.M * s.N);
+    [A, B, C].forEach((x) => x.destroy());
+    assert(toleranceRatio(got, matmulRef(s, a, b), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4) <= 1);
+    for (const bad of ["{", '{"nt:huge":"generic"}', '{"nt:square":3}', "[]"]) {
+      Deno.env.set(MATMUL_PICKS_ENV, bad);
+      assertThrows(() => matmulPicks(gpu.ctx.info), "RangeError", MATMUL_PICKS_ENV);
+    }
+  } finally {
+    if (old === undefined) Deno.env.delete(MATMUL_PICKS_ENV);
+    else Deno.env.set(MATMUL_PICKS_ENV, old);
+    gpu.destroy();
+  }
+});
