@@ -210,7 +210,15 @@ export class Recorder {
     return this;
   }
 
+  /** A buffer-to-buffer copy; WebGPU refuses one within a single buffer (use a kernel). */
   copy(src: BufferRef, dst: BufferRef, size: number): this {
+    if (resolveRange(src).buffer === resolveRange(dst).buffer) {
+      throw new KernelArgumentError(
+        `${this.label}: a copy within one buffer (${
+          resolveRange(src).buffer.label || "unlabelled"
+        }) is a WebGPU validation error; copy through another buffer or a kernel`,
+      );
+    }
     this.cmds.push({ kind: "copy", src, dst, size: Math.ceil(size / 4) * 4 });
     return this;
   }

@@ -56,6 +56,12 @@ export interface GenerateOptions {
    * sequence stops. (4 and 8 measured the same in the RL bench once readbacks were early.)
    */
   stepsPerSync?: number;
+  /**
+   * Prefill each distinct prompt (same ids, same adapter) once and copy its KV-cache positions to
+   * the slots of the requests that repeat it (GRPO's K samples of one prompt, a tree's K
+   * branches): default true; false prefills every request (tests compare the two).
+   */
+  sharePrefill?: boolean;
   /** Called after each decode step with the tokens so far (for streaming). */
   onStep?: (step: number, results: readonly GenerateResult[]) => void;
   /**
@@ -78,6 +84,8 @@ export interface GenerateTiming {
   decodeMs: number;
   /** Decode steps run (chained steps after every sequence stopped included). */
   decodeSteps: number;
+  /** Prompt tokens prefilled (a prompt shared by several requests counts once); optional. */
+  prefillTokens?: number;
 }
 
 export interface GeneratorOptions {
@@ -173,6 +181,7 @@ export class Generator {
         total.prefillMs += timing.prefillMs;
         total.decodeMs += timing.decodeMs;
         total.decodeSteps += timing.decodeSteps;
+        total.prefillTokens = (total.prefillTokens ?? 0) + (timing.prefillTokens ?? 0);
       }
     }
     if (opts.timing) Object.assign(opts.timing, total);
@@ -184,15 +193,33 @@ export class Generator {
     opts: GenerateOptions,
   ): Promise<GenerateResult[]> {
     const m = this.model, gpu = m.gpu, B = reqs.length, V = m.config.vocabSize;
-    // Prefill all but each prompt's last token; that token starts the first decode step.
+    // Prefill all but each prompt's last token; that token starts the first decode step. A
+    // prompt repeated with the same adapter is prefilled in its first request's slot only, and
+    // the other slots get a copy of those cache positions.
+    const source = opts.sharePrefill === false
+      ? reqs.map((_, slot) => slot)
+      : sharedPromptSources(reqs);
     const prefill: ModelRow[] = reqs.flatMap((r, slot) =>
-      r.prompt.slice(0, -1).map((token, pos) => ({ token, slot, pos, adapter: r.adapter }))
+      source[slot] !== slot
+        ? []
+        : r.prompt.slice(0, -1).map((token, pos) => ({ token, slot, pos, adapter: r.adapter }))
     );
     // Once per model and adapter rank: the fused decode step, where it applies.
     await m.prepareDecode({ sample: this.fuseSampling });
     const t0 = performance.now();
     if (prefill.length) await m.forward(prefill, []);
-    if (opts.timing) await gpu.sync();
+    const copies = source.flatMap((from, to) =>
+      from === to ? [] : [{ from, to, n: reqs[to].prompt.length - 1 }]
+    );
+    if (copies.length) {
+      const rec = gpu.recorder("shared prefill");
+      m.encodeCopyCache(rec, copies);
+      rec.submit();
+    }
+    if (opts.timing) {
+      await gpu.sync();
+      opts.timing.prefillTokens = prefill.length;
+    }
     const t1 = performance.now();
     const results: GenerateResult[] = reqs.map(() => ({ ids: [], logprobs: [], finish: "length" }));
     const done = reqs.map((r) => r.maxNewTokens <= 0);
@@ -322,4 +349,19 @@ export class Generator {
     }
     return out;
   }
+}
+
+/**
+ * For each request, the slot whose prefill it shares: the first request with the same prompt
+ * and adapter (itself when it is the first).
+ */
+export function sharedPromptSources(reqs: readonly GenerateRequest[]): number[] {
+  const first = new Map<string, number>();
+  return reqs.map((r, slot) => {
+    const key = `${r.adapter ?? -1}|${r.prompt.join(",")}`;
+    const src = first.get(key);
+    if (src !== undefined) return src;
+    first.set(key, slot);
+    return slot;
+  });
 }

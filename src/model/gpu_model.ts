@@ -111,6 +111,7 @@ interface Scratch {
   rstdf: GPUBuffer; // [N]
   meanf: GPUBuffer; // [N] gpt2: ln_f's means
   logits: GPUBuffer; // [logitRows, V]
+  pairs: GPUBuffer; // [slots, 4] u32 (from, to, n, 0): encodeCopyCache's slot pairs
   unused: GPUBuffer; // the output binding of an empty slot in grouped matmuls (never written)
 }
 
@@ -184,6 +185,7 @@ export class GpuModel {
       rstdf: f(N, "rstdf"),
       meanf: f(N, "meanf"),
       logits: f(this.logitRows * c.vocabSize, "logits"),
+      pairs: f(4 * Math.max(1, slots), "cache-copy pairs"),
       unused: f(4, "unused"),
     };
     const layerActs = (l: number): LayerActs => ({
@@ -603,6 +605,48 @@ export class GpuModel {
         this.p(lay.finalNorm),
         s.xf,
         s.rstdf,
+      );
+    }
+  }
+
+  /**
+   * Copies cache positions 0 .. n − 1 of every layer's K and V from slot `from` to slot `to` for
+   * each pair (a shared prompt's prefill, Generator's sharePrefill): the values a prefill of the
+   * same rows in `to` writes there, up to rounding. No slot may be both a source and a
+   * destination.
+   */
+  encodeCopyCache(rec: Recorder, pairs: readonly { from: number; to: number; n: number }[]) {
+    const c = this.config, P = this.maxLen;
+    const live = pairs.filter((q) => q.n > 0);
+    const sources = new Set(live.map((q) => q.from));
+    for (const q of live) {
+      if (
+        !(q.from >= 0 && q.to >= 0 && q.from < this.slots && q.to < this.slots && q.n <= P) ||
+        sources.has(q.to)
+      ) {
+        throw new KernelArgumentError(
+          `cache copy ${q.from} → ${q.to} (${q.n} positions): slots in [0, ${this.slots}), at most ${P} positions, no slot both a source and a destination`,
+        );
+      }
+    }
+    if (!live.length) return;
+    if (live.length > this.slots) {
+      throw new KernelArgumentError(`cache copy: ${live.length} pairs for ${this.slots} slots`);
+    }
+    this.gpu.write(
+      this.scratch.pairs,
+      Uint32Array.from(live.flatMap((q) => [q.from, q.to, q.n, 0])),
+    );
+    const maxN = Math.max(...live.map((q) => q.n));
+    for (const cache of [...this.kCache, ...this.vCache]) {
+      this.kernels.kvCopy(
+        rec,
+        c.numKvHeads,
+        c.headDim,
+        live.length,
+        maxN,
+        this.scratch.pairs,
+        cache,
       );
     }
   }

@@ -36,6 +36,15 @@ export const GatherRowsParams = uniformStruct("gather_rows_params", "Params", [
   ["srcRows", "u32"],
 ]);
 
+/** shaders/kv_copy.wgsl's parameters: `pairs` (from, to, n) triples, n ≤ maxN positions each. */
+export const KvCopyParams = uniformStruct("kv_copy_params", "Params", [
+  ["KV", "u32"],
+  ["P", "u32"],
+  ["D", "u32"],
+  ["pairs", "u32"],
+  ["maxN", "u32"],
+]);
+
 /** shaders/rmsnorm.wgsl's parameters. */
 export const RmsNormParams = uniformStruct("rmsnorm_params", "Params", [
   ["rows", "u32"],
@@ -89,7 +98,7 @@ export function scoresFit(gpu: Gpu, positions: number, vec4: boolean): boolean {
 export class ModelKernels {
   private constructor(
     private k: Record<
-      "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu",
+      "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu" | "kvCopy",
       Kernel
     >,
     private maxPerDim: number,
@@ -145,7 +154,7 @@ export class ModelKernels {
       constants: Record<string, number>,
     ) => gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const [gather, rmsnorm, ropeInv, ropeStore, attention, swiglu] = await Promise.all([
+    const [gather, rmsnorm, ropeInv, ropeStore, attention, swiglu, kvCopy] = await Promise.all([
       s("gather_rows", "gather_rows", [u, ro, ro, rw], { WG: EW }),
       serial
         ? s("rmsnorm", "rmsnorm_rows", [u, ro, ro, rw, rw], { WG: RED_WG })
@@ -177,9 +186,10 @@ export class ModelKernels {
           MAXP: cachePositions,
         }),
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
+      s("kv_copy", "kv_copy", [u, ro, rw], { WG: EW }),
     ]);
     const k = new ModelKernels(
-      { gather, rmsnorm, ropeInv, ropeStore, attention, swiglu },
+      { gather, rmsnorm, ropeInv, ropeStore, attention, swiglu, kvCopy },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
     );
@@ -192,6 +202,24 @@ export class ModelKernels {
 
   private grid(n: number, wg = EW): [number, number] {
     return grid1d(Math.ceil(n / wg), this.maxPerDim);
+  }
+
+  /**
+   * Copies positions 0 .. n − 1 of slot `from` to slot `to` in one layer's cache [S, KV, P, D],
+   * for each of `pairs` (from, to, n, 0) u32 quadruples (no slot both a source and a destination).
+   */
+  kvCopy(
+    rec: Recorder,
+    KV: number,
+    D: number,
+    pairs: number,
+    maxN: number,
+    pairBuf: BufferRef,
+    cache: BufferRef,
+  ) {
+    if (pairs === 0 || maxN === 0) return;
+    const u = KvCopyParams.pack({ KV, P: this.cachePositions, D, pairs, maxN });
+    rec.dispatch(this.k.kvCopy, [null, pairBuf, cache], this.grid(pairs * KV * maxN * D), u);
   }
 
   /** out[r] = src[idx[r]] for rows of `cols` floats. */

@@ -44,6 +44,24 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       assert(d.includes(`[${gpu.adapterClass}`), d);
     });
 
+    await t.step("a copy within one buffer is a named error, not a silent WebGPU one", async () => {
+      const b = gpu.zeros(64, "one buffer"), other = gpu.zeros(64);
+      try {
+        const rec = gpu.recorder("copies");
+        assertThrows(
+          () =>
+            rec.copy({ buffer: b, offset: 0, size: 64 }, { buffer: b, offset: 128, size: 64 }, 64),
+          "KernelArgumentError",
+          "within one buffer",
+        );
+        rec.copy(b, other, 64); // two buffers: fine
+        rec.submit();
+      } finally {
+        b.destroy();
+        other.destroy();
+      }
+    });
+
     await t.step("a WGSL error raises ShaderCompileError with the compiler's line", async () => {
       registerShaders({
         "bad.wgsl": "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }",

@@ -5,7 +5,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { Generator } from "../../src/model/generate.ts";
+import { Generator, sharedPromptSources } from "../../src/model/generate.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { referenceGreedy, referenceLogprobs } from "../../src/model/reference.ts";
@@ -289,6 +289,81 @@ Deno.test("generation", async (t) => {
             "the samples vary (or the check proves little)",
           );
         }
+      },
+    );
+
+    await t.step(
+      "a prompt shared by several requests (same adapter) is prefilled once and generates as if each prefilled its own",
+      async () => {
+        const w = await tiny("tiny-qwen2");
+        const layout = new LoraLayout(w.config, {
+          rank: 4,
+          alpha: 8,
+          targets: [...LORA_MODULES],
+          adapters: ["a", "b"],
+        });
+        const data = new Float32Array(layout.totalFloats).map((_, i) => Math.cos(i * 0.29) * 0.2);
+        const long = Array.from({ length: 20 }, (_, i) => 10 + ((i * 13) % 240));
+        // Groups: P2 ×3 on adapter 0, P2 once on adapter 1 (another adapter: not shared), long ×3
+        // on the base, P3 (one token: nothing to prefill) ×2.
+        const spec: [number[], number][] = [
+          [P2, 0],
+          [long, -1],
+          [P2, 0],
+          [P3, -1],
+          [P2, 1],
+          [long, -1],
+          [P2, 0],
+          [P3, -1],
+          [long, -1],
+        ];
+        const runs: { ids: number[][]; logprobs: number[][]; tokens: number }[] = [];
+        for (const sharePrefill of [false, true]) {
+          const model = await GpuModel.create(gpu, w, { slots: spec.length, maxLen: 48 });
+          try {
+            model.attachLora(await LoraAdapters.create(gpu, layout, 256, data));
+            const gen = await Generator.create(model);
+            const reqs = spec.map(([prompt, adapter], i) => ({
+              prompt,
+              maxNewTokens: 10,
+              adapter,
+              sampling: i % 2 ? { temperature: 0 } : { temperature: 1, topK: 30, seed: 3 },
+            }));
+            const timing = { prefillMs: 0, decodeMs: 0, decodeSteps: 0, prefillTokens: 0 };
+            const res = await gen.generate(reqs, { sharePrefill, timing });
+            runs.push({
+              ids: res.map((r) => r.ids),
+              logprobs: res.map((r) => r.logprobs),
+              tokens: timing.prefillTokens,
+            });
+          } finally {
+            model.destroy();
+          }
+        }
+        assertEquals(
+          sharedPromptSources(
+            spec.map(([prompt, adapter]) => ({ prompt, adapter, maxNewTokens: 1 })),
+          ),
+          [0, 1, 0, 3, 4, 1, 0, 3, 1],
+        );
+        assertEquals(runs[0].tokens, 4 * 6 + 3 * 19 + 2 * 1); // every prompt but its last token
+        assertEquals(runs[1].tokens, 2 * 6 + 19 + 1); // P2 on adapters 0 and 1, long and P3 once
+        assertEquals(runs[1].ids, runs[0].ids);
+        runs[0].logprobs.forEach((lp, i) =>
+          lp.forEach((x, j) =>
+            // The shared prefill runs fewer rows, so other matmul tiles: rounding, not more.
+            assert(
+              Math.abs(x - runs[1].logprobs[i][j]) < 1e-4,
+              `request ${i} step ${j}: ${x} vs ${runs[1].logprobs[i][j]}`,
+            )
+          )
+        );
+        // Greedy requests that share a prompt continue it alike (request 5 copies request 1's).
+        assertEquals(runs[1].ids[5], runs[1].ids[1]);
+        assert(
+          new Set(runs[1].ids.map((x) => x.join())).size > 3,
+          "the generations differ across prompts",
+        );
       },
     );
   } finally {
