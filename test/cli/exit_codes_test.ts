@@ -63,10 +63,17 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   assertEquals(help.code, 0, help.text);
   assert(
     help.text.startsWith(
-      "usage: npx deno task bench [--lab] [--quick] [--shapes NAMES] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
+      "usage: npx deno task bench [--lab] [--variants REGEX] [--model-shapes] [--quick] [--shapes NAMES] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
     ),
     help.text,
   );
+  // The lab's selectors need the lab; a bad regular expression is named.
+  const noLab = await cli("test/bench/main.ts", ["--only", "matmul", "--model-shapes"]);
+  assertEquals(noLab.code, 2, noLab.text);
+  assert(noLab.text.includes("add --lab"), noLab.text);
+  const badRe = await cli("test/bench/main.ts", ["--lab", "--variants", "(sm"]);
+  assertEquals(badRe.code, 2, badRe.text);
+  assert(badRe.text.includes("--variants (sm: not a regular expression"), badRe.text);
 });
 
 Deno.test("exit codes: demo honours --help (exit 0) and refuses unknown flags (exit 2) before touching the GPU", async () => {

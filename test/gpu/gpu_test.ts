@@ -44,7 +44,7 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       assert(d.includes(`[${gpu.adapterClass}`), d);
     });
 
-    await t.step("a copy within one buffer is a named error, not a silent WebGPU one", async () => {
+    await t.step("a copy within one buffer is a named error, not a silent WebGPU one", () => {
       const b = gpu.zeros(64, "one buffer"), other = gpu.zeros(64);
       try {
         const rec = gpu.recorder("copies");
