@@ -36,19 +36,29 @@ fn reduce(v: f32, lid: u32, isMax: bool) -> f32 {
   return r;
 }
 
+/** A workgroup's (head, row): the row's causal length and bases, its query row loaded into tQ. */
+struct RowHead { len: u32, D4: u32, qBase: u32, kBase: u32 }
+
+fn loadQuery(head: u32, row: u32, lid: u32) -> RowHead {
+  let m = Meta[row];
+  let kvh = head / (p.NH / p.KV);
+  let D4 = p.D / 4u;
+  let rh = RowHead(min(m.y, p.P - 1u) + 1u, D4, (row * p.NH + head) * D4, (m.x * p.KV + kvh) * p.P * D4);
+  for (var d = lid; d < D4; d += WG) { tQ[d] = Q[rh.qBase + d]; }
+  workgroupBarrier();
+  return rh;
+}
+
 @compute @workgroup_size(WG)
 fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let head = wid.x;
   let row = wid.y + wid.z * 65535u;
   if (row >= p.N) { return; }
-  let m = Meta[row];
-  let len = min(m.y, p.P - 1u) + 1u;
-  let kvh = head / (p.NH / p.KV);
-  let D4 = p.D / 4u;
-  let qBase = (row * p.NH + head) * D4;
-  let kBase = (m.x * p.KV + kvh) * p.P * D4;
-  for (var d = lid; d < D4; d += WG) { tQ[d] = Q[qBase + d]; }
-  workgroupBarrier();
+  let rh = loadQuery(head, row, lid);
+  let len = rh.len;
+  let D4 = rh.D4;
+  let qBase = rh.qBase;
+  let kBase = rh.kBase;
   var mx = -3.402823e38;
   for (var t = lid; t < len; t += WG) {
     var s = 0.0;
@@ -93,14 +103,11 @@ fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoca
   let head = wid.x;
   let row = wid.y + wid.z * 65535u;
   if (row >= p.N) { return; }
-  let m = Meta[row];
-  let len = min(m.y, p.P - 1u) + 1u;
-  let kvh = head / (p.NH / p.KV);
-  let D4 = p.D / 4u;
-  let qBase = (row * p.NH + head) * D4;
-  let kBase = (m.x * p.KV + kvh) * p.P * D4;
-  for (var d = lid; d < D4; d += WG) { tQ[d] = Q[qBase + d]; }
-  workgroupBarrier();
+  let rh = loadQuery(head, row, lid);
+  let len = rh.len;
+  let D4 = rh.D4;
+  let qBase = rh.qBase;
+  let kBase = rh.kBase;
   // lane = part · D4 + g: `parts` lanes share each group of 4 dims, as in attention4.
   let parts = max(1u, WG / D4);
   let g = lid % D4;

@@ -23,13 +23,7 @@ override R: u32 = 1u;
 
 //! include matmul_splitk_sum
 
-fn put(base: u32, row: u32, col: u32, v: f32) {
-  if (row >= p.M || col >= p.N) { return; }
-  let i = base + row * p.N + col;
-  var r = p.alpha * v;
-  if (p.beta != 0.0) { r += p.beta * C[i]; }
-  C[i] = r;
-}
+//! include matmul_put
 
 @compute @workgroup_size(WG, 1, 1)
 fn nt_splitk(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {

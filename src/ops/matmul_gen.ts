@@ -159,13 +159,7 @@ const HEADER = `${GENERATED}
 override WGX: u32 = 8u;
 override WGY: u32 = 1u;
 
-fn put(base: u32, row: u32, col: u32, v: f32) {
-  if (row >= p.M || col >= p.N) { return; }
-  let i = base + row * p.N + col;
-  var r = p.alpha * v;
-  if (p.beta != 0.0) { r += p.beta * C[i]; }
-  C[i] = r;
-}
+//! include matmul_put
 
 fn put4(base: u32, row: u32, col: u32, v: vec4<f32>) {
   put(base, row, col, v.x); put(base, row, col + 1u, v.y);

@@ -76,13 +76,7 @@ const HEADER =
 @group(0) @binding(2) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> C: array<f32>;
 
-fn put(base: u32, row: u32, col: u32, v: f32) {
-  if (row >= p.M || col >= p.N) { return; }
-  let i = base + row * p.N + col;
-  var r = p.alpha * v;
-  if (p.beta != 0.0) { r += p.beta * C[i]; }
-  C[i] = r;
-}
+//! include matmul_put
 `;
 
 type Form = "nn" | "nt" | "tn";
