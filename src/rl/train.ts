@@ -8,6 +8,7 @@
 // step.
 
 import { hubFolder } from "../model/hub.ts";
+import { formatByteTally, tallyBuffers } from "../gpu/memory.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { parseModelConfig } from "../model/config.ts";
@@ -335,7 +336,14 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     // prewarm: a tool run takes a sandbox process started while the model generated (34 → 19 ms
     // a short run on the 2-core EPYC).
     executor = env.toolAgents.length ? new SandboxPool({ prewarm: true }) : undefined;
-    session = await RlSession.create(cfg, { gpu, weights, tokenizer, executor, resume, warmStart });
+    const g = gpu;
+    const made = await tallyBuffers(
+      g.device,
+      () => RlSession.create(cfg, { gpu: g, weights, tokenizer, executor, resume, warmStart }),
+    );
+    session = made.value;
+    // What the setup allocated on the GPU, by kind: which setting to shrink when memory is short.
+    run.log(`GPU memory after setup: ${formatByteTally(made.bytes)}`);
     if (warmStart) run.log(`warm start: ${cfg.warmStart.kind} ${cfg.warmStart.path}`);
     const r = run, s = session;
     stopCheckedAt = s.step;

@@ -25,7 +25,7 @@ import { hfFolderFiles, initModel, Rng } from "../../src/model/init.ts";
 import type { LoraConfig } from "../../src/model/lora.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
 import { ModelTrainer, type TrainerOptions, type TrainMode } from "../../src/train/trainer.ts";
-import { tallyBuffers } from "./gpu_bytes.ts";
+import { tallyBuffers } from "../../src/gpu/memory.ts";
 import { round } from "./timing.ts";
 
 export interface ScaleShape {

@@ -19,7 +19,7 @@ import type { ModelWeights } from "../../src/model/weights.ts";
 import { ModelTrainer, type TrainerOptions, type TrainMode } from "../../src/train/trainer.ts";
 import { TfjsLlama } from "./tfjs_llama.ts";
 import { tfjsReady } from "./tfjs_peer.ts";
-import { tallyBuffers } from "./gpu_bytes.ts";
+import { tallyBuffers } from "../../src/gpu/memory.ts";
 import { round } from "./timing.ts";
 
 export interface TrainBenchOptions {

@@ -128,6 +128,10 @@ Deno.test("train CLI: after a SIGKILL, summary.log holds the run so far; the res
       crashed.includes("step 0: held-out success") && crashed.includes("step 2/3"),
       `summary.log after the crash:\n${crashed}`,
     );
+    // The setup's GPU memory by kind, said once (the quickstart's KV cache and weights are small).
+    const mem = /GPU memory after setup: (\d+\.\d+) (GiB|MiB|KiB) \((.*)\)/.exec(crashed);
+    assert(mem && Number(mem[1]) > 0, `no GPU memory line:\n${crashed}`);
+    assert(/params \d/.test(mem[3]) && /KV cache \d/.test(mem[3]), mem[3]);
 
     const r = await runTrain(["--resume", dir]);
     assertEquals(r.code, 0, r.text);
