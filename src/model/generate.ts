@@ -57,9 +57,10 @@ export interface GenerateOptions {
    */
   stepsPerSync?: number;
   /**
-   * Prefill each distinct prompt (same ids, same adapter) once and copy its KV-cache positions to
-   * the slots of the requests that repeat it (GRPO's K samples of one prompt, a tree's K
-   * branches): default true; false prefills every request (tests compare the two).
+   * Prefill a prompt prefix that several requests share (same tokens, same adapter) once and
+   * copy its KV-cache positions to the other requests' slots, which prefill only the rest
+   * (prefillPlan: GRPO's K samples of one prompt share it all, different tasks their system
+   * message): default true; false prefills every request whole (tests compare the two).
    */
   sharePrefill?: boolean;
   /** Called after each decode step with the tokens so far (for streaming). */
@@ -194,31 +195,43 @@ export class Generator {
   ): Promise<GenerateResult[]> {
     const m = this.model, gpu = m.gpu, B = reqs.length, V = m.config.vocabSize;
     // Prefill all but each prompt's last token; that token starts the first decode step. A
-    // prompt repeated with the same adapter is prefilled in its first request's slot only, and
-    // the other slots get a copy of those cache positions.
-    const source = opts.sharePrefill === false
-      ? reqs.map((_, slot) => slot)
-      : sharedPromptSources(reqs);
-    const prefill: ModelRow[] = reqs.flatMap((r, slot) =>
-      source[slot] !== slot
-        ? []
-        : r.prompt.slice(0, -1).map((token, pos) => ({ token, slot, pos, adapter: r.adapter }))
-    );
+    // request whose prompt begins like an earlier one's (same adapter) takes a copy of those
+    // cache positions from that request's slot and prefills only the rest (prefillPlan).
+    const shares = opts.sharePrefill === false
+      ? reqs.map((_, slot) => ({ from: slot, n: 0, whole: false }))
+      : prefillPlan(reqs);
+    const rowsOf = (slot: number, from: number): ModelRow[] => {
+      const r = reqs[slot];
+      return r.prompt.slice(from, -1).map((token, i) => ({
+        token,
+        slot,
+        pos: from + i,
+        adapter: r.adapter,
+      }));
+    };
+    const copiesOf = (whole: boolean) =>
+      shares.flatMap((q, to) => q.n > 0 && q.whole === whole ? [{ from: q.from, to, n: q.n }] : []);
+    // Stages: roots whole; the first n positions of prompts that begin like a root copied, then
+    // their rest; then repeated prompts copied whole from their first request.
+    const roots = reqs.flatMap((_, slot) => shares[slot].n === 0 ? rowsOf(slot, 0) : []);
+    const prefixes = copiesOf(false), repeats = copiesOf(true);
+    const rests = prefixes.flatMap((q) => rowsOf(q.to, q.n));
     // Once per model and adapter rank: the fused decode step, where it applies.
     await m.prepareDecode({ sample: this.fuseSampling });
     const t0 = performance.now();
-    if (prefill.length) await m.forward(prefill, []);
-    const copies = source.flatMap((from, to) =>
-      from === to ? [] : [{ from, to, n: reqs[to].prompt.length - 1 }]
-    );
-    if (copies.length) {
+    if (roots.length) await m.forward(roots, []);
+    const copy = (pairs: { from: number; to: number; n: number }[]) => {
+      if (!pairs.length) return;
       const rec = gpu.recorder("shared prefill");
-      m.encodeCopyCache(rec, copies);
+      m.encodeCopyCache(rec, pairs);
       rec.submit();
-    }
+    };
+    copy(prefixes);
+    if (rests.length) await m.forward(rests, []);
+    copy(repeats);
     if (opts.timing) {
       await gpu.sync();
-      opts.timing.prefillTokens = prefill.length;
+      opts.timing.prefillTokens = roots.length + rests.length;
     }
     const t1 = performance.now();
     const results: GenerateResult[] = reqs.map(() => ({ ids: [], logprobs: [], finish: "length" }));
@@ -351,17 +364,38 @@ export class Generator {
   }
 }
 
+/** Shortest shared prefix worth a copy (a copy and a second forward cost more than a few rows). */
+export const MIN_SHARED_PREFIX = 16;
+
 /**
- * For each request, the slot whose prefill it shares: the first request with the same prompt
- * and adapter (itself when it is the first).
+ * Which cache positions each request takes from another's prefill. A prompt that an earlier
+ * request already has (same tokens, same adapter) is copied whole from that first request
+ * (`whole`, n = its length − 1: GRPO's K samples, a tree's K branches). The first request of each
+ * prompt takes the longest prefix, at least MIN_SHARED_PREFIX tokens, that it shares with an
+ * earlier root (a request that prefills its whole prompt; different tasks share a system
+ * message) and prefills the rest; with none it is a root itself (n = 0).
  */
-export function sharedPromptSources(reqs: readonly GenerateRequest[]): number[] {
-  const first = new Map<string, number>();
+export function prefillPlan(
+  reqs: readonly GenerateRequest[],
+): { from: number; n: number; whole: boolean }[] {
+  const first = new Map<string, number>(), roots: number[] = [];
   return reqs.map((r, slot) => {
+    const want = r.prompt.length - 1; // positions a prefill writes
     const key = `${r.adapter ?? -1}|${r.prompt.join(",")}`;
-    const src = first.get(key);
-    if (src !== undefined) return src;
+    const seen = first.get(key);
+    if (seen !== undefined) return { from: seen, n: want, whole: true };
     first.set(key, slot);
-    return slot;
+    let best = { from: slot, n: 0, whole: false };
+    for (const root of roots) {
+      const p = reqs[root];
+      if ((p.adapter ?? -1) !== (r.adapter ?? -1)) continue;
+      const limit = Math.min(want, p.prompt.length - 1);
+      let n = 0;
+      while (n < limit && p.prompt[n] === r.prompt[n]) n++;
+      if (n > best.n) best = { from: root, n, whole: false };
+    }
+    if (best.n >= MIN_SHARED_PREFIX) return best;
+    roots.push(slot);
+    return { from: slot, n: 0, whole: false };
   });
 }

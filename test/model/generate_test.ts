@@ -5,7 +5,7 @@
 import { assert, assertEquals } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { Generator, sharedPromptSources } from "../../src/model/generate.ts";
+import { Generator, MIN_SHARED_PREFIX, prefillPlan } from "../../src/model/generate.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { referenceGreedy, referenceLogprobs } from "../../src/model/reference.ts";
@@ -293,7 +293,7 @@ Deno.test("generation", async (t) => {
     );
 
     await t.step(
-      "a prompt shared by several requests (same adapter) is prefilled once and generates as if each prefilled its own",
+      "a prompt prefix shared by several requests (same adapter) is prefilled once and they generate as if each prefilled its own",
       async () => {
         const w = await tiny("tiny-qwen2");
         const layout = new LoraLayout(w.config, {
@@ -304,8 +304,11 @@ Deno.test("generation", async (t) => {
         });
         const data = new Float32Array(layout.totalFloats).map((_, i) => Math.cos(i * 0.29) * 0.2);
         const long = Array.from({ length: 20 }, (_, i) => 10 + ((i * 13) % 240));
+        // longB: long's first 18 tokens, then its own (a task's prompt after a shared system
+        // message); longC: the same on adapter 0, whose roots begin otherwise.
+        const longB = [...long.slice(0, 18), 5, 6, 7, 8, 9, 3];
         // Groups: P2 ×3 on adapter 0, P2 once on adapter 1 (another adapter: not shared), long ×3
-        // on the base, P3 (one token: nothing to prefill) ×2.
+        // on the base, P3 (one position to prefill) ×2, longB sharing 18 positions of long's.
         const spec: [number[], number][] = [
           [P2, 0],
           [long, -1],
@@ -316,6 +319,9 @@ Deno.test("generation", async (t) => {
           [P2, 0],
           [P3, -1],
           [long, -1],
+          [longB, -1],
+          [longB, 0],
+          [longB, -1], // a repeat of a prompt that itself shares a prefix: copied after its rest
         ];
         const runs: { ids: number[][]; logprobs: number[][]; tokens: number }[] = [];
         for (const sharePrefill of [false, true]) {
@@ -341,13 +347,26 @@ Deno.test("generation", async (t) => {
           }
         }
         assertEquals(
-          sharedPromptSources(
-            spec.map(([prompt, adapter]) => ({ prompt, adapter, maxNewTokens: 1 })),
-          ),
-          [0, 1, 0, 3, 4, 1, 0, 3, 1],
+          prefillPlan(spec.map(([prompt, adapter]) => ({ prompt, adapter, maxNewTokens: 1 }))),
+          [
+            { from: 0, n: 0, whole: false },
+            { from: 1, n: 0, whole: false },
+            { from: 0, n: 6, whole: true },
+            { from: 3, n: 0, whole: false },
+            { from: 4, n: 0, whole: false },
+            { from: 1, n: 19, whole: true },
+            { from: 0, n: 6, whole: true },
+            { from: 3, n: 1, whole: true },
+            { from: 1, n: 19, whole: true },
+            { from: 1, n: 18, whole: false },
+            { from: 10, n: 0, whole: false },
+            { from: 9, n: 23, whole: true },
+          ],
         );
-        assertEquals(runs[0].tokens, 4 * 6 + 3 * 19 + 2 * 1); // every prompt but its last token
-        assertEquals(runs[1].tokens, 2 * 6 + 19 + 1); // P2 on adapters 0 and 1, long and P3 once
+        // every prompt but its last token, then roots whole and longB's 5 positions after 18
+        assertEquals(runs[0].tokens, 4 * 6 + 3 * 19 + 2 * 1 + 3 * 23);
+        assertEquals(runs[1].tokens, 6 + 19 + 1 + 6 + 23 + 5);
+        assert(MIN_SHARED_PREFIX <= 18, "longB's 18 shared tokens are worth a copy");
         assertEquals(runs[1].ids, runs[0].ids);
         runs[0].logprobs.forEach((lp, i) =>
           lp.forEach((x, j) =>
