@@ -49,6 +49,23 @@ fn loadQuery(head: u32, row: u32, lid: u32) -> RowHead {
   return rh;
 }
 
+/**
+ * The lanes' partial outputs (lane = part · D4 + g, `parts` = max(1, WG / D4) lanes per group of
+ * 4 dims) summed into Out / l, and Lse[rh] = m + log(l): both kernels' last phase.
+ */
+fn writeOut(rh: RowHead, lseAt: u32, acc: vec4<f32>, m: f32, l: f32, lid: u32) {
+  let parts = max(1u, WG / rh.D4);
+  part4[lid] = acc;
+  workgroupBarrier();
+  let inv = 1.0 / l;
+  for (var d = lid; d < rh.D4; d += WG) {
+    var o = vec4<f32>();
+    for (var q = 0u; q < parts; q++) { o += part4[q * rh.D4 + d]; }
+    Out[rh.qBase + d] = o * inv;
+  }
+  if (lid == 0u) { Lse[lseAt] = m + log(l); }
+}
+
 @compute @workgroup_size(WG)
 fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let head = wid.x;
@@ -57,7 +74,6 @@ fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   let rh = loadQuery(head, row, lid);
   let len = rh.len;
   let D4 = rh.D4;
-  let qBase = rh.qBase;
   let kBase = rh.kBase;
   var mx = -3.402823e38;
   for (var t = lid; t < len; t += WG) {
@@ -71,7 +87,6 @@ fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   var sum = 0.0;
   for (var t = lid; t < len; t += WG) { let e = exp(sc[t] - mx); sc[t] = e; sum += e; }
   sum = reduce(sum, lid, false);
-  let inv = 1.0 / sum;
   // lane = part · D4 + g: `parts` lanes share each group of 4 dims.
   let parts = max(1u, WG / D4);
   let g = lid % D4;
@@ -79,14 +94,7 @@ fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   if (lid < parts * D4) {
     for (var t = lid / D4; t < len; t += parts) { acc += sc[t] * Vc[kBase + t * D4 + g]; }
   }
-  part4[lid] = acc;
-  workgroupBarrier();
-  for (var d = lid; d < D4; d += WG) {
-    var o = vec4<f32>();
-    for (var q = 0u; q < parts; q++) { o += part4[q * D4 + d]; }
-    Out[qBase + d] = o * inv;
-  }
-  if (lid == 0u) { Lse[row * p.NH + head] = mx + log(sum); }
+  writeOut(rh, row * p.NH + head, acc, mx, sum, lid);
 }
 
 // attention4_flash: the same attention with the scores streamed through workgroup memory TILE
@@ -106,7 +114,6 @@ fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoca
   let rh = loadQuery(head, row, lid);
   let len = rh.len;
   let D4 = rh.D4;
-  let qBase = rh.qBase;
   let kBase = rh.kBase;
   // lane = part · D4 + g: `parts` lanes share each group of 4 dims, as in attention4.
   let parts = max(1u, WG / D4);
@@ -138,13 +145,5 @@ fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoca
     mRun = mNew;
     workgroupBarrier(); // the next tile overwrites tileSc
   }
-  part4[lid] = acc;
-  workgroupBarrier();
-  let inv = 1.0 / lRun;
-  for (var d = lid; d < D4; d += WG) {
-    var o = vec4<f32>();
-    for (var q = 0u; q < parts; q++) { o += part4[q * D4 + d]; }
-    Out[qBase + d] = o * inv;
-  }
-  if (lid == 0u) { Lse[row * p.NH + head] = mRun + log(lRun); }
+  writeOut(rh, row * p.NH + head, acc, mRun, lRun, lid);
 }
