@@ -4,7 +4,7 @@
 // All adapters live in one flat f32 array (and gradients in the same layout), grouped per
 // (layer, module) with the adapters stacked, each block 64-float aligned.
 
-import type { BufferRef } from "../gpu/buffers.ts";
+import type { BufferRef, ResolvedRange } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
@@ -212,6 +212,74 @@ export type LoraReduce = "lane" | "workgroup";
 
 const WG_ENTRIES = ["lora4_db_wg", "lora4_da_wg", "lora4_down_wg", "lora4_du_wg"];
 
+/**
+ * How the forward applies the adapters: "split", two dispatches per module (down into U, then up
+ * into y); "fused", one dispatch per group of modules sharing an input (q/k/v, gate/up, o, down:
+ * shaders/lora_fused.wgsl), the GPU class's default: a GPU spends a decode step's LoRA in
+ * dispatch latency, not arithmetic. Modules the fused kernel cannot take run split.
+ */
+export type LoraForward = "split" | "fused";
+
+/** The environment variable that overrides every adapter set's forward ("split" or "fused"). */
+export const LORA_FORWARD_ENV = "PETTINGLLMS_LORA_FORWARD";
+
+/**
+ * The forward an adapter class runs by default: "fused" on GPUs, "split" on CPU adapters; in
+ * Deno, PETTINGLLMS_LORA_FORWARD=split|fused overrides it (a GPU session times both).
+ */
+export function loraForwardFor(adapterClass: string): LoraForward {
+  // deno-lint-ignore no-explicit-any
+  const env = (globalThis as any).Deno?.env;
+  let v: string | undefined;
+  try {
+    v = env?.get(LORA_FORWARD_ENV);
+  } catch {
+    v = undefined; // no --allow-env: the class's default
+  }
+  if (v === "split" || v === "fused") return v;
+  if (v !== undefined && v !== "") {
+    throw new KernelArgumentError(`${LORA_FORWARD_ENV} must be "split" or "fused", got "${v}"`);
+  }
+  return adapterClass === "gpu" ? "fused" : "split";
+}
+
+/** The parameters of shaders/lora_fused.wgsl: up to three modules' offsets (floats) and dims. */
+export const LoraGroupParams = uniformStruct("lora_group_params", "GroupParams", [
+  ["N", "u32"],
+  ["inDim", "u32"],
+  ["r", "u32"],
+  ["count", "u32"],
+  ["nMods", "u32"],
+  ["scale", "f32"],
+  ["out0", "u32"],
+  ["out1", "u32"],
+  ["out2", "u32"],
+  ["offA0", "u32"],
+  ["strideA0", "u32"],
+  ["offB0", "u32"],
+  ["strideB0", "u32"],
+  ["offA1", "u32"],
+  ["strideA1", "u32"],
+  ["offB1", "u32"],
+  ["strideB1", "u32"],
+  ["offA2", "u32"],
+  ["strideA2", "u32"],
+  ["offB2", "u32"],
+  ["strideB2", "u32"],
+  ["offU0", "u32"],
+  ["offU1", "u32"],
+  ["offU2", "u32"],
+]);
+
+/** lora_fused.wgsl's rows per workgroup and its workgroup U tile (floats): ROWS · Σ r ≤ UCAP. */
+const FUSED_ROWS = 4, FUSED_UCAP = 1024;
+
+/** One module of a group for encodeForwardGroup: the module and its output y [N, out]. */
+export interface LoraGroupPart {
+  module: string;
+  y: BufferRef;
+}
+
 /** The reduction an adapter class runs by default. */
 export const loraReduceFor = (adapterClass: string): LoraReduce =>
   adapterClass === "gpu" ? "workgroup" : "lane";
@@ -229,7 +297,10 @@ export class LoraAdapters {
   readonly grads: GPUBuffer;
   private adapterOf: GPUBuffer;
   private ranges: GPUBuffer;
-  private u = new Map<string, GPUBuffer>(); // per entry [N, r]: saved for the backward
+  /** Per layer, every targeted module's U [maxRows, r] (saved for the backward) in slots. */
+  private uLayers: GPUBuffer[] = [];
+  private u = new Map<string, ResolvedRange>(); // per entry: its slot of uLayers
+  private spare: GPUBuffer[]; // the fused kernel's unused output slots
   private du: GPUBuffer;
   private rangesValid = false;
 
@@ -240,6 +311,7 @@ export class LoraAdapters {
     readonly maxRows: number,
     data: Float32Array,
     readonly reduce: LoraReduce,
+    readonly forward: LoraForward,
   ) {
     const r = layout.cfg.rank;
     this.params = gpu.upload(data, "lora.params");
@@ -247,9 +319,18 @@ export class LoraAdapters {
     this.adapterOf = gpu.zeros(maxRows, "lora.adapterOf");
     this.ranges = gpu.zeros(2 * layout.cfg.adapters.length, "lora.ranges");
     this.du = gpu.zeros(maxRows * r, "lora.dU");
-    for (const e of layout.entries) {
-      this.u.set(`${e.layer}:${e.module}`, gpu.zeros(maxRows * r, `lora.U.${e.layer}.${e.module}`));
+    // Slots 64 floats aligned: a group's slots bind as one range at a 256-byte offset.
+    const slot = align(maxRows * r);
+    for (let layer = 0; layer < layout.model.numLayers; layer++) {
+      const es = layout.entries.filter((e) => e.layer === layer);
+      if (!es.length) continue;
+      const buf = gpu.zeros(es.length * slot, `lora.U.${layer}`);
+      this.uLayers.push(buf);
+      es.forEach((e, i) => {
+        this.u.set(`${layer}:${e.module}`, { buffer: buf, offset: i * slot * 4, size: slot * 4 });
+      });
     }
+    this.spare = [gpu.zeros(4, "lora.spare1"), gpu.zeros(4, "lora.spare2")];
   }
 
   static async create(
@@ -258,6 +339,7 @@ export class LoraAdapters {
     maxRows: number,
     data?: Float32Array,
     reduce: LoraReduce = loraReduceFor(gpu.adapterClass),
+    forward: LoraForward = loraForwardFor(gpu.adapterClass),
   ): Promise<LoraAdapters> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const b = [u, ro, ro, ro, rw] as never;
@@ -290,13 +372,21 @@ export class LoraAdapters {
           bindings: b,
           constants: { WG: 64 },
         }))),
+      ...(forward === "fused" && layout.entries.some((e) => vec4Entry(e, layout.cfg.rank))
+        ? [(async () => (k.lora_group_fwd = await gpu.kernel({
+          shader: "lora_fused",
+          entry: "lora_group_fwd",
+          bindings: [u, ro, ro, ro, rw, rw, rw, rw] as never,
+          constants: { WG: 256 },
+        })))()]
+        : []),
     ]);
     if (data && data.length !== layout.totalFloats) {
       throw new KernelArgumentError(
         `LoRA data has ${data.length} floats, the layout needs ${layout.totalFloats}`,
       );
     }
-    return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0), reduce);
+    return new LoraAdapters(gpu, layout, k, maxRows, data ?? layout.init(0), reduce, forward);
   }
 
   /**
@@ -392,6 +482,92 @@ export class LoraAdapters {
     rec.dispatch(this.k.lora_up, [null, this.adapterOf, U, B, y], this.g(N * e.outDim), u);
   }
 
+  /**
+   * y_m [N, out_m] += scale·(x·A_mᵀ)·B_mᵀ for each part's module m targeted in `layer`, all of
+   * one input x [N, in] (q/k/v, gate/up, or one module): one fused dispatch where this adapter set
+   * fuses and the group allows it (every module vec4, ROWS · Σ r within the kernel's tile, the
+   * group's parameters within one binding), else encodeForward per module.
+   */
+  encodeForwardGroup(
+    rec: Recorder,
+    N: number,
+    layer: number,
+    parts: readonly LoraGroupPart[],
+    x: BufferRef,
+  ) {
+    const r = this.layout.cfg.rank, n = this.layout.cfg.adapters.length;
+    const found = parts.map((q) => ({ ...q, e: this.layout.entry(layer, q.module) }));
+    const used = found.filter((q) => q.e !== undefined) as (LoraGroupPart & { e: LoraEntry })[];
+    if (!used.length) return;
+    const k = this.k.lora_group_fwd;
+    const first = Math.min(...used.map((q) => q.e.offsetA));
+    const end = Math.max(...used.map((q) => q.e.offsetB + n * q.e.strideB));
+    const fits = k && used.length <= 3 &&
+      used.every((q) => vec4Entry(q.e, r) && q.e.inDim === used[0].e.inDim) &&
+      FUSED_ROWS * used.length * r <= FUSED_UCAP &&
+      (end - first) * 4 <= this.gpu.device.limits.maxStorageBufferBindingSize;
+    if (!fits) {
+      for (const q of used) this.encodeForward(rec, N, layer, q.module, x, q.y);
+      return;
+    }
+    const us = used.map((q) => this.u.get(`${layer}:${q.module}`)!);
+    const uStart = Math.min(...us.map((b) => b.offset)),
+      uEnd = Math.max(...us.map((b) => b.offset + b.size));
+    const slot = (i: number) => {
+      const q = used[i];
+      if (!q) return { out: 0, offA: 0, strideA: 0, offB: 0, strideB: 0, offU: 0 };
+      return {
+        out: q.e.outDim,
+        offA: q.e.offsetA - first,
+        strideA: q.e.strideA,
+        offB: q.e.offsetB - first,
+        strideB: q.e.strideB,
+        offU: (us[i].offset - uStart) / 4,
+      };
+    };
+    const [s0, s1, s2] = [0, 1, 2].map(slot);
+    const u = LoraGroupParams.pack({
+      N,
+      inDim: used[0].e.inDim,
+      r,
+      count: n,
+      nMods: used.length,
+      scale: this.layout.scale,
+      out0: s0.out,
+      out1: s1.out,
+      out2: s2.out,
+      offA0: s0.offA,
+      strideA0: s0.strideA,
+      offB0: s0.offB,
+      strideB0: s0.strideB,
+      offA1: s1.offA,
+      strideA1: s1.strideA,
+      offB1: s1.offB,
+      strideB1: s1.strideB,
+      offA2: s2.offA,
+      strideA2: s2.strideA,
+      offB2: s2.offB,
+      strideB2: s2.strideB,
+      offU0: s0.offU,
+      offU1: s1.offU,
+      offU2: s2.offU,
+    });
+    const ys = [0, 1, 2].map((i) => used[i]?.y ?? this.spare[i - 1]);
+    rec.dispatch(
+      k,
+      [
+        null,
+        this.adapterOf,
+        x,
+        this.stack(this.params, first, end - first),
+        { buffer: us[0].buffer, offset: uStart, size: uEnd - uStart },
+        ...ys,
+      ],
+      grid1d(Math.ceil(N / FUSED_ROWS), this.gpu.device.limits.maxComputeWorkgroupsPerDimension),
+      u,
+    );
+  }
+
   /** dx += the LoRA path's input gradient; dA, dB += weight gradients (rows adapter-contiguous). */
   encodeBackward(
     rec: Recorder,
@@ -448,7 +624,15 @@ export class LoraAdapters {
 
   destroy() {
     for (
-      const b of [this.params, this.grads, this.adapterOf, this.ranges, this.du, ...this.u.values()]
+      const b of [
+        this.params,
+        this.grads,
+        this.adapterOf,
+        this.ranges,
+        this.du,
+        ...this.uLayers,
+        ...this.spare,
+      ]
     ) b.destroy();
   }
 }

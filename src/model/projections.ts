@@ -180,16 +180,32 @@ export class StorageProjections implements Projections {
     bias: ParamTensor | null,
     y: BufferRef,
   ) {
-    const m = this.m, [out] = w.shape;
-    if (bias) {
-      m.ops.elementwise.binaryInPlace(
-        rec,
-        { op: "add", n: N * out, cols: out, broadcast: "row" },
-        y,
-        m.p(bias),
-      );
-    }
-    if (m.lora && w.layer !== null) m.lora.encodeForward(rec, N, w.layer, w.role, x, y);
+    this.addBias(rec, N, w, bias, y);
+    this.lora(rec, N, x, [[w, bias, y]]);
+  }
+
+  /** y [N, out] += bias (broadcast over rows), if the Linear has one. */
+  protected addBias(
+    rec: Recorder,
+    N: number,
+    w: ParamTensor,
+    bias: ParamTensor | null,
+    y: BufferRef,
+  ) {
+    if (!bias) return;
+    this.m.ops.elementwise.binaryInPlace(
+      rec,
+      { op: "add", n: N * w.shape[0], cols: w.shape[0], broadcast: "row" },
+      y,
+      this.m.p(bias),
+    );
+  }
+
+  /** Each part's y += its LoRA term, the parts sharing the input x (one layer's group). */
+  protected lora(rec: Recorder, N: number, x: BufferRef, parts: readonly LinearPart[]) {
+    const lora = this.m.lora, layer = parts[0][0].layer;
+    if (!lora || layer === null) return;
+    lora.encodeForwardGroup(rec, N, layer, parts.map(([w, , y]) => ({ module: w.role, y })), x);
   }
 
   /**
@@ -211,6 +227,7 @@ export class StorageProjections implements Projections {
       parts.map(([w, , y]) => ({ b: m.params.chunks(w)[0].ref, c: y, N: w.shape[0] })),
       m.scratch.unused,
     );
-    for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
+    for (const [w, bias, y] of parts) this.addBias(rec, N, w, bias, y);
+    this.lora(rec, N, x, parts);
   }
 }

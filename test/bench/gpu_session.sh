@@ -13,6 +13,8 @@
 #   scale    deno task bench --only scale --profile (real model sizes beside PyTorch), one process
 #            per shape (scale_<shape>.out / .err)
 #   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
+#   rlsplit  the same with PETTINGLLMS_LORA_FORWARD=split: the LoRA forward as two dispatches a
+#            module, against rl's fused one (lora_fused.wgsl) on the same machine
 #   labmodel deno task bench --only matmul --lab --model-shapes: Qwen2.5-0.5B's training and
 #            prefill GEMMs (1024 / 512 rows, the LM head), the workgroup-memory tiles (sm*) beside
 #            the register tiles the GPU picks name today; a few minutes (not in the default)
@@ -27,10 +29,10 @@
 # its time limit keeps the steps before). --quick: the scale bench's reduced shape.
 set -uo pipefail
 out=${1:?usage: test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]}
-steps=${2:-adapter,golden,classes,scale,rl}
+steps=${2:-adapter,golden,classes,scale,rl,rlsplit}
 quick=""
 for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
-[ "$steps" = "--quick" ] && steps=adapter,golden,classes,scale,rl
+[ "$steps" = "--quick" ] && steps=adapter,golden,classes,scale,rl,rlsplit
 mkdir -p "$out"
 final=$out
 out=$(mktemp -d)
@@ -85,6 +87,11 @@ if want scale; then
 fi
 if want rl; then
   step rl 300 $D task bench --only rl $quick
+fi
+if want rlsplit; then
+  export PETTINGLLMS_LORA_FORWARD=split
+  step rlsplit 300 $D task bench --only rl $quick
+  unset PETTINGLLMS_LORA_FORWARD
 fi
 if want labmodel; then
   step labmodel 300 $D task bench --only matmul --lab --model-shapes \

@@ -8,7 +8,14 @@
 import { assert } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { LoraAdapters, LoraLayout, type LoraReduce, vec4Entry } from "../../src/model/lora.ts";
+import {
+  LORA_FORWARD_ENV,
+  LoraAdapters,
+  loraForwardFor,
+  LoraLayout,
+  type LoraReduce,
+  vec4Entry,
+} from "../../src/model/lora.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 const tinyJson = JSON.parse(
@@ -19,8 +26,9 @@ const tiny = parseModelConfig(tinyJson);
 // workgroup kernels' lanes each take several slices.
 const wide = parseModelConfig({ ...tinyJson, hidden_size: 288, intermediate_size: 520 });
 
-function reference(
+function referenceAt(
   layout: LoraLayout,
+  layer: number,
   data: Float32Array,
   module: string,
   ids: number[],
@@ -29,7 +37,7 @@ function reference(
   dy: Float32Array,
   dx0: Float32Array,
 ) {
-  const e = layout.entry(0, module)!,
+  const e = layout.entry(layer, module)!,
     r = layout.cfg.rank,
     s = layout.scale,
     n = layout.cfg.adapters.length;
@@ -121,7 +129,7 @@ Deno.test("LoRA kernels against float64 (every element)", async (t) => {
                 lora.encodeForward(rec, N, 0, module, bufs[0], bufs[1]);
                 lora.encodeBackward(rec, N, 0, module, bufs[0], bufs[2], bufs[3]);
                 rec.submit();
-                const want = reference(layout, data, module, ids, x, y0, dy, dx0);
+                const want = referenceAt(layout, 0, data, module, ids, x, y0, dy, dx0);
                 const y = await gpu.readFloat32(bufs[1], N * e.outDim);
                 const dx = await gpu.readFloat32(bufs[3], N * e.inDim);
                 const grads = await gpu.readFloat32(lora.grads, layout.totalFloats);
@@ -151,5 +159,123 @@ Deno.test("LoRA kernels against float64 (every element)", async (t) => {
     }
   } finally {
     gpu.destroy();
+  }
+});
+
+// The fused forward (lora_fused.wgsl: one dispatch per group of modules sharing an input) on
+// layer 1 of the tiny and wide shapes: q/k/v, gate/up and down, every targeted module's y against
+// float64, and the U it saves checked through the backward of every module of the group (dB
+// needs U). Targets that leave a module of a group out (k, gate) and a rank whose tile exceeds
+// the kernel's workgroup U (so the group runs split) are covered too.
+Deno.test("fused LoRA forward of a group against float64", async (t) => {
+  const gpu = await Gpu.create();
+  try {
+    const groups = [["q", "k", "v"], ["gate", "up"], ["down"]];
+    const all = ["q", "k", "v", "o", "gate", "up", "down"] as const;
+    const cases = [
+      { cfg: tiny, rank: 8, targets: all, ids: [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, -1, -1] },
+      { cfg: tiny, rank: 4, targets: ["q", "v", "up", "down"] as const, ids: [1] },
+      { cfg: wide, rank: 8, targets: all, ids: [...Array(70).fill(0), ...Array(81).fill(1), -1] },
+      { cfg: tiny, rank: 96, targets: all, ids: [1, 1, 0, 0, 0] }, // q/k/v: 4 · 3 · 96 > 1024, split
+    ];
+    for (const { cfg, rank, targets, ids } of cases) {
+      for (const group of groups) {
+        const name = `${cfg === wide ? "wide" : "tiny"} rank ${rank} ${group.join("/")} ` +
+          `of ${targets.length} targets, N=${ids.length}`;
+        await t.step(name, async () => {
+          const layout = new LoraLayout(cfg, {
+            rank,
+            alpha: 2 * rank,
+            targets: [...targets],
+            adapters: ["tool", "plan"],
+          });
+          const used = group.filter((m) => layout.entry(1, m));
+          const data = layout.init(7, 0.3);
+          const N = ids.length;
+          const inDim = layout.entry(1, used[0])!.inDim;
+          const x = seededValues(N * inDim, 11);
+          const outs = used.map((m, i) => {
+            const e = layout.entry(1, m)!;
+            return {
+              m,
+              e,
+              y0: seededValues(N * e.outDim, 12 + i),
+              dy: seededValues(N * e.outDim, 20 + i),
+            };
+          });
+          const lora = await LoraAdapters.create(gpu, layout, N, data, "workgroup", "fused");
+          const xb = gpu.upload(x), dxb = gpu.zeros(N * inDim);
+          const ys = outs.map((o) => gpu.upload(o.y0)), dys = outs.map((o) => gpu.upload(o.dy));
+          try {
+            lora.setRows(ids);
+            const rec = gpu.recorder();
+            lora.encodeZeroGrads(rec);
+            // An untargeted module is skipped: its y (here x itself) must stay untouched.
+            const parts = group.map((m) => ({ module: m, y: ys[used.indexOf(m)] ?? xb }));
+            lora.encodeForwardGroup(rec, N, 1, parts, xb);
+            outs.forEach((o, i) => lora.encodeBackward(rec, N, 1, o.m, xb, dys[i], dxb));
+            rec.submit();
+            const dx = new Float64Array(N * inDim), grads = new Float64Array(layout.totalFloats);
+            for (const [i, o] of outs.entries()) {
+              const want = referenceAt(
+                layout,
+                1,
+                data,
+                o.m,
+                ids,
+                x,
+                o.y0,
+                o.dy,
+                new Float32Array(N * inDim),
+              );
+              const y = await gpu.readFloat32(ys[i], N * o.e.outDim);
+              const ratio = toleranceRatio(y, want.y, 1e-4, 1e-4);
+              assert(ratio <= 1, `y of ${o.m}: ${ratio.toFixed(2)}× tolerance`);
+              assert(
+                toleranceRatio(y, o.y0, 1e-4, 1e-4) > 10,
+                `the ${o.m} adapter changed nothing`,
+              );
+              want.dx.forEach((v, k) => (dx[k] += v));
+              want.grads.forEach((v, k) => (grads[k] += v));
+            }
+            const gotDx = await gpu.readFloat32(dxb, N * inDim);
+            const gotGrads = await gpu.readFloat32(lora.grads, layout.totalFloats);
+            assert(toleranceRatio(gotDx, dx, 1e-4, 1e-4) <= 1, "dx");
+            assert(
+              toleranceRatio(gotGrads, grads, 1e-4, 1e-4) <= 1,
+              "grads (dB reads the saved U)",
+            );
+          } finally {
+            [xb, dxb, ...ys, ...dys].forEach((b) => b.destroy());
+            lora.destroy();
+          }
+        });
+      }
+    }
+  } finally {
+    gpu.destroy();
+  }
+});
+
+Deno.test("LoRA forward by adapter class, and PETTINGLLMS_LORA_FORWARD over it", () => {
+  const saved = Deno.env.get(LORA_FORWARD_ENV);
+  try {
+    Deno.env.delete(LORA_FORWARD_ENV);
+    assert(loraForwardFor("gpu") === "fused" && loraForwardFor("cpu") === "split", "defaults");
+    Deno.env.set(LORA_FORWARD_ENV, "split");
+    assert(loraForwardFor("gpu") === "split", "split over the GPU default");
+    Deno.env.set(LORA_FORWARD_ENV, "fused");
+    assert(loraForwardFor("cpu") === "fused", "fused over the CPU default");
+    Deno.env.set(LORA_FORWARD_ENV, "fast");
+    let msg = "";
+    try {
+      loraForwardFor("gpu");
+    } catch (e) {
+      msg = (e as Error).message;
+    }
+    assert(msg.includes('must be "split" or "fused"'), `a named error, got "${msg}"`);
+  } finally {
+    if (saved === undefined) Deno.env.delete(LORA_FORWARD_ENV);
+    else Deno.env.set(LORA_FORWARD_ENV, saved);
   }
 });

@@ -174,6 +174,7 @@ export class TextureProjections extends StorageProjections {
       parts.map(([, , y], i) => ({ b: tws[i] as TextureWeight, c: y })),
       this.m.scratch.unused,
     );
-    for (const [w, bias, y] of parts) this.biasAndLora(rec, N, x, w, bias, y);
+    for (const [w, bias, y] of parts) this.addBias(rec, N, w, bias, y);
+    this.lora(rec, N, x, parts);
   }
 }
