@@ -1,11 +1,13 @@
 // `npx deno task shader NAME`: prints a shader's WGSL as the GPU layer compiles it: a file of
 // shaders/ with its `//! include` lines resolved (other shaders, and the uniform structs their
-// host modules declare), or a generated one (the register-tiled matmuls of src/ops/matmul_gen.ts).
+// host modules declare), or a generated one (the register-tiled matmuls of src/ops/matmul_gen.ts,
+// and every matmul's half-B twin "<name>_hb", src/ops/matmul_half.ts).
 // `--list` prints every name. Exit: 0 ok, 2 unknown name.
 
 import { defineCli, parseArgsOrExit, runMain, usage, UsageError } from "./cli_args.ts";
 import { shaderSource } from "../gpu/shaders.ts";
 import { MATMUL_SHADERS } from "../ops/matmul_gen.ts";
+import { HALF_B_SHADERS } from "../ops/matmul_half.ts";
 // The modules that register generated shaders and the uniform structs shaders include
 // (uniformStruct, src/gpu/uniforms.ts): every kernel's host module.
 import "../ops/mod.ts";
@@ -37,7 +39,8 @@ export function shaderNames(): { name: string; generated: boolean }[] {
   const files = [...Deno.readDirSync(dir)]
     .filter((e) => e.isFile && e.name.endsWith(".wgsl"))
     .map((e) => ({ name: e.name.slice(0, -5), generated: false }));
-  const generated = Object.keys(MATMUL_SHADERS).map((name) => ({ name, generated: true }));
+  const generated = [...Object.keys(MATMUL_SHADERS), ...Object.keys(HALF_B_SHADERS)]
+    .map((name) => ({ name, generated: true }));
   return [...files, ...generated].sort((a, b) => a.name.localeCompare(b.name));
 }
 

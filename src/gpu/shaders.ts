@@ -17,6 +17,21 @@ export function registerShaders(sources: Record<string, string>): void {
   }
 }
 
+/**
+ * A shader derived from another: `transform` of the base's text with its includes resolved
+ * (the matmuls reading half-float weights, src/ops/matmul_half.ts).
+ */
+export interface ShaderTransform {
+  base: string;
+  transform: (source: string) => string;
+}
+const transforms = new Map<string, ShaderTransform>();
+
+/** Registers derived shaders (name → base and transform, applied once). */
+export function registerShaderTransforms(ts: Readonly<Record<string, ShaderTransform>>): void {
+  for (const [name, t] of Object.entries(ts)) transforms.set(name, t);
+}
+
 /** Registers generated shaders (name → a function that writes its WGSL, called once). */
 export function registerShaderGenerators(gens: Readonly<Record<string, () => string>>): void {
   for (const [name, gen] of Object.entries(gens)) generators.set(name, gen);
@@ -30,6 +45,14 @@ const INCLUDE = /^\/\/! include ([A-Za-z0-9_]+)[ \t]*$/gm;
 
 /** The WGSL text of shaders/<name>.wgsl (or a generated shader), its includes resolved. */
 export async function shaderSource(name: string): Promise<string> {
+  const t = transforms.get(name);
+  if (t) {
+    const done = registered.get(name);
+    if (done !== undefined) return done;
+    const made = t.transform(await shaderSource(t.base));
+    registered.set(name, made);
+    return made;
+  }
   return await expand(name, new Set([name]));
 }
 

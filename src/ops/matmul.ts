@@ -10,7 +10,7 @@ import type { Gpu } from "../gpu/mod.ts";
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import type { Recorder, TextureBinding } from "../gpu/recorder.ts";
-import { registerShaderGenerators } from "../gpu/shaders.ts";
+import { registerShaderGenerators, registerShaderTransforms } from "../gpu/shaders.ts";
 import {
   isBigRegTile,
   isGroupTile,
@@ -24,11 +24,13 @@ import {
   MatmulTexParams,
 } from "./matmul_gen.ts";
 import { SMEM_TILES, type SmemTile, smemTileName, smemWorkgroup } from "./matmul_smem_gen.ts";
+import { HALF_B, HALF_B_SHADERS } from "./matmul_half.ts";
 import { matmulPicks } from "./tuning.ts";
 
 // The register-tiled and workgroup-memory shaders are generated from their tile lists when
 // first used.
 registerShaderGenerators(MATMUL_SHADERS);
+registerShaderTransforms(HALF_B_SHADERS);
 
 export type MatmulForm = "nn" | "nt" | "tn";
 export const MATMUL_FORMS: readonly MatmulForm[] = ["nn", "nt", "tn"];
@@ -47,6 +49,11 @@ export interface MatmulShape {
   alpha?: number;
   /** 0 (default) overwrites C; 1 accumulates into it. */
   beta?: number;
+  /**
+   * B is stored as half floats (packed two to a u32, src/ops/matmul_half.ts): a frozen weight.
+   * A·Bᵀ and A·B only; the Matmul must have been created with half-B kernels.
+   */
+  halfB?: boolean;
 }
 
 export interface MatmulVariant {
@@ -68,18 +75,18 @@ function hasGroupEntry(v: MatmulVariant): boolean {
   return (v.kind === "reg" && isGroupTile(v.r!, v.c!)) || v.kind === "splitk";
 }
 
-function groupSpec(v: MatmulVariant): KernelSpec {
-  const ro = "read-only-storage", rw = "storage";
+function groupSpec(v: MatmulVariant, half = false): KernelSpec {
+  const ro = "read-only-storage", rw = "storage", h = half ? HALF_B : "";
   if (v.kind === "splitk") {
     return {
-      shader: "matmul_splitk_group",
+      shader: `matmul_splitk_group${h}`,
       entry: "ntg_splitk",
       bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw],
       constants: { WG: v.wgx!, R: v.r! },
     };
   }
   return {
-    shader: "matmul_group",
+    shader: `matmul_group${h}`,
     entry: `ntg_r${v.r}c${v.c}`,
     bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw],
     constants: { WGX: v.wgx!, WGY: v.wgy! },
@@ -284,7 +291,18 @@ export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
   return a4(s.M) && a4(s.N) && r % 4 === 0 && c % 4 === 0;
 }
 
-export function kernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
+/**
+ * The kernel of a variant in a form; `half`: its twin reading B as half floats (A·Bᵀ and A·B).
+ */
+export function kernelSpec(v: MatmulVariant, form: MatmulForm, half = false): KernelSpec {
+  if (half && form === "tn") {
+    throw new KernelArgumentError("matmul: half-float B is for weights, in A·Bᵀ (nt) and A·B (nn)");
+  }
+  const spec = f32KernelSpec(v, form);
+  return half ? { ...spec, shader: spec.shader + HALF_B } : spec;
+}
+
+function f32KernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
   const bindings = ["uniform", "read-only-storage", "read-only-storage", "storage"] as const;
   if (v.kind === "reg") {
     const shader = isBigRegTile(v.r!, v.c!) ? "matmul_reg_big" : "matmul_reg";
@@ -427,8 +445,9 @@ export function encodeMatmulWith(
  * picks one per call by form and shape; unaligned shapes fall back to a shape-agnostic kernel.
  */
 export class Matmul {
+  /** Kernels by "variant:form", and "variant:form:hb" for the half-B twins. */
   private kernels = new Map<string, Kernel>();
-  /** Grouped A·Bᵀ kernels by variant name (CPU register tiles). */
+  /** Grouped A·Bᵀ kernels by variant name (register tiles, split-K), and "name:hb". */
   private groupKernels = new Map<string, Kernel>();
 
   /** Texture-form defaults forced (prepareTextures force) for buckets the adapter picks none for. */
@@ -448,31 +467,42 @@ export class Matmul {
   /**
    * Compiles the picks for `buckets` (default: all) and the fallback. A shape whose bucket was not
    * prepared runs its nearest prepared bucket's pick (BUCKET_STANDIN), so models that never see a
-   * bucket (a tiny model has no square matmuls) do not pay for compiling its kernels.
+   * bucket (a tiny model has no square matmuls) do not pay for compiling its kernels. `halfB`:
+   * the half-B twins of the nt and nn kernels too (a model whose frozen weights are half floats).
    */
   static async create(
     gpu: Gpu,
     overrides: Partial<Record<`${MatmulForm}:${ShapeBucket}`, string>> = {},
     buckets: readonly ShapeBucket[] = SHAPE_BUCKETS,
+    halfB = false,
   ): Promise<Matmul> {
     const picks: Record<string, string> = { ...matmulPicks(gpu.ctx.info), ...overrides };
     const m = new Matmul(gpu, gpu.adapterClass, picks);
     const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
     const needed = new Set<string>();
     for (const form of MATMUL_FORMS) {
-      needed.add(`${fallback}:${form}`);
-      for (const bucket of buckets) needed.add(`${picks[`${form}:${bucket}`] ?? fallback}:${form}`);
+      const tails = halfB && form !== "tn" ? ["", `:${HALF_B.slice(1)}`] : [""];
+      for (const t of tails) {
+        needed.add(`${fallback}:${form}${t}`);
+        for (const bucket of buckets) {
+          needed.add(`${picks[`${form}:${bucket}`] ?? fallback}:${form}${t}`);
+        }
+      }
     }
     await Promise.all([...needed].map(async (key) => {
-      const [name, form] = key.split(":") as [string, MatmulForm];
-      const v = findVariant(name);
-      m.kernels.set(key, await gpu.kernel(kernelSpec(v, form)));
+      const [name, form, tail] = key.split(":") as [string, MatmulForm, string?];
+      const v = findVariant(name), half = tail !== undefined;
+      m.kernels.set(key, await gpu.kernel(kernelSpec(v, form, half)));
       if (form === "nt" && hasGroupEntry(v)) {
-        m.groupKernels.set(name, await gpu.kernel(groupSpec(v)));
+        m.groupKernels.set(half ? `${name}:${tail}` : name, await gpu.kernel(groupSpec(v, half)));
       }
     }));
     m.picks.fallback = fallback;
     return m;
+  }
+
+  private static key(name: string, shape: MatmulShape): string {
+    return shape.halfB ? `${name}:${shape.form}:${HALF_B.slice(1)}` : `${name}:${shape.form}`;
   }
 
   /** The variant that will run for this shape. */
@@ -481,14 +511,20 @@ export class Matmul {
     for (const b of [bucket, ...BUCKET_STANDIN[bucket]]) {
       const name = this.picks[`${shape.form}:${b}`] ?? this.picks.fallback;
       const v = findVariant(name);
-      if (this.kernels.has(`${name}:${shape.form}`) && variantSupports(v, shape)) return v;
+      if (this.kernels.has(Matmul.key(name, shape)) && variantSupports(v, shape)) return v;
     }
     return findVariant(this.picks.fallback);
   }
 
   encode(rec: Recorder, shape: MatmulShape, a: BufferRef, b: BufferRef, c: BufferRef): void {
     const v = this.variantFor(shape);
-    const k = this.kernels.get(`${v.name}:${shape.form}`)!;
+    const k = this.kernels.get(Matmul.key(v.name, shape));
+    if (!k) {
+      throw new KernelArgumentError(
+        `matmul: no ${shape.halfB ? "half-B " : ""}${shape.form} kernel compiled` +
+          (shape.halfB ? " (create the Matmul with halfB, for A·Bᵀ and A·B)" : ""),
+      );
+    }
     encodeMatmulWith(rec, k, v, shape, a, b, c);
   }
 
@@ -505,16 +541,17 @@ export class Matmul {
     a: BufferRef,
     parts: readonly MatmulGroupPart[],
     scratch: BufferRef,
+    halfB = false,
   ): void {
     if (parts.length === 0 || parts.length > 3) {
       throw new KernelArgumentError(`matmul group: 1 to 3 parts, got ${parts.length}`);
     }
     const widest = Math.max(...parts.map((q) => q.N));
-    const v = this.variantFor({ form: "nt", M, N: widest, K });
+    const v = this.variantFor({ form: "nt", M, N: widest, K, halfB });
     // A·Bᵀ support depends on K only, so the widest part's variant fits every part.
-    const k = this.groupKernels.get(v.name);
+    const k = this.groupKernels.get(halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name);
     if (!k || parts.length === 1) {
-      for (const q of parts) this.encode(rec, { form: "nt", M, N: q.N, K }, a, q.b, q.c);
+      for (const q of parts) this.encode(rec, { form: "nt", M, N: q.N, K, halfB }, a, q.b, q.c);
       return;
     }
     // Columns per workgroup: a register tile's C × WGX, a split-K workgroup's 4.

@@ -15,6 +15,7 @@ import {
   encodeTextureWith,
   findTextureVariant,
   kernelSpec,
+  Matmul,
   MATMUL_FORMS,
   MATMUL_VARIANTS,
   type MatmulShape,
@@ -22,6 +23,7 @@ import {
   type Ops,
   Reduce,
   REDUCE_OPS,
+  SHAPE_BUCKETS,
   TEX_VARIANTS,
   TEXTURE_DEFAULT_PICKS,
   textureSpec,
@@ -39,6 +41,7 @@ import {
   toleranceRatio,
   unaryRef,
 } from "../../src/ops/reference.ts";
+import { packHalves, roundToHalf } from "../../src/ops/matmul_half.ts";
 
 export interface CaseResult {
   name: string;
@@ -87,6 +90,14 @@ function operandSizes(s: MatmulShape): [number, number, number] {
   return [sizeA, sizeB, sizeC];
 }
 
+/** A Matmul with the half-B twins, per device (the shared Ops' has none). */
+const halfMatmuls = new WeakMap<Gpu, Promise<Matmul>>();
+function halfMatmul(gpu: Gpu): Promise<Matmul> {
+  let m = halfMatmuls.get(gpu);
+  if (!m) halfMatmuls.set(gpu, m = Matmul.create(gpu, {}, SHAPE_BUCKETS, true));
+  return m;
+}
+
 async function runMatmul(
   gpu: Gpu,
   ops: Ops,
@@ -95,15 +106,53 @@ async function runMatmul(
 ): Promise<number> {
   const [na, nb, nc] = operandSizes(s);
   const a = seededValues(na, 1), b = seededValues(nb, 2), c0 = seededValues(nc, 3);
-  const A = gpu.upload(a), B = gpu.upload(b), C = gpu.upload(c0);
+  // Half B: the kernel reads B rounded to half floats, and so does the reference.
+  const A = gpu.upload(a), B = gpu.upload(s.halfB ? packHalves(b) : b), C = gpu.upload(c0);
   const rec = gpu.recorder("matmul case");
   if (variant) {
-    encodeMatmulWith(rec, await gpu.kernel(kernelSpec(variant, s.form)), variant, s, A, B, C);
-  } else ops.matmul.encode(rec, s, A, B, C);
+    const k = await gpu.kernel(kernelSpec(variant, s.form, s.halfB));
+    encodeMatmulWith(rec, k, variant, s, A, B, C);
+  } else (s.halfB ? await halfMatmul(gpu) : ops.matmul).encode(rec, s, A, B, C);
   rec.submit();
   const got = await gpu.readFloat32(C, nc);
   [A, B, C].forEach((x) => x.destroy());
-  return toleranceRatio(got, matmulRef(s, a, b, c0), 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
+  const want = matmulRef(s, a, s.halfB ? roundToHalf(b) : b, c0);
+  return toleranceRatio(got, want, 1e-5 * Math.sqrt(s.K) + 1e-6, 1e-4);
+}
+
+/**
+ * Shapes for B as half floats (A·Bᵀ and A·B): every shape through the picks, and these through
+ * every variant (decode rows, a split-K K, workgroup-memory blocks with a ragged K slice,
+ * batched and accumulating).
+ */
+const HALF_B_VARIANT_SHAPES: ReadonlyArray<Omit<MatmulShape, "form">> = [
+  { M: 3, N: 10, K: 1032 },
+  { M: 132, N: 136, K: 44, batch: 2, alpha: 0.5, beta: 1 },
+];
+
+function halfBCases(thorough: boolean): KernelCase[] {
+  const out: KernelCase[] = [];
+  for (const form of ["nt", "nn"] as const) {
+    for (const base of MATMUL_SHAPES) {
+      const s = { ...base, form, halfB: true };
+      out.push({
+        name: `matmul ${shapeName(s)} half B [selected]`,
+        run: (gpu, ops) => runMatmul(gpu, ops, s),
+      });
+    }
+    if (!thorough) continue;
+    for (const base of HALF_B_VARIANT_SHAPES) {
+      const s = { ...base, form, halfB: true };
+      for (const v of MATMUL_VARIANTS) {
+        if (!variantSupports(v, s)) continue;
+        out.push({
+          name: `matmul ${shapeName(s)} half B [${v.name}]`,
+          run: (gpu, ops) => runMatmul(gpu, ops, s, v),
+        });
+      }
+    }
+  }
+  return out;
 }
 
 function matmulCases(thorough: boolean): KernelCase[] {
@@ -480,6 +529,7 @@ export function kernelCases(thorough = true): KernelCase[] {
   return [
     ...gridCases(),
     ...matmulCases(thorough),
+    ...halfBCases(thorough),
     ...textureMatmulCases(thorough),
     ...elementwiseCases(),
     ...softmaxCases(),

@@ -10,6 +10,7 @@ import {
   Matmul,
   type MatmulForm,
   type MatmulShape,
+  SHAPE_BUCKETS,
   shapeBucket,
   TEXTURE_DEFAULT_PICKS,
   textureBucket,
@@ -23,6 +24,7 @@ import {
   matmulPicks,
 } from "../../src/ops/tuning.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
+import { packHalves, roundToHalf } from "../../src/ops/matmul_half.ts";
 
 const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu" = "cpu") => ({
   vendor: "",
@@ -233,18 +235,25 @@ Deno.test("grouped A·Bᵀ (q/k/v, gate/up in one dispatch) equals one matmul pe
   const gpu = await Gpu.create();
   try {
     // This adapter's picks, and the GPU class's (split-K at 1–15 rows) on any adapter.
+    // And with B as half floats (the half-B twins, src/ops/matmul_half.ts).
     for (const classPicks of [null, "gpu"] as const) {
-      await t.step(`${classPicks ?? "this adapter's"} picks`, async () => {
-        await groupedEqualsSingle(gpu, classPicks);
-      });
+      for (const half of [false, true]) {
+        await t.step(
+          `${classPicks ?? "this adapter's"} picks${half ? ", half B" : ""}`,
+          async () => {
+            await groupedEqualsSingle(gpu, classPicks, half);
+          },
+        );
+      }
     }
   } finally {
     gpu.destroy();
   }
 });
 
-async function groupedEqualsSingle(gpu: Gpu, classPicks: "gpu" | null) {
-  const mm = await Matmul.create(gpu, classPicks ? MATMUL_TUNING[classPicks] as never : {});
+async function groupedEqualsSingle(gpu: Gpu, classPicks: "gpu" | null, half: boolean) {
+  const picks = classPicks ? MATMUL_TUNING[classPicks] as never : {};
+  const mm = await Matmul.create(gpu, picks, SHAPE_BUCKETS, half);
   const splitk = (classPicks ?? gpu.adapterClass) === "gpu";
   const scratch = gpu.zeros(4);
   try {
@@ -265,16 +274,20 @@ async function groupedEqualsSingle(gpu: Gpu, classPicks: "gpu" | null) {
     ) {
       const a = seededValues(M * K, 1);
       const A = gpu.upload(a);
-      const Bs = Ns.map((n, i) => gpu.upload(seededValues(n * K, 10 + i)));
+      const bs = Ns.map((n, i) => seededValues(n * K, 10 + i));
+      const Bs = bs.map((b) => gpu.upload(half ? packHalves(b) : b));
       const grouped = Ns.map((n) => gpu.zeros(M * n)), single = Ns.map((n) => gpu.zeros(M * n));
       const rec = gpu.recorder();
-      mm.encodeGroup(rec, M, K, A, Ns.map((n, i) => ({ b: Bs[i], c: grouped[i], N: n })), scratch);
+      const parts = Ns.map((n, i) => ({ b: Bs[i], c: grouped[i], N: n }));
+      mm.encodeGroup(rec, M, K, A, parts, scratch, half);
       const groupedDispatches = rec.finish();
       const one = groupedDispatches.dispatchCount;
       groupedDispatches.run();
       groupedDispatches.destroy();
       const rec2 = gpu.recorder();
-      Ns.forEach((n, i) => mm.encode(rec2, { form: "nt", M, N: n, K }, A, Bs[i], single[i]));
+      Ns.forEach((n, i) =>
+        mm.encode(rec2, { form: "nt", M, N: n, K, halfB: half }, A, Bs[i], single[i])
+      );
       rec2.submit();
       // CPU class: grouped register tiles; GPU class: grouped split-K at decode rows (M < 16).
       if (Ns.length > 1 && (!splitk || M < 16)) {
@@ -288,7 +301,7 @@ async function groupedEqualsSingle(gpu: Gpu, classPicks: "gpu" | null) {
           [...s1].join(","),
           `M=${M} part ${i}: grouped differs from the single matmul`,
         );
-        const b = await gpu.readFloat32(Bs[i], Ns[i] * K);
+        const b = half ? roundToHalf(bs[i]) : bs[i];
         const ratio = toleranceRatio(
           g,
           matmulRef({ form: "nt", M, N: Ns[i], K }, a, b),
