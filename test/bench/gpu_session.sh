@@ -21,6 +21,10 @@
 #   scalepicks  after labmodel: the scale bench of qwen2.5-0.5b again with labmodel's picks laid
 #            over the tables (PETTINGLLMS_MATMUL_PICKS), so one lease measures what the new picks
 #            do to a whole model before they go into src/ops/tuning.ts (not in the default)
+#   labhalf  deno task bench --only matmul --lab --half --model-shapes: the GPU picks' kernels
+#            and their half-B twins (weights as half floats, src/ops/matmul_half.ts) at
+#            Qwen2.5-0.5B's decode (1, 8, 32 rows), prefill and training GEMMs: what a half-float
+#            frozen base would gain, kernel by kernel; ~3 minutes (not in the default)
 #   lab      deno task bench --only matmul --lab: every matmul variant timed per shape, split-K
 #            decode kernels included; its "picks" go into src/ops/tuning.ts (not in the default)
 # Each step has its own time limit and writes <step>.out and .err; session.log says when each
@@ -110,6 +114,10 @@ console.log(JSON.stringify(JSON.parse(t).matmul.lab.picks))" 2>>"$out/session.lo
   else
     log "scalepicks: no picks in labmodel.out (run labmodel first, in the same call)"
   fi
+fi
+if want labhalf; then
+  step labhalf 300 $D task bench --only matmul --lab --half --model-shapes \
+    --variants '^sk_|^r4c4_wg16x1$|^r8c4_wg16x1$|^r1c4_wg64x1$|^r8c8_wg8x4$|^sm64x64' $quick
 fi
 if want lab; then
   step lab 540 $D task bench --only matmul --lab $quick

@@ -3,6 +3,7 @@
 //   --lab         time every matmul variant and print the picks for src/ops/tuning.ts
 //   --variants RE the lab times only the variants whose names match (with the fallback)
 //   --model-shapes  the lab times a real model's training and prefill GEMMs instead
+//   --half        the lab also times each variant with B as half floats (frozen weights)
 //   --quick       smaller shapes (a smoke run)
 //   --only NAMES  comma-separated sections: matmul, inference, train, rl, sandbox, scale
 //                 (scale, real model sizes, runs by default only on a GPU-class adapter)
@@ -44,6 +45,11 @@ export const BENCH_CLI = defineCli({
       type: "boolean",
       help:
         "matmul --lab: Qwen2.5-0.5B's training and prefill GEMMs (1024 and 512 rows, LM head) instead of the square and skinny set",
+    },
+    half: {
+      type: "boolean",
+      help:
+        "matmul --lab: also time each variant's half-B twin (weights as half floats) on the A·Bᵀ and A·B shapes, and with --model-shapes at decode rows too",
     },
     quick: { type: "boolean", help: "smaller shapes (a smoke run)" },
     shapes: {
@@ -106,10 +112,10 @@ export function parseBenchArgs(argv: readonly string[]) {
       );
     }
   }
-  const modelShapes = a.modelShapes;
-  if ((variants || modelShapes) && !a.lab) {
+  const modelShapes = a.modelShapes, half = a.half;
+  if ((variants || modelShapes || half) && !a.lab) {
     throw new UsageError(
-      "--variants and --model-shapes choose what the matmul lab times: add --lab",
+      "--variants, --model-shapes and --half choose what the matmul lab times: add --lab",
     );
   }
   return {
@@ -121,6 +127,7 @@ export function parseBenchArgs(argv: readonly string[]) {
     only,
     variants,
     modelShapes,
+    half,
   };
 }
 
@@ -132,7 +139,7 @@ async function matmulSection(
   gpu: Gpu,
   lab: boolean,
   quick: boolean,
-  select: { variants?: RegExp; modelShapes?: boolean } = {},
+  select: { variants?: RegExp; modelShapes?: boolean; half?: boolean } = {},
 ) {
   const o = {
     lab,

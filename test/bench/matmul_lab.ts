@@ -15,6 +15,7 @@ import {
   shapeBucket,
   variantSupports,
 } from "../../src/ops/matmul.ts";
+import { packHalves, roundToHalf } from "../../src/ops/matmul_half.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 import { gflops, round, timeIt } from "./timing.ts";
 import { tfjsMatmulMs, tfjsReady } from "./tfjs_peer.ts";
@@ -32,20 +33,33 @@ export interface LabOptions {
   modelShapes?: boolean;
   /** With modelShapes: 64 rows and no LM head (a smoke run on a CPU adapter). */
   quick?: boolean;
+  /**
+   * Also time each variant's half-B twin (B as half floats: a frozen weight) on the A·Bᵀ and A·B
+   * shapes, as "<name>+hb"; with modelShapes, decode rows (1, 8, 32) join the shapes. The picks
+   * stay the f32 kernels'; `halfPicks` are the twins'.
+   */
+  half?: boolean;
 }
 
-async function validate(gpu: Gpu, v: MatmulVariant, form: MatmulForm): Promise<boolean> {
+const HB = "+hb";
+
+async function validate(
+  gpu: Gpu,
+  v: MatmulVariant,
+  form: MatmulForm,
+  half = false,
+): Promise<boolean> {
   const s: MatmulShape = { form, M: 37, N: 44, K: 52, batch: 2 };
   if (!variantSupports(v, s)) return true;
   const na = 2 * s.M * s.K, nb = 2 * s.K * s.N;
   const a = seededValues(na, 5), b = seededValues(nb, 6);
-  const A = gpu.upload(a), B = gpu.upload(b), C = gpu.zeros(2 * s.M * s.N);
+  const A = gpu.upload(a), B = gpu.upload(half ? packHalves(b) : b), C = gpu.zeros(2 * s.M * s.N);
   const rec = gpu.recorder();
-  encodeMatmulWith(rec, await gpu.kernel(kernelSpec(v, form)), v, s, A, B, C);
+  encodeMatmulWith(rec, await gpu.kernel(kernelSpec(v, form, half)), v, s, A, B, C);
   rec.submit();
   const got = await gpu.readFloat32(C, 2 * s.M * s.N);
   [A, B, C].forEach((x) => x.destroy());
-  return toleranceRatio(got, matmulRef(s, a, b), 1e-4, 1e-4) <= 1;
+  return toleranceRatio(got, matmulRef(s, a, half ? roundToHalf(b) : b), 1e-4, 1e-4) <= 1;
 }
 
 export async function timeVariant(
@@ -55,10 +69,11 @@ export async function timeVariant(
   minMs: number,
 ): Promise<number> {
   const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
+  const b = seededValues(s.K * s.N, 2);
   const A = gpu.upload(seededValues(ra * rb, 1)),
-    B = gpu.upload(seededValues(s.K * s.N, 2)),
+    B = gpu.upload(s.halfB ? packHalves(b) : b),
     C = gpu.zeros(s.M * s.N);
-  const k = await gpu.kernel(kernelSpec(v, s.form));
+  const k = await gpu.kernel(kernelSpec(v, s.form, s.halfB));
   try {
     const t = await timeIt(async (reps) => {
       const rec = gpu.recorder();
@@ -92,10 +107,12 @@ const MODEL_PROJ: ReadonlyArray<readonly [number, number]> = [
 ];
 const MODEL_ROWS = 1024;
 
-function modelShapes(quick: boolean): MatmulShape[] {
+function modelShapes(quick: boolean, half: boolean): MatmulShape[] {
   const rows = quick ? 64 : MODEL_ROWS;
   const out: MatmulShape[] = [];
   for (const [i, o] of MODEL_PROJ) {
+    // Decode rows, where B's bytes bound the time: what half-float weights are for.
+    if (half) { for (const m of [1, 8, 32]) out.push({ form: "nt", M: m, N: o, K: i }); }
     out.push({ form: "nt", M: rows, N: o, K: i });
     out.push({ form: "nt", M: rows / 2, N: o, K: i });
     out.push({ form: "nn", M: rows, N: i, K: o });
@@ -106,7 +123,7 @@ function modelShapes(quick: boolean): MatmulShape[] {
 }
 
 function labShapes(o: LabOptions): MatmulShape[] {
-  if (o.modelShapes) return modelShapes(o.quick ?? false);
+  if (o.modelShapes) return modelShapes(o.quick ?? false, o.half ?? false);
   const out: MatmulShape[] = [];
   for (const form of MATMUL_FORMS) {
     for (const n of o.squares) out.push({ form, M: n, N: n, K: n });
@@ -128,9 +145,16 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
   const chosen = MATMUL_VARIANTS.filter((v) =>
     !o.variants || o.variants.test(v.name) || v.name === fallback
   );
+  const halfValid = new Set<string>();
   for (const v of chosen) {
     const ok = (await Promise.all(MATMUL_FORMS.map((f) => validate(gpu, v, f)))).every(Boolean);
     (ok ? valid : invalid).push(v as MatmulVariant & string);
+    if (o.half) {
+      const forms = ["nt", "nn"] as const;
+      if ((await Promise.all(forms.map((f) => validate(gpu, v, f, true)))).every(Boolean)) {
+        halfValid.add(v.name);
+      } else invalid.push(`${v.name}${HB}` as never);
+    }
   }
   const timings: Record<string, Record<string, number>> = {};
   for (const s of labShapes(o)) {
@@ -143,6 +167,12 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
       if (v.kind === "splitk" && s.M > 32) continue;
       const g = gflops(2 * s.M * s.N * s.K, await timeVariant(gpu, v, s, o.minMs));
       row[v.name] = round(g);
+      if (halfValid.has(v.name) && s.form !== "tn") {
+        const h = { ...s, halfB: true };
+        row[`${v.name}${HB}`] = round(
+          gflops(2 * s.M * s.N * s.K, await timeVariant(gpu, v, h, o.minMs)),
+        );
+      }
     }
     timings[label(s)] = row;
     const best = Object.entries(row).sort((a, b) => b[1] - a[1])[0];
@@ -150,23 +180,35 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
   }
   // Pick by geometric mean over the bucket's shapes, scoring a variant that cannot run a shape
   // with the fallback's time there, which is what happens at run time.
-  const picks: Record<string, string> = {};
   const buckets = new Map<string, MatmulShape[]>();
   for (const s of labShapes(o)) {
     const key = `${s.form}:${shapeBucket(s)}`;
     buckets.set(key, [...(buckets.get(key) ?? []), s]);
   }
-  for (const [bucket, shapes] of buckets) {
-    let best = fallback, bestScore = -1;
-    for (const v of valid) {
-      const gs = shapes.map((s) => timings[label(s)][v.name] ?? timings[label(s)][fallback]);
-      if (gs.some((g) => !(g > 0))) continue;
-      const gm = Math.exp(gs.reduce((acc, g) => acc + Math.log(g), 0) / gs.length);
-      if (gm > bestScore) [best, bestScore] = [v.name, gm];
+  const pick = (tail: string) => {
+    const picks: Record<string, string> = {};
+    for (const [bucket, shapes] of buckets) {
+      if (tail && bucket.startsWith("tn:")) continue;
+      let best = fallback, bestScore = -1;
+      for (const v of valid) {
+        const at = (s: MatmulShape) =>
+          timings[label(s)][v.name + tail] ?? timings[label(s)][fallback + tail];
+        const gs = shapes.map(at);
+        if (gs.some((g) => !(g > 0))) continue;
+        const gm = Math.exp(gs.reduce((acc, g) => acc + Math.log(g), 0) / gs.length);
+        if (gm > bestScore) [best, bestScore] = [v.name, gm];
+      }
+      picks[bucket] = best;
     }
-    picks[bucket] = best;
-  }
-  return { invalid: invalid.map((v) => (v as unknown as MatmulVariant).name), timings, picks };
+    return picks;
+  };
+  const names = invalid.map((v) => typeof v === "string" ? v : (v as MatmulVariant).name);
+  return {
+    invalid: names,
+    timings,
+    picks: pick(""),
+    ...(o.half ? { halfPicks: pick(HB) } : {}),
+  };
 }
 
 /** The selected kernels vs TF.js on square and skinny shapes, with ratios. */

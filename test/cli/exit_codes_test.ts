@@ -63,7 +63,7 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   assertEquals(help.code, 0, help.text);
   assert(
     help.text.startsWith(
-      "usage: npx deno task bench [--lab] [--variants REGEX] [--model-shapes] [--quick] [--shapes NAMES] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
+      "usage: npx deno task bench [--lab] [--variants REGEX] [--model-shapes] [--half] [--quick] [--shapes NAMES] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
     ),
     help.text,
   );
@@ -71,6 +71,9 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   const noLab = await cli("test/bench/main.ts", ["--only", "matmul", "--model-shapes"]);
   assertEquals(noLab.code, 2, noLab.text);
   assert(noLab.text.includes("add --lab"), noLab.text);
+  const halfNoLab = await cli("test/bench/main.ts", ["--only", "matmul", "--half"]);
+  assertEquals(halfNoLab.code, 2, halfNoLab.text);
+  assert(halfNoLab.text.includes("add --lab"), halfNoLab.text);
   const badRe = await cli("test/bench/main.ts", ["--lab", "--variants", "(sm"]);
   assertEquals(badRe.code, 2, badRe.text);
   assert(badRe.text.includes("--variants (sm: not a regular expression"), badRe.text);
