@@ -4,7 +4,7 @@
 
 /** Buffer labels → what they hold (first match wins; the rest is activations and scratch). */
 const BUFFER_KINDS: readonly [kind: string, test: RegExp][] = [
-  ["params", /^(params\[|lora\.params|atlas|wtex)/],
+  ["params", /^(params(\.half)?\[|lora\.params|atlas|wtex)/],
   ["grads", /^(grads\[|lora\.grads)/],
   ["optimizer", /^(adam\.[mv]|adamw:|decay\d)/],
   ["kv_cache", /^[kv]cache/],

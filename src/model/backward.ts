@@ -92,6 +92,15 @@ export class ModelBackward {
       posRows: f(N, "posRows"),
     };
     this.trainable = opts.trainable ?? (() => true);
+    const half = model.weights.layout.tensors.find((t) =>
+      model.params.isHalf(t) && this.trainable(t)
+    );
+    if (half) {
+      throw new KernelArgumentError(
+        `${half.name} is stored as half floats (GpuModelOptions.halfBase), so it cannot train: ` +
+          "a half-float base is for LoRA and inference; create the model without halfBase for full fine-tuning",
+      );
+    }
     // LoRA mode allocates no base gradients at all.
     const anyTrainable = model.weights.layout.tensors.some((t) => this.trainable(t));
     // Same placement as the parameters: chunk k of a split tensor's gradient mirrors chunk k of it.
@@ -197,9 +206,10 @@ export class ModelBackward {
   ) {
     const [out, inp] = w.shape;
     const m = this.model;
-    const chunks = m.params.chunks(w);
+    const chunks = m.params.chunks(w), halfB = m.params.isHalf(w);
     if (chunks.length === 1) {
-      this.mm(rec, { form: "nn", M: N, N: inp, K: out, beta: acc ? 1 : 0 }, dy, chunks[0].ref, dx);
+      const shape = { form: "nn", M: N, N: inp, K: out, beta: acc ? 1 : 0, halfB } as const;
+      this.mm(rec, shape, dy, chunks[0].ref, dx);
       if (this.trainable(w)) {
         this.mm(rec, { form: "tn", M: out, N: inp, K: N, beta: 1 }, dy, x, this.grads.ref(w));
       }
@@ -210,7 +220,7 @@ export class ModelBackward {
         m.split!.gatherCols(rec, N, c.rows, out, c.rowStart, dy, tmp);
         this.mm(
           rec,
-          { form: "nn", M: N, N: inp, K: c.rows, beta: acc || k > 0 ? 1 : 0 },
+          { form: "nn", M: N, N: inp, K: c.rows, beta: acc || k > 0 ? 1 : 0, halfB },
           tmp,
           c.ref,
           dx,
@@ -528,6 +538,7 @@ function emptyParams(): GpuParams {
       throw new KernelArgumentError(`tensor ${t.name} is frozen: no gradient buffer`);
     },
     isSplit: () => false,
+    isHalf: () => false,
     anySplit: false,
     placement: { maxBindingBytes: 0, maxBufferBytes: 0 },
     buffers: [],

@@ -74,6 +74,20 @@ export interface GpuModelOptions {
    * (Gpu.readOnlyStorageTextures).
    */
   weightTextures?: boolean;
+  /**
+   * Store the frozen base's matrices (embedding, projections, LM head) as half floats and read
+   * them with the half-B matmul twins (src/ops/matmul_half.ts), f32 arithmetic: half the weight
+   * memory and half the bytes a decode step reads. Only for a base nothing trains (inference,
+   * LoRA); norms and biases stay f32. Llama family only; decode takes the per-op storage path
+   * (no CPU-adapter fused step or weight textures). Default false.
+   */
+  halfBase?: boolean;
+}
+
+/** The tensors a half-float base stores as halves: every matrix but GPT-2's (see halfBase). */
+export function isBaseMatrix(t: ParamTensor): boolean {
+  return t.shape.length === 2 &&
+    ["q", "k", "v", "o", "gate", "up", "down", "embed", "lm_head"].includes(t.role);
 }
 
 /** What one layer saves for the backward pass (in inference all layers share one set). */
@@ -277,7 +291,27 @@ export class GpuModel {
           "ask for fewer prompt + new tokens",
       );
     }
-    const params = uploadParams(gpu, weights);
+    if (opts.halfBase) {
+      if (c.modelType === "gpt2") {
+        throw new KernelArgumentError(
+          "halfBase: a half-float base is for the Llama family, not gpt2",
+        );
+      }
+      if (opts.decodeVariant === "fused" || opts.weightTextures === true) {
+        throw new KernelArgumentError(
+          "halfBase: the CPU-adapter fused decode step and weight textures read f32 weights; " +
+            "leave decodeVariant and weightTextures unset",
+        );
+      }
+      opts = { ...opts, decodeVariant: "ops", weightTextures: false };
+    }
+    const params = uploadParams(
+      gpu,
+      weights,
+      "params",
+      {},
+      opts.halfBase ? isBaseMatrix : undefined,
+    );
     try {
       const fused = fusedDecodeOptions(gpu, c, params, opts); // before compiling: may refuse
       const gpt2 = c.modelType === "gpt2";
@@ -287,14 +321,16 @@ export class GpuModel {
             Math.max(opts.chunkRows ?? 256, opts.slots),
             weights.layout.tensors.map((t) => t.shape),
           ),
+          halfB: opts.halfBase,
         }),
         ModelKernels.create(gpu, opts.maxLen, {
           normVariant: opts.normVariant,
           headDim: weights.config.headDim,
           attentionVariant: opts.attentionVariant,
           queryGroup: weights.config.numHeads / weights.config.numKvHeads,
+          halfGather: opts.halfBase,
         }),
-        params.anySplit || gpt2 ? SplitKernels.create(gpu) : null,
+        params.anySplit || gpt2 ? SplitKernels.create(gpu, opts.halfBase) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,
       ]);
       return new GpuModel(
@@ -564,11 +600,14 @@ export class GpuModel {
   private encodeLayers(rec: Recorder, N: number, P: Projections) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
-    const embed = this.params.chunks(lay.embed);
-    if (embed.length === 1) this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0]);
-    else {for (const k of embed) {
-        this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0]);
-      }}
+    const embed = this.params.chunks(lay.embed), half = this.params.isHalf(lay.embed);
+    if (embed.length === 1) {
+      this.kernels.gather(rec, N, C, V, embed[0].ref, s.ids, this.res[0], half);
+    } else {
+      for (const k of embed) {
+        this.split!.gatherRange(rec, N, C, k.rowStart, k.rows, k.ref, s.ids, this.res[0], half);
+      }
+    }
     const g2 = this.gpt2;
     if (g2) {
       // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.

@@ -9,7 +9,8 @@
 import { type BufferRef, readFloat32 } from "../gpu/buffers.ts";
 import { GpuLimitError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
+import { halfValue, packHalves } from "../ops/matmul_half.ts";
+import type { ModelWeights, ParamTensor } from "./weights.ts";
 
 /** A bindable range of a buffer. */
 export interface BufferRange {
@@ -35,12 +36,20 @@ export interface ParamPlacement {
 }
 
 export interface GpuParams {
-  /** The range of one tensor; throws GpuLimitError for a split tensor (use `chunks`). */
+  /**
+   * The range of one tensor; throws GpuLimitError for a split tensor (use `chunks`) and for one
+   * stored as half floats (`isHalf`: bind its chunks to the kernels that read halves).
+   */
   ref(t: ParamTensor): BufferRef;
   /** The tensor's row chunks in order: one chunk covering the whole tensor unless it is split. */
   chunks(t: ParamTensor): readonly ParamChunk[];
   /** Whether the tensor is stored as more than one chunk. */
   isSplit(t: ParamTensor): boolean;
+  /**
+   * Whether the tensor is stored as half floats, two to a u32 (a frozen weight: uploadParams'
+   * `half`); its chunks' ranges are then in those bytes.
+   */
+  isHalf(t: ParamTensor): boolean;
   /** True when some tensor is split. */
   readonly anySplit: boolean;
   /** The limits this placement was planned with (allocate mirrors with the same). */
@@ -69,13 +78,14 @@ interface ChunkPlan {
  * Splits a tensor into row chunks of at most `maxBindingBytes` each, every chunk starting on a
  * 256-byte boundary; chunks hold equal row counts (a multiple of 4 where possible, so the vec4
  * matmul kernels apply) except a shorter last one. A tensor that fits is one chunk.
- * Throws GpuLimitError when no split can fit: a 1-D tensor, or one row over the limit.
+ * `bytes`: bytes per element (4, or 2 for half floats). Throws GpuLimitError when no split can
+ * fit: a 1-D tensor, or one row over the limit.
  */
-export function planChunks(t: ParamTensor, maxBindingBytes: number): ChunkPlan[] {
-  if (t.size * 4 <= maxBindingBytes) {
+export function planChunks(t: ParamTensor, maxBindingBytes: number, bytes = 4): ChunkPlan[] {
+  if (t.size * bytes <= maxBindingBytes) {
     return [{ rowStart: 0, rows: t.shape[0] ?? 1, offset: t.offset, size: t.size }];
   }
-  const what = `tensor ${t.name} [${t.shape.join(", ")}] (${mib(t.size * 4)})`;
+  const what = `tensor ${t.name} [${t.shape.join(", ")}] (${mib(t.size * bytes)})`;
   const limit = `the ${mib(maxBindingBytes)} (${maxBindingBytes}-byte) storage binding limit`;
   const advice =
     "use an adapter with a larger maxStorageBufferBindingSize (a GPU rather than a software " +
@@ -86,21 +96,23 @@ export function planChunks(t: ParamTensor, maxBindingBytes: number): ChunkPlan[]
     );
   }
   const R = t.shape[0], rowFloats = t.size / R;
-  if (rowFloats * 4 > maxBindingBytes) {
+  if (rowFloats * bytes > maxBindingBytes) {
     throw new GpuLimitError(
       `${what} is over ${limit}, and a single row of it (${
-        rowFloats * 4
+        rowFloats * bytes
       } bytes) is too, so splitting ` +
         `it into row chunks cannot help; ${advice}`,
     );
   }
   // Rows per chunk keep every chunk's start 256-byte aligned: a multiple of rowAlign rows.
-  const rowAlign = PARAM_ALIGN_FLOATS / gcd(rowFloats, PARAM_ALIGN_FLOATS);
-  const maxRows = Math.floor(Math.floor(maxBindingBytes / (rowFloats * 4)) / rowAlign) * rowAlign;
+  const align = 256 / bytes;
+  const rowAlign = align / gcd(rowFloats, align);
+  const maxRows = Math.floor(Math.floor(maxBindingBytes / (rowFloats * bytes)) / rowAlign) *
+    rowAlign;
   if (maxRows === 0) {
     throw new GpuLimitError(
       `${what} is over ${limit}; its chunks must hold a multiple of ${rowAlign} rows (${
-        rowAlign * rowFloats * 4
+        rowAlign * rowFloats * bytes
       } ` +
         `bytes) to start on 256-byte boundaries, which does not fit one binding; ${advice}`,
     );
@@ -140,10 +152,30 @@ export function allocParams(
   data: Float32Array | null,
   label = "params",
   placement: Partial<ParamPlacement> = {},
+  half: (t: ParamTensor) => boolean = () => false,
 ): GpuParams {
   const place: ParamPlacement = { ...defaultPlacement(gpu), ...placement };
+  const halves = new Set(data ? w.layout.tensors.filter(half) : []);
+  // With half tensors, the f32 ones (norms, biases) are packed into a compact copy of their own
+  // (each at a 64-float boundary): `at` gives a tensor's place there, `src` the data.
+  const f32 = w.layout.tensors.filter((t) => !halves.has(t));
+  let src = data, at = (t: ParamTensor) => t;
+  if (halves.size) {
+    const moved = new Map<ParamTensor, ParamTensor>();
+    let off = 0;
+    for (const t of f32) {
+      moved.set(t, { ...t, offset: off });
+      off += Math.ceil(t.size / 64) * 64;
+    }
+    const compact = new Float32Array(Math.max(off, 1));
+    for (const t of f32) {
+      compact.set(data!.subarray(t.offset, t.offset + t.size), moved.get(t)!.offset);
+    }
+    src = compact;
+    at = (t) => moved.get(t)!;
+  }
   const plans = new Map<ParamTensor, ChunkPlan[]>(
-    w.layout.tensors.map((t) => [t, planChunks(t, place.maxBindingBytes)]),
+    f32.map((t) => [t, planChunks(at(t), place.maxBindingBytes)]),
   );
   // Buffers break at tensor boundaries as long as tensors fit one buffer (so the grouping, and the
   // optimizer state saved per buffer, do not depend on the binding limit); a larger tensor is
@@ -162,18 +194,18 @@ export function allocParams(
     if (g && (end - g.start) * 4 <= place.maxBufferBytes) g.end = end;
     else groups.push({ start: offset, end });
   };
-  for (const t of w.layout.tensors) {
-    if (t.size * 4 <= place.maxBufferBytes) place1(t.name, t.offset, t.size);
+  for (const t of f32) {
+    if (t.size * 4 <= place.maxBufferBytes) place1(t.name, at(t).offset, t.size);
     else for (const c of plans.get(t)!) place1(t.name, c.offset, c.size);
   }
   const buffers = groups.map((g, i) =>
-    data
-      ? gpu.upload(data.subarray(g.start, g.end), `${label}[${i}]`)
+    src
+      ? gpu.upload(src.subarray(g.start, g.end), `${label}[${i}]`)
       : gpu.zeros(g.end - g.start, `${label}[${i}]`)
   );
   const where = new Map<ParamTensor, ParamChunk[]>();
   let gi = 0;
-  for (const t of w.layout.tensors) {
+  for (const t of f32) {
     where.set(
       t,
       plans.get(t)!.map((c) => {
@@ -187,6 +219,7 @@ export function allocParams(
       }),
     );
   }
+  if (halves.size) placeHalves(gpu, [...halves], data!, `${label}.half`, place, buffers, where);
   const get = (t: ParamTensor) => {
     const r = where.get(t);
     if (!r) throw new GpuLimitError(`tensor ${t.name} is not part of these parameters`);
@@ -195,6 +228,11 @@ export function allocParams(
   return {
     ref(t) {
       const c = get(t);
+      if (halves.has(t)) {
+        throw new GpuLimitError(
+          `tensor ${t.name} is stored as half floats: bind its chunks to kernels that read halves`,
+        );
+      }
       if (c.length > 1) {
         throw new GpuLimitError(
           `tensor ${t.name} [${
@@ -207,6 +245,7 @@ export function allocParams(
     },
     chunks: get,
     isSplit: (t) => get(t).length > 1,
+    isHalf: (t) => halves.has(t),
     anySplit: [...where.values()].some((c) => c.length > 1),
     placement: place,
     buffers,
@@ -215,17 +254,69 @@ export function allocParams(
   };
 }
 
-/** Uploads every tensor (large ones as row chunks); throws GpuLimitError for one that cannot be split. */
+/**
+ * The tensors `half` names, as packed half floats (src/ops/matmul_half.ts), in buffers of their
+ * own: each chunk (planned at 2 bytes an element) on a 256-byte boundary, a new buffer where the
+ * next chunk would pass maxBufferBytes. Adds the buffers to `buffers` and the chunks to `where`.
+ */
+function placeHalves(
+  gpu: Gpu,
+  tensors: ParamTensor[],
+  data: Float32Array,
+  label: string,
+  place: ParamPlacement,
+  buffers: GPUBuffer[],
+  where: Map<ParamTensor, ParamChunk[]>,
+) {
+  type Placed = { t: ParamTensor; c: ChunkPlan; buf: number; at: number; bytes: number };
+  const placed: Placed[] = [];
+  const ends: number[] = [0];
+  for (const t of tensors) {
+    const rowFloats = t.size / (t.shape[0] ?? 1);
+    for (const c of planChunks(t, place.maxBindingBytes, 2)) {
+      const bytes = Math.max(8, Math.ceil(c.rows * rowFloats / 2) * 4); // whole u32s
+      const b = ends.length - 1;
+      const at = Math.ceil(ends[b] / 256) * 256;
+      if (at + bytes > place.maxBufferBytes && ends[b] > 0) {
+        ends.push(bytes);
+        placed.push({ t, c, buf: b + 1, at: 0, bytes });
+      } else {
+        ends[b] = at + bytes;
+        placed.push({ t, c, buf: b, at, bytes });
+      }
+    }
+  }
+  const packed = ends.map((e) => new Uint32Array(Math.ceil(e / 4)));
+  for (const p of placed) {
+    const rowFloats = p.t.size / (p.t.shape[0] ?? 1);
+    const start = p.t.offset + p.c.rowStart * rowFloats;
+    packed[p.buf].set(packHalves(data.subarray(start, start + p.c.rows * rowFloats)), p.at / 4);
+  }
+  const first = buffers.length;
+  packed.forEach((a, i) => buffers.push(gpu.upload(a, `${label}[${i}]`)));
+  for (const p of placed) {
+    const ref = { buffer: buffers[first + p.buf], offset: p.at, size: p.bytes };
+    const list = where.get(p.t) ?? [];
+    list.push({ rowStart: p.c.rowStart, rows: p.c.rows, ref });
+    where.set(p.t, list);
+  }
+}
+
+/**
+ * Uploads every tensor (large ones as row chunks); throws GpuLimitError for one that cannot be
+ * split. `half`: the tensors to store as half floats (frozen weights read by half-B kernels).
+ */
 export function uploadParams(
   gpu: Gpu,
   w: ModelWeights,
   label = "params",
   placement: Partial<ParamPlacement> = {},
+  half?: (t: ParamTensor) => boolean,
 ): GpuParams {
-  return allocParams(gpu, w, w.data, label, placement);
+  return allocParams(gpu, w, w.data, label, placement, half);
 }
 
-/** One tensor back on the CPU, its chunks concatenated (waits for the GPU). */
+/** One tensor back on the CPU, its chunks concatenated (waits for the GPU; halves widened). */
 export async function readParamTensor(
   gpu: Gpu,
   params: GpuParams,
@@ -234,7 +325,18 @@ export async function readParamTensor(
   const out = new Float32Array(t.size);
   const rowFloats = t.size / (t.shape[0] ?? 1);
   for (const c of params.chunks(t)) {
-    out.set(await readFloat32(gpu.device, c.ref, c.rows * rowFloats), c.rowStart * rowFloats);
+    const n = c.rows * rowFloats;
+    if (params.isHalf(t)) {
+      // Packed halves: read the u32 words (as bits) and widen.
+      const words = new Uint32Array(
+        (await readFloat32(gpu.device, c.ref, Math.ceil(n / 2))).buffer,
+      );
+      const v = Float32Array.from(
+        { length: n },
+        (_, i) => halfValue((words[i >> 1] >>> (16 * (i & 1))) & 0xffff),
+      );
+      out.set(v, c.rowStart * rowFloats);
+    } else out.set(await readFloat32(gpu.device, c.ref, n), c.rowStart * rowFloats);
   }
   return out;
 }

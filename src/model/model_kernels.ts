@@ -97,10 +97,12 @@ export function scoresFit(gpu: Gpu, positions: number, vec4: boolean): boolean {
 
 export class ModelKernels {
   private constructor(
-    private k: Record<
-      "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu" | "kvCopy",
-      Kernel
-    >,
+    private k:
+      & Record<
+        "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu" | "kvCopy",
+        Kernel
+      >
+      & { gatherHalf?: Kernel },
     private maxPerDim: number,
     readonly cachePositions: number,
   ) {}
@@ -123,6 +125,8 @@ export class ModelKernels {
       headDim?: number;
       attentionVariant?: AttentionVariant;
       queryGroup?: number;
+      /** Also the gather of a half-float embedding (GpuModelOptions.halfBase). */
+      halfGather?: boolean;
     } = {},
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
@@ -188,8 +192,11 @@ export class ModelKernels {
       s("swiglu", "swiglu", [u, ro, ro, rw], { WG: EW }),
       s("kv_copy", "kv_copy", [u, ro, rw], { WG: EW }),
     ]);
+    const gatherHalf = opts.halfGather
+      ? await s("gather_rows_hb", "gather_rows", [u, ro, ro, rw], { WG: EW })
+      : undefined;
     const k = new ModelKernels(
-      { gather, rmsnorm, ropeInv, ropeStore, attention, swiglu, kvCopy },
+      { gather, rmsnorm, ropeInv, ropeStore, attention, swiglu, kvCopy, gatherHalf },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
     );
@@ -222,7 +229,7 @@ export class ModelKernels {
     rec.dispatch(this.k.kvCopy, [null, pairBuf, cache], this.grid(pairs * KV * maxN * D), u);
   }
 
-  /** out[r] = src[idx[r]] for rows of `cols` floats. */
+  /** out[r] = src[idx[r]] for rows of `cols` floats (`half`: src holds half floats). */
   gather(
     rec: Recorder,
     rows: number,
@@ -231,9 +238,12 @@ export class ModelKernels {
     src: BufferRef,
     idx: BufferRef,
     out: BufferRef,
+    half = false,
   ) {
+    const k = half ? this.k.gatherHalf : this.k.gather;
+    if (!k) throw new KernelArgumentError("gather: no half-float kernel (create with halfGather)");
     const u = GatherRowsParams.pack({ rows, cols, srcRows });
-    rec.dispatch(this.k.gather, [null, src, idx, out], this.grid(rows * cols), u);
+    rec.dispatch(k, [null, src, idx, out], this.grid(rows * cols), u);
   }
 
   /** out = rmsnorm(x)·w per row; rstd[r] = 1/rms saved for the backward. */

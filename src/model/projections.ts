@@ -125,11 +125,11 @@ export class StorageProjections implements Projections {
       ew.binary(rec, { op: "add", n: N * out }, from, proj, to);
       return;
     }
-    const chunks = m.params.chunks(w);
+    const chunks = m.params.chunks(w), halfB = m.params.isHalf(w);
     if (chunks.length === 1) {
       m.ops.matmul.encode(
         rec,
-        { form: "nt", M: N, N: out, K: inp, beta: 1 },
+        { form: "nt", M: N, N: out, K: inp, beta: 1, halfB },
         x,
         chunks[0].ref,
         to,
@@ -147,13 +147,14 @@ export class StorageProjections implements Projections {
    */
   matmulWeight(rec: Recorder, N: number, x: BufferRef, w: ParamTensor, y: BufferRef) {
     const m = this.m, [out, inp] = w.shape;
-    const chunks = m.params.chunks(w);
+    const chunks = m.params.chunks(w), halfB = m.params.isHalf(w);
     if (chunks.length === 1) {
-      m.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp }, x, chunks[0].ref, y);
+      m.ops.matmul.encode(rec, { form: "nt", M: N, N: out, K: inp, halfB }, x, chunks[0].ref, y);
       return;
     }
     for (const c of chunks) {
-      m.ops.matmul.encode(rec, { form: "nt", M: N, N: c.rows, K: inp }, x, c.ref, m.splitTmp!);
+      const shape = { form: "nt", M: N, N: c.rows, K: inp, halfB } as const;
+      m.ops.matmul.encode(rec, shape, x, c.ref, m.splitTmp!);
       m.split!.copyCols(rec, N, c.rows, out, c.rowStart, m.splitTmp!, y);
     }
   }
@@ -226,6 +227,7 @@ export class StorageProjections implements Projections {
       x,
       parts.map(([w, , y]) => ({ b: m.params.chunks(w)[0].ref, c: y, N: w.shape[0] })),
       m.scratch.unused,
+      m.params.isHalf(parts[0][0]),
     );
     for (const [w, bias, y] of parts) this.addBias(rec, N, w, bias, y);
     this.lora(rec, N, x, parts);

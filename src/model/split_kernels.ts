@@ -10,6 +10,7 @@ import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
+import { KernelArgumentError } from "../gpu/errors.ts";
 
 const EW = 256;
 
@@ -29,25 +30,30 @@ export const SplitParams = uniformStruct("split_chunk_params", "Params", [
 type Names = "gather" | "copyCols" | "gatherCols" | "embedBwd";
 
 export class SplitKernels {
-  private constructor(private k: Record<Names, Kernel>, private maxPerDim: number) {}
+  private constructor(
+    private k: Record<Names, Kernel> & { gatherHalf?: Kernel },
+    private maxPerDim: number,
+  ) {}
 
-  static async create(gpu: Gpu): Promise<SplitKernels> {
+  /** `halfGather`: also the chunk gather of a half-float embedding (GpuModelOptions.halfBase). */
+  static async create(gpu: Gpu, halfGather = false): Promise<SplitKernels> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const s = (entry: string, bindings: string[]) =>
+    const s = (entry: string, bindings: string[], shader = "split_params") =>
       gpu.kernel({
-        shader: "split_params",
+        shader,
         entry,
         bindings: bindings as never,
         constants: { WG: EW },
       });
-    const [gather, copyCols, gatherCols, embedBwd] = await Promise.all([
+    const [gather, copyCols, gatherCols, embedBwd, gatherHalf] = await Promise.all([
       s("gather_rows_range", [u, ro, ro, rw]),
       s("copy_cols", [u, ro, rw]),
       s("gather_cols", [u, ro, rw]),
       s("embedding_bwd_range", [u, ro, ro, ro, ro, rw]),
+      halfGather ? s("gather_rows_range", [u, ro, ro, rw], "split_params_hb") : undefined,
     ]);
     return new SplitKernels(
-      { gather, copyCols, gatherCols, embedBwd },
+      { gather, copyCols, gatherCols, embedBwd, gatherHalf },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
     );
   }
@@ -66,9 +72,14 @@ export class SplitKernels {
     chunk: BufferRef,
     idx: BufferRef,
     out: BufferRef,
+    half = false,
   ) {
+    const k = half ? this.k.gatherHalf : this.k.gather;
+    if (!k) {
+      throw new KernelArgumentError("gatherRange: no half-float kernel (create with halfGather)");
+    }
     rec.dispatch(
-      this.k.gather,
+      k,
       [null, chunk, idx, out],
       this.grid(rows * cols),
       SplitParams.pack({ rows, cols, base, count, stride: 0, off: 0 }),

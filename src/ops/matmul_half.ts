@@ -13,16 +13,26 @@ import type { ShaderTransform } from "../gpu/shaders.ts";
 /** The suffix of a shader's half-B twin. */
 export const HALF_B = "_hb";
 
-const VEC4_DECL = /var<storage, read> (B[012]?): array<vec4<f32>>;/g;
-const SCALAR_DECL = /var<storage, read> (B[012]?): array<f32>;/g;
-const LOAD = /\b(B[012]?)\[([^[\]]*)\]/g;
-
 /**
  * The half-B twin of a matmul shader's text: each read of B (or B0, B1, B2) becomes a call of a
  * loader that widens packed halves. Throws if the text declares no B or reads it in a way the
  * rewrite does not cover (an index with brackets, or a write).
  */
 export function halfB(source: string): string {
+  return halfReads(source, "B[012]?");
+}
+
+/**
+ * `source` with the read-only storage arrays whose names match `names` (a regular expression
+ * source, e.g. "Src") read as packed half floats: array<vec4<f32>> and array<f32> declarations
+ * become packed u32 arrays with a loader ld<Name>(i) that widens, and every read X[i] a call of
+ * it. Throws if nothing matches or a read is left unrewritten.
+ */
+export function halfReads(source: string, names: string): string {
+  const VEC4_DECL = new RegExp(`var<storage, read> (${names}): array<vec4<f32>>;`, "g");
+  const SCALAR_DECL = new RegExp(`var<storage, read> (${names}): array<f32>;`, "g");
+  const LOAD = new RegExp(`\\b(${names})\\[([^[\\]]*)\\]`, "g");
+  const ANY = new RegExp(`\\b(${names})\\[`, "g");
   let loads = 0;
   // Code only: comments keep their text.
   let out = source.split("\n").map((line) => {
@@ -48,12 +58,14 @@ export function halfB(source: string): string {
       `fn ld${n}(i: u32) -> f32 { return unpack2x16float(${n}[i >> 1u])[i & 1u]; }`;
   });
   if (!decls || !loads) {
-    throw new Error(`halfB: no B declaration or read to rewrite (${decls} / ${loads})`);
+    throw new Error(`halfReads: no ${names} declaration or read to rewrite (${decls} / ${loads})`);
   }
   // Every remaining B access (outside comments) is one of the loaders' own.
   const code = out.split("\n").map((l) => l.replace(/\/\/.*$/, "")).join("\n");
-  const left = [...code.matchAll(/\b(B[012]?)\[/g)].length;
-  if (left !== decls) throw new Error(`halfB: ${left - decls} reads of B left unrewritten`);
+  const left = [...code.matchAll(ANY)].length;
+  if (left !== decls) {
+    throw new Error(`halfReads: ${left - decls} reads of ${names} left unrewritten`);
+  }
   return out;
 }
 
@@ -68,15 +80,26 @@ export const HALF_B_BASES = [
   "matmul_tiled",
 ] as const;
 
-/** The registrations of the twins: "<base>_hb" → halfB(base). */
-export const HALF_B_SHADERS: Readonly<Record<string, ShaderTransform>> = Object.fromEntries(
-  HALF_B_BASES.map((base) => [`${base}${HALF_B}`, { base, transform: halfB }]),
-);
+/**
+ * The registrations of the twins: "<base>_hb" → halfB(base); and the embedding gathers reading
+ * a half-float embedding (their `Src`): gather_rows_hb, split_params_hb (gather_rows_range).
+ */
+export const HALF_B_SHADERS: Readonly<Record<string, ShaderTransform>> = {
+  ...Object.fromEntries(
+    HALF_B_BASES.map((base) => [`${base}${HALF_B}`, { base, transform: halfB }]),
+  ),
+  ...Object.fromEntries(
+    ["gather_rows", "split_params"].map((base) => [
+      `${base}${HALF_B}`,
+      { base, transform: (src: string) => halfReads(src, "Src") },
+    ]),
+  ),
+};
 
 const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
 
 /**
- * The IEEE half-float bits of x rounded to nearest even (what Float16Array stores; written out so
+ * The IEEE half-float bits of x (taken as an f32: x is rounded to f32 first) rounded to nearest even (what Float16Array stores; written out so
  * that browsers without Float16Array pack the same bits). Beyond ±65504 → ±Infinity; NaN → NaN.
  */
 export function halfBits(x: number): number {
@@ -109,6 +132,14 @@ export function halfValue(h: number): number {
  * a half-B kernel binds.
  */
 export function packHalves(values: ArrayLike<number>): Uint32Array {
+  // Float16Array (where the runtime has it) converts natively, bit for bit as halfBits does.
+  // deno-lint-ignore no-explicit-any
+  const F16 = (globalThis as any).Float16Array;
+  if (F16) {
+    const h = new F16(Math.ceil(values.length / 2) * 2);
+    h.set(values);
+    return new Uint32Array(h.buffer);
+  }
   const out = new Uint32Array(Math.ceil(values.length / 2));
   for (let i = 0; i < values.length; i++) out[i >> 1] |= halfBits(values[i]) << (16 * (i & 1));
   return out;

@@ -18,13 +18,16 @@ export interface Ops {
   reduce: Reduce;
 }
 
-/** `matmulBuckets`: the matmul shape buckets to compile kernels for (default all; see Matmul.create). */
+/**
+ * `matmulBuckets`: the matmul shape buckets to compile kernels for (default all; see
+ * Matmul.create); `halfB`: the half-B twins too (a half-float frozen base).
+ */
 export async function createOps(
   gpu: Gpu,
-  opts: { matmulBuckets?: readonly ShapeBucket[] } = {},
+  opts: { matmulBuckets?: readonly ShapeBucket[]; halfB?: boolean } = {},
 ): Promise<Ops> {
   const [matmul, elementwise, softmax, reduce] = await Promise.all([
-    Matmul.create(gpu, {}, opts.matmulBuckets),
+    Matmul.create(gpu, {}, opts.matmulBuckets, opts.halfB),
     Elementwise.create(gpu),
     Softmax.create(gpu),
     Reduce.create(gpu),

@@ -518,6 +518,13 @@ export const SCHEMA = {
       "Token rows whose logits the LM head, the loss and its backward hold at a time (0: all of a micro-batch's where [chunkRows, vocab] floats fit 256 MiB, else the most multiples of 64 that do: 384 for a 151936-word vocabulary); a multiple of 64 below chunkRows.",
       { min: 0 },
     ),
+    halfBase: oneOf(
+      ["auto", "on", "off"],
+      "auto",
+      "A LoRA trainer's frozen base (embedding, projections, LM head) stored as half floats, read by half-float matmul kernels " +
+        "with f32 arithmetic: half the weight memory and half the bytes a decode step reads (bf16 checkpoints convert exactly). " +
+        "auto: on a GPU-class adapter for LoRA trainers of the Llama family; on: every LoRA trainer (an error for gpt2); off: f32.",
+    ),
   },
   eval: {
     everySteps: int(

@@ -8,7 +8,7 @@ import type { Gpu } from "../gpu/mod.ts";
 import { Generator } from "../model/generate.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 import type { ModelWeights } from "../model/weights.ts";
-import { ModelTrainer } from "../train/trainer.ts";
+import { ModelTrainer, type TrainMode } from "../train/trainer.ts";
 import {
   endpointOf,
   lrSchedule,
@@ -105,6 +105,7 @@ export async function createPolicies(
         },
         chunkRows: cfg.update.chunkRows,
         logitRows: cfg.update.logitRows || undefined,
+        halfBase: halfBaseFor(cfg, plan.mode, gpu.adapterClass, weights),
         valueHead: valueHeadSettings(cfg),
         slots,
         maxLen: sampleRows(cfg),
@@ -128,4 +129,17 @@ export async function createPolicies(
       trainers.forEach((t) => t.destroy());
     },
   };
+}
+
+/** Whether a trainer's frozen base is stored as half floats (update.halfBase). */
+export function halfBaseFor(
+  cfg: RunConfig,
+  mode: TrainMode,
+  adapterClass: string,
+  weights: ModelWeights,
+): boolean {
+  const h = cfg.update.halfBase;
+  if (h === "off" || mode !== "lora") return false;
+  if (h === "on") return true;
+  return adapterClass === "gpu" && weights.config.modelType !== "gpt2";
 }

@@ -66,6 +66,11 @@ export interface TrainerOptions {
   maxLen: number;
   /** PPO's critic: a value head trained beside the policy loss (every sequence then needs oldValues and returns). */
   valueHead?: ValueHeadSettings;
+  /**
+   * LoRA mode: the frozen base's matrices as half floats (GpuModelOptions.halfBase): half the
+   * weight memory and decode bytes, the adapters and all arithmetic f32. Default false.
+   */
+  halfBase?: boolean;
 }
 
 export interface ValueHeadSettings {
@@ -156,6 +161,12 @@ export class ModelTrainer {
     if (opts.mode === "lora" && !opts.lora) {
       throw new KernelArgumentError("LoRA mode needs opts.lora (rank, alpha, targets, adapters)");
     }
+    if (opts.halfBase && opts.mode !== "lora") {
+      throw new TrainConfigError(
+        "halfBase",
+        "a half-float base is frozen: it is for LoRA mode, not full fine-tuning",
+      );
+    }
     if (opts.valueHead && opts.loss.kind !== "policy") {
       throw new TrainConfigError(
         "valueHead",
@@ -182,6 +193,7 @@ export class ModelTrainer {
         gpu.device.limits.maxStorageBufferBindingSize,
       ),
       training: true,
+      halfBase: opts.halfBase,
     });
     let lora: LoraAdapters | null = null;
     if (opts.mode === "lora") {

@@ -2,7 +2,10 @@
 // and the refusals of level/mode pairs that cannot be built.
 
 import { assert, assertEquals, assertThrows } from "../assert.ts";
-import { parseConfig } from "../../src/rl/config.ts";
+import { defaultConfig, parseConfig } from "../../src/rl/config.ts";
+import { halfBaseFor } from "../../src/rl/policies.ts";
+import { initModel } from "../../src/model/init.ts";
+import { parseModelConfig } from "../../src/model/config.ts";
 import {
   buildPolicyMap,
   loraConfigFor,
@@ -126,4 +129,27 @@ Deno.test("policy maps of configs use the env's agents; LoRA settings follow the
   assertEquals(loraConfigFor(l3, m3.trainers[0]), undefined);
   const ttt = policyMapFor(parseConfig({ env: { id: "tic_tac_toe_v1" }, level: "L1" }));
   assertEquals(ttt.policies[0].agents, ["player_x", "player_o"]);
+});
+
+Deno.test("update.halfBase: auto is a GPU's LoRA trainers of the Llama family; on and off as said", async () => {
+  const load = async (name: string) =>
+    initModel(
+      parseModelConfig(
+        JSON.parse(
+          await Deno.readTextFile(new URL(`../../configs/models/${name}.json`, import.meta.url)),
+        ),
+      ),
+      { seed: 1 },
+    );
+  const llama = await load("tiny-llama"), gpt2 = await load("tiny-gpt2");
+  const cfg = (h: string) =>
+    parseConfig({ ...defaultConfig(), update: { ...defaultConfig().update, halfBase: h } });
+  const auto = cfg("auto");
+  assertEquals(halfBaseFor(auto, "lora", "gpu", llama), true);
+  assertEquals(halfBaseFor(auto, "lora", "cpu", llama), false);
+  assertEquals(halfBaseFor(auto, "full", "gpu", llama), false);
+  assertEquals(halfBaseFor(auto, "lora", "gpu", gpt2), false);
+  assertEquals(halfBaseFor(cfg("on"), "lora", "cpu", llama), true);
+  assertEquals(halfBaseFor(cfg("on"), "full", "gpu", llama), false);
+  assertEquals(halfBaseFor(cfg("off"), "lora", "gpu", llama), false);
 });
