@@ -522,7 +522,7 @@ export const SCHEMA = {
       ["auto", "on", "off"],
       "auto",
       "A LoRA trainer's frozen base (embedding, projections, LM head) stored as half floats, read by half-float matmul kernels " +
-        "with f32 arithmetic: half the weight memory and half the bytes a decode step reads (bf16 checkpoints convert exactly). " +
+        "with f32 arithmetic: half the weight memory and half the bytes a decode step reads (bf16 weights convert exactly down to 6.1e-5 in magnitude, below it to half subnormals). " +
         "auto: on a GPU-class adapter for LoRA trainers of the Llama family; on: every LoRA trainer (an error for gpt2); off: f32.",
     ),
   },

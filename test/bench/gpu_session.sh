@@ -21,6 +21,8 @@
 #   scalepicks  after labmodel: the scale bench of qwen2.5-0.5b again with labmodel's picks laid
 #            over the tables (PETTINGLLMS_MATMUL_PICKS), so one lease measures what the new picks
 #            do to a whole model before they go into src/ops/tuning.ts (not in the default)
+#   scalehalf  the scale bench of qwen2.5-0.5b with --half-base (the frozen base in half floats:
+#            decode, prefill and the LoRA step), to set beside scale's f32 figures; ~80 s
 #   labhalf  deno task bench --only matmul --lab --half --model-shapes: the GPU picks' kernels
 #            and their half-B twins (weights as half floats, src/ops/matmul_half.ts) at
 #            Qwen2.5-0.5B's decode (1, 8, 32 rows), prefill and training GEMMs: what a half-float
@@ -33,10 +35,10 @@
 # its time limit keeps the steps before). --quick: the scale bench's reduced shape.
 set -uo pipefail
 out=${1:?usage: test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]}
-steps=${2:-adapter,golden,classes,scale,rl,rlsplit}
+steps=${2:-adapter,golden,classes,scale,scalehalf,rl,rlsplit}
 quick=""
 for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
-[ "$steps" = "--quick" ] && steps=adapter,golden,classes,scale,rl,rlsplit
+[ "$steps" = "--quick" ] && steps=adapter,golden,classes,scale,scalehalf,rl,rlsplit
 mkdir -p "$out"
 final=$out
 out=$(mktemp -d)
@@ -114,6 +116,11 @@ console.log(JSON.stringify(JSON.parse(t).matmul.lab.picks))" 2>>"$out/session.lo
   else
     log "scalepicks: no picks in labmodel.out (run labmodel first, in the same call)"
   fi
+fi
+if want scalehalf; then
+  shape=qwen2.5-0.5b
+  [ -n "$quick" ] && shape=qwen2.5-reduced
+  step "scalehalf_$shape" 200 $D task bench --only scale --shapes $shape --half-base --profile $quick
 fi
 if want labhalf; then
   step labhalf 300 $D task bench --only matmul --lab --half --model-shapes \

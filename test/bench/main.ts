@@ -57,6 +57,11 @@ export const BENCH_CLI = defineCli({
       metavar: "NAMES",
       help: "scale: the shapes to measure (default all: smollm2-135m,qwen2.5-0.5b,qwen3-0.6b)",
     },
+    "half-base": {
+      type: "boolean",
+      help:
+        "scale: our models with the frozen base in half floats (inference and the LoRA trainer; full training stays f32)",
+    },
     profile: {
       type: "boolean",
       help:
@@ -123,6 +128,7 @@ export function parseBenchArgs(argv: readonly string[]) {
     lab: a.lab,
     quick: a.quick,
     profile: a.profile,
+    halfBase: a.halfBase,
     shapes,
     only,
     variants,
@@ -229,6 +235,7 @@ if (import.meta.main) {
         rounds: args.quick ? 1 : 3,
         dir: "runs/bench_scale",
         profile: args.profile,
+        halfBase: args.halfBase,
       }, log);
     } else if (!args.only) {
       log("scale: skipped on a CPU adapter (name it: --only scale [--quick])");

@@ -67,6 +67,11 @@ export interface ScaleBenchOptions {
    * adapter lacks timestamp-query: null.
    */
   readonly profile?: boolean;
+  /**
+   * Our models with the frozen base in half floats (GpuModelOptions.halfBase): inference and the
+   * LoRA trainer (full fine-tuning stays f32). The peer is unchanged (PyTorch eager fp32).
+   */
+  readonly halfBase?: boolean;
 }
 
 const TOP_KERNELS = 12;
@@ -138,6 +143,7 @@ async function oursInference(gpu: Gpu, w: ModelWeights, B: number, o: ScaleBench
         slots: B,
         maxLen: o.promptLen + o.newTokens + 1,
         chunkRows: Math.min(512, B * o.promptLen),
+        halfBase: o.halfBase,
       }),
   );
   const create_s = seconds(t0);
@@ -197,6 +203,7 @@ async function oursTrain(gpu: Gpu, w: ModelWeights, mode: TrainMode, o: ScaleBen
     chunkRows: Math.min(o.trainBatch * o.trainLen, 1024),
     slots: o.trainBatch,
     maxLen: o.trainLen,
+    halfBase: o.halfBase && mode === "lora",
   };
   const t0 = performance.now();
   const { value: tr, bytes } = await tallyBuffers(
@@ -390,6 +397,7 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       lora: SCALE_LORA,
       hyper: SCALE_HYPER,
       rounds: o.rounds,
+      half_base: o.halfBase ?? false,
     },
     peer: "PyTorch + transformers eager fp32 (test/bench/scale_torch.py), same folders, same run",
     load_average: Deno.loadavg().map((x) => round(x)),

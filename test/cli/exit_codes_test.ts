@@ -63,7 +63,7 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   assertEquals(help.code, 0, help.text);
   assert(
     help.text.startsWith(
-      "usage: npx deno task bench [--lab] [--variants REGEX] [--model-shapes] [--half] [--quick] [--shapes NAMES] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
+      "usage: npx deno task bench [--lab] [--variants REGEX] [--model-shapes] [--half] [--quick] [--shapes NAMES] [--half-base] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
     ),
     help.text,
   );
