@@ -23,6 +23,18 @@ export const isBrowserLike = (): boolean => {
   return k === "browser" || k === "worker";
 };
 
+/**
+ * An environment variable in Deno: its value, or undefined where it is unset, where the host is
+ * not Deno, or where the process may not read it (no --allow-env).
+ */
+export function envVar(name: string): string | undefined {
+  try {
+    return g.Deno?.env?.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The WebGPU entry point, or null where the host has none. */
 export function webgpu(): GPU | null {
   const gpu = g.navigator?.gpu;

@@ -1,7 +1,7 @@
 // Adapter and device: ask for the adapter's real limits and useful features, classify the
 // adapter (CPU fallback vs GPU) so kernels can pick variants, and report device loss.
 
-import { webgpu } from "../runtime.ts";
+import { envVar, webgpu } from "../runtime.ts";
 import { DeviceLostError, DeviceRequestError, noAdapterAdvice, NoWebGPUError } from "./errors.ts";
 
 /** Coarse adapter families; kernel variants are chosen per class in the kernel lab. */
@@ -86,14 +86,7 @@ export const ADAPTER_CLASS_ENV = "PETTINGLLMS_ADAPTER_CLASS";
  * browser): null, the adapter's own class.
  */
 export function envAdapterClass(): AdapterClass | null {
-  // deno-lint-ignore no-explicit-any
-  const env = (globalThis as any).Deno?.env;
-  let v: string | undefined;
-  try {
-    v = env?.get(ADAPTER_CLASS_ENV);
-  } catch {
-    return null; // no --allow-env: the adapter's own class
-  }
+  const v = envVar(ADAPTER_CLASS_ENV); // no --allow-env: the adapter's own class
   if (v === undefined || v === "") return null;
   if (v !== "gpu" && v !== "cpu") {
     throw new RangeError(`${ADAPTER_CLASS_ENV}=${v}: must be "gpu" or "cpu" (or unset)`);

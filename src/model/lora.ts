@@ -14,6 +14,7 @@ import { grid1d } from "../ops/grid.ts";
 import type { ModelConfig } from "./config.ts";
 import { Rng } from "./init.ts";
 import type { ModelWeights, ModelWeights64 } from "./weights.ts";
+import { envVar } from "../runtime.ts";
 
 /**
  * The projections an adapter can target. The Llama family has q, k, v, o, gate, up, down; GPT-2
@@ -228,14 +229,7 @@ export const LORA_FORWARD_ENV = "PETTINGLLMS_LORA_FORWARD";
  * Deno, PETTINGLLMS_LORA_FORWARD=split|fused overrides it (a GPU session times both).
  */
 export function loraForwardFor(adapterClass: string): LoraForward {
-  // deno-lint-ignore no-explicit-any
-  const env = (globalThis as any).Deno?.env;
-  let v: string | undefined;
-  try {
-    v = env?.get(LORA_FORWARD_ENV);
-  } catch {
-    v = undefined; // no --allow-env: the class's default
-  }
+  const v = envVar(LORA_FORWARD_ENV); // no --allow-env: the class's default
   if (v === "split" || v === "fused") return v;
   if (v !== undefined && v !== "") {
     throw new KernelArgumentError(`${LORA_FORWARD_ENV} must be "split" or "fused", got "${v}"`);

@@ -8,6 +8,7 @@
 // MATMUL_DRIVER_TUNING.
 
 import { type AdapterClass, type AdapterDescription, adapterText } from "../gpu/device.ts";
+import { envVar } from "../runtime.ts";
 
 export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
@@ -100,14 +101,7 @@ export const MATMUL_PICKS_ENV = "PETTINGLLMS_MATMUL_PICKS";
  * browser, or without --allow-env): none.
  */
 export function envMatmulPicks(): Record<string, string> {
-  // deno-lint-ignore no-explicit-any
-  const env = (globalThis as any).Deno?.env;
-  let v: string | undefined;
-  try {
-    v = env?.get(MATMUL_PICKS_ENV);
-  } catch {
-    return {};
-  }
+  const v = envVar(MATMUL_PICKS_ENV);
   if (v === undefined || v === "") return {};
   let parsed: unknown;
   try {

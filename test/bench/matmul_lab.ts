@@ -148,12 +148,13 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
   const halfValid = new Set<string>();
   for (const v of chosen) {
     const ok = (await Promise.all(MATMUL_FORMS.map((f) => validate(gpu, v, f)))).every(Boolean);
-    (ok ? valid : invalid).push(v as MatmulVariant & string);
+    if (ok) valid.push(v);
+    else invalid.push(v.name);
     if (o.half) {
       const forms = ["nt", "nn"] as const;
       if ((await Promise.all(forms.map((f) => validate(gpu, v, f, true)))).every(Boolean)) {
         halfValid.add(v.name);
-      } else invalid.push(`${v.name}${HB}` as never);
+      } else invalid.push(`${v.name}${HB}`);
     }
   }
   const timings: Record<string, Record<string, number>> = {};
@@ -202,9 +203,8 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
     }
     return picks;
   };
-  const names = invalid.map((v) => typeof v === "string" ? v : (v as MatmulVariant).name);
   return {
-    invalid: names,
+    invalid,
     timings,
     picks: pick(""),
     ...(o.half ? { halfPicks: pick(HB) } : {}),

@@ -6,30 +6,18 @@
 // placement (row chunks at 2 bytes an element) within rounding. Half the bytes for the matrices,
 // and what a half base cannot do is refused by name.
 
-import { assert, assertEquals, assertThrows } from "../assert.ts";
+import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { Generator } from "../../src/model/generate.ts";
-import { GpuModel, isBaseMatrix, type ModelRow } from "../../src/model/gpu_model.ts";
+import { GpuModel, isBaseMatrix } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { type ModelWeights, slice } from "../../src/model/weights.ts";
 import { roundToHalf } from "../../src/ops/matmul_half.ts";
-import { ModelTrainer, type TrainerOptions } from "../../src/train/trainer.ts";
+import { ModelTrainer } from "../../src/train/trainer.ts";
+import { rowsOf, TINY_SEQS, tinyPreset, tinyTrainerOpts } from "./tiny_fixtures.ts";
 
 const PRESETS = ["tiny-llama", "tiny-llama:untied", "tiny-qwen2", "tiny-qwen3"] as const;
-const SEQS = [
-  [257, 67, 68, 72, 101, 108, 135, 136, 33, 10, 200, 203, 204, 263, 3],
-  [257, 40, 33, 200, 40, 68, 204, 0, 99],
-];
-
-async function preset(name: string): Promise<ModelWeights> {
-  const [base, variant] = name.split(":");
-  const json = JSON.parse(
-    await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)),
-  );
-  if (variant === "untied") json.tie_word_embeddings = false;
-  return initModel(parseModelConfig(json), { seed: 5, std: 0.25, biasStd: 0.2, normNoise: 0.3 });
-}
 
 /** The same weights with every matrix a half base stores rounded to half. */
 function rounded(w: ModelWeights): ModelWeights {
@@ -38,14 +26,6 @@ function rounded(w: ModelWeights): ModelWeights {
     if (isBaseMatrix(t)) slice(data, t).set(roundToHalf(slice(w.data, t)));
   }
   return { ...w, data };
-}
-
-function rowsOf(seqs: number[][]): ModelRow[] {
-  const rows: ModelRow[] = [];
-  for (let p = 0; p < Math.max(...seqs.map((s) => s.length)); p++) {
-    seqs.forEach((s, slot) => p < s.length && rows.push({ token: s[p], slot, pos: p }));
-  }
-  return rows;
 }
 
 function maxRel(a: Float32Array, b: Float32Array): number {
@@ -65,7 +45,7 @@ Deno.test("half base: logits and generation equal the f32 model of the rounded w
   try {
     for (const name of PRESETS) {
       await t.step(name, async () => {
-        const w = await preset(name);
+        const w = await tinyPreset(name);
         const opts = { slots: 2, maxLen: 48, chunkRows: 7 };
         const half = await GpuModel.create(gpu, w, { ...opts, halfBase: true });
         const ref = await GpuModel.create(gpu, rounded(w), { ...opts, ...PLAIN });
@@ -83,13 +63,13 @@ Deno.test("half base: logits and generation equal the f32 model of the rounded w
             half.params.bytes <= 0.6 * ref.params.bytes,
             `params ${half.params.bytes} vs ${ref.params.bytes} bytes`,
           );
-          const rows = rowsOf(SEQS), want = rows.map((_, i) => i);
+          const rows = rowsOf(TINY_SEQS), want = rows.map((_, i) => i);
           const a = await half.forward(rows, want), b = await ref.forward(rows, want);
           assertEquals([...a], [...b], `${name}: logits`);
           // Rounding the weights is visible, so the equality above proves halves were read.
           assert(maxRel(await exact.forward(rows, want), b) > 1e-5, "rounding changed nothing");
           for (const sampling of [{ temperature: 0 }, { temperature: 1, seed: 11 }]) {
-            const reqs = SEQS.map((s, i) => ({
+            const reqs = TINY_SEQS.map((s, i) => ({
               prompt: s.slice(0, 5 + i),
               maxNewTokens: 12,
               sampling,
@@ -117,7 +97,7 @@ Deno.test("half base on a split placement: within rounding of the unsplit half m
   // 17408-byte bindings: the [264, 64] embedding (33792 bytes in halves) becomes row chunks.
   const capped = gpu.withMaxBindingBytes(68 * 64 * 4);
   try {
-    const w = await preset("tiny-qwen2");
+    const w = await tinyPreset("tiny-qwen2");
     const opts = { slots: 2, maxLen: 48, chunkRows: 7, halfBase: true };
     const split = await GpuModel.create(capped, w, opts);
     const plain = await GpuModel.create(gpu, w, opts);
@@ -125,7 +105,7 @@ Deno.test("half base on a split placement: within rounding of the unsplit half m
       const chunks = split.params.chunks(w.layout.embed);
       assert(chunks.length >= 2, `embedding in ${chunks.length} chunks`);
       for (const c of chunks) assertEquals(c.ref.offset % 256, 0, "chunks 256-byte aligned");
-      const rows = rowsOf(SEQS), want = rows.map((_, i) => i);
+      const rows = rowsOf(TINY_SEQS), want = rows.map((_, i) => i);
       const r = maxRel(await split.forward(rows, want), await plain.forward(rows, want));
       assert(r <= 1e-6, `split differs by ${r}`);
     } finally {
@@ -137,25 +117,9 @@ Deno.test("half base on a split placement: within rounding of the unsplit half m
   }
 });
 
-const trainerOpts = (mode: "full" | "lora"): TrainerOptions => ({
-  mode,
-  lora: {
-    rank: 4,
-    alpha: 8,
-    targets: ["q", "k", "v", "o", "gate", "up", "down"],
-    adapters: ["a0"],
-  },
-  optimizer: { weightDecay: 0.01, maxGradNorm: 1, eps: 1e-3 },
-  schedule: { kind: "constant", lr: 1e-2, warmupSteps: 0 },
-  loss: { kind: "cross-entropy" },
-  chunkRows: 32,
-  slots: 2,
-  maxLen: 32,
-});
-
 Deno.test("half base: a LoRA step equals the f32 model of the rounded weights, bit for bit", async (t) => {
   const gpu = await Gpu.create();
-  const seqs = SEQS.map((tokens) => ({
+  const seqs = TINY_SEQS.map((tokens) => ({
     tokens,
     adapter: 0,
     weights: tokens.slice(1).map(() => 1),
@@ -163,9 +127,12 @@ Deno.test("half base: a LoRA step equals the f32 model of the rounded weights, b
   try {
     for (const name of ["tiny-llama", "tiny-qwen3"]) {
       await t.step(name, async () => {
-        const w = await preset(name);
-        const half = await ModelTrainer.create(gpu, w, { ...trainerOpts("lora"), halfBase: true });
-        const ref = await ModelTrainer.create(gpu, rounded(w), trainerOpts("lora"));
+        const w = await tinyPreset(name);
+        const half = await ModelTrainer.create(gpu, w, {
+          ...tinyTrainerOpts("lora"),
+          halfBase: true,
+        });
+        const ref = await ModelTrainer.create(gpu, rounded(w), tinyTrainerOpts("lora"));
         try {
           assert(half.model.params.isHalf(w.layout.lmHead), "the trainer's base is half");
           for (let step = 0; step < 2; step++) {
@@ -189,26 +156,18 @@ Deno.test("half base: a LoRA step equals the f32 model of the rounded weights, b
 Deno.test("half base: what it cannot do is refused by name", async () => {
   const gpu = await Gpu.create();
   try {
-    const w = await preset("tiny-llama");
-    let msg = "";
-    try {
-      await ModelTrainer.create(gpu, w, { ...trainerOpts("full"), halfBase: true });
-    } catch (e) {
-      msg = `${(e as Error).name}: ${(e as Error).message}`;
-    }
-    assert(msg.includes("TrainConfigError") && msg.includes("LoRA mode"), msg);
-    msg = "";
-    try {
-      await GpuModel.create(gpu, w, {
-        slots: 1,
-        maxLen: 8,
-        halfBase: true,
-        decodeVariant: "fused",
-      });
-    } catch (e) {
-      msg = (e as Error).message;
-    }
-    assert(msg.includes("halfBase") && msg.includes("f32 weights"), msg);
+    const w = await tinyPreset("tiny-llama");
+    await assertRejects(
+      () => ModelTrainer.create(gpu, w, { ...tinyTrainerOpts("full"), halfBase: true }),
+      "TrainConfigError",
+      "LoRA mode",
+    );
+    await assertRejects(
+      () =>
+        GpuModel.create(gpu, w, { slots: 1, maxLen: 8, halfBase: true, decodeVariant: "fused" }),
+      "KernelArgumentError",
+      "f32 weights",
+    );
     const gpt2 = initModel(
       parseModelConfig(
         JSON.parse(
@@ -217,13 +176,11 @@ Deno.test("half base: what it cannot do is refused by name", async () => {
       ),
       { seed: 1 },
     );
-    msg = "";
-    try {
-      await GpuModel.create(gpu, gpt2, { slots: 1, maxLen: 8, halfBase: true });
-    } catch (e) {
-      msg = (e as Error).message;
-    }
-    assert(msg.includes("not gpt2"), msg);
+    await assertRejects(
+      () => GpuModel.create(gpu, gpt2, { slots: 1, maxLen: 8, halfBase: true }),
+      "KernelArgumentError",
+      "not gpt2",
+    );
   } finally {
     gpu.destroy();
   }

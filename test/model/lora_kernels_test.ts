@@ -5,7 +5,7 @@
 // ways of reducing over rows (one lane per tile, or a workgroup's lanes splitting the rows, the
 // GPU class's), with an adapter owning more rows than a workgroup has lanes.
 
-import { assert } from "../assert.ts";
+import { assert, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import {
@@ -267,13 +267,7 @@ Deno.test("LoRA forward by adapter class, and PETTINGLLMS_LORA_FORWARD over it",
     Deno.env.set(LORA_FORWARD_ENV, "fused");
     assert(loraForwardFor("cpu") === "fused", "fused over the CPU default");
     Deno.env.set(LORA_FORWARD_ENV, "fast");
-    let msg = "";
-    try {
-      loraForwardFor("gpu");
-    } catch (e) {
-      msg = (e as Error).message;
-    }
-    assert(msg.includes('must be "split" or "fused"'), `a named error, got "${msg}"`);
+    assertThrows(() => loraForwardFor("gpu"), "KernelArgumentError", 'must be "split" or "fused"');
   } finally {
     if (saved === undefined) Deno.env.delete(LORA_FORWARD_ENV);
     else Deno.env.set(LORA_FORWARD_ENV, saved);

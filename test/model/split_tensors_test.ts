@@ -8,17 +8,16 @@
 
 import { assert, assertEquals } from "../assert.ts";
 import { Gpu, GpuLimitError } from "../../src/gpu/mod.ts";
-import { parseModelConfig } from "../../src/model/config.ts";
 import { Generator } from "../../src/model/generate.ts";
-import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
 import { allocParams, planChunks, readParamTensor } from "../../src/model/gpu_params.ts";
-import { initModel } from "../../src/model/init.ts";
-import { type ModelWeights, slice } from "../../src/model/weights.ts";
+import { slice } from "../../src/model/weights.ts";
 import { memoryFolder } from "../../src/io/bytesource.ts";
+import { rowsOf, TINY_SEQS, tinyPreset, tinyTrainerOpts } from "./tiny_fixtures.ts";
 import { AdamW } from "../../src/train/adamw.ts";
 import { TrainConfigError } from "../../src/train/errors.ts";
 import { checkpointFiles, readCheckpoint } from "../../src/train/checkpoint.ts";
-import { ModelTrainer, type TrainerOptions, type TrainSequence } from "../../src/train/trainer.ts";
+import { ModelTrainer, type TrainSequence } from "../../src/train/trainer.ts";
 
 const CAP = 68 * 64 * 4;
 const PRESETS = [
@@ -28,21 +27,6 @@ const PRESETS = [
   "tiny-qwen2:tied",
   "tiny-qwen3",
 ] as const;
-// Ids in every chunk of the embedding, on both sides of each boundary (67|68, 135|136, 203|204).
-const SEQS = [
-  [257, 67, 68, 72, 101, 108, 135, 136, 33, 10, 200, 203, 204, 263, 3],
-  [257, 40, 33, 200, 40, 68, 204, 0, 99],
-];
-
-async function preset(name: string): Promise<ModelWeights> {
-  const [base, variant] = name.split(":");
-  const json = JSON.parse(
-    await Deno.readTextFile(new URL(`../../configs/models/${base}.json`, import.meta.url)),
-  );
-  if (variant === "untied") json.tie_word_embeddings = false;
-  if (variant === "tied") json.tie_word_embeddings = true;
-  return initModel(parseModelConfig(json), { seed: 5, std: 0.25, biasStd: 0.2, normNoise: 0.3 });
-}
 
 /** max |a − b| / max |b|, after checking both are finite and b is not all zeros. */
 function relDiff(a: Float32Array, b: Float32Array, what: string): number {
@@ -65,15 +49,6 @@ function closeTo(a: Float32Array, b: Float32Array, tol: number, what: string) {
       r.toExponential(2)
     } of the largest value (tolerance ${tol})`,
   );
-}
-
-/** Both sequences interleaved as rows (slot = sequence). */
-function rowsOf(seqs: number[][]): ModelRow[] {
-  const rows: ModelRow[] = [];
-  for (let p = 0; p < Math.max(...seqs.map((s) => s.length)); p++) {
-    seqs.forEach((s, slot) => p < s.length && rows.push({ token: s[p], slot, pos: p }));
-  }
-  return rows;
 }
 
 /** The split really happened: ≥ 3 chunks for the embedding and head, a boundary off every tile size. */
@@ -101,7 +76,7 @@ function assertSplit(model: GpuModel) {
 Deno.test("split tensors: placement", async (t) => {
   const gpu = await Gpu.create();
   try {
-    const w = await preset("tiny-qwen2");
+    const w = await tinyPreset("tiny-qwen2");
     const lay = w.layout;
     await t.step("row chunks: equal multiples of 4 rows, aligned, each under the cap", () => {
       const plan = planChunks(lay.embed, CAP);
@@ -250,20 +225,20 @@ Deno.test("split tensors: forward logits and greedy generation equal the unsplit
   try {
     for (const name of PRESETS) {
       await t.step(name, async () => {
-        const w = await preset(name);
+        const w = await tinyPreset(name);
         const opts = { slots: 2, maxLen: 48, chunkRows: 7 };
         const plain = await GpuModel.create(gpu, w, opts);
         const split = await GpuModel.create(capped, w, opts);
         try {
           assertSplit(split);
           assert(!plain.params.anySplit, "the uncapped model is not split");
-          const rows = rowsOf(SEQS);
+          const rows = rowsOf(TINY_SEQS);
           const want = rows.map((_, i) => i);
           const a = await split.forward(rows, want), b = await plain.forward(rows, want);
           closeTo(a, b, 1e-6, `${name} logits`);
           // Greedy, and seeded sampling (same logits, same Philox draws: the same tokens).
           for (const sampling of [{ temperature: 0 }, { temperature: 1, seed: 11 }]) {
-            const reqs = SEQS.map((s, i) => ({
+            const reqs = TINY_SEQS.map((s, i) => ({
               prompt: s.slice(0, 5 + i),
               maxNewTokens: 12,
               sampling,
@@ -294,29 +269,11 @@ Deno.test("split tensors: forward logits and greedy generation equal the unsplit
   }
 });
 
-const SEQ_TRAIN: TrainSequence[] = SEQS.map((tokens, i) => ({
+const SEQ_TRAIN: TrainSequence[] = TINY_SEQS.map((tokens, i) => ({
   tokens,
   adapter: 0,
   weights: tokens.slice(1).map((_, k) => (k < i ? 0 : 1)),
 }));
-
-const trainerOpts = (mode: "full" | "lora"): TrainerOptions => ({
-  mode,
-  lora: {
-    rank: 4,
-    alpha: 8,
-    targets: ["q", "k", "v", "o", "gate", "up", "down"],
-    adapters: ["a0"],
-  },
-  // A large ε keeps Adam's first step (≈ lr·g/(|g|+ε)) smooth in g, so rounding-level gradient
-  // differences stay rounding-level in the parameters.
-  optimizer: { weightDecay: 0.01, maxGradNorm: 1, eps: 1e-3 },
-  schedule: { kind: "constant", lr: 1e-2, warmupSteps: 0 },
-  loss: { kind: "cross-entropy" },
-  chunkRows: 32,
-  slots: 2,
-  maxLen: 32,
-});
 
 Deno.test("split tensors: gradients and one AdamW step equal the unsplit model", async (t) => {
   const gpu = await Gpu.create();
@@ -326,9 +283,9 @@ Deno.test("split tensors: gradients and one AdamW step equal the unsplit model",
       for (const mode of ["full", "lora"] as const) {
         if (mode === "lora" && name.endsWith(":tied")) continue;
         await t.step(`${name} ${mode}`, async () => {
-          const w = await preset(name);
-          const plain = await ModelTrainer.create(gpu, w, trainerOpts(mode));
-          const split = await ModelTrainer.create(capped, w, trainerOpts(mode));
+          const w = await tinyPreset(name);
+          const plain = await ModelTrainer.create(gpu, w, tinyTrainerOpts(mode));
+          const split = await ModelTrainer.create(capped, w, tinyTrainerOpts(mode));
           try {
             assertSplit(split.model);
             const [ma, mb] = [await split.step(SEQ_TRAIN), await plain.step(SEQ_TRAIN)];
@@ -389,8 +346,8 @@ Deno.test("split tensors: gradients and one AdamW step equal the unsplit model",
 Deno.test("split tensors: a checkpoint holds whole tensors and resumes on either placement", async () => {
   const gpu = await Gpu.create();
   const capped = gpu.withMaxBindingBytes(CAP);
-  const w = await preset("tiny-qwen2");
-  const opts = trainerOpts("full");
+  const w = await tinyPreset("tiny-qwen2");
+  const opts = tinyTrainerOpts("full");
   const tr = await ModelTrainer.create(capped, w, opts);
   const resumed: ModelTrainer[] = [];
   try {
