@@ -1,14 +1,21 @@
-// The workgroup sum of matmul_splitk.wgsl and matmul_splitk_group.wgsl (one piece, so the plain
-// and grouped kernels give the same values): each of the WG lanes holds R partial vec4s (4
-// columns of R rows); after sumPartials, partial[r * MAXWG] holds row r's sum. An includer
-// declares the overrides WG (a power of 2 ≤ MAXWG) and R (≤ MAXR).
+// The workgroup sum of the split-K kernels (matmul_splitk_core.wgsl, matmul_splitk_group_core.wgsl;
+// one piece, so the plain and grouped kernels give the same values): each of the WG lanes holds R
+// partial vec4s (4 columns of R rows); sumPartials returns row min(lane, R − 1)'s sum, a tree
+// in workgroup memory. matmul_splitk_sum_sg.wgsl is the same sum through subgroup operations. An
+// includer declares the overrides WG (a power of 2 ≤ MAXWG) and R (≤ MAXR).
 
 const MAXWG: u32 = 64u;
 const MAXR: u32 = 8u;
 
+/** The lane of the workgroup (the entry's input). */
+struct Lane {
+  @builtin(local_invocation_index) index: u32,
+}
+
 var<workgroup> partial: array<vec4<f32>, MAXR * MAXWG>;
 
-fn sumPartials(acc: array<vec4<f32>, MAXR>, li: u32) {
+fn sumPartials(acc: array<vec4<f32>, MAXR>, lane: Lane) -> vec4<f32> {
+  let li = lane.index;
   for (var r = 0u; r < R; r++) { partial[r * MAXWG + li] = acc[r]; }
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s = s / 2u) {
@@ -17,4 +24,5 @@ fn sumPartials(acc: array<vec4<f32>, MAXR>, li: u32) {
     }
     workgroupBarrier();
   }
+  return partial[min(li, R - 1u) * MAXWG];
 }

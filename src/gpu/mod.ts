@@ -74,6 +74,18 @@ export class Gpu {
     return this.ctx.wgslFeatures.has("readonly_and_readwrite_storage_textures");
   }
 
+  /**
+   * Whether kernels may use subgroup operations: the device has the "subgroups" feature, WGSL
+   * has the subgroup_id builtins (the language feature subgroup_id), and the adapter's
+   * subgroups hold at least 4 invocations (WebGPU's minimum; Deno's adapters list none, Chrome's
+   * do). Turned off by creating the Gpu with `disableFeatures: ["subgroups"]`.
+   */
+  get subgroups(): boolean {
+    const min = (this.ctx.adapter.info as { subgroupMinSize?: number } | undefined)
+      ?.subgroupMinSize ?? 4;
+    return this.ctx.has("subgroups") && this.ctx.wgslFeatures.has("subgroup_id") && min >= 4;
+  }
+
   describe(): string {
     return describeGpu(this.ctx);
   }

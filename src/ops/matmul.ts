@@ -75,11 +75,19 @@ function hasGroupEntry(v: MatmulVariant): boolean {
   return (v.kind === "reg" && isGroupTile(v.r!, v.c!)) || v.kind === "splitk";
 }
 
-function groupSpec(v: MatmulVariant, half = false): KernelSpec {
+/** Whether a variant has a twin whose workgroup sum runs on subgroup operations (split-K). */
+export function hasSubgroupTwin(v: MatmulVariant): boolean {
+  return v.kind === "splitk";
+}
+
+/** The suffix of a split-K shader's subgroup twin (shaders/matmul_splitk_sum_sg.wgsl). */
+export const SUBGROUP = "_sg";
+
+function groupSpec(v: MatmulVariant, half = false, subgroups = false): KernelSpec {
   const ro = "read-only-storage", rw = "storage", h = half ? HALF_B : "";
   if (v.kind === "splitk") {
     return {
-      shader: `matmul_splitk_group${h}`,
+      shader: `matmul_splitk_group${subgroups ? SUBGROUP : ""}${h}`,
       entry: "ntg_splitk",
       bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw],
       constants: { WG: v.wgx!, R: v.r! },
@@ -292,14 +300,22 @@ export function variantSupports(v: MatmulVariant, shape: MatmulShape): boolean {
 }
 
 /**
- * The kernel of a variant in a form; `half`: its twin reading B as half floats (A·Bᵀ and A·B).
+ * The kernel of a variant in a form; `half`: its twin reading B as half floats (A·Bᵀ and A·B);
+ * `subgroups`: a split-K variant's twin summing through subgroup operations (the device must
+ * have them: Gpu.subgroups); other variants have none and ignore it.
  */
-export function kernelSpec(v: MatmulVariant, form: MatmulForm, half = false): KernelSpec {
+export function kernelSpec(
+  v: MatmulVariant,
+  form: MatmulForm,
+  half = false,
+  subgroups = false,
+): KernelSpec {
   if (half && form === "tn") {
     throw new KernelArgumentError("matmul: half-float B is for weights, in A·Bᵀ (nt) and A·B (nn)");
   }
   const spec = f32KernelSpec(v, form);
-  return half ? { ...spec, shader: spec.shader + HALF_B } : spec;
+  const sg = subgroups && hasSubgroupTwin(v) ? SUBGROUP : "";
+  return { ...spec, shader: spec.shader + sg + (half ? HALF_B : "") };
 }
 
 function f32KernelSpec(v: MatmulVariant, form: MatmulForm): KernelSpec {
@@ -469,6 +485,7 @@ export class Matmul {
    * prepared runs its nearest prepared bucket's pick (BUCKET_STANDIN), so models that never see a
    * bucket (a tiny model has no square matmuls) do not pay for compiling its kernels. `halfB`:
    * the half-B twins of the nt and nn kernels too (a model whose frozen weights are half floats).
+   * Split-K picks run their subgroup twins where the device has subgroups (Gpu.subgroups).
    */
   static async create(
     gpu: Gpu,
@@ -478,6 +495,7 @@ export class Matmul {
   ): Promise<Matmul> {
     const picks: Record<string, string> = { ...matmulPicks(gpu.ctx.info), ...overrides };
     const m = new Matmul(gpu, gpu.adapterClass, picks);
+    const sg = gpu.subgroups;
     const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
     const needed = new Set<string>();
     for (const form of MATMUL_FORMS) {
@@ -492,9 +510,12 @@ export class Matmul {
     await Promise.all([...needed].map(async (key) => {
       const [name, form, tail] = key.split(":") as [string, MatmulForm, string?];
       const v = findVariant(name), half = tail !== undefined;
-      m.kernels.set(key, await gpu.kernel(kernelSpec(v, form, half)));
+      m.kernels.set(key, await gpu.kernel(kernelSpec(v, form, half, sg)));
       if (form === "nt" && hasGroupEntry(v)) {
-        m.groupKernels.set(half ? `${name}:${tail}` : name, await gpu.kernel(groupSpec(v, half)));
+        m.groupKernels.set(
+          half ? `${name}:${tail}` : name,
+          await gpu.kernel(groupSpec(v, half, sg)),
+        );
       }
     }));
     m.picks.fallback = fallback;

@@ -77,6 +77,8 @@ export const HALF_B_BASES = [
   "matmul_group",
   "matmul_splitk",
   "matmul_splitk_group",
+  "matmul_splitk_sg",
+  "matmul_splitk_group_sg",
   "matmul_tiled",
 ] as const;
 

@@ -34,11 +34,15 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   // GPU picks: the kernel lab on an NVIDIA H100 80GB HBM3 (Deno 2.9.6 WebGPU over Vulkan, driver
   // 580.159.04), 2026-11-22; the figures are in docs/benchmarks.md, "Measured on a GPU". The tn picks are
   // read off the per-shape bests (the run was cut off before the comparison that shows the bucket
-  // picks); the others are the lab's own picks, except the decode rows of A·Bᵀ (nt:vector,
-  // nt:skinny): the split-K kernels. The 2026-11-27 lab (same machine) timed sk_r1_wg32 at 227
+  // picks); the others are the lab's own picks, except the decode rows of A·Bᵀ (nt:vector to
+  // nt:skinny32): the split-K kernels. The 2026-11-27 lab (same machine) timed sk_r1_wg32 at 227
   // GFLOPS on 1×1024×1024 against 30 for r4c4_wg16x1, whose decode matmuls took 76–90% of the
-  // scale bench's decode GPU time; 8–15 rows take sk_r8_wg64 (one weight read for 8 rows), not
-  // yet lab-timed at those rows (the run was cut off): the next GPU lab confirms or replaces it.
+  // scale bench's decode GPU time; 8–32 rows take sk_r8_wg64 (one weight read for 8 rows), not
+  // yet lab-timed at those rows (the run was cut off): the next GPU lab (gpu_session.sh labhalf,
+  // sk_* beside r4c4 at 1, 8 and 32 rows) confirms or replaces it. 16–32 rows ran r4c4_wg16x1
+  // on 2026-11-27 (76–91% of a batch-32 generate): 32 rows × N = 896 outputs are 112 workgroups
+  // of 16 lanes, ~0.4 warp per SM of an H100 to hide each load's latency over all of K; split-K
+  // runs 896 workgroups of 64 lanes reading K/64 vec4s each, B from L2 once per 8 rows.
   gpu: {
     "nn:vector": "r1c4_wg64x1",
     "nn:skinny": "r1c4_wg64x1",
@@ -48,8 +52,8 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
     "nn:square": "r8c8_wg8x4",
     "nt:vector": "sk_r1_wg32",
     "nt:skinny": "sk_r8_wg64",
-    "nt:skinny16": "r4c4_wg16x1",
-    "nt:skinny32": "r4c4_wg16x1",
+    "nt:skinny16": "sk_r8_wg64",
+    "nt:skinny32": "sk_r8_wg64",
     "nt:small": "r4c4_wg16x1",
     "nt:square": "r8c4_wg16x1",
     "tn:vector": "generic",

@@ -31,6 +31,16 @@ describe("kernels in a Chromium Web Worker", { timeout: 600_000 }, () => {
     console.log(`# adapter: ${report.adapter}`);
   });
 
+  it("runs the split-K subgroup twins where the adapter has subgroups", (t) => {
+    const sg = report.results.filter((r) => r.name.includes("subgroups]"));
+    console.log(`# subgroups: ${report.subgroups}, ${sg.length} subgroup cases`);
+    if (!report.subgroups) {
+      t.skip("this adapter has no subgroups (or no WGSL subgroup_id)");
+      return;
+    }
+    assert.ok(sg.length >= 40, `only ${sg.length} subgroup cases ran`);
+  });
+
   it("every kernel case matches the reference", async (t) => {
     for (const r of report.results) {
       await t.test(

@@ -14,6 +14,7 @@ import {
   encodeSwigluTextureWith,
   encodeTextureWith,
   findTextureVariant,
+  hasSubgroupTwin,
   kernelSpec,
   Matmul,
   MATMUL_FORMS,
@@ -42,6 +43,7 @@ import {
   unaryRef,
 } from "../../src/ops/reference.ts";
 import { packHalves, roundToHalf } from "../../src/ops/matmul_half.ts";
+import { groupedEqualsSingle } from "./group_cases.ts";
 
 export interface CaseResult {
   name: string;
@@ -103,6 +105,7 @@ async function runMatmul(
   ops: Ops,
   s: MatmulShape,
   variant?: MatmulVariant,
+  subgroups = false,
 ): Promise<number> {
   const [na, nb, nc] = operandSizes(s);
   const a = seededValues(na, 1), b = seededValues(nb, 2), c0 = seededValues(nc, 3);
@@ -110,7 +113,7 @@ async function runMatmul(
   const A = gpu.upload(a), B = gpu.upload(s.halfB ? packHalves(b) : b), C = gpu.upload(c0);
   const rec = gpu.recorder("matmul case");
   if (variant) {
-    const k = await gpu.kernel(kernelSpec(variant, s.form, s.halfB));
+    const k = await gpu.kernel(kernelSpec(variant, s.form, s.halfB, subgroups));
     encodeMatmulWith(rec, k, variant, s, A, B, C);
   } else (s.halfB ? await halfMatmul(gpu) : ops.matmul).encode(rec, s, A, B, C);
   rec.submit();
@@ -151,6 +154,45 @@ function halfBCases(thorough: boolean): KernelCase[] {
         });
       }
     }
+  }
+  return out;
+}
+
+/**
+ * The split-K kernels' subgroup twins (devices with Gpu.subgroups: Chrome's): every split-K
+ * variant on every A·Bᵀ shape it takes, with B in f32 and in half floats, and grouped products
+ * through the GPU class's picks (split-K at decode rows), bit for bit one matmul per part.
+ */
+function subgroupCases(): KernelCase[] {
+  const out: KernelCase[] = [];
+  // Also 4-lane workgroups: one subgroup each where subgroups hold ≥ 4 lanes (SwiftShader's
+  // hold 4), the path most GPUs take at 32 lanes.
+  const oneSubgroup: MatmulVariant[] = [1, 4].map((r) => ({
+    name: `sk_r${r}_wg4`,
+    kind: "splitk",
+    r,
+    c: 4,
+    wgx: 4,
+    wgy: 1,
+  }));
+  for (const halfB of [false, true]) {
+    for (const base of MATMUL_SHAPES) {
+      const s: MatmulShape = { ...base, form: "nt", halfB };
+      for (const v of [...MATMUL_VARIANTS, ...oneSubgroup]) {
+        if (!hasSubgroupTwin(v) || !variantSupports(v, s)) continue;
+        out.push({
+          name: `matmul ${shapeName(s)}${halfB ? " half B" : ""} [${v.name}, subgroups]`,
+          run: (gpu, ops) => runMatmul(gpu, ops, s, v, true),
+        });
+      }
+    }
+    out.push({
+      name: `matmul group, GPU-class picks${halfB ? ", half B" : ""} [split-K, subgroups]`,
+      run: async (gpu) => {
+        await groupedEqualsSingle(gpu, "gpu", halfB);
+        return 0;
+      },
+    });
   }
   return out;
 }
@@ -524,11 +566,15 @@ function gridCases(): KernelCase[] {
   }];
 }
 
-/** All cases; `thorough` adds every matmul variant on every shape (Deno runs it). */
-export function kernelCases(thorough = true): KernelCase[] {
+/**
+ * All cases; `thorough` adds every matmul variant on every shape (Deno runs it); `subgroups`
+ * the subgroup twins (for a device with Gpu.subgroups).
+ */
+export function kernelCases(thorough = true, subgroups = false): KernelCase[] {
   return [
     ...gridCases(),
     ...matmulCases(thorough),
+    ...(subgroups ? subgroupCases() : []),
     ...halfBCases(thorough),
     ...textureMatmulCases(thorough),
     ...elementwiseCases(),
@@ -540,7 +586,7 @@ export function kernelCases(thorough = true): KernelCase[] {
 /** Runs cases one after another and reports each (used by the browser worker). */
 export async function runKernelCases(gpu: Gpu, ops: Ops, thorough = false): Promise<CaseResult[]> {
   const results: CaseResult[] = [];
-  for (const c of kernelCases(thorough)) {
+  for (const c of kernelCases(thorough, gpu.subgroups)) {
     try {
       const ratio = await c.run(gpu, ops);
       results.push({ name: c.name, ratio, ok: ratio <= 1 });

@@ -10,7 +10,6 @@ import {
   Matmul,
   type MatmulForm,
   type MatmulShape,
-  SHAPE_BUCKETS,
   shapeBucket,
   TEXTURE_DEFAULT_PICKS,
   textureBucket,
@@ -24,7 +23,7 @@ import {
   matmulPicks,
 } from "../../src/ops/tuning.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
-import { packHalves, roundToHalf } from "../../src/ops/matmul_half.ts";
+import { groupedEqualsSingle } from "./group_cases.ts";
 
 const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu" = "cpu") => ({
   vendor: "",
@@ -250,72 +249,6 @@ Deno.test("grouped A·Bᵀ (q/k/v, gate/up in one dispatch) equals one matmul pe
     gpu.destroy();
   }
 });
-
-async function groupedEqualsSingle(gpu: Gpu, classPicks: "gpu" | null, half: boolean) {
-  const picks = classPicks ? MATMUL_TUNING[classPicks] as never : {};
-  const mm = await Matmul.create(gpu, picks, SHAPE_BUCKETS, half);
-  const splitk = (classPicks ?? gpu.adapterClass) === "gpu";
-  const scratch = gpu.zeros(4);
-  try {
-    // Rows 1 (vector bucket: r1c8; GPU class: split-K), 8 (llvmpipe: r8c16 tiles, dot form; GPU
-    // class: split-K) and 37 (r8c8 tiles), parts not multiples of the tile; K longer than a
-    // split-K workgroup's 64 lanes of vec4s (520, 300).
-    for (
-      const [M, K, Ns] of [
-        [1, 64, [64, 32, 32]],
-        [8, 36, [13, 7, 20]],
-        [37, 20, [40, 9]],
-        [8, 64, [
-          192,
-        ]],
-        [1, 520, [24, 8, 8]],
-        [9, 300, [13, 7]],
-      ] as const
-    ) {
-      const a = seededValues(M * K, 1);
-      const A = gpu.upload(a);
-      const bs = Ns.map((n, i) => seededValues(n * K, 10 + i));
-      const Bs = bs.map((b) => gpu.upload(half ? packHalves(b) : b));
-      const grouped = Ns.map((n) => gpu.zeros(M * n)), single = Ns.map((n) => gpu.zeros(M * n));
-      const rec = gpu.recorder();
-      const parts = Ns.map((n, i) => ({ b: Bs[i], c: grouped[i], N: n }));
-      mm.encodeGroup(rec, M, K, A, parts, scratch, half);
-      const groupedDispatches = rec.finish();
-      const one = groupedDispatches.dispatchCount;
-      groupedDispatches.run();
-      groupedDispatches.destroy();
-      const rec2 = gpu.recorder();
-      Ns.forEach((n, i) =>
-        mm.encode(rec2, { form: "nt", M, N: n, K, halfB: half }, A, Bs[i], single[i])
-      );
-      rec2.submit();
-      // CPU class: grouped register tiles; GPU class: grouped split-K at decode rows (M < 16).
-      if (Ns.length > 1 && (!splitk || M < 16)) {
-        assertEquals(one, 1, `M=${M}: one dispatch for ${Ns.length} parts`);
-      }
-      for (let i = 0; i < Ns.length; i++) {
-        const g = await gpu.readFloat32(grouped[i], M * Ns[i]),
-          s1 = await gpu.readFloat32(single[i], M * Ns[i]);
-        assertEquals(
-          [...g].join(","),
-          [...s1].join(","),
-          `M=${M} part ${i}: grouped differs from the single matmul`,
-        );
-        const b = half ? roundToHalf(bs[i]) : bs[i];
-        const ratio = toleranceRatio(
-          g,
-          matmulRef({ form: "nt", M, N: Ns[i], K }, a, b),
-          1e-5 * Math.sqrt(K) + 1e-6,
-          1e-4,
-        );
-        assert(ratio <= 1, `M=${M} part ${i}: error ${ratio.toFixed(2)}× tolerance`);
-      }
-      [A, ...Bs, ...grouped, ...single].forEach((x) => x.destroy());
-    }
-  } finally {
-    scratch.destroy();
-  }
-}
 
 Deno.test("PETTINGLLMS_MATMUL_PICKS lays JSON picks over the tables; a bad value is a named error", async () => {
   const gpu = await Gpu.create();

@@ -32,7 +32,12 @@ const api = {
           }
         }
       }
-      return { runtime: runtimeKind(), adapter: gpu.describe(), results };
+      return {
+        runtime: runtimeKind(),
+        adapter: gpu.describe(),
+        subgroups: gpu.subgroups,
+        results,
+      };
     } finally {
       gpu.destroy();
     }
