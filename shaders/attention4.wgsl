@@ -51,18 +51,22 @@ fn loadQuery(head: u32, row: u32, lid: u32) -> RowHead {
 
 /**
  * The lanes' partial outputs (lane = part · D4 + g, `parts` = max(1, WG / D4) lanes per group of
- * 4 dims) summed into Out / l, and Lse[rh] = m + log(l): both kernels' last phase.
+ * 4 dims) summed, times `scale`, into Out[at .. at + D4).
  */
-fn writeOut(rh: RowHead, lseAt: u32, acc: vec4<f32>, m: f32, l: f32, lid: u32) {
-  let parts = max(1u, WG / rh.D4);
+fn writeShares(D4: u32, at: u32, acc: vec4<f32>, scale: f32, lid: u32) {
+  let parts = max(1u, WG / D4);
   part4[lid] = acc;
   workgroupBarrier();
-  let inv = 1.0 / l;
-  for (var d = lid; d < rh.D4; d += WG) {
+  for (var d = lid; d < D4; d += WG) {
     var o = vec4<f32>();
-    for (var q = 0u; q < parts; q++) { o += part4[q * rh.D4 + d]; }
-    Out[rh.qBase + d] = o * inv;
+    for (var q = 0u; q < parts; q++) { o += part4[q * D4 + d]; }
+    Out[at + d] = o * scale;
   }
+}
+
+/** The row's output, the shares divided by l, and Lse[rh] = m + log(l): the kernels' last phase. */
+fn writeOut(rh: RowHead, lseAt: u32, acc: vec4<f32>, m: f32, l: f32, lid: u32) {
+  writeShares(rh.D4, rh.qBase, acc, 1.0 / l, lid);
   if (lid == 0u) { Lse[lseAt] = m + log(l); }
 }
 
@@ -106,27 +110,28 @@ override TILE: u32 = 256u;
 
 var<workgroup> tileSc: array<f32, TILE>;
 
-@compute @workgroup_size(WG)
-fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let head = wid.x;
-  let row = wid.y + wid.z * 65535u;
-  if (row >= p.N) { return; }
-  let rh = loadQuery(head, row, lid);
-  let len = rh.len;
+/** A lane's share of the unnormalized output over some positions, their max and Σ exp. */
+struct Partial { acc: vec4<f32>, m: f32, l: f32 }
+
+/**
+ * The online softmax over positions [t0, t1) of a (head, row): this lane's partial output (lane =
+ * part · D4 + g, as in attention4) scaled by exp(−m), m the running max and l = Σ exp(s − m).
+ * An empty range gives (0, −3.4e38, 0).
+ */
+fn flashRange(rh: RowHead, t0: u32, t1: u32, lid: u32) -> Partial {
   let D4 = rh.D4;
   let kBase = rh.kBase;
-  // lane = part · D4 + g: `parts` lanes share each group of 4 dims, as in attention4.
   let parts = max(1u, WG / D4);
   let g = lid % D4;
   var mRun = -3.402823e38;
   var lRun = 0.0;
   var acc = vec4<f32>();
-  for (var t0 = 0u; t0 < len; t0 += TILE) {
-    let n = min(TILE, len - t0);
+  for (var ts = t0; ts < t1; ts += TILE) {
+    let n = min(TILE, t1 - ts);
     var mx = -3.402823e38;
     for (var i = lid; i < n; i += WG) {
       var s = 0.0;
-      for (var d = 0u; d < D4; d++) { s += dot(tQ[d], Kc[kBase + (t0 + i) * D4 + d]); }
+      for (var d = 0u; d < D4; d++) { s += dot(tQ[d], Kc[kBase + (ts + i) * D4 + d]); }
       s *= p.scale;
       tileSc[i] = s;
       mx = max(mx, s);
@@ -140,10 +145,47 @@ fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoca
     lRun = lRun * corr + sum;
     acc *= corr;
     if (lid < parts * D4) {
-      for (var i = lid / D4; i < n; i += parts) { acc += tileSc[i] * Vc[kBase + (t0 + i) * D4 + g]; }
+      for (var i = lid / D4; i < n; i += parts) { acc += tileSc[i] * Vc[kBase + (ts + i) * D4 + g]; }
     }
     mRun = mNew;
     workgroupBarrier(); // the next tile overwrites tileSc
   }
-  writeOut(rh, row * p.NH + head, acc, mRun, lRun, lid);
+  return Partial(acc, mRun, lRun);
+}
+
+@compute @workgroup_size(WG)
+fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let head = wid.x;
+  let row = wid.y + wid.z * 65535u;
+  if (row >= p.N) { return; }
+  let rh = loadQuery(head, row, lid);
+  let f = flashRange(rh, 0u, rh.len, lid);
+  writeOut(rh, row * p.NH + head, f.acc, f.m, f.l, lid);
+}
+
+// attention4_part: decode attention split over positions (flash-decoding), for few rows × heads
+// over a long cache, where one workgroup per (head, row) would leave most of a GPU idle. Workgroup
+// (head, row, s) takes positions [s · SPAN, (s + 1) · SPAN) of the row's context and writes its
+// unnormalized output to Out (here the partial outputs [N, NH, S, D]) and its (max, Σ exp) to Lse
+// (here [N, NH, S, 2]), S = num_workgroups.z; splits past the context write nothing.
+// attention4_merge.wgsl combines them into the output and Lse.
+
+override SPAN: u32 = 256u;
+
+@compute @workgroup_size(WG)
+fn attention4_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {
+  let head = wid.x;
+  let row = wid.y;
+  if (row >= p.N) { return; }
+  let t0 = wid.z * SPAN;
+  if (t0 > min(Meta[row].y, p.P - 1u)) { return; }
+  let rh = loadQuery(head, row, lid);
+  let f = flashRange(rh, t0, min(rh.len, t0 + SPAN), lid);
+  let at = (row * p.NH + head) * nwg.z + wid.z;
+  writeShares(rh.D4, at * rh.D4, f.acc, 1.0, lid);
+  if (lid == 0u) {
+    Lse[2u * at] = f.m;
+    Lse[2u * at + 1u] = f.l;
+  }
 }

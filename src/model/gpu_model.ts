@@ -59,6 +59,12 @@ export interface GpuModelOptions {
   /** Forward attention kernel; default "lane" on CPU adapters, "workgroup" on GPUs (tests pin either). */
   attentionVariant?: AttentionVariant;
   /**
+   * Decode attention split over positions where a call has few rows × heads and the cache is
+   * long (flash-decoding; ModelKernels' attention4_part). Default on where the workgroup or flash
+   * kernels run; false keeps one workgroup per (head, row).
+   */
+  attentionSplit?: boolean;
+  /**
    * Decode steps' forward: "fused" (the whole forward in one dispatch,
    * cpu_adapter/decode_forward.ts; the default on CPU adapters where the model fits it, with
    * rows' LoRA adapters of rank 4k) or "ops" (the per-op path every other forward takes). Tests
@@ -127,6 +133,8 @@ interface Scratch {
   logits: GPUBuffer; // [logitRows, V]
   pairs: GPUBuffer; // [slots, 4] u32 (from, to, n, 0): encodeCopyCache's slot pairs
   unused: GPUBuffer; // the output binding of an empty slot in grouped matmuls (never written)
+  /** The split decode attention's partials (ModelKernels.splitScratchFloats), or null. */
+  attnParts: { o: GPUBuffer; ml: GPUBuffer } | null;
 }
 
 export class GpuModel {
@@ -201,7 +209,15 @@ export class GpuModel {
       logits: f(this.logitRows * c.vocabSize, "logits"),
       pairs: f(4 * Math.max(1, slots), "cache-copy pairs"),
       unused: f(4, "unused"),
+      attnParts: null,
     };
+    if (kernels.attnSplit.splits > 0) {
+      const n = kernels.splitScratchFloats(D);
+      this.scratch.attnParts = {
+        o: f(n.o, "attention splits"),
+        ml: f(n.ml, "attention split sums"),
+      };
+    }
     const layerActs = (l: number): LayerActs => ({
       xn1: f(N * C, `xn1.${l}`),
       rstd1: f(N, `rstd1.${l}`),
@@ -327,6 +343,7 @@ export class GpuModel {
           normVariant: opts.normVariant,
           headDim: weights.config.headDim,
           attentionVariant: opts.attentionVariant,
+          attentionSplit: opts.attentionSplit,
           queryGroup: weights.config.numHeads / weights.config.numKvHeads,
           halfGather: opts.halfBase,
         }),
@@ -456,7 +473,20 @@ export class GpuModel {
       this.kCache[l],
       this.vCache[l],
     );
-    K.attention(rec, N, NH, NH, D, s.meta, a.q, this.kCache[l], this.vCache[l], a.att, a.lse);
+    K.attention(
+      rec,
+      N,
+      NH,
+      NH,
+      D,
+      s.meta,
+      a.q,
+      this.kCache[l],
+      this.vCache[l],
+      a.att,
+      a.lse,
+      s.attnParts ?? undefined,
+    );
     const xmid = this.training ? a.xmid : this.res[l];
     P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
     g2.layernorm(
@@ -499,6 +529,7 @@ export class GpuModel {
       vc,
       a.att,
       a.lse,
+      this.scratch.attnParts ?? undefined,
     );
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
@@ -809,8 +840,10 @@ export class GpuModel {
   destroy() {
     this.params.destroy();
     this.decode.destroy();
+    const { attnParts, ...scratch } = this.scratch;
     const all = new Set<GPUBuffer>([
-      ...Object.values(this.scratch),
+      ...Object.values(scratch),
+      ...(attnParts ? [attnParts.o, attnParts.ml] : []),
       ...this.acts.flatMap((a) => Object.values(a)),
       ...this.res,
       ...this.kCache.map((r) => r.buffer),

@@ -15,6 +15,24 @@ const RED_WG = 64;
 const ATT_WG = 64;
 /** Positions per tile of the streaming attention kernels (attention4_flash, attn_dq). */
 export const FLASH_TILE = 256;
+/**
+ * The split decode attention (attention4_part + attention4_merge): used where a call's rows ×
+ * heads are at most SPLIT_ROW_HEADS (decode at batch 1–4 of a 14-head model: one workgroup per
+ * (head, row) would leave a GPU idle for a long context's whole loop) and the cache holds more
+ * than SPLIT_MIN_SPAN positions; splits past a row's context return at once. Positions per split: SPLIT_MIN_SPAN, or
+ * more so that a row has at most SPLIT_MAX splits (their partials are scratch memory).
+ */
+export const SPLIT_ROW_HEADS = 64;
+const SPLIT_MIN_SPAN = 128;
+const SPLIT_MAX = 64;
+
+/** Positions per split and splits per (row, head) for a cache of P positions (0 splits: none). */
+export function attentionSplits(P: number): { span: number; splits: number } {
+  if (P <= SPLIT_MIN_SPAN) return { span: P, splits: 0 };
+  const span = Math.max(SPLIT_MIN_SPAN, Math.ceil(P / SPLIT_MAX / 64) * 64);
+  return { span, splits: Math.ceil(P / span) };
+}
+
 /** Invocations per workgroup of the lane kernels (llvmpipe runs 8 lanes per SIMD group). */
 export const LANE_WG = 8;
 
@@ -102,10 +120,22 @@ export class ModelKernels {
         "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu" | "kvCopy",
         Kernel
       >
-      & { gatherHalf?: Kernel },
+      & { gatherHalf?: Kernel; attnPart?: Kernel; attnMerge?: Kernel },
     private maxPerDim: number,
     readonly cachePositions: number,
   ) {}
+
+  /**
+   * The split decode attention's positions per split and splits per (row, head); splits 0 where
+   * it is off (lane attention, scalar heads, short caches, `attentionSplit: false`).
+   */
+  attnSplit = { span: 0, splits: 0 };
+
+  /** Floats of the split attention's partial outputs and (max, Σ exp) pairs (0 where off). */
+  splitScratchFloats(headDim: number): { o: number; ml: number } {
+    const n = SPLIT_ROW_HEADS * this.attnSplit.splits;
+    return { o: n * headDim, ml: 2 * n };
+  }
 
   /** `cachePositions` (P) bounds the context: attention keeps P scores in workgroup memory. */
   /** One invocation per row for RMSNorm (CPU adapters' default); a workgroup per row on GPUs. */
@@ -127,6 +157,11 @@ export class ModelKernels {
       queryGroup?: number;
       /** Also the gather of a half-float embedding (GpuModelOptions.halfBase). */
       halfGather?: boolean;
+      /**
+       * Decode attention split over positions for few rows × heads (attention4_part, default on
+       * wherever the workgroup or flash vec4 kernels run and the cache is long enough).
+       */
+      attentionSplit?: boolean;
     } = {},
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
@@ -195,11 +230,39 @@ export class ModelKernels {
     const gatherHalf = opts.halfGather
       ? await s("gather_rows_hb", "gather_rows", [u, ro, ro, rw], { WG: EW })
       : undefined;
+    const split = vec4Attention && !lane && (opts.attentionSplit ?? true)
+      ? attentionSplits(cachePositions)
+      : { span: 0, splits: 0 };
+    const [attnPart, attnMerge] = split.splits > 0
+      ? await Promise.all([
+        s("attention4", "attention4_part", [u, ro, ro, ro, ro, rw, rw], {
+          WG: ATT_WG,
+          TILE: FLASH_TILE,
+          SPAN: split.span,
+        }),
+        s("attention4_merge", "attention4_merge", [u, ro, ro, ro, rw, rw], {
+          WG: ATT_WG,
+          SPAN: split.span,
+        }),
+      ])
+      : [undefined, undefined];
     const k = new ModelKernels(
-      { gather, rmsnorm, ropeInv, ropeStore, attention, swiglu, kvCopy, gatherHalf },
+      {
+        gather,
+        rmsnorm,
+        ropeInv,
+        ropeStore,
+        attention,
+        swiglu,
+        kvCopy,
+        gatherHalf,
+        attnPart,
+        attnMerge,
+      },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
     );
+    k.attnSplit = split;
     k.serialNorm = serial;
     k.attentionVariant = lane ? "lane" : flash ? "flash" : "workgroup";
     k.laneGroup = pair ? 2 : 1;
@@ -312,7 +375,10 @@ export class ModelKernels {
     );
   }
 
-  /** out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. */
+  /**
+   * out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. With `parts` (the
+   * split scratch, splitScratchFloats) and N · NH ≤ SPLIT_ROW_HEADS, split over positions.
+   */
   attention(
     rec: Recorder,
     N: number,
@@ -325,7 +391,19 @@ export class ModelKernels {
     vc: BufferRef,
     out: BufferRef,
     lse: BufferRef,
+    parts?: { o: BufferRef; ml: BufferRef },
   ) {
+    const { attnPart, attnMerge } = this.k;
+    if (parts && attnPart && attnMerge && N * NH <= SPLIT_ROW_HEADS) {
+      const u = this.attnUniform(N, NH, KV, D);
+      rec.dispatch(attnPart, [null, meta, q, kc, vc, parts.o, parts.ml], [
+        NH,
+        N,
+        this.attnSplit.splits,
+      ], u);
+      rec.dispatch(attnMerge, [null, meta, parts.o, parts.ml, out, lse], [NH, N, 1], u);
+      return;
+    }
     if (this.attentionVariant === "lane") {
       if (NH !== KV * this.laneGroup && this.laneGroup > 1) {
         throw new KernelArgumentError(

@@ -10,8 +10,9 @@
 #            test/model/real_shape_test.ts (the GPU forward at SmolLM2-135M's size) (needs
 #            python3 with torch, transformers, peft; the committed ones come from the CPU machine)
 #   classes  the suites whose kernels and picks depend on the adapter class: test/ops, test/gpu
-#   scale    deno task bench --only scale --profile (real model sizes beside PyTorch), one process
-#            per shape (scale_<shape>.out / .err)
+#   scale    deno task bench --only scale --profile --long-context 2048 (real model sizes beside
+#            PyTorch; decode after 2048-token prompts with the attention split over positions and
+#            without), one process per shape (scale_<shape>.out / .err)
 #   rl       deno task bench --only rl (an AT-GRPO step beside bare generation)
 #   rlsplit  the same with PETTINGLLMS_LORA_FORWARD=split: the LoRA forward as two dispatches a
 #            module, against rl's fused one (lora_fused.wgsl) on the same machine
@@ -84,10 +85,11 @@ if want scale; then
   # One process per shape: a shape cut off by its limit loses only its own JSON (the bench
   # prints it at the end; progress lines go to the .err as they come).
   if [ -n "$quick" ]; then
-    step scale 300 $D task bench --only scale --profile --quick
+    step scale 300 $D task bench --only scale --profile --quick --long-context 160
   else
     for shape in smollm2-135m qwen2.5-0.5b qwen3-0.6b; do
-      step "scale_$shape" 200 $D task bench --only scale --shapes "$shape" --profile
+      step "scale_$shape" 200 $D task bench --only scale --shapes "$shape" --profile \
+        --long-context 2048
     done
   fi
 fi

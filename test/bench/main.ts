@@ -67,6 +67,12 @@ export const BENCH_CLI = defineCli({
       help:
         "scale: also the top kernels by GPU time of one generate and one train step (timestamp-query)",
     },
+    "long-context": {
+      type: "string",
+      metavar: "TOKENS",
+      help:
+        "scale: also decode at batch 1 and 4 after prompts of TOKENS tokens, the attention split over positions and not",
+    },
     only: {
       type: "string",
       metavar: BENCH_SECTIONS.join(","),
@@ -117,6 +123,13 @@ export function parseBenchArgs(argv: readonly string[]) {
       );
     }
   }
+  let longContext: number | undefined;
+  if (a.longContext !== undefined) {
+    longContext = Number(a.longContext);
+    if (!Number.isInteger(longContext) || longContext < 1) {
+      throw new UsageError(`--long-context ${a.longContext}: a positive whole number of tokens`);
+    }
+  }
   const modelShapes = a.modelShapes, half = a.half;
   if ((variants || modelShapes || half) && !a.lab) {
     throw new UsageError(
@@ -129,6 +142,7 @@ export function parseBenchArgs(argv: readonly string[]) {
     quick: a.quick,
     profile: a.profile,
     halfBase: a.halfBase,
+    longContext,
     shapes,
     only,
     variants,
@@ -236,6 +250,7 @@ if (import.meta.main) {
         dir: "runs/bench_scale",
         profile: args.profile,
         halfBase: args.halfBase,
+        longContext: args.longContext,
       }, log);
     } else if (!args.only) {
       log("scale: skipped on a CPU adapter (name it: --only scale [--quick])");

@@ -7,7 +7,9 @@
 //     newTokens: no stop ids);
 //   - train-step tok/s (forward + backward + AdamW, cross-entropy on every position) at
 //     B × T, LoRA (r 16, α 32, every projection) and full;
-//   - the GPU bytes each allocates, by kind (tallied at buffer creation).
+//   - the GPU bytes each allocates, by kind (tallied at buffer creation);
+//   - with longContext, decode after long prompts with the attention split over positions and
+//     without.
 // Beside it, in the same run and on the same folders, PyTorch + transformers eager fp32
 // (test/bench/scale_torch.py) where `python3` imports torch and transformers (GPU machines), with
 // the ratios; elsewhere the peer is reported as skipped with the reason.
@@ -72,7 +74,16 @@ export interface ScaleBenchOptions {
    * LoRA trainer (full fine-tuning stays f32). The peer is unchanged (PyTorch eager fp32).
    */
   readonly halfBase?: boolean;
+  /**
+   * Also decode after prompts of this many tokens at batch 1 and 4, with the decode attention
+   * split over positions (GpuModelOptions.attentionSplit, the default) and without: what
+   * flash-decoding gains on a long context.
+   */
+  readonly longContext?: number;
 }
+
+/** The batch sizes of the long-context rows (ScaleBenchOptions.longContext). */
+const LONG_BATCHES = [1, 4];
 
 const TOP_KERNELS = 12;
 
@@ -134,22 +145,34 @@ async function writeShape(shape: ScaleShape, dir: string) {
   return { w, write_s, load_s: seconds(t1) };
 }
 
-async function oursInference(gpu: Gpu, w: ModelWeights, B: number, o: ScaleBenchOptions) {
+/**
+ * Prefill and decode tok/s of B sequences (`at`: another prompt length, the attention split off,
+ * no profile).
+ */
+async function oursInference(
+  gpu: Gpu,
+  w: ModelWeights,
+  B: number,
+  o: ScaleBenchOptions,
+  at: { promptLen?: number; attentionSplit?: boolean; profile?: boolean } = {},
+) {
+  const promptLen = at.promptLen ?? o.promptLen;
   const t0 = performance.now();
   const { value: model, bytes } = await tallyBuffers(
     gpu.device,
     () =>
       GpuModel.create(gpu, w, {
         slots: B,
-        maxLen: o.promptLen + o.newTokens + 1,
-        chunkRows: Math.min(512, B * o.promptLen),
+        maxLen: promptLen + o.newTokens + 1,
+        chunkRows: Math.min(512, B * promptLen),
         halfBase: o.halfBase,
+        attentionSplit: at.attentionSplit,
       }),
   );
   const create_s = seconds(t0);
   try {
     const gen = await Generator.create(model);
-    const prompts = tokens(B, o.promptLen, w.config.vocabSize, 11);
+    const prompts = tokens(B, promptLen, w.config.vocabSize, 11);
     const reqs = prompts.map((prompt, i) => ({
       prompt,
       maxNewTokens: o.newTokens,
@@ -162,7 +185,7 @@ async function oursInference(gpu: Gpu, w: ModelWeights, B: number, o: ScaleBench
       const t1 = performance.now();
       // Prefill: the forward over every prompt token, logits of each sequence's last one.
       const rows = prompts.flatMap((p, slot) => p.map((token, pos) => ({ token, slot, pos })));
-      await model.forward(rows, prompts.map((_, i) => (i + 1) * o.promptLen - 1));
+      await model.forward(rows, prompts.map((_, i) => (i + 1) * promptLen - 1));
       const t2 = performance.now();
       const timing = { prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
       await gen.generate(reqs, { timing });
@@ -170,10 +193,12 @@ async function oursInference(gpu: Gpu, w: ModelWeights, B: number, o: ScaleBench
         first_generate_s = seconds(t1);
         continue;
       }
-      prefill.push(B * o.promptLen / ((t2 - t1) / 1000));
+      prefill.push(B * promptLen / ((t2 - t1) / 1000));
       decode.push(B * o.newTokens / (timing.decodeMs / 1000));
     }
-    const profile = o.profile ? await profiled(gpu, () => gen.generate(reqs)) : null;
+    const profile = (at.profile ?? o.profile)
+      ? await profiled(gpu, () => gen.generate(reqs))
+      : null;
     return {
       prefill_tok_s: round(median(prefill), 1),
       decode_tok_s: round(median(decode), 1),
@@ -344,6 +369,27 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       );
       inference.push({ batch: B, ...r });
     }
+    const long_context = [];
+    for (const B of o.longContext ? LONG_BATCHES : []) {
+      const promptLen = o.longContext!;
+      const split = await oursInference(gpu, w, B, o, { promptLen, profile: false });
+      const one = await oursInference(gpu, w, B, o, {
+        promptLen,
+        attentionSplit: false,
+        profile: false,
+      });
+      log(
+        `${shape.name} B${B} after ${promptLen} prompt tokens: decode ${split.decode_tok_s} tok/s with the attention split over positions, ${one.decode_tok_s} without`,
+      );
+      long_context.push({
+        batch: B,
+        prompt_len: promptLen,
+        prefill_tok_s: split.prefill_tok_s,
+        decode_tok_s_split: split.decode_tok_s,
+        decode_tok_s_one_workgroup: one.decode_tok_s,
+        split_gain: ratio(split.decode_tok_s, one.decode_tok_s),
+      });
+    }
     const train = [];
     for (const mode of o.modes) {
       const r = await oursTrain(gpu, w, mode, o);
@@ -375,6 +421,7 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
         prefill_ratio: ratio(r.prefill_tok_s, pInf(r.batch)?.prefill_tok_s),
         decode_ratio: ratio(r.decode_tok_s, pInf(r.batch)?.decode_tok_s),
       })),
+      long_context,
       train: train.map((r) => ({
         ...r,
         torch_tok_s: pTrain(r.mode)?.tok_s ?? null,
@@ -398,6 +445,7 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       hyper: SCALE_HYPER,
       rounds: o.rounds,
       half_base: o.halfBase ?? false,
+      long_context: o.longContext ?? null,
     },
     peer: "PyTorch + transformers eager fp32 (test/bench/scale_torch.py), same folders, same run",
     load_average: Deno.loadavg().map((x) => round(x)),

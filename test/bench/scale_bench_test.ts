@@ -22,6 +22,7 @@ Deno.test("scale bench: a tiny Qwen2 shape written as an HF folder, measured, no
       dir,
       python: "./no-such-python",
       profile: true,
+      longContext: 140,
     }, () => {});
     const s = r.shapes[0];
     const names = [...Deno.readDirSync(`${dir}/tiny`)].map((e) => e.name).sort();
@@ -35,6 +36,12 @@ Deno.test("scale bench: a tiny Qwen2 shape written as an HF folder, measured, no
       assertEquals(x.decode_ratio, null);
       // llvmpipe lists timestamp-query: the profile names the LM head's matmul among the kernels.
       assert(x.profile && x.profile.gpu_ms > 0 && x.profile.top.length > 0, JSON.stringify(x));
+    }
+    // Decode after 140-token prompts (two 128-position splits where the workgroup attention
+    // runs; llvmpipe's lane kernel has none), split and not.
+    assertEquals(s.long_context.map((x) => [x.batch, x.prompt_len]), [[1, 140], [4, 140]]);
+    for (const x of s.long_context) {
+      assert(x.decode_tok_s_split > 0 && x.decode_tok_s_one_workgroup > 0, JSON.stringify(x));
     }
     const [lora, full] = s.train;
     assertEquals([lora.mode, full.mode], ["lora", "full"]);

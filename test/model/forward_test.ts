@@ -9,7 +9,12 @@ import { memoryFolder } from "../../src/io/bytesource.ts";
 import type { FloatDtype } from "../../src/io/dtypes.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
-import { laneAttentionFits, ModelKernels, scoresFit } from "../../src/model/model_kernels.ts";
+import {
+  attentionSplits,
+  laneAttentionFits,
+  ModelKernels,
+  scoresFit,
+} from "../../src/model/model_kernels.ts";
 import { hfFolderFiles, initModel } from "../../src/model/init.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
@@ -180,6 +185,60 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
         // The streaming kernel: 600 positions are three 256-position tiles, the last ragged.
         const f = toleranceRatio(logits[2], logits[1], 1e-5, 1e-4);
         assert(f <= 1, `flash vs workgroup logits differ by ${f.toFixed(2)}× the tolerance`);
+      },
+    );
+
+    await t.step(
+      "decode attention split over positions equals one workgroup per (head, row)",
+      async () => {
+        // head_dim 128, two query heads per kv head; a 700-position cache: 6 splits of 128
+        // positions. Decode rows at 1 position (one split), at a split boundary (128, 129), and
+        // deep in the context, alone and ragged in one call; a prefill chunk of 256 rows × 4
+        // heads is over SPLIT_ROW_HEADS (64) and takes the plain kernel on both models.
+        const w = await preset("tiny-qwen3:hd128", "F32");
+        assertEquals(attentionSplits(700), { span: 128, splits: 6 });
+        assertEquals(attentionSplits(128).splits, 0);
+        assertEquals(attentionSplits(32768), { span: 512, splits: 64 });
+        const tokens = Array.from({ length: 600 }, (_, i) => (i * 37 + 11) % 256 + 1);
+        const calls: ModelRow[][] = [
+          [{ token: 5, slot: 1, pos: 0 }],
+          [{ token: 7, slot: 0, pos: 128 }],
+          [{ token: 9, slot: 0, pos: 129 }, { token: 11, slot: 1, pos: 1 }],
+          [{ token: 13, slot: 0, pos: 599 }, { token: 17, slot: 2, pos: 300 }],
+        ];
+        const logits: Float32Array[][] = [];
+        for (const attentionSplit of [true, false]) {
+          const model = await GpuModel.create(gpu, w, {
+            slots: 3,
+            maxLen: 700,
+            chunkRows: 256,
+            attentionVariant: "workgroup",
+            attentionSplit,
+          });
+          try {
+            assertEquals(model.kernels.attnSplit.splits, attentionSplit ? 6 : 0);
+            // Caches: slot 0 the 600 tokens, slot 2 the first 300 (prefill, no splits).
+            await model.forward(tokens.map((token, pos) => ({ token, slot: 0, pos })), []);
+            await model.forward(
+              tokens.slice(0, 300).map((token, pos) => ({ token, slot: 2, pos })),
+              [],
+            );
+            const got: Float32Array[] = [];
+            for (const rows of calls) got.push(await model.forward(rows, rows.map((_, i) => i)));
+            logits.push(got);
+          } finally {
+            model.destroy();
+          }
+        }
+        calls.forEach((rows, i) => {
+          const r = toleranceRatio(logits[0][i], logits[1][i], 1e-5, 1e-4);
+          assert(r <= 1, `call ${i} (${rows.length} rows): ${r.toFixed(2)}× the tolerance`);
+        });
+        // Against the float64 reference too: slot 1 decoded [5, 11] from position 0.
+        const want = referenceForward(w, [5, 11]).logits;
+        const V = w.config.vocabSize;
+        const r = toleranceRatio(logits[0][2].subarray(V, 2 * V), want.subarray(V), 2e-4, 1e-3);
+        assert(r <= 1, `slot 1's second token: ${r.toFixed(2)}× the tolerance`);
       },
     );
 
