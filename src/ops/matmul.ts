@@ -478,6 +478,8 @@ export class Matmul {
     private gpu: Gpu,
     private adapterClass: AdapterClass,
     private picks: Record<string, string>,
+    /** Whether the split-K picks run their subgroup twins (Gpu.subgroups at creation). */
+    readonly subgroups: boolean,
   ) {}
 
   /**
@@ -494,8 +496,8 @@ export class Matmul {
     halfB = false,
   ): Promise<Matmul> {
     const picks: Record<string, string> = { ...matmulPicks(gpu.ctx.info), ...overrides };
-    const m = new Matmul(gpu, gpu.adapterClass, picks);
     const sg = gpu.subgroups;
+    const m = new Matmul(gpu, gpu.adapterClass, picks, sg);
     const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
     const needed = new Set<string>();
     for (const form of MATMUL_FORMS) {

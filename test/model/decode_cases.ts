@@ -353,3 +353,85 @@ function tinyQwen2Like(w: ModelWeights): ModelWeights {
   const other = initModel(w.config, { seed: 77, std: 0.3, normNoise: 0.2 });
   return { ...w, data: other.data };
 }
+
+/**
+ * Cases for a Gpu created with adapterClass "gpu" on any adapter (Deno's llvmpipe, the browser's
+ * SwiftShader): the GPU class's own kernels, which laptops' browsers run, against the reference.
+ * On a device with subgroups (Chrome) the split-K decode picks run their subgroup twins.
+ */
+export function gpuClassCases(): DecodeCase[] {
+  return [
+    {
+      name:
+        "GPU class: decode steps of 3 and 8–10 rows (split-K picks, their subgroup twins where the device has subgroups) equal the reference",
+      async run(gpu) {
+        if (gpu.adapterClass !== "gpu") return Infinity;
+        let worst = 0;
+        for (const w of [tinyLlama(), tinyQwen2()]) {
+          for (const seqs of [SEQS3, SEQS10]) {
+            let picked = true;
+            const steps = await decodeLogits(gpu, w, "ops", {
+              seqs,
+              before: (m) => {
+                const mm = m.ops.matmul;
+                for (const M of [3, 10]) {
+                  picked &&= mm.variantFor({ form: "nt", M, N: 192, K: 64 }).kind === "splitk";
+                }
+                picked &&= mm.subgroups === gpu.subgroups;
+                return Promise.resolve();
+              },
+            });
+            if (!picked) return Infinity;
+            worst = Math.max(worst, againstReference(w, seqs, steps));
+          }
+        }
+        return worst;
+      },
+    },
+    {
+      name:
+        "GPU class: decode attention split over a 300-position cache equals one workgroup per (head, row) and the reference",
+      async run(gpu) {
+        const w = tinyQwen2(), V = w.config.vocabSize;
+        const long = Array.from({ length: 200 }, (_, i) => (i * 29 + 3) % 256);
+        const logits: Float32Array[][] = [];
+        for (const attentionSplit of [true, false]) {
+          const model = await GpuModel.create(gpu, w, {
+            slots: 2,
+            maxLen: 300,
+            attentionVariant: "workgroup",
+            attentionSplit,
+          });
+          try {
+            if (model.kernels.attnSplit.splits !== (attentionSplit ? 3 : 0)) return Infinity;
+            await model.forward(long.map((token, pos) => ({ token, slot: 0, pos })), []);
+            await model.forward(
+              long.slice(0, 3).map((token, pos) => ({ token, slot: 1, pos })),
+              [],
+            );
+            // One row deep in slot 0 (two splits), then both slots in one call.
+            const out = [await model.forward([{ token: 7, slot: 0, pos: 200 }], [0])];
+            out.push(
+              await model.forward(
+                [{ token: 9, slot: 0, pos: 201 }, { token: 11, slot: 1, pos: 3 }],
+                [
+                  0,
+                  1,
+                ],
+              ),
+            );
+            logits.push(out);
+          } finally {
+            model.destroy();
+          }
+        }
+        let worst = 0;
+        logits[0].forEach((x, i) => {
+          worst = Math.max(worst, toleranceRatio(x, logits[1][i], 1e-5, 1e-4));
+        });
+        const ref = referenceForward(w, [...long.slice(0, 3), 11]).logits.subarray(3 * V);
+        return Math.max(worst, toleranceRatio(logits[0][1].subarray(V), ref, 2e-4, 1e-3));
+      },
+    },
+  ];
+}

@@ -2,12 +2,26 @@
 // runs the same cases on Chromium's.
 import { assert } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
-import { decodeCases } from "./decode_cases.ts";
+import { decodeCases, gpuClassCases } from "./decode_cases.ts";
 
 Deno.test("decode cases", async (t) => {
   const gpu = await Gpu.create();
   try {
     for (const c of decodeCases()) {
+      await t.step(c.name, async () => {
+        const ratio = await c.run(gpu);
+        assert(ratio <= 1, `${ratio}× the tolerance`);
+      });
+    }
+  } finally {
+    gpu.destroy();
+  }
+});
+
+Deno.test("decode cases of the GPU class's kernels, on this adapter", async (t) => {
+  const gpu = await Gpu.create({ adapterClass: "gpu" });
+  try {
+    for (const c of gpuClassCases()) {
       await t.step(c.name, async () => {
         const ratio = await c.run(gpu);
         assert(ratio <= 1, `${ratio}× the tolerance`);

@@ -6,7 +6,7 @@ import { Gpu } from "../../src/gpu/mod.ts";
 import { createOps } from "../../src/ops/mod.ts";
 import { type CaseResult, runKernelCases } from "../../test/ops/cases.ts";
 import { samplingCases } from "../../test/model/sampling_cases.ts";
-import { decodeCases } from "../../test/model/decode_cases.ts";
+import { decodeCases, gpuClassCases } from "../../test/model/decode_cases.ts";
 import { runtimeKind } from "../../src/runtime.ts";
 
 const api = {
@@ -31,6 +31,26 @@ const api = {
             });
           }
         }
+      }
+      // The GPU class's kernels on this adapter: what a laptop's browser runs (SwiftShader's
+      // subgroups take the split-K picks' subgroup twins).
+      const gpuClass = await Gpu.create({ adapterClass: "gpu" });
+      try {
+        for (const c of gpuClassCases()) {
+          try {
+            const ratio = await c.run(gpuClass);
+            results.push({ name: `decode: ${c.name}`, ratio, ok: ratio <= 1 });
+          } catch (e) {
+            results.push({
+              name: `decode: ${c.name}`,
+              ratio: Infinity,
+              ok: false,
+              error: `${(e as Error).name}: ${(e as Error).message}`,
+            });
+          }
+        }
+      } finally {
+        gpuClass.destroy();
       }
       return {
         runtime: runtimeKind(),
