@@ -2,7 +2,7 @@
 // tile so every accumulator index is a constant. CPU adapters (llvmpipe) keep constant-indexed
 // tiles in registers but spill loop-indexed ones to scratch, and they pay per scalar component
 // loaded (each lane's load is a separate scalar access), so the win is FMAs per component loaded:
-// R·C/(R+C) for an R×C tile. The tile lists below are the only ones: src/ops/matmul.ts builds its
+// R·C/(R+C) for an R×C tile. The tile lists below are the only ones: src/ops/matmul_variants.ts builds its
 // kernel specs from them, and the shaders are generated from them when a pipeline first asks for
 // one (MATMUL_SHADERS, registered with src/gpu/shaders.ts), so nothing generated is checked in.
 // `npx deno task shader NAME` prints one. Measurements behind the lists: docs/benchmarks.md.

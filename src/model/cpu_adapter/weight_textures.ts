@@ -19,7 +19,7 @@
 // reads wrong values there.) A weight that follows an
 // RMSNorm (q/k/v after the input norm, gate/up after the post-attention norm, the LM head after
 // the final norm) is stored as W·diag(g), g the norm's weight, and marked with the norm's eps:
-// its texture kernels then normalize A's rows themselves (ops/matmul.ts TextureWeight.normEps),
+// its texture kernels then normalize A's rows themselves (ops/matmul_texture.ts TextureWeight.normEps),
 // so a decode step needs no RMSNorm dispatch and no normalized copy of the activations. The
 // copies follow the parameters by version: the decode backend (decode.ts) counts parameter changes
 // (GpuModel.paramsChanged, which the trainer calls after every optimizer step that updates the model's own weights), and
