@@ -12,6 +12,8 @@ import { initModel } from "../../src/model/init.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { toleranceRatio } from "../../src/ops/reference.ts";
+import { ModelTrainer } from "../../src/train/trainer.ts";
+import { halfRounded, TINY_SEQS, tinyTrainerOpts } from "./tiny_fixtures.ts";
 
 /** Whether a model's decode steps read weight textures as current as its parameters. */
 const texturesCurrent = (m: GpuModel) =>
@@ -386,6 +388,37 @@ export function gpuClassCases(): DecodeCase[] {
           }
         }
         return worst;
+      },
+    },
+    {
+      name:
+        "GPU class: a LoRA trainer on a half-float base (fused LoRA forward, half-B kernels) takes two steps bit for bit as the f32 model of the rounded weights",
+      async run(gpu) {
+        const w = tinyLlama();
+        const seqs = TINY_SEQS.map((tokens) => ({
+          tokens,
+          adapter: 0,
+          weights: tokens.slice(1).map(() => 1),
+        }));
+        const half = await ModelTrainer.create(gpu, w, {
+          ...tinyTrainerOpts("lora"),
+          halfBase: true,
+        });
+        const ref = await ModelTrainer.create(gpu, halfRounded(w), tinyTrainerOpts("lora"));
+        try {
+          if (!half.model.params.isHalf(w.layout.lmHead)) return Infinity;
+          for (let step = 0; step < 2; step++) {
+            const [a, b] = [await half.step(seqs), await ref.step(seqs)];
+            if (a.loss.loss !== b.loss.loss || a.optimizer.gradNorm !== b.optimizer.gradNorm) {
+              return Infinity;
+            }
+          }
+          const [la, lb] = [(await half.readLora())!, (await ref.readLora())!];
+          return la.length > 0 && la.every((x, i) => x === lb[i]) ? 0 : Infinity;
+        } finally {
+          half.destroy();
+          ref.destroy();
+        }
       },
     },
     {

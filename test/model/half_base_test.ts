@@ -10,23 +10,12 @@ import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts"
 import { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { Generator } from "../../src/model/generate.ts";
-import { GpuModel, isBaseMatrix } from "../../src/model/gpu_model.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
-import { type ModelWeights, slice } from "../../src/model/weights.ts";
-import { roundToHalf } from "../../src/ops/matmul_half.ts";
 import { ModelTrainer } from "../../src/train/trainer.ts";
-import { rowsOf, TINY_SEQS, tinyPreset, tinyTrainerOpts } from "./tiny_fixtures.ts";
+import { halfRounded, rowsOf, TINY_SEQS, tinyPreset, tinyTrainerOpts } from "./tiny_fixtures.ts";
 
 const PRESETS = ["tiny-llama", "tiny-llama:untied", "tiny-qwen2", "tiny-qwen3"] as const;
-
-/** The same weights with every matrix a half base stores rounded to half. */
-function rounded(w: ModelWeights): ModelWeights {
-  const data = new Float32Array(w.data);
-  for (const t of w.layout.tensors) {
-    if (isBaseMatrix(t)) slice(data, t).set(roundToHalf(slice(w.data, t)));
-  }
-  return { ...w, data };
-}
 
 function maxRel(a: Float32Array, b: Float32Array): number {
   let d = 0, s = 0;
@@ -48,7 +37,7 @@ Deno.test("half base: logits and generation equal the f32 model of the rounded w
         const w = await tinyPreset(name);
         const opts = { slots: 2, maxLen: 48, chunkRows: 7 };
         const half = await GpuModel.create(gpu, w, { ...opts, halfBase: true });
-        const ref = await GpuModel.create(gpu, rounded(w), { ...opts, ...PLAIN });
+        const ref = await GpuModel.create(gpu, halfRounded(w), { ...opts, ...PLAIN });
         const exact = await GpuModel.create(gpu, w, { ...opts, ...PLAIN });
         try {
           const lay = w.layout;
@@ -132,7 +121,7 @@ Deno.test("half base: a LoRA step equals the f32 model of the rounded weights, b
           ...tinyTrainerOpts("lora"),
           halfBase: true,
         });
-        const ref = await ModelTrainer.create(gpu, rounded(w), tinyTrainerOpts("lora"));
+        const ref = await ModelTrainer.create(gpu, halfRounded(w), tinyTrainerOpts("lora"));
         try {
           assert(half.model.params.isHalf(w.layout.lmHead), "the trainer's base is half");
           for (let step = 0; step < 2; step++) {

@@ -2,9 +2,10 @@
 // model (split_tensors_test.ts, half_base_test.ts): the same weights, rows and trainer settings.
 
 import { parseModelConfig } from "../../src/model/config.ts";
-import type { ModelRow } from "../../src/model/gpu_model.ts";
+import { isBaseMatrix, type ModelRow } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
-import type { ModelWeights } from "../../src/model/weights.ts";
+import { type ModelWeights, slice } from "../../src/model/weights.ts";
+import { roundToHalf } from "../../src/ops/matmul_half.ts";
 import type { TrainerOptions } from "../../src/train/trainer.ts";
 
 /** Ids in every chunk of a [264, 64] embedding split at 68 rows, on both sides of each boundary. */
@@ -51,3 +52,12 @@ export const tinyTrainerOpts = (mode: "full" | "lora"): TrainerOptions => ({
   slots: 2,
   maxLen: 32,
 });
+
+/** The same weights with every matrix a half base stores rounded to half. */
+export function halfRounded(w: ModelWeights): ModelWeights {
+  const data = new Float32Array(w.data);
+  for (const t of w.layout.tensors) {
+    if (isBaseMatrix(t)) slice(data, t).set(roundToHalf(slice(w.data, t)));
+  }
+  return { ...w, data };
+}
