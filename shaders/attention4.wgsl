@@ -167,14 +167,13 @@ fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoca
 // over a long cache, where one workgroup per (head, row) would leave most of a GPU idle. Workgroup
 // (head, row, s) takes positions [s · SPAN, (s + 1) · SPAN) of the row's context and writes its
 // unnormalized output to Out (here the partial outputs [N, NH, S, D]) and its (max, Σ exp) to Lse
-// (here [N, NH, S, 2]), S = num_workgroups.z; splits past the context write nothing.
-// attention4_merge.wgsl combines them into the output and Lse.
+// (here [N, NH, S, 2]), S = ⌈P / SPAN⌉ (the grid may hold fewer splits: the host bounds the
+// context); splits past a row's context write nothing. attention4_merge.wgsl combines them.
 
 override SPAN: u32 = 256u;
 
 @compute @workgroup_size(WG)
-fn attention4_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                   @builtin(local_invocation_index) lid: u32) {
+fn attention4_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let head = wid.x;
   let row = wid.y;
   if (row >= p.N) { return; }
@@ -182,7 +181,7 @@ fn attention4_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
   if (t0 > min(Meta[row].y, p.P - 1u)) { return; }
   let rh = loadQuery(head, row, lid);
   let f = flashRange(rh, t0, min(rh.len, t0 + SPAN), lid);
-  let at = (row * p.NH + head) * nwg.z + wid.z;
+  let at = (row * p.NH + head) * ((p.P + SPAN - 1u) / SPAN) + wid.z;
   writeShares(rh.D4, at * rh.D4, f.acc, 1.0, lid);
   if (lid == 0u) {
     Lse[2u * at] = f.m;

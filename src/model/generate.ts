@@ -269,6 +269,9 @@ export class Generator {
     // S chained steps, recorded once and replayed: forward, sample, then save and advance; or
     // all three in the fused step's dispatch, which chains up to sampleStepsPerDispatch steps.
     const fused = this.fuseSampling && m.canSampleInStep && this.sampler.variantFor(V) === "lane";
+    // The plan is replayed until the longest request ends, every row advancing each step: no
+    // row's context passes the longest prompt plus that many steps.
+    const context = Math.max(...reqs.map((r) => r.prompt.length)) + Math.ceil(longest / S) * S;
     const rec = gpu.recorder("decode steps");
     for (let s = 0; s < S; s++) {
       if (fused) {
@@ -277,7 +280,7 @@ export class Generator {
         s += count - 1;
         continue;
       }
-      m.encodeForward(rec, B, B, true); // a decode step: one row per slot, all logits
+      m.encodeForward(rec, B, B, true, context); // a decode step: one row per slot, all logits
       this.sampler.encode(rec, {
         rows: B,
         vocab: V,

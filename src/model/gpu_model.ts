@@ -164,6 +164,11 @@ export class GpuModel {
   readonly splitTmp: GPUBuffer | null;
   /** The projections on storage buffers: every forward's but the decode backend's own steps. */
   readonly projections: StorageProjections;
+  /**
+   * While encodeForward records: the most positions a row of its dispatches can attend to (its
+   * contextBound), else the cache's; the split decode attention launches no more splits.
+   */
+  private attnContext = 0;
 
   private constructor(
     readonly gpu: Gpu,
@@ -486,6 +491,7 @@ export class GpuModel {
       a.att,
       a.lse,
       s.attnParts ?? undefined,
+      this.attnContext || this.maxLen,
     );
     const xmid = this.training ? a.xmid : this.res[l];
     P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
@@ -530,6 +536,7 @@ export class GpuModel {
       a.att,
       a.lse,
       this.scratch.attnParts ?? undefined,
+      this.attnContext || this.maxLen,
     );
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
@@ -545,8 +552,24 @@ export class GpuModel {
    * `decode`: the caller promises a decode step — every row its own slot and logits wanted for
    * all rows in order (sel the identity) — which the decode backend may record its own way (one
    * fused dispatch, texture projections), and which skips the selection gather.
+   * `contextBound`: no row of these dispatches (or of their replays) attends to more positions
+   * than this (default: the cache's maxLen); the split decode attention launches no more.
    */
-  encodeForward(rec: Recorder, N: number, nSel: number, decode = false) {
+  encodeForward(rec: Recorder, N: number, nSel: number, decode = false, contextBound?: number) {
+    if (
+      contextBound !== undefined && (!Number.isInteger(contextBound) || contextBound < 1)
+    ) {
+      throw new KernelArgumentError(`contextBound ${contextBound}: a positive integer`);
+    }
+    this.attnContext = contextBound === undefined ? 0 : Math.min(contextBound, this.maxLen);
+    try {
+      this.encodeForwardRows(rec, N, nSel, decode);
+    } finally {
+      this.attnContext = 0;
+    }
+  }
+
+  private encodeForwardRows(rec: Recorder, N: number, nSel: number, decode: boolean) {
     const c = this.config, s = this.scratch;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
     if (nSel > this.logitRows) {
@@ -797,7 +820,8 @@ export class GpuModel {
       });
       this.writeRows(chunk, sel);
       const rec = this.gpu.recorder("forward");
-      this.encodeForward(rec, chunk.length, all ? chunk.length : sel.length);
+      const context = Math.max(...chunk.map((r) => r.pos)) + 1;
+      this.encodeForward(rec, chunk.length, all ? chunk.length : sel.length, false, context);
       rec.submit();
       if (sel.length) {
         const logits = await this.gpu.readFloat32(

@@ -377,7 +377,8 @@ export class ModelKernels {
 
   /**
    * out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. With `parts` (the
-   * split scratch, splitScratchFloats) and N · NH ≤ SPLIT_ROW_HEADS, split over positions.
+   * split scratch, splitScratchFloats), N · NH ≤ SPLIT_ROW_HEADS and a `context` (the most
+   * positions any row can attend to, at most the cache's) over one split, split over positions.
    */
   attention(
     rec: Recorder,
@@ -392,15 +393,13 @@ export class ModelKernels {
     out: BufferRef,
     lse: BufferRef,
     parts?: { o: BufferRef; ml: BufferRef },
+    context = this.cachePositions,
   ) {
     const { attnPart, attnMerge } = this.k;
-    if (parts && attnPart && attnMerge && N * NH <= SPLIT_ROW_HEADS) {
+    const splits = Math.ceil(Math.min(context, this.cachePositions) / this.attnSplit.span);
+    if (parts && attnPart && attnMerge && N * NH <= SPLIT_ROW_HEADS && splits > 1) {
       const u = this.attnUniform(N, NH, KV, D);
-      rec.dispatch(attnPart, [null, meta, q, kc, vc, parts.o, parts.ml], [
-        NH,
-        N,
-        this.attnSplit.splits,
-      ], u);
+      rec.dispatch(attnPart, [null, meta, q, kc, vc, parts.o, parts.ml], [NH, N, splits], u);
       rec.dispatch(attnMerge, [null, meta, parts.o, parts.ml, out, lse], [NH, N, 1], u);
       return;
     }
