@@ -27,6 +27,7 @@ import { hfFolderFiles, initModel, Rng } from "../../src/model/init.ts";
 import type { LoraConfig } from "../../src/model/lora.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
 import { ModelTrainer, type TrainerOptions, type TrainMode } from "../../src/train/trainer.ts";
+import { createOps } from "../../src/ops/mod.ts";
 import { tallyBuffers } from "../../src/gpu/memory.ts";
 import { round } from "./timing.ts";
 
@@ -108,6 +109,49 @@ async function profiled(gpu: Gpu, fn: () => Promise<unknown>) {
       share: round(k.share, 3),
     })),
   };
+}
+
+/**
+ * Microseconds per dispatch of a chain of tiny dependent dispatches (an in-place add of 64
+ * floats, DISPATCH_CHAIN of them in one pass, replayed): the floor a decode step pays per
+ * dispatch on this adapter, whatever its kernels compute.
+ */
+const DISPATCH_CHAIN = 2000;
+async function dispatchFloorUs(gpu: Gpu): Promise<number> {
+  const ops = await createOps(gpu);
+  const x = gpu.zeros(64), y = gpu.zeros(64);
+  const rec = gpu.recorder("dispatch floor");
+  for (let i = 0; i < DISPATCH_CHAIN; i++) {
+    ops.elementwise.binaryInPlace(rec, { op: "add", n: 64 }, x, y);
+  }
+  const plan = rec.finish();
+  try {
+    const times: number[] = [];
+    for (let r = 0; r < 4; r++) { // round 0 warms up
+      const t0 = performance.now();
+      plan.run();
+      await gpu.sync();
+      if (r > 0) times.push(performance.now() - t0);
+    }
+    return round(median(times) * 1000 / DISPATCH_CHAIN, 2);
+  } finally {
+    plan.destroy();
+    x.destroy();
+    y.destroy();
+  }
+}
+
+/**
+ * Dispatches the forward of one decode step of B rows records (to the logits; the sampler and
+ * the position advance add one each, none where the step samples inside its one dispatch).
+ */
+function decodeDispatches(gpu: Gpu, model: GpuModel, B: number): number {
+  const rec = gpu.recorder("count");
+  model.encodeForward(rec, B, B, true);
+  const plan = rec.finish();
+  const n = plan.dispatchCount;
+  plan.destroy();
+  return n;
 }
 
 const LORA_RANK = 16;
@@ -202,6 +246,7 @@ async function oursInference(
     return {
       prefill_tok_s: round(median(prefill), 1),
       decode_tok_s: round(median(decode), 1),
+      decode_forward_dispatches: decodeDispatches(gpu, model, B),
       create_s,
       first_generate_s,
       gpu_bytes_by_kind: bytes,
@@ -355,6 +400,8 @@ const ratio = (a: number | undefined, b: number | undefined) =>
 /** The "scale" section of `deno task bench`. */
 export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string) => void) {
   const python = o.python === undefined ? "python3" : o.python;
+  const floorUs = await dispatchFloorUs(gpu);
+  log(`dispatch floor: ${floorUs} µs per dependent dispatch (${DISPATCH_CHAIN} in one pass)`);
   const shapes = [];
   for (const shape of o.shapes) {
     const dir = `${o.dir}/${shape.name}`;
@@ -416,6 +463,11 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       inference: inference.map((r) => ({
         ...r,
         decode_weight_gb_s: round(weightBytes * r.decode_tok_s / r.batch / 1e9, 1),
+        // The tok/s a decode step's forward dispatches alone would allow at the dispatch floor.
+        decode_dispatch_floor_tok_s: round(
+          r.batch * 1e6 / (r.decode_forward_dispatches * floorUs),
+          1,
+        ),
         torch_prefill_tok_s: pInf(r.batch)?.prefill_tok_s ?? null,
         torch_decode_tok_s: pInf(r.batch)?.decode_tok_s ?? null,
         prefill_ratio: ratio(r.prefill_tok_s, pInf(r.batch)?.prefill_tok_s),
@@ -448,6 +500,7 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       long_context: o.longContext ?? null,
     },
     peer: "PyTorch + transformers eager fp32 (test/bench/scale_torch.py), same folders, same run",
+    dispatch_floor_us: floorUs,
     load_average: Deno.loadavg().map((x) => round(x)),
     shapes,
   };

@@ -29,8 +29,12 @@ Deno.test("scale bench: a tiny Qwen2 shape written as an HF folder, measured, no
     assert(names.includes("config.json") && names.includes("model.safetensors"), `${names}`);
     assertEquals(s.weight_bytes, 4 * s.params);
     assertEquals(s.inference.map((x) => x.batch), [1, 3]);
+    assert(r.dispatch_floor_us > 0, `dispatch floor ${r.dispatch_floor_us}`);
     for (const x of s.inference) {
       assert(x.prefill_tok_s > 0 && x.decode_tok_s > 0, JSON.stringify(x));
+      // llvmpipe's decode forward is one fused dispatch (GPUs': ~9 a layer).
+      assert(x.decode_forward_dispatches >= 1, JSON.stringify(x));
+      assert(x.decode_dispatch_floor_tok_s > 0, JSON.stringify(x));
       assert(x.gpu_bytes_by_kind.params >= s.weight_bytes, JSON.stringify(x));
       assert(x.gpu_bytes_by_kind.kv_cache > 0 && x.gpu_bytes_by_kind.grads === 0);
       assertEquals(x.decode_ratio, null);
