@@ -3,7 +3,9 @@
 # its device time in one or two calls (docs/benchmarks.md, "A GPU session"). Run from the repo
 # root on the device, after unpacking ../shared/tools/gpu-bundle.sh's folders:
 #   test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]
-# STEPS: comma-separated, default all, in this order:
+# STEPS: comma-separated (default: adapter,scale,scalehalf,rl,rlsplit,golden,classes: the
+# measurements first, so a call cut off at its limit loses re-run tests, not figures), run in
+# this order (scalehalf right after scale):
 #   adapter  the adapter's description and limits
 #   golden   the transformers + peft goldens of the micro models again with the device's versions
 #            (test/fixtures/hf_golden.py), then test/model/hf_golden_test.ts against them and
@@ -36,10 +38,10 @@
 # its time limit keeps the steps before). --quick: the scale bench's reduced shape.
 set -uo pipefail
 out=${1:?usage: test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]}
-steps=${2:-adapter,golden,classes,scale,scalehalf,rl,rlsplit}
+steps=${2:-adapter,scale,scalehalf,rl,rlsplit,golden,classes}
 quick=""
 for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
-[ "$steps" = "--quick" ] && steps=adapter,golden,classes,scale,scalehalf,rl,rlsplit
+[ "$steps" = "--quick" ] && steps=adapter,scale,scalehalf,rl,rlsplit,golden,classes
 mkdir -p "$out"
 final=$out
 out=$(mktemp -d)
@@ -71,16 +73,6 @@ console.log(JSON.stringify({ class: g.adapterClass, features: [...g.device.featu
     .map((k) => [k, (g.device.limits as unknown as Record<string, number>)[k]])) }));
 g.destroy();'
 fi
-if want golden; then
-  step golden_py 120 python3 test/fixtures/hf_golden.py
-  for m in llama qwen2 qwen3 gpt2; do
-    cp test/fixtures/micro-$m/hf_logits.json "$out/hf_logits.$m.json" 2>/dev/null
-  done
-  step golden_test 240 $D test -A test/model/hf_golden_test.ts test/model/real_shape_test.ts
-fi
-if want classes; then
-  step classes 300 $D test -A --unstable-worker-options test/ops test/gpu
-fi
 if want scale; then
   # One process per shape: a shape cut off by its limit loses only its own JSON (the bench
   # prints it at the end; progress lines go to the .err as they come).
@@ -93,6 +85,11 @@ if want scale; then
     done
   fi
 fi
+if want scalehalf; then
+  shape=qwen2.5-0.5b
+  [ -n "$quick" ] && shape=qwen2.5-reduced
+  step "scalehalf_$shape" 200 $D task bench --only scale --shapes $shape --half-base --profile $quick
+fi
 if want rl; then
   step rl 300 $D task bench --only rl $quick
 fi
@@ -100,6 +97,16 @@ if want rlsplit; then
   export PETTINGLLMS_LORA_FORWARD=split
   step rlsplit 300 $D task bench --only rl $quick
   unset PETTINGLLMS_LORA_FORWARD
+fi
+if want golden; then
+  step golden_py 120 python3 test/fixtures/hf_golden.py
+  for m in llama qwen2 qwen3 gpt2; do
+    cp test/fixtures/micro-$m/hf_logits.json "$out/hf_logits.$m.json" 2>/dev/null
+  done
+  step golden_test 240 $D test -A test/model/hf_golden_test.ts test/model/real_shape_test.ts
+fi
+if want classes; then
+  step classes 300 $D test -A --unstable-worker-options test/ops test/gpu
 fi
 if want labmodel; then
   step labmodel 300 $D task bench --only matmul --lab --model-shapes \
@@ -118,11 +125,6 @@ console.log(JSON.stringify(JSON.parse(t).matmul.lab.picks))" 2>>"$out/session.lo
   else
     log "scalepicks: no picks in labmodel.out (run labmodel first, in the same call)"
   fi
-fi
-if want scalehalf; then
-  shape=qwen2.5-0.5b
-  [ -n "$quick" ] && shape=qwen2.5-reduced
-  step "scalehalf_$shape" 200 $D task bench --only scale --shapes $shape --half-base --profile $quick
 fi
 if want labhalf; then
   step labhalf 300 $D task bench --only matmul --lab --half --model-shapes \
