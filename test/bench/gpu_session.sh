@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU lease's checks and measurements, prepared so that a session with a GPU machine spends
 # its device time in one or two calls (docs/benchmarks.md, "A GPU session"). Run from the repo
-# root on the device, after unpacking ../shared/tools/gpu-bundle.sh's folders:
+# root on the device, after unpacking ../shared/tools/gpu-bundle.sh's folders (and with
+# test/bench/gpu_extra.sh's .gpu/extra.tar.xz, which this unpacks):
 #   test/bench/gpu_session.sh OUTDIR [STEPS] [--quick]
 # STEPS: comma-separated (default: adapter,scale,scalehalf,rl,rlsplit,golden,classes: the
 # measurements first, so a call cut off at its limit loses re-run tests, not figures), run in
@@ -43,6 +44,12 @@ quick=""
 for a in "$@"; do [ "$a" = "--quick" ] && quick="--quick"; done
 [ "$steps" = "--quick" ] && steps=adapter,scale,scalehalf,rl,rlsplit,golden,classes
 mkdir -p "$out"
+# What gpu-bundle.sh does not carry (test/bench/gpu_extra.sh packs it here).
+if [ -f .gpu/extra.tar.xz ]; then
+  xz -dc .gpu/extra.tar.xz | tar -x -C node_modules
+fi
+[ -e node_modules/protobufjs ] ||
+  echo "[gpu-session] node_modules/protobufjs is missing: run test/bench/gpu_extra.sh before the call" >&2
 final=$out
 out=$(mktemp -d)
 D=./node_modules/deno/deno
