@@ -19,8 +19,9 @@ export const FLASH_TILE = 256;
  * The split decode attention (attention4_part + attention4_merge): used where a call's rows ×
  * heads are at most SPLIT_ROW_HEADS (decode at batch 1–4 of a 14-head model: one workgroup per
  * (head, row) would leave a GPU idle for a long context's whole loop) and the cache holds more
- * than SPLIT_MIN_SPAN positions; splits past a row's context return at once. Positions per split: SPLIT_MIN_SPAN, or
- * more so that a row has at most SPLIT_MAX splits (their partials are scratch memory).
+ * than SPLIT_MIN_SPAN positions; splits past a row's context return at once. Positions per
+ * split: SPLIT_MIN_SPAN, or more so that a row has at most SPLIT_MAX splits (their partials are
+ * scratch memory).
  */
 export const SPLIT_ROW_HEADS = 64;
 const SPLIT_MIN_SPAN = 128;
@@ -396,7 +397,8 @@ export class ModelKernels {
     context = this.cachePositions,
   ) {
     const { attnPart, attnMerge } = this.k;
-    const splits = Math.ceil(Math.min(context, this.cachePositions) / this.attnSplit.span);
+    const { span } = this.attnSplit;
+    const splits = span > 0 ? Math.ceil(Math.min(context, this.cachePositions) / span) : 0;
     if (parts && attnPart && attnMerge && N * NH <= SPLIT_ROW_HEADS && splits > 1) {
       const u = this.attnUniform(N, NH, KV, D);
       rec.dispatch(attnPart, [null, meta, q, kc, vc, parts.o, parts.ml], [NH, N, splits], u);

@@ -39,6 +39,11 @@ describe("kernels in a Chromium Web Worker", { timeout: 600_000 }, () => {
       return;
     }
     assert.ok(sg.length >= 40, `only ${sg.length} subgroup cases ran`);
+    assert.equal(
+      report.subgroupsWhenDisabled,
+      false,
+      'disableFeatures: ["subgroups"] turns them off',
+    );
   });
 
   it("every kernel case matches the reference", async (t) => {

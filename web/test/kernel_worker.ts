@@ -52,10 +52,15 @@ const api = {
       } finally {
         gpuClass.destroy();
       }
+      // The switch that turns them off.
+      const noSubgroups = await Gpu.create({ disableFeatures: ["subgroups"] });
+      const subgroupsWhenDisabled = noSubgroups.subgroups;
+      noSubgroups.destroy();
       return {
         runtime: runtimeKind(),
         adapter: gpu.describe(),
         subgroups: gpu.subgroups,
+        subgroupsWhenDisabled,
         results,
       };
     } finally {
