@@ -63,7 +63,7 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   assertEquals(help.code, 0, help.text);
   assert(
     help.text.startsWith(
-      "usage: npx deno task bench [--lab] [--variants REGEX] [--model-shapes] [--half] [--quick] [--shapes NAMES] [--half-base] [--profile] [--only matmul,inference,train,rl,sandbox,scale]",
+      "usage: npx deno task bench [--lab] [--variants REGEX] [--model-shapes] [--half] [--quick] [--shapes NAMES] [--half-base] [--profile] [--long-context TOKENS] [--only matmul,inference,train,rl,sandbox,scale]",
     ),
     help.text,
   );
@@ -74,6 +74,9 @@ Deno.test("exit codes: bench --only with an unknown section is a usage error nam
   const halfNoLab = await cli("test/bench/main.ts", ["--only", "matmul", "--half"]);
   assertEquals(halfNoLab.code, 2, halfNoLab.text);
   assert(halfNoLab.text.includes("add --lab"), halfNoLab.text);
+  const badLong = await cli("test/bench/main.ts", ["--only", "scale", "--long-context", "2k"]);
+  assertEquals(badLong.code, 2, badLong.text);
+  assert(badLong.text.includes("--long-context 2k: a positive whole number"), badLong.text);
   const badRe = await cli("test/bench/main.ts", ["--lab", "--variants", "(sm"]);
   assertEquals(badRe.code, 2, badRe.text);
   assert(badRe.text.includes("--variants (sm: not a regular expression"), badRe.text);
