@@ -392,37 +392,6 @@ export function gpuClassCases(): DecodeCase[] {
     },
     {
       name:
-        "GPU class: a LoRA trainer on a half-float base (fused LoRA forward, half-B kernels) takes two steps bit for bit as the f32 model of the rounded weights",
-      async run(gpu) {
-        const w = tinyLlama();
-        const seqs = TINY_SEQS.map((tokens) => ({
-          tokens,
-          adapter: 0,
-          weights: tokens.slice(1).map(() => 1),
-        }));
-        const half = await ModelTrainer.create(gpu, w, {
-          ...tinyTrainerOpts("lora"),
-          halfBase: true,
-        });
-        const ref = await ModelTrainer.create(gpu, halfRounded(w), tinyTrainerOpts("lora"));
-        try {
-          if (!half.model.params.isHalf(w.layout.lmHead)) return Infinity;
-          for (let step = 0; step < 2; step++) {
-            const [a, b] = [await half.step(seqs), await ref.step(seqs)];
-            if (a.loss.loss !== b.loss.loss || a.optimizer.gradNorm !== b.optimizer.gradNorm) {
-              return Infinity;
-            }
-          }
-          const [la, lb] = [(await half.readLora())!, (await ref.readLora())!];
-          return la.length > 0 && la.every((x, i) => x === lb[i]) ? 0 : Infinity;
-        } finally {
-          half.destroy();
-          ref.destroy();
-        }
-      },
-    },
-    {
-      name:
         "GPU class: decode attention split over a 300-position cache equals one workgroup per (head, row) and the reference",
       async run(gpu) {
         const w = tinyQwen2(), V = w.config.vocabSize;
@@ -464,6 +433,46 @@ export function gpuClassCases(): DecodeCase[] {
         });
         const ref = referenceForward(w, [...long.slice(0, 3), 11]).logits.subarray(3 * V);
         return Math.max(worst, toleranceRatio(logits[0][1].subarray(V), ref, 2e-4, 1e-3));
+      },
+    },
+  ];
+}
+
+/**
+ * A GPU-class case of the training path (Deno only: in the browser suite its many SwiftShader
+ * compiles, beside Deno's suite on two cores, cost minutes).
+ */
+export function gpuClassTrainerCases(): DecodeCase[] {
+  return [
+    {
+      name:
+        "GPU class: a LoRA trainer on a half-float base (fused LoRA forward, half-B kernels) takes two steps bit for bit as the f32 model of the rounded weights",
+      async run(gpu) {
+        const w = tinyLlama();
+        const seqs = TINY_SEQS.map((tokens) => ({
+          tokens,
+          adapter: 0,
+          weights: tokens.slice(1).map(() => 1),
+        }));
+        const half = await ModelTrainer.create(gpu, w, {
+          ...tinyTrainerOpts("lora"),
+          halfBase: true,
+        });
+        const ref = await ModelTrainer.create(gpu, halfRounded(w), tinyTrainerOpts("lora"));
+        try {
+          if (!half.model.params.isHalf(w.layout.lmHead)) return Infinity;
+          for (let step = 0; step < 2; step++) {
+            const [a, b] = [await half.step(seqs), await ref.step(seqs)];
+            if (a.loss.loss !== b.loss.loss || a.optimizer.gradNorm !== b.optimizer.gradNorm) {
+              return Infinity;
+            }
+          }
+          const [la, lb] = [(await half.readLora())!, (await ref.readLora())!];
+          return la.length > 0 && la.every((x, i) => x === lb[i]) ? 0 : Infinity;
+        } finally {
+          half.destroy();
+          ref.destroy();
+        }
       },
     },
   ];

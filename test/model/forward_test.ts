@@ -191,7 +191,7 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
     await t.step(
       "decode attention split over positions equals one workgroup per (head, row)",
       async () => {
-        // head_dim 128, two query heads per kv head; a 700-position cache: 6 splits of 128
+        // head_dim 128, two query heads per kv head; a 300-position cache: 3 splits of 128
         // positions. Decode rows at 1 position (one split), at a split boundary (128, 129), and
         // deep in the context, alone and ragged in one call; a prefill chunk of 256 rows × 4
         // heads is over SPLIT_ROW_HEADS (64) and takes the plain kernel on both models.
@@ -199,28 +199,28 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
         assertEquals(attentionSplits(700), { span: 128, splits: 6 });
         assertEquals(attentionSplits(128).splits, 0);
         assertEquals(attentionSplits(32768), { span: 512, splits: 64 });
-        const tokens = Array.from({ length: 600 }, (_, i) => (i * 37 + 11) % 256 + 1);
+        const tokens = Array.from({ length: 260 }, (_, i) => (i * 37 + 11) % 256 + 1);
         const calls: ModelRow[][] = [
           [{ token: 5, slot: 1, pos: 0 }],
           [{ token: 7, slot: 0, pos: 128 }],
           [{ token: 9, slot: 0, pos: 129 }, { token: 11, slot: 1, pos: 1 }],
-          [{ token: 13, slot: 0, pos: 599 }, { token: 17, slot: 2, pos: 300 }],
+          [{ token: 13, slot: 0, pos: 259 }, { token: 17, slot: 2, pos: 150 }],
         ];
         const logits: Float32Array[][] = [];
         for (const attentionSplit of [true, false]) {
           const model = await GpuModel.create(gpu, w, {
             slots: 3,
-            maxLen: 700,
+            maxLen: 300,
             chunkRows: 256,
             attentionVariant: "workgroup",
             attentionSplit,
           });
           try {
-            assertEquals(model.kernels.attnSplit.splits, attentionSplit ? 6 : 0);
-            // Caches: slot 0 the 600 tokens, slot 2 the first 300 (prefill, no splits).
+            assertEquals(model.kernels.attnSplit.splits, attentionSplit ? 3 : 0);
+            // Caches: slot 0 the 260 tokens, slot 2 the first 150 (prefill, no splits).
             await model.forward(tokens.map((token, pos) => ({ token, slot: 0, pos })), []);
             await model.forward(
-              tokens.slice(0, 300).map((token, pos) => ({ token, slot: 2, pos })),
+              tokens.slice(0, 150).map((token, pos) => ({ token, slot: 2, pos })),
               [],
             );
             const got: Float32Array[] = [];
