@@ -390,6 +390,17 @@ export function gpuClassCases(): DecodeCase[] {
         return worst;
       },
     },
+  ];
+}
+
+/**
+ * More GPU-class cases, in Deno only (on llvmpipe with the GPU class forced): the training path
+ * and the split attention over a long cache. In the browser suite their SwiftShader compiles,
+ * beside Deno's suite on two cores, cost minutes; their WGSL has nothing adapter-specific that
+ * the decode case above does not also run there.
+ */
+export function gpuClassDenoCases(): DecodeCase[] {
+  return [
     {
       name:
         "GPU class: decode attention split over a 300-position cache equals one workgroup per (head, row) and the reference",
@@ -435,15 +446,7 @@ export function gpuClassCases(): DecodeCase[] {
         return Math.max(worst, toleranceRatio(logits[0][1].subarray(V), ref, 2e-4, 1e-3));
       },
     },
-  ];
-}
 
-/**
- * A GPU-class case of the training path (Deno only: in the browser suite its many SwiftShader
- * compiles, beside Deno's suite on two cores, cost minutes).
- */
-export function gpuClassTrainerCases(): DecodeCase[] {
-  return [
     {
       name:
         "GPU class: a LoRA trainer on a half-float base (fused LoRA forward, half-B kernels) takes two steps bit for bit as the f32 model of the rounded weights",

@@ -175,8 +175,13 @@ function subgroupCases(): KernelCase[] {
     wgx: 4,
     wgy: 1,
   }));
+  // The A·Bᵀ shapes that differ for split-K: one row, 4 and 17 rows (row groups of 1, 4 and 8),
+  // K of 2 to 258 vec4s a row (several a lane), batched, broadcast and accumulating.
+  const shapes = MATMUL_SHAPES.filter((x) =>
+    x.K % 4 === 0 && (x.M <= 17 || x.batch !== undefined) && x.M * x.N < 2 ** 14
+  );
   for (const halfB of [false, true]) {
-    for (const base of MATMUL_SHAPES) {
+    for (const base of shapes) {
       const s: MatmulShape = { ...base, form: "nt", halfB };
       for (const v of [...MATMUL_VARIANTS, ...oneSubgroup]) {
         if (!hasSubgroupTwin(v) || !variantSupports(v, s)) continue;
