@@ -793,7 +793,9 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
     assert.equal(hub.log.length, 0, "nothing fetched from the Hub before resuming");
     hub.expireAfter = 4; // this time the CDN URLs expire while the shards are read
     await row.locator(".run-resume").click();
-    const r = await waitFor(page, "the resumed run", (x) => x.resumedFrom !== null, 60_000);
+    // Fetching the model again and compiling its kernels in SwiftShader, beside Deno's suite on
+    // two cores: 60 s was once not enough (2026-11-27, state "loading").
+    const r = await waitFor(page, "the resumed run", (x) => x.resumedFrom !== null, 180_000);
     assert.equal(r.resumedFrom, 1);
     assert.equal(r.runId, hubRun);
     checkHubTraffic("resume", true);
