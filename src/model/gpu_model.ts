@@ -164,11 +164,6 @@ export class GpuModel {
   readonly splitTmp: GPUBuffer | null;
   /** The projections on storage buffers: every forward's but the decode backend's own steps. */
   readonly projections: StorageProjections;
-  /**
-   * While encodeForward records: the most positions a row of its dispatches can attend to (its
-   * contextBound), else the cache's; the split decode attention launches no more splits.
-   */
-  private attnContext = 0;
 
   private constructor(
     readonly gpu: Gpu,
@@ -440,7 +435,7 @@ export class GpuModel {
    * attn.c_proj + residual; ln_2 → c_fc → gelu_new → mlp.c_proj + residual. Every projection has
    * a bias and takes its LoRA adapter (modules qkv, o, up, down).
    */
-  private encodeGpt2Layer(rec: Recorder, l: number, N: number) {
+  private encodeGpt2Layer(rec: Recorder, l: number, N: number, context: number) {
     const c = this.config,
       s = this.scratch,
       a = this.acts[l],
@@ -490,8 +485,8 @@ export class GpuModel {
       this.vCache[l],
       a.att,
       a.lse,
-      s.attnParts ?? undefined,
-      this.attnContext || this.maxLen,
+      s.attnParts,
+      context,
     );
     const xmid = this.training ? a.xmid : this.res[l];
     P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
@@ -518,7 +513,7 @@ export class GpuModel {
    * up → SwiGLU → down_proj + residual. `P` does the projections (a decode backend's own on its
    * steps, else the storage ones).
    */
-  private encodeLayer(rec: Recorder, l: number, N: number, P: Projections) {
+  private encodeLayer(rec: Recorder, l: number, N: number, P: Projections, context: number) {
     const c = this.config, a = this.acts[l], lv = this.weights.layout.layerView(l);
     P.attentionInput(rec, l, N);
     const { q } = this.qkUsed(l), kc = this.kCache[l], vc = this.vCache[l];
@@ -535,8 +530,8 @@ export class GpuModel {
       vc,
       a.att,
       a.lse,
-      this.scratch.attnParts ?? undefined,
-      this.attnContext || this.maxLen,
+      this.scratch.attnParts,
+      context,
     );
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
@@ -561,15 +556,7 @@ export class GpuModel {
     ) {
       throw new KernelArgumentError(`contextBound ${contextBound}: a positive integer`);
     }
-    this.attnContext = contextBound === undefined ? 0 : Math.min(contextBound, this.maxLen);
-    try {
-      this.encodeForwardRows(rec, N, nSel, decode);
-    } finally {
-      this.attnContext = 0;
-    }
-  }
-
-  private encodeForwardRows(rec: Recorder, N: number, nSel: number, decode: boolean) {
+    const context = Math.min(contextBound ?? this.maxLen, this.maxLen);
     const c = this.config, s = this.scratch;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
     if (nSel > this.logitRows) {
@@ -590,7 +577,7 @@ export class GpuModel {
     }
     if (decode && this.decode.encodeStep(this, rec, N)) return;
     const P = decode ? this.decode.projections(this, N) : this.projections;
-    this.encodeLayers(rec, N, P);
+    this.encodeLayers(rec, N, P, context);
     if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
     if (!this.training && !decode) {
@@ -620,7 +607,7 @@ export class GpuModel {
         "encodeTrunk is the training forward: create the model with training",
       );
     }
-    this.encodeLayers(rec, N, this.projections);
+    this.encodeLayers(rec, N, this.projections, this.maxLen);
     this.encodeFinalNorm(rec, N, this.res[this.config.numLayers]);
   }
 
@@ -651,7 +638,8 @@ export class GpuModel {
   }
 
   /** The embedding and every layer of N rows (the residual stream ends in res[L]). */
-  private encodeLayers(rec: Recorder, N: number, P: Projections) {
+  /** `context`: the most positions a row attends to (encodeForward's contextBound). */
+  private encodeLayers(rec: Recorder, N: number, P: Projections, context: number) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
     const embed = this.params.chunks(lay.embed), half = this.params.isHalf(lay.embed);
@@ -666,9 +654,9 @@ export class GpuModel {
     if (g2) {
       // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.
       g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
-      for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N);
+      for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N, context);
     } else {
-      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P);
+      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P, context);
     }
   }
 

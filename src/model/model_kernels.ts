@@ -393,7 +393,7 @@ export class ModelKernels {
     vc: BufferRef,
     out: BufferRef,
     lse: BufferRef,
-    parts?: { o: BufferRef; ml: BufferRef },
+    parts: { o: BufferRef; ml: BufferRef } | null = null,
     context = this.cachePositions,
   ) {
     const { attnPart, attnMerge } = this.k;

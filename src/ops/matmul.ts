@@ -19,6 +19,7 @@ import {
   encodeQkvRopeTextureWith,
   encodeSwigluTextureWith,
   encodeTextureWith,
+  type QkvRopeOut,
   TEXTURE_BUCKETS,
   TEXTURE_DEFAULT_PICKS,
   textureBucket,
@@ -363,16 +364,7 @@ export class Matmul {
     M: number,
     a: BufferRef,
     w: readonly [TextureWeight, TextureWeight, TextureWeight],
-    out: {
-      q: BufferRef;
-      kc: BufferRef;
-      vc: BufferRef;
-      meta: BufferRef;
-      cos: BufferRef;
-      sin: BufferRef;
-      headDim: number;
-      positions: number;
-    },
+    out: QkvRopeOut,
   ): void {
     const v = this.textureVariantFor(M);
     if (!v || !this.canRopeTexture(M, out.headDim)) {

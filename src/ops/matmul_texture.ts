@@ -233,6 +233,21 @@ export function encodeSwigluTextureWith(
   ], u);
 }
 
+/**
+ * Where a q/k/v RoPE texture product writes: q [M, NH·D] roped, k roped and v into the layer's
+ * caches kc/vc [S, KV, P, D] at each row's (slot, pos) from `meta`; cos/sin the [P, D/2] tables.
+ */
+export interface QkvRopeOut {
+  q: BufferRef;
+  kc: BufferRef;
+  vc: BufferRef;
+  meta: BufferRef;
+  cos: BufferRef;
+  sin: BufferRef;
+  headDim: number;
+  positions: number;
+}
+
 /** Records encodeQkvRopeTexture with a compiled kernel (textureSpec(v, "rope")). */
 export function encodeQkvRopeTextureWith(
   rec: Recorder,
@@ -241,16 +256,7 @@ export function encodeQkvRopeTextureWith(
   M: number,
   a: BufferRef,
   w: readonly [TextureWeight, TextureWeight, TextureWeight],
-  out: {
-    q: BufferRef;
-    kc: BufferRef;
-    vc: BufferRef;
-    meta: BufferRef;
-    cos: BufferRef;
-    sin: BufferRef;
-    headDim: number;
-    positions: number;
-  },
+  out: QkvRopeOut,
 ): void {
   const { cols: K, rowsPerBlock: H, normEps } = w[0], D = out.headDim;
   if (
