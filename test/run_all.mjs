@@ -84,6 +84,30 @@ const results = await Promise.all(suites.map(async (s) => {
   return r;
 }));
 
+// The failed tests' names (and, for node's TAP, the first lines of each failure's details),
+// repeated after both suites: CI keeps the tail of the output, where the streamed failures of the
+// suite that ended first would otherwise be out of sight.
+function failures(name, out) {
+  const lines = out.split("\n"), found = [];
+  lines.forEach((l, i) => {
+    if (name === "browser" && /^\s*not ok \d+ - /.test(l)) {
+      const yaml = [];
+      for (let j = i + 1; j < lines.length && yaml.length < 8; j++) {
+        if (/^\s*(ok|not ok) \d+ - /.test(lines[j]) || /^\s*\.\.\.$/.test(lines[j])) break;
+        if (!/^\s*(error|location|failureType|code|duration_ms):/.test(lines[j])) continue;
+        // A multi-line value ("error: |-") continues on the next line.
+        const more = /:\s*\|-?$/.test(lines[j]) && j + 1 < lines.length
+          ? ` ${lines[j + 1].trim()}`
+          : "";
+        yaml.push(lines[j].trim() + more);
+      }
+      found.push(`${l.trim()}${yaml.length ? ` (${yaml.join("; ").slice(0, 600)})` : ""}`);
+    }
+    if (name === "deno" && /\.\.\. FAILED/.test(l)) found.push(l.trim());
+  });
+  return found;
+}
+
 let passed = 0, failed = 0, exit = 0;
 for (const [i, s] of suites.entries()) {
   const r = results[i];
@@ -92,6 +116,9 @@ for (const [i, s] of suites.entries()) {
     console.log(`[${s.name}] no test summary found (exit ${r.code}): counted as 1 failure`);
     failed += 1;
   } else {
+    for (const f of c.failed > 0 ? failures(s.name, r.out) : []) {
+      console.log(`[${s.name}] failed: ${f}`);
+    }
     console.log(`[${s.name}] ${c.passed} passed, ${c.failed} failed`);
     passed += c.passed;
     failed += c.failed;

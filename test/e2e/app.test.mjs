@@ -77,7 +77,7 @@ describe("browser app", { timeout: 1_500_000 }, () => {
 
   it("loads with a WebGPU adapter in the trainer worker and OPFS storage", async () => {
     await page.goto(`${vite.url}/`);
-    const a = await waitFor(page, "the app", (x) => x.ready, 60_000);
+    const a = await waitFor(page, "the app", (x) => x.ready, 180_000);
     assert.equal(a.init.error, null);
     assert.ok(a.init.adapter, "no adapter");
     assert.match(a.init.runtime, /^worker/);
@@ -108,7 +108,7 @@ describe("browser app", { timeout: 1_500_000 }, () => {
     await waitFor(page, "paused", (x) => x.state === "paused", 120_000);
     await page.click("summary:has-text('Sampling explorer')");
     await page.click("#sampling .se-load");
-    await page.waitForSelector("#sampling .dist-row", { timeout: 30_000 });
+    await page.waitForSelector("#sampling .dist-row", { timeout: 90_000 });
     assert.match(await page.textContent("#sampling .se-summary"), /tokens can be drawn/);
     await page.fill("#sampling .se-K", "3");
     await page.dispatchEvent("#sampling .se-K", "input");
@@ -118,7 +118,7 @@ describe("browser app", { timeout: 1_500_000 }, () => {
       "top-k 3 keeps 3 tokens",
     );
     await page.click("#grpo .gx-measure");
-    await page.waitForSelector("#grpo .gx-summary", { timeout: 30_000 });
+    await page.waitForSelector("#grpo .gx-summary", { timeout: 90_000 });
     // Tic-tac-toe wants a tic-tac-toe policy: with this Plan-Path run it is off, and says why.
     await page.click("summary:has-text('tic-tac-toe')");
     assert.equal(await page.$eval("#ttt .ttt-new", (b) => b.disabled), true);
@@ -167,7 +167,7 @@ describe("browser app", { timeout: 1_500_000 }, () => {
     });
     await page.reload();
     assert.deepEqual(dialogs, ["beforeunload"]);
-    await waitFor(page, "the app after reload", (x) => x.ready, 60_000);
+    await waitFor(page, "the app after reload", (x) => x.ready, 180_000);
     // The banner offers the interrupted run.
     const btn = await page.waitForSelector(`#banner .offer-resume[data-run="${runId}"]`);
     const label = await btn.textContent();
@@ -175,7 +175,7 @@ describe("browser app", { timeout: 1_500_000 }, () => {
     assert.ok(m && Number(m[1]) >= 2, `resume button: ${label}`);
     const from = Number(m[1]);
     await btn.click();
-    const a = await waitFor(page, "the resumed run", (x) => x.resumedFrom !== null, 60_000);
+    const a = await waitFor(page, "the resumed run", (x) => x.resumedFrom !== null, 180_000);
     assert.equal(a.resumedFrom, from);
     assert.equal(a.runId, runId);
     // The charts came back from metrics.jsonl in OPFS before any new step.
@@ -232,7 +232,7 @@ describe("browser app", { timeout: 1_500_000 }, () => {
       });
     });
     await p.goto(`${vite.url}/`);
-    await p.waitForFunction(() => window.__app?.ready, null, { timeout: 60_000 });
+    await p.waitForFunction(() => window.__app?.ready, null, { timeout: 180_000 });
     const text = await p.textContent("#banner");
     assert.match(text, /No WebGPU/);
     assert.match(text, /enable-unsafe-webgpu/);

@@ -60,7 +60,7 @@ describe("built app from a static host", { timeout: 300_000 }, () => {
     page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
     page.on("pageerror", (e) => errors.push(String(e)));
     await page.goto(url);
-    await page.waitForFunction(() => window.__app?.ready, null, { timeout: 60_000 });
+    await page.waitForFunction(() => window.__app?.ready, null, { timeout: 180_000 });
     assert.ok(await page.evaluate(() => window.__app.init.adapter), "no adapter");
     const set = (p, v) => page.fill(`#f-${p.replaceAll(".", "-")}`, String(v));
     await set("run.steps", 2);

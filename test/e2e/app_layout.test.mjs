@@ -85,7 +85,7 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     watch(page);
     await page.goto(`${vite.url}/`);
-    await waitFor(page, "the app", (x) => x.ready, 60_000);
+    await waitFor(page, "the app", (x) => x.ready, 180_000);
     for (const sel of ["#btn-start", "#btn-pause", "#btn-stop", "#state", "#progressbar"]) {
       await inView(page, sel);
     }
@@ -130,7 +130,7 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     await page.waitForFunction(
       () => document.querySelector("#rb-phase").textContent.trim() !== "",
       null,
-      { timeout: 2_000 },
+      { timeout: 20_000 },
     );
     console.log(
       `# first phase "${await page.textContent("#rb-phase")}" shown after ${Date.now() - t0} ms`,
@@ -192,14 +192,14 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     const runId = a1.runId;
     await page.reload();
     assert.deepEqual(dialogs, ["beforeunload"], "no warning before the tab closed mid-step");
-    await waitFor(page, "the app after reload", (x) => x.ready, 60_000);
+    await waitFor(page, "the app after reload", (x) => x.ready, 180_000);
     const offer = page.locator(`#banner .offer-resume[data-run="${runId}"]`);
-    await offer.waitFor({ timeout: 10_000 });
+    await offer.waitFor({ timeout: 30_000 });
     assert.match(await offer.textContent(), /Resume the interrupted run from step 1/);
     assert.match(await page.textContent(`.run[data-run="${runId}"]`), /interrupted/);
     // Its curves are shown (dashed) until a run starts.
     await page.waitForFunction((id) => window.__app.overlays.includes(id), runId, {
-      timeout: 10_000,
+      timeout: 30_000,
     });
     await inView(page, "#banner .offer-resume");
     await page.screenshot({ path: `${OUT}/desktop-resume-offer.png` });
@@ -215,7 +215,7 @@ describe("browser app layout and run lifecycle", { timeout: 400_000 }, () => {
     });
     watch(page);
     await page.goto(`${vite.url}/`);
-    await waitFor(page, "the app", (x) => x.ready, 60_000);
+    await waitFor(page, "the app", (x) => x.ready, 180_000);
     for (const sel of ["#btn-start", "#state"]) await inView(page, sel);
     const wide = await page.evaluate(() => {
       const w = document.documentElement.clientWidth;

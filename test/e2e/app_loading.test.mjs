@@ -445,7 +445,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
 
   it("loads a picked HF folder (webkitdirectory File objects, transformers.js tokenizer)", async () => {
     await page.goto(`${vite.url}/?hub=${encodeURIComponent(hub.url)}`);
-    await waitFor(page, "the app", (x) => x.ready, 60_000);
+    await waitFor(page, "the app", (x) => x.ready, 180_000);
     await page.selectOption("#f-model", "local");
     assert.match(await page.textContent("#f-errors"), /pick the model's folder/);
     await page.setInputFiles("#f-local", join(dir, LOCAL_NAME));
@@ -666,7 +666,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
     await page.waitForFunction(
       () => /hold 2 PEFT adapters/.test(document.querySelector("#adapter-note").textContent),
       null,
-      { timeout: 10_000 },
+      { timeout: 30_000 },
     );
     const note = await page.textContent("#adapter-note");
     for (const ag of agents) assert.match(note, new RegExp(`adapters/[^,]*\\.${ag}\\b`), note);
@@ -676,7 +676,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
       () =>
         /starts from this PEFT adapter/.test(document.querySelector("#adapter-note").textContent),
       null,
-      { timeout: 10_000 },
+      { timeout: 30_000 },
     );
     await fillSmall(page, 0);
     const a = await runToEnd(page);
@@ -701,7 +701,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
     await page.waitForFunction(
       () => /ZIP/.test(document.querySelector("#adapter-note").textContent),
       null,
-      { timeout: 10_000 },
+      { timeout: 30_000 },
     );
     await page.setInputFiles("#f-adapter", []);
     console.log(`# PEFT upload checked after ${secs()} s`);
@@ -717,7 +717,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
     await fillSmall(page, 2);
     hub.log.length = 0;
     await page.click("#btn-start");
-    await waitFor(page, "running", (x) => x.state === "running", 60_000);
+    await waitFor(page, "running", (x) => x.state === "running", 180_000);
     await page.click("#btn-pause");
     const a = await waitFor(
       page,
@@ -772,7 +772,7 @@ describe("browser app: model folders, Hub, ZIP download/upload, OPFS", { timeout
     hub.log.length = 0;
     // A fresh page without ?hub=: the run itself remembers its endpoint.
     await page.goto(`${vite.url}/`);
-    await waitFor(page, "the app after reload", (x) => x.ready, 60_000);
+    await waitFor(page, "the app after reload", (x) => x.ready, 180_000);
     await page.selectOption("#f-model", "hub");
     assert.equal(await page.inputValue("#f-hub-endpoint"), "https://huggingface.co");
     assert.match(
