@@ -211,5 +211,6 @@ export function describeGpu(ctx: GpuContext): string {
     ? ` (parameters capped at ${ctx.maxBindingBytes} B)`
     : "";
   return `${name} [${i.adapterClass}${i.isFallback ? ", fallback" : ""}] features: ${feats}; ` +
-    `max binding ${mib} MiB${cap}, workgroup storage ${ctx.limits.maxComputeWorkgroupStorageSize} B`;
+    `max binding ${mib} MiB${cap}, workgroup storage ${ctx.limits.maxComputeWorkgroupStorageSize} B, ` +
+    `${ctx.limits.maxStorageBuffersPerShaderStage} storage buffers a stage`;
 }

@@ -59,6 +59,23 @@ function encodeDispatch(pass: GPUComputePassEncoder, c: EncodedDispatch): void {
   pass.dispatchWorkgroups(c.workgroups[0], c.workgroups[1], c.workgroups[2]);
 }
 
+/** Default dispatches per submission of a plan run on its own (CommandPlan.run). */
+export const DEFAULT_SUBMIT_CHUNK = 128;
+let submitChunk = DEFAULT_SUBMIT_CHUNK;
+
+/**
+ * Dispatches per submission when a plan runs on its own encoder (CommandPlan.run): a positive
+ * integer, or Infinity for one submission per run (the bench's A/B). Returns the previous value.
+ */
+export function setSubmitChunk(n: number): number {
+  if (!(n === Infinity || (Number.isInteger(n) && n > 0))) {
+    throw new KernelArgumentError(`submit chunk ${n}: a positive integer or Infinity`);
+  }
+  const prev = submitChunk;
+  submitChunk = n;
+  return prev;
+}
+
 /** A frozen recording: replay it any number of times with `run()`. */
 export class CommandPlan {
   constructor(
@@ -72,6 +89,11 @@ export class CommandPlan {
     return this.cmds.filter((c) => c.kind === "dispatch").length;
   }
 
+  /** Each dispatch's kernel, in order, as "shader:entry" (what the plan runs, for tests). */
+  get dispatchKernels(): string[] {
+    return this.cmds.flatMap((c) => c.kind === "dispatch" ? [c.label.split("|")[0]] : []);
+  }
+
   /** Distinct bind groups the dispatches use (identical dispatches share one). */
   get bindGroupCount(): number {
     return new Set(this.cmds.flatMap((c) => c.kind === "dispatch" ? [c.bindGroup] : [])).size;
@@ -83,13 +105,19 @@ export class CommandPlan {
   }
 
   /**
-   * Encodes the plan into `encoder` (for composing plans) or into a new one that is submitted.
+   * Encodes the plan into `encoder` (for composing plans) or into new ones that are submitted.
    * Consecutive dispatches share one compute pass, or, while a profiler is active, each gets its
-   * own timed pass (profiler.ts).
+   * own timed pass (profiler.ts). Without `encoder`, a plan of more than `submitChunk` dispatches
+   * is submitted `submitChunk` dispatches at a time (setSubmitChunk), so the GPU starts on the
+   * first while JS encodes the rest: encoding costs ~2 µs a dispatch (Deno, 2026-11-27), a
+   * decode step of a 30-layer model ~270 of them, and one submission at the end would leave
+   * the GPU idle for all of it. The queue runs submissions in order: the same work either way.
    */
   run(encoder?: GPUCommandEncoder): void {
-    const enc = encoder ?? this.device.createCommandEncoder({ label: this.label });
+    let enc = encoder ?? this.device.createCommandEncoder({ label: this.label });
     const profiler = activeProfiler();
+    const chunk = encoder || profiler ? Infinity : submitChunk;
+    let inEncoder = 0;
     let run: EncodedDispatch[] = [];
     const flush = () => {
       if (!run.length) return;
@@ -111,6 +139,12 @@ export class CommandPlan {
     for (const c of this.cmds) {
       if (c.kind === "dispatch") {
         run.push(c);
+        if (++inEncoder >= chunk) {
+          flush();
+          this.device.queue.submit([enc.finish()]);
+          enc = this.device.createCommandEncoder({ label: this.label });
+          inEncoder = 0;
+        }
         continue;
       }
       flush();

@@ -4,8 +4,10 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import {
   classifyAdapter,
+  DEFAULT_SUBMIT_CHUNK,
   Gpu,
   registerShaders,
+  setSubmitChunk,
   shaderSource,
   sizeClass,
 } from "../../src/gpu/mod.ts";
@@ -155,6 +157,37 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       x.destroy();
       one.destroy();
     });
+
+    await t.step(
+      "a plan submitted a few dispatches at a time computes what one submission does",
+      async () => {
+        const ops = await createOps(gpu);
+        const x = gpu.upload(new Float32Array([1, 2, 3, 4])), y = gpu.zeros(4);
+        const rec = gpu.recorder("chunks");
+        for (let i = 0; i < 7; i++) { // x = 2x + 1, seven times; copies split the passes
+          ops.elementwise.unary(rec, "affine", 4, x, y, 2, 1);
+          rec.copy(y, x, 16);
+        }
+        const plan = rec.finish();
+        const results: number[][] = [];
+        for (const chunk of [2, 3, Infinity]) {
+          const prev = setSubmitChunk(chunk);
+          try {
+            gpu.write(x, new Float32Array([1, 2, 3, 4]));
+            plan.run();
+            results.push([...await gpu.readFloat32(x, 4)]);
+          } finally {
+            setSubmitChunk(prev);
+          }
+        }
+        const want = [1, 2, 3, 4].map((v) => 128 * (v + 1) - 1);
+        results.forEach((r) => assertEquals(r, want));
+        assertThrows(() => setSubmitChunk(0), "KernelArgumentError", "positive integer");
+        assertEquals(setSubmitChunk(DEFAULT_SUBMIT_CHUNK), DEFAULT_SUBMIT_CHUNK);
+        plan.destroy();
+        [x, y].forEach((b) => b.destroy());
+      },
+    );
 
     await t.step("dispatches with different uniforms share one arena in one submit", async () => {
       const ops = await createOps(gpu);
