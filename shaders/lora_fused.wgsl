@@ -6,6 +6,9 @@
 // Adapter ≥ count = base only: U = 0, Y untouched. The split kernels (lora_vec4.wgsl) take two
 // dispatches a module, fourteen a Llama layer; on a GPU a decode step's LoRA is latency, not
 // arithmetic (17 µs a call on an H100 against µs of work), so this takes four.
+// The up half's output columns may be split over nwg.z workgroups per row tile (the host does at
+// decode rows, where one workgroup per 4 rows would leave a GPU idle: each then computes its
+// rows' U itself, and only the first writes it), each taking a contiguous span of column quads.
 // in, out, r and every offset are multiples of 4 (vec4Entry); ROWS · Σ r ≤ UCAP (the host checks).
 // Bindings: P is the range of the LoRA parameters that holds the group's A and B stacks, U the
 // range of the layer's U buffer that holds the group's; the offsets in GroupParams are floats
@@ -80,7 +83,7 @@ fn lora_group_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
       var u = 0.0;
       for (var l = 0u; l < LANES; l++) { u += part[lid + l]; }
       us[o] = u;
-      if (row < p.N) { U[modU(m) + row * p.r + jm] = u; }
+      if (row < p.N && wid.z == 0u) { U[modU(m) + row * p.r + jm] = u; }
     }
     workgroupBarrier();
   }
@@ -90,7 +93,9 @@ fn lora_group_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
   let c0 = p.out0 / 4u;
   let c1 = p.out1 / 4u;
   let cols = c0 + c1 + p.out2 / 4u;
-  for (var c = lid; c < cols; c += WG) {
+  let span = (cols + nwg.z - 1u) / nwg.z;
+  let end = min(cols, (wid.z + 1u) * span);
+  for (var c = wid.z * span + lid; c < end; c += WG) {
     var m = 0u;
     var n4 = c;
     if (n4 >= c0) {

@@ -267,6 +267,22 @@ export const LoraGroupParams = uniformStruct("lora_group_params", "GroupParams",
 
 /** lora_fused.wgsl's rows per workgroup and its workgroup U tile (floats): ROWS · Σ r ≤ UCAP. */
 const FUSED_ROWS = 4, FUSED_UCAP = 1024;
+/** lora_fused.wgsl's workgroup size (its WG override). */
+const FUSED_WG = 256;
+/** Workgroups a fused LoRA dispatch aims for before splitting output columns (fusedColumnChunks). */
+export const FUSED_TARGET_WORKGROUPS = 128;
+
+/**
+ * Workgroups each row tile of lora_fused.wgsl splits its `outs` output columns over: 1 where the
+ * row tiles alone fill FUSED_TARGET_WORKGROUPS (training), else enough to reach it, at most one
+ * per FUSED_WG column quads. At a decode step's 1–8 rows one workgroup per 4 rows did all of a
+ * group's up half alone (a gate/up group's whole B read by one SM: 17 µs a call on an H100);
+ * each chunk recomputes its rows' U, rank × in multiply-adds a row.
+ */
+export function fusedColumnChunks(rowTiles: number, outs: number): number {
+  const most = Math.max(1, Math.ceil(outs / 4 / FUSED_WG));
+  return Math.min(most, Math.max(1, Math.ceil(FUSED_TARGET_WORKGROUPS / rowTiles)));
+}
 
 /** One module of a group for encodeForwardGroup: the module and its output y [N, out]. */
 export interface LoraGroupPart {
@@ -371,7 +387,7 @@ export class LoraAdapters {
           shader: "lora_fused",
           entry: "lora_group_fwd",
           bindings: [u, ro, ro, ro, rw, rw, rw, rw] as never,
-          constants: { WG: 256 },
+          constants: { WG: FUSED_WG },
         })))()]
         : []),
     ]);
@@ -547,6 +563,8 @@ export class LoraAdapters {
       offU2: s2.offU,
     });
     const ys = [0, 1, 2].map((i) => used[i]?.y ?? this.spare[i - 1]);
+    const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
+    const tiles = grid1d(Math.ceil(N / FUSED_ROWS), maxDim);
     rec.dispatch(
       k,
       [
@@ -557,7 +575,7 @@ export class LoraAdapters {
         { buffer: us[0].buffer, offset: uStart, size: uEnd - uStart },
         ...ys,
       ],
-      grid1d(Math.ceil(N / FUSED_ROWS), this.gpu.device.limits.maxComputeWorkgroupsPerDimension),
+      [...tiles, fusedColumnChunks(tiles[0] * tiles[1], used.reduce((s, q) => s + q.e.outDim, 0))],
       u,
     );
   }

@@ -25,6 +25,9 @@ const tiny = parseModelConfig(tinyJson);
 // Reductions longer than a workgroup's 64 lanes of vec4s (in and out up to 520 floats), so the
 // workgroup kernels' lanes each take several slices.
 const wide = parseModelConfig({ ...tinyJson, hidden_size: 288, intermediate_size: 520 });
+// Decode rows over a gate/up group of 2600 outputs: the fused forward splits the columns over
+// 3 workgroups (lora.ts fusedColumnChunks), whose spans do not end at the modules' boundary.
+const wider = parseModelConfig({ ...tinyJson, hidden_size: 288, intermediate_size: 1300 });
 
 function referenceAt(
   layout: LoraLayout,
@@ -177,10 +180,12 @@ Deno.test("fused LoRA forward of a group against float64", async (t) => {
       { cfg: tiny, rank: 4, targets: ["q", "v", "up", "down"] as const, ids: [1] },
       { cfg: wide, rank: 8, targets: all, ids: [...Array(70).fill(0), ...Array(81).fill(1), -1] },
       { cfg: tiny, rank: 96, targets: all, ids: [1, 1, 0, 0, 0] }, // q/k/v: 4 · 3 · 96 > 1024, split
+      { cfg: wider, rank: 8, targets: all, ids: [1, -1, 0] },
     ];
     for (const { cfg, rank, targets, ids } of cases) {
       for (const group of groups) {
-        const name = `${cfg === wide ? "wide" : "tiny"} rank ${rank} ${group.join("/")} ` +
+        const shape = cfg === wide ? "wide" : cfg === wider ? "wider" : "tiny";
+        const name = `${shape} rank ${rank} ${group.join("/")} ` +
           `of ${targets.length} targets, N=${ids.length}`;
         await t.step(name, async () => {
           const layout = new LoraLayout(cfg, {
