@@ -2,20 +2,7 @@
 // includer first includes the workgroup sum that defines Lane and sumPartials).
 
 //! include matmul_group_bindings
-
-override WG: u32 = 64u;
-override R: u32 = 1u;
-
-// Part g is the same for the whole workgroup, so these branches never diverge.
-fn loadB(g: u32, i: u32) -> vec4<f32> {
-  if (g == 0u) { return B0[i]; }
-  if (g == 1u) { return B1[i]; }
-  return B2[i];
-}
-
-fn storeC(g: u32, i: u32, v: f32) {
-  if (g == 0u) { C0[i] = v; } else if (g == 1u) { C1[i] = v; } else { C2[i] = v; }
-}
+//! include matmul_splitk_group_io
 
 @compute @workgroup_size(WG, 1, 1)
 fn ntg_splitk(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {

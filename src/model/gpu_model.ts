@@ -65,6 +65,13 @@ export interface GpuModelOptions {
    */
   attentionSplit?: boolean;
   /**
+   * Inference forwards fold the RMSNorm before q/k/v and gate/up into their grouped product and
+   * SwiGLU into the down projection where the products run split-K (GPU adapters at decode rows;
+   * Matmul.encodeNormGroup, encodeSwigluNt): 3 dispatches a layer fewer. Default true; false runs
+   * them as their own dispatches (tests and the scale bench compare the two).
+   */
+  splitKFolds?: boolean;
+  /**
    * Decode steps' forward: "fused" (the whole forward in one dispatch,
    * cpu_adapter/decode_forward.ts; the default on CPU adapters where the model fits it, with
    * rows' LoRA adapters of rank 4k) or "ops" (the per-op path every other forward takes). Tests
@@ -155,6 +162,8 @@ export class GpuModel {
   /** Rows of logits one call computes (GpuModelOptions.logitRows). */
   readonly logitRows: number;
   readonly training: boolean;
+  /** GpuModelOptions.splitKFolds (default true). */
+  readonly splitKFolds: boolean;
   /** Adapters applied on top of the frozen base, when attached. */
   lora: LoraAdapters | null = null;
   /**
@@ -194,6 +203,7 @@ export class GpuModel {
       );
     }
     this.training = opts.training ?? false;
+    this.splitKFolds = opts.splitKFolds ?? true;
     const N = this.chunkRows, C = c.hiddenSize, D = c.headDim, I = c.intermediateSize;
     const qw = c.numHeads * D, kvw = c.numKvHeads * D;
     const f = (n: number, label: string) => gpu.zeros(n, label);
@@ -537,8 +547,7 @@ export class GpuModel {
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.training ? a.xmid : this.res[l];
     P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
-    P.mlpInput(rec, l, N, xmid);
-    P.residual(rec, N, a.h, lv.down, null, xmid, this.res[l + 1]);
+    P.mlp(rec, l, N, xmid, this.res[l + 1]);
   }
 
   /**

@@ -31,8 +31,11 @@ export interface Projections {
     from: GPUBuffer,
     to: GPUBuffer,
   ): void;
-  /** The MLP's input of layer l: post-attention RMSNorm of xmid → gate, up (LoRA) → SwiGLU into h. */
-  mlpInput(rec: Recorder, l: number, N: number, xmid: GPUBuffer): void;
+  /**
+   * The MLP of layer l: to = xmid + down(SwiGLU(gate, up)) (+ LoRA) of the post-attention RMSNorm
+   * of xmid, leaving xn2, gate, up and h in the layer's activations.
+   */
+  mlp(rec: Recorder, l: number, N: number, xmid: GPUBuffer, to: GPUBuffer): void;
   /** Logits [nSel, V] of the rows in x: final RMSNorm → LM head. */
   head(rec: Recorder, nSel: number, x: GPUBuffer, logits: BufferRange): void;
 }
@@ -42,22 +45,24 @@ export class StorageProjections implements Projections {
 
   attentionInput(rec: Recorder, l: number, N: number) {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
-    m.kernels.rmsnorm(
-      rec,
-      N,
-      c.hiddenSize,
-      c.rmsNormEps,
-      m.res[l],
-      m.p(lv.inputNorm),
-      a.xn1,
-      a.rstd1,
-    );
     const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
       lv.v!,
       lv.vBias,
       a.v,
     ]];
-    this.linearGroup(rec, N, a.xn1, qkv);
+    if (!this.normGroup(rec, N, m.res[l], lv.inputNorm, a.xn1, qkv)) {
+      m.kernels.rmsnorm(
+        rec,
+        N,
+        c.hiddenSize,
+        c.rmsNormEps,
+        m.res[l],
+        m.p(lv.inputNorm),
+        a.xn1,
+        a.rstd1,
+      );
+      this.linearGroup(rec, N, a.xn1, qkv);
+    }
     this.qkNormRope(rec, l, N);
   }
 
@@ -91,15 +96,86 @@ export class StorageProjections implements Projections {
     );
   }
 
-  mlpInput(rec: Recorder, l: number, N: number, xmid: GPUBuffer) {
+  mlp(rec: Recorder, l: number, N: number, xmid: GPUBuffer, to: GPUBuffer) {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
-    m.kernels.rmsnorm(rec, N, c.hiddenSize, c.rmsNormEps, xmid, m.p(lv.postNorm), a.xn2, a.rstd2);
-    this.linearGroup(rec, N, a.xn2, [[lv.gate!, null, a.gate], [lv.up, null, a.up]]);
-    m.kernels.swiglu(rec, N * c.intermediateSize, a.gate, a.up, a.h);
+    const gateUp: LinearPart[] = [[lv.gate!, null, a.gate], [lv.up, null, a.up]];
+    if (!this.normGroup(rec, N, xmid, lv.postNorm, a.xn2, gateUp)) {
+      m.kernels.rmsnorm(rec, N, c.hiddenSize, c.rmsNormEps, xmid, m.p(lv.postNorm), a.xn2, a.rstd2);
+      this.linearGroup(rec, N, a.xn2, gateUp);
+    }
+    if (!this.swigluResidual(rec, N, l, xmid, to)) {
+      m.kernels.swiglu(rec, N * c.intermediateSize, a.gate, a.up, a.h);
+      this.residual(rec, N, a.h, lv.down, null, xmid, to);
+    }
+  }
+
+  /**
+   * Inference with the kernels' fused forms (GPU adapters at decode rows, Matmul.encodeNormGroup):
+   * xn = RMSNorm(x; norm), then each part's y = xn · Wᵀ in the same dispatch, then biases and LoRA
+   * (which read xn). False, recording nothing, where they do not apply: a training forward (its
+   * backward reads 1/rms, which the fused kernel does not keep), splitKFolds off, split weights,
+   * other picks.
+   */
+  protected normGroup(
+    rec: Recorder,
+    N: number,
+    x: GPUBuffer,
+    norm: ParamTensor,
+    xn: GPUBuffer,
+    parts: LinearPart[],
+  ): boolean {
+    const m = this.m;
+    if (m.training || !m.splitKFolds || parts.some(([w]) => m.params.chunks(w).length !== 1)) {
+      return false;
+    }
+    const fused = m.ops.matmul.encodeNormGroup(
+      rec,
+      N,
+      parts[0][0].shape[1],
+      x,
+      { g: m.p(norm), eps: m.config.rmsNormEps, xn },
+      parts.map(([w, , y]) => ({ b: m.params.chunks(w)[0].ref, c: y, N: w.shape[0] })),
+      m.scratch.unused,
+      m.params.isHalf(parts[0][0]),
+    );
+    if (!fused) return false;
+    this.addBiases(rec, N, parts);
+    this.lora(rec, N, xn, parts);
+    return true;
+  }
+
+  /**
+   * Inference, in place (to = from): to += SwiGLU(gate, up) · W_downᵀ with h written, in one
+   * dispatch (Matmul.encodeSwigluNt), then LoRA on h. False, recording nothing, where the fused
+   * kernel does not apply (as normGroup; and a down projection with a bias).
+   */
+  protected swigluResidual(
+    rec: Recorder,
+    N: number,
+    l: number,
+    from: GPUBuffer,
+    to: GPUBuffer,
+  ): boolean {
+    const m = this.m, a = m.acts[l], w = m.weights.layout.layerView(l).down;
+    const chunks = m.params.chunks(w);
+    if (m.training || !m.splitKFolds || from !== to || chunks.length !== 1) return false;
+    const [out, inp] = w.shape;
+    const fused = m.ops.matmul.encodeSwigluNt(
+      rec,
+      { M: N, N: out, K: inp, beta: 1, halfB: m.params.isHalf(w) },
+      a.gate,
+      a.up,
+      chunks[0].ref,
+      to,
+      a.h,
+    );
+    if (fused) this.lora(rec, N, a.h, [[w, null, to]]);
+    return fused;
   }
 
   head(rec: Recorder, nSel: number, x: GPUBuffer, logits: BufferRange) {
     const m = this.m, c = m.config, s = m.scratch, lay = m.weights.layout;
+    if (this.normGroup(rec, nSel, x, lay.finalNorm, s.xf, [[lay.lmHead, null, logits]])) return;
     m.kernels.rmsnorm(rec, nSel, c.hiddenSize, c.rmsNormEps, x, m.p(lay.finalNorm), s.xf, s.rstdf);
     this.matmulWeight(rec, nSel, s.xf, lay.lmHead, logits);
   }
@@ -202,6 +278,18 @@ export class StorageProjections implements Projections {
     );
   }
 
+  /** Each part's y += its bias, the parts that have one in one dispatch (Qwen2's q/k/v). */
+  protected addBiases(rec: Recorder, N: number, parts: readonly LinearPart[]) {
+    const m = this.m, withBias = parts.filter(([, bias]) => bias !== null);
+    if (withBias.length === 0) return;
+    m.ops.elementwise.addBiases(
+      rec,
+      N,
+      withBias.map(([w, bias, y]) => ({ y, bias: m.p(bias!), cols: w.shape[0] })),
+      m.scratch.unused,
+    );
+  }
+
   /** Each part's y += its LoRA term, the parts sharing the input x (one layer's group). */
   protected lora(rec: Recorder, N: number, x: BufferRef, parts: readonly LinearPart[]) {
     const lora = this.m.lora, layer = parts[0][0].layer;
@@ -229,7 +317,7 @@ export class StorageProjections implements Projections {
       m.scratch.unused,
       m.params.isHalf(parts[0][0]),
     );
-    for (const [w, bias, y] of parts) this.addBias(rec, N, w, bias, y);
+    this.addBiases(rec, N, parts);
     this.lora(rec, N, x, parts);
   }
 }

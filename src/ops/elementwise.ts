@@ -63,11 +63,27 @@ export const ElementwiseParams = uniformStruct("elementwise_params", "Params", [
   ["b", "f32"],
 ]);
 
+/** shaders/bias_group.wgsl's parameters: rows, and each part's columns (0: unused). */
+export const BiasGroupParams = uniformStruct("bias_group_params", "Params", [
+  ["rows", "u32"],
+  ["n0", "u32"],
+  ["n1", "u32"],
+  ["n2", "u32"],
+]);
+
+/** One part of addBiases: y [rows, cols] += bias [cols]. */
+export interface BiasPart {
+  y: BufferRef;
+  bias: BufferRef;
+  cols: number;
+}
+
 export class Elementwise {
   private constructor(
     private unaryK: Map<UnaryOp, Kernel>,
     private binaryK: Map<BinaryOp, Kernel>,
     private inplaceK: Map<BinaryOp, Kernel>,
+    private biasGroupK: Kernel,
     private maxPerDim: number,
   ) {}
 
@@ -75,6 +91,13 @@ export class Elementwise {
     const u = new Map<UnaryOp, Kernel>(),
       b = new Map<BinaryOp, Kernel>(),
       ip = new Map<BinaryOp, Kernel>();
+    const rw = "storage", ro = "read-only-storage";
+    const biasGroup = gpu.kernel({
+      shader: "bias_group",
+      entry: "bias_group",
+      bindings: ["uniform", rw, rw, rw, ro, ro, ro],
+      constants: { WG },
+    });
     await Promise.all([
       ...UNARY_OPS.map(async (op, OP) => {
         u.set(
@@ -108,7 +131,13 @@ export class Elementwise {
         );
       }),
     ]);
-    return new Elementwise(u, b, ip, gpu.device.limits.maxComputeWorkgroupsPerDimension);
+    return new Elementwise(
+      u,
+      b,
+      ip,
+      await biasGroup,
+      gpu.device.limits.maxComputeWorkgroupsPerDimension,
+    );
   }
 
   /** out = f(a·x + b) elementwise over n values. */
@@ -134,6 +163,34 @@ export class Elementwise {
   }
 
   /** x = g(a·x, b·y) in place (e.g. accumulate: op "add"). */
+  /**
+   * Each part's y [rows, cols] += bias (broadcast over rows), up to three parts in one dispatch
+   * (q/k/v's biases): the values binaryInPlace's row-broadcast "add" writes. The parts' y are
+   * distinct buffers; `scratch` (≥ 4 bytes, none of them) fills an unused slot.
+   */
+  addBiases(rec: Recorder, rows: number, parts: readonly BiasPart[], scratch: BufferRef): void {
+    if (parts.length === 0 || parts.length > 3 || rows <= 0 || parts.some((q) => q.cols <= 0)) {
+      throw new KernelArgumentError(
+        `addBiases: 1 to 3 parts of positive columns and rows, got ${parts.length} parts, ${rows} rows`,
+      );
+    }
+    if (parts.length === 1) {
+      const q = parts[0];
+      const args = { op: "add", n: rows * q.cols, cols: q.cols, broadcast: "row" } as const;
+      this.binaryInPlace(rec, args, q.y, q.bias);
+      return;
+    }
+    // An unused slot writes nothing: scratch as its y (one at most), the first bias as its bias.
+    const filled = [0, 1, 2].map((i) => parts[i] ?? { y: scratch, bias: parts[0].bias, cols: 0 });
+    const n = rows * parts.reduce((s, q) => s + q.cols, 0);
+    rec.dispatch(
+      this.biasGroupK,
+      [null, ...filled.map((q) => q.y), ...filled.map((q) => q.bias)],
+      grid1d(Math.ceil(n / WG), this.maxPerDim),
+      BiasGroupParams.pack({ rows, n0: filled[0].cols, n1: filled[1].cols, n2: filled[2].cols }),
+    );
+  }
+
   binaryInPlace(rec: Recorder, args: BinaryArgs, x: BufferRef, y: BufferRef): void {
     rec.dispatch(this.inplaceK.get(args.op)!, [null, x, y], this.grid(args), this.uniform(args));
   }

@@ -12,7 +12,13 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { registerShaderGenerators, registerShaderTransforms } from "../gpu/shaders.ts";
-import { isRopeTile, MATMUL_SHADERS, MatmulGroupParams, MatmulParams } from "./matmul_gen.ts";
+import {
+  isRopeTile,
+  MATMUL_SHADERS,
+  MatmulGroupNormParams,
+  MatmulGroupParams,
+  MatmulParams,
+} from "./matmul_gen.ts";
 import { HALF_B, HALF_B_SHADERS } from "./matmul_half.ts";
 import {
   encodeGroupTextureWith,
@@ -31,6 +37,7 @@ import {
   dense,
   findTextureVariant,
   findVariant,
+  FUSED_SPLITK_STORAGE,
   groupSpec,
   hasGroupEntry,
   kernelSpec,
@@ -38,9 +45,11 @@ import {
   type MatmulForm,
   type MatmulShape,
   type MatmulVariant,
+  normGroupSpec,
   SHAPE_BUCKETS,
   type ShapeBucket,
   shapeBucket,
+  swigluSpec,
   variantSupports,
   workgroups,
 } from "./matmul_variants.ts";
@@ -95,6 +104,13 @@ export class Matmul {
   private kernels = new Map<string, Kernel>();
   /** Grouped A·Bᵀ kernels by variant name (register tiles, split-K), and "name:hb". */
   private groupKernels = new Map<string, Kernel>();
+  /**
+   * The split-K picks' fused twins, keyed as groupKernels: an RMSNorm folded into the grouped
+   * product (encodeNormGroup), SwiGLU folded into a product (encodeSwigluNt). Compiled with the
+   * group kernels where the adapter binds FUSED_SPLITK_STORAGE storage buffers a stage.
+   */
+  private normGroupKernels = new Map<string, Kernel>();
+  private swigluKernels = new Map<string, Kernel>();
 
   /** Texture-form defaults forced (prepareTextures force) for buckets the adapter picks none for. */
   private texForced = new Map<ShapeBucket, string>();
@@ -127,6 +143,7 @@ export class Matmul {
   ): Promise<Matmul> {
     const picks: Record<string, string> = { ...matmulPicks(gpu.ctx.info), ...overrides };
     const sg = gpu.subgroups;
+    const fused = gpu.device.limits.maxStorageBuffersPerShaderStage >= FUSED_SPLITK_STORAGE;
     const m = new Matmul(gpu, gpu.adapterClass, picks, sg);
     const fallback = gpu.adapterClass === "cpu" ? "generic" : "tiled64";
     const needed = new Set<string>();
@@ -144,10 +161,16 @@ export class Matmul {
       const v = findVariant(name), half = tail !== undefined;
       m.kernels.set(key, await gpu.kernel(kernelSpec(v, form, half, sg)));
       if (form === "nt" && hasGroupEntry(v)) {
-        m.groupKernels.set(
-          half ? `${name}:${tail}` : name,
-          await gpu.kernel(groupSpec(v, half, sg)),
-        );
+        const key = half ? `${name}:${tail}` : name;
+        m.groupKernels.set(key, await gpu.kernel(groupSpec(v, half, sg)));
+        if (v.kind === "splitk" && fused) {
+          const [norm, swiglu] = await Promise.all([
+            gpu.kernel(normGroupSpec(v, half, sg)),
+            gpu.kernel(swigluSpec(v, half, sg)),
+          ]);
+          m.normGroupKernels.set(key, norm);
+          m.swigluKernels.set(key, swiglu);
+        }
       }
     }));
     m.picks.fallback = fallback;
@@ -228,6 +251,97 @@ export class Matmul {
       [x, Math.ceil(M / rows), 1],
       u,
     );
+  }
+
+  /**
+   * An RMSNorm of A folded into the grouped A·Bᵀ (shaders/matmul_splitk_group_norm.wgsl): each
+   * part's C = RMSNorm(A; g, eps) · Bᵀ, and `xn` ([M, K]) = RMSNorm(A), in one dispatch instead of
+   * a norm and a grouped product. Where the variant picked for the widest part is split-K (GPU
+   * adapters at decode rows) and the fused kernels were compiled; otherwise it records nothing
+   * and returns false, and the caller runs the norm and encodeGroup. The same product up to
+   * rounding (the sums are scaled by 1/rms instead of the inputs).
+   */
+  encodeNormGroup(
+    rec: Recorder,
+    M: number,
+    K: number,
+    a: BufferRef,
+    norm: { g: BufferRef; eps: number; xn: BufferRef },
+    parts: readonly MatmulGroupPart[],
+    scratch: BufferRef,
+    halfB = false,
+  ): boolean {
+    if (parts.length === 0 || parts.length > 3 || K % 4 !== 0) return false;
+    const widest = Math.max(...parts.map((q) => q.N));
+    const v = this.variantFor({ form: "nt", M, N: widest, K, halfB });
+    const k = this.normGroupKernels.get(halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name);
+    if (!k || v.kind !== "splitk") return false;
+    const tiles = parts.map((q) => Math.ceil(q.N / 4));
+    const filled = [0, 1, 2].map((i) => parts[i] ?? { b: parts[0].b, c: scratch, N: 0 });
+    const u = MatmulGroupNormParams.pack({
+      M,
+      K,
+      N0: filled[0].N,
+      N1: filled[1].N,
+      N2: filled[2].N,
+      t0: tiles[0],
+      t1: tiles[1] ?? 0,
+      eps: norm.eps,
+    });
+    rec.dispatch(
+      k,
+      [
+        null,
+        a,
+        filled[0].b,
+        filled[1].b,
+        filled[2].b,
+        filled[0].c,
+        filled[1].c,
+        filled[2].c,
+        norm.g,
+        norm.xn,
+      ],
+      [tiles.reduce((s, t) => s + t, 0), Math.ceil(M / v.r!), 1],
+      u,
+    );
+    return true;
+  }
+
+  /**
+   * SwiGLU folded into an A·Bᵀ (shaders/matmul_splitk_swiglu.wgsl): c = alpha · h · bᵀ + beta · c
+   * for h = silu(gate) · up ([M, K] each), and `h` written, in one dispatch instead of SwiGLU's and
+   * the product's: the MLP's down projection at decode rows. Where the variant for the shape is
+   * split-K and the fused kernels were compiled; otherwise it records nothing and returns false.
+   * The same values as swiglu then encode.
+   */
+  encodeSwigluNt(
+    rec: Recorder,
+    shape: { M: number; N: number; K: number; alpha?: number; beta?: number; halfB?: boolean },
+    gate: BufferRef,
+    up: BufferRef,
+    b: BufferRef,
+    c: BufferRef,
+    h: BufferRef,
+  ): boolean {
+    const { M, N, K } = shape, halfB = shape.halfB ?? false;
+    if (K % 4 !== 0) return false;
+    const v = this.variantFor({ form: "nt", M, N, K, halfB });
+    const k = this.swigluKernels.get(halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name);
+    if (!k || v.kind !== "splitk") return false;
+    const u = MatmulParams.pack({
+      M,
+      N,
+      K,
+      batch: 1,
+      strideA: 0,
+      strideB: 0,
+      strideC: 0,
+      alpha: shape.alpha ?? 1,
+      beta: shape.beta ?? 0,
+    });
+    rec.dispatch(k, [null, gate, up, b, c, h], [Math.ceil(N / 4), Math.ceil(M / v.r!), 1], u);
+    return true;
   }
 
   /** The texture-form variant named for a bucket: the adapter's pick, else a forced default. */

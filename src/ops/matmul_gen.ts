@@ -106,6 +106,18 @@ export const MatmulGroupParams = uniformStruct("matmul_group_params", "GroupPara
   ["t1", "u32"],
 ]);
 
+/** The grouped split-K A·Bᵀ with an RMSNorm of A folded in (matmul_splitk_group_norm). */
+export const MatmulGroupNormParams = uniformStruct("matmul_group_norm_params", "GroupParams", [
+  ["M", "u32"],
+  ["K", "u32"],
+  ["N0", "u32"],
+  ["N1", "u32"],
+  ["N2", "u32"],
+  ["t0", "u32"],
+  ["t1", "u32"],
+  ["eps", "f32"],
+]);
+
 /** A·Bᵀ with B in a texture of H rows per block, an RMSNorm of A's rows folded in when norm. */
 export const MatmulTexParams = uniformStruct("matmul_tex_params", "TexParams", [
   ["M", "u32"],

@@ -79,6 +79,10 @@ export const HALF_B_BASES = [
   "matmul_splitk_group",
   "matmul_splitk_sg",
   "matmul_splitk_group_sg",
+  "matmul_splitk_group_norm",
+  "matmul_splitk_group_norm_sg",
+  "matmul_splitk_swiglu",
+  "matmul_splitk_swiglu_sg",
   "matmul_tiled",
 ] as const;
 

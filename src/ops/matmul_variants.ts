@@ -80,6 +80,34 @@ export function groupSpec(v: MatmulVariant, half = false, subgroups = false): Ke
   };
 }
 
+/**
+ * Storage buffers the fused split-K kernels bind (normGroupSpec's: A, three B, three C, the norm
+ * weight and the normalized output): adapters that allow fewer per stage run them unfused.
+ */
+export const FUSED_SPLITK_STORAGE = 9;
+
+/** The grouped split-K A·Bᵀ with an RMSNorm of A folded in (shaders/matmul_splitk_group_norm.wgsl). */
+export function normGroupSpec(v: MatmulVariant, half = false, subgroups = false): KernelSpec {
+  const ro = "read-only-storage", rw = "storage", h = half ? HALF_B : "";
+  return {
+    shader: `matmul_splitk_group_norm${subgroups ? SUBGROUP : ""}${h}`,
+    entry: "ntg_splitk_norm",
+    bindings: ["uniform", ro, ro, ro, ro, rw, rw, rw, ro, rw],
+    constants: { WG: v.wgx!, R: v.r! },
+  };
+}
+
+/** The split-K A·Bᵀ of SwiGLU's output (shaders/matmul_splitk_swiglu.wgsl). */
+export function swigluSpec(v: MatmulVariant, half = false, subgroups = false): KernelSpec {
+  const ro = "read-only-storage", rw = "storage", h = half ? HALF_B : "";
+  return {
+    shader: `matmul_splitk_swiglu${subgroups ? SUBGROUP : ""}${h}`,
+    entry: "nt_splitk_swiglu",
+    bindings: ["uniform", ro, ro, ro, rw, rw],
+    constants: { WG: v.wgx!, R: v.r! },
+  };
+}
+
 /** A register-tile variant; its tile must be one matmul_gen.ts generates (`texture`: TEX_TILES). */
 function reg(r: number, c: number, wgx: number, wgy = 1, texture = false): MatmulVariant {
   if (!(texture ? isTexTile(r, c) : isRegTile(r, c))) {

@@ -16,7 +16,7 @@
 //
 // Dims: B sequences, P prompt tokens, N new tokens, T tokens per training sequence.
 
-import type { Gpu } from "../../src/gpu/mod.ts";
+import { DEFAULT_SUBMIT_CHUNK, type Gpu, setSubmitChunk } from "../../src/gpu/mod.ts";
 import { activeProfiler, GpuProfiler, type KernelTime } from "../../src/gpu/profiler.ts";
 import { writeFilesAtomic } from "../../src/io/deno_files.ts";
 import { denoFolder } from "../../src/io/deno_files.ts";
@@ -83,6 +83,12 @@ export interface ScaleBenchOptions {
   readonly longContext?: number;
 }
 
+/**
+ * The batch sizes whose decode is also timed without the split-K folds (GPU adapters only): the
+ * inference rows' `fold_gain`.
+ */
+const FOLD_BATCHES = [1, 8];
+
 /** The batch sizes of the long-context rows (ScaleBenchOptions.longContext). */
 const LONG_BATCHES = [1, 4];
 
@@ -113,11 +119,14 @@ async function profiled(gpu: Gpu, fn: () => Promise<unknown>) {
 
 /**
  * Microseconds per dispatch of a chain of tiny dependent dispatches (an in-place add of 64
- * floats, DISPATCH_CHAIN of them in one pass, replayed): the floor a decode step pays per
- * dispatch on this adapter, whatever its kernels compute.
+ * floats, DISPATCH_CHAIN of them, replayed): the floor a decode step pays per dispatch on this
+ * adapter, whatever its kernels compute. `floor_us` submits as plans do (DEFAULT_SUBMIT_CHUNK
+ * dispatches a submission, so the GPU runs while JS encodes); `one_submit_us` encodes the whole
+ * chain before one submission; `encode_us` is the CPU time of encoding alone (encode and finish,
+ * no submission): what the chunked submission can hide behind the GPU's work.
  */
 const DISPATCH_CHAIN = 2000;
-async function dispatchFloorUs(gpu: Gpu): Promise<number> {
+async function dispatchFloor(gpu: Gpu) {
   const ops = await createOps(gpu);
   const x = gpu.zeros(64), y = gpu.zeros(64);
   const rec = gpu.recorder("dispatch floor");
@@ -125,15 +134,34 @@ async function dispatchFloorUs(gpu: Gpu): Promise<number> {
     ops.elementwise.binaryInPlace(rec, { op: "add", n: 64 }, x, y);
   }
   const plan = rec.finish();
-  try {
-    const times: number[] = [];
-    for (let r = 0; r < 4; r++) { // round 0 warms up
-      const t0 = performance.now();
-      plan.run();
-      await gpu.sync();
-      if (r > 0) times.push(performance.now() - t0);
+  const perDispatch = (ms: number[]) => round(median(ms) * 1000 / DISPATCH_CHAIN, 2);
+  const timed = async (chunk: number) => {
+    const prev = setSubmitChunk(chunk);
+    try {
+      const times: number[] = [];
+      for (let r = 0; r < 4; r++) { // round 0 warms up
+        const t0 = performance.now();
+        plan.run();
+        await gpu.sync();
+        if (r > 0) times.push(performance.now() - t0);
+      }
+      return perDispatch(times);
+    } finally {
+      setSubmitChunk(prev);
     }
-    return round(median(times) * 1000 / DISPATCH_CHAIN, 2);
+  };
+  try {
+    const floor_us = await timed(DEFAULT_SUBMIT_CHUNK);
+    const one_submit_us = await timed(Infinity);
+    const encode: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      const t0 = performance.now();
+      const enc = gpu.device.createCommandEncoder();
+      plan.run(enc);
+      enc.finish(); // never submitted
+      encode.push(performance.now() - t0);
+    }
+    return { floor_us, one_submit_us, encode_us: perDispatch(encode) };
   } finally {
     plan.destroy();
     x.destroy();
@@ -198,7 +226,8 @@ async function oursInference(
   w: ModelWeights,
   B: number,
   o: ScaleBenchOptions,
-  at: { promptLen?: number; attentionSplit?: boolean; profile?: boolean } = {},
+  at: { promptLen?: number; attentionSplit?: boolean; splitKFolds?: boolean; profile?: boolean } =
+    {},
 ) {
   const promptLen = at.promptLen ?? o.promptLen;
   const t0 = performance.now();
@@ -211,6 +240,7 @@ async function oursInference(
         chunkRows: Math.min(512, B * promptLen),
         halfBase: o.halfBase,
         attentionSplit: at.attentionSplit,
+        splitKFolds: at.splitKFolds,
       }),
   );
   const create_s = seconds(t0);
@@ -400,8 +430,10 @@ const ratio = (a: number | undefined, b: number | undefined) =>
 /** The "scale" section of `deno task bench`. */
 export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string) => void) {
   const python = o.python === undefined ? "python3" : o.python;
-  const floorUs = await dispatchFloorUs(gpu);
-  log(`dispatch floor: ${floorUs} µs per dependent dispatch (${DISPATCH_CHAIN} in one pass)`);
+  const floor = await dispatchFloor(gpu), floorUs = floor.floor_us;
+  log(
+    `dispatch floor: ${floorUs} µs per dependent dispatch (${DISPATCH_CHAIN} of them; one submission: ${floor.one_submit_us} µs; encoding alone ${floor.encode_us} µs)`,
+  );
   const shapes = [];
   for (const shape of o.shapes) {
     const dir = `${o.dir}/${shape.name}`;
@@ -414,7 +446,21 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       log(
         `${shape.name} B${B}: prefill ${r.prefill_tok_s} tok/s, decode ${r.decode_tok_s} tok/s (create ${r.create_s} s, first generate ${r.first_generate_s} s)`,
       );
-      inference.push({ batch: B, ...r });
+      // The split-K folds (GpuModelOptions.splitKFolds) apply on GPU adapters only.
+      let unfused = null;
+      if (gpu.adapterClass === "gpu" && FOLD_BATCHES.includes(B)) {
+        unfused = await oursInference(gpu, w, B, o, { splitKFolds: false, profile: false });
+        log(
+          `${shape.name} B${B}: decode ${unfused.decode_tok_s} tok/s without the split-K folds (${unfused.decode_forward_dispatches} dispatches a step, against ${r.decode_forward_dispatches})`,
+        );
+      }
+      inference.push({
+        batch: B,
+        ...r,
+        decode_tok_s_unfused: unfused?.decode_tok_s ?? null,
+        decode_forward_dispatches_unfused: unfused?.decode_forward_dispatches ?? null,
+        fold_gain: ratio(r.decode_tok_s, unfused?.decode_tok_s),
+      });
     }
     const long_context = [];
     for (const B of o.longContext ? LONG_BATCHES : []) {
@@ -501,6 +547,8 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
     },
     peer: "PyTorch + transformers eager fp32 (test/bench/scale_torch.py), same folders, same run",
     dispatch_floor_us: floorUs,
+    dispatch_floor_one_submit_us: floor.one_submit_us,
+    dispatch_encode_us: floor.encode_us,
     load_average: Deno.loadavg().map((x) => round(x)),
     shapes,
   };

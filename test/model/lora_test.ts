@@ -13,6 +13,7 @@ import { LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
+import { FUSED_SPLITK_STORAGE } from "../../src/ops/matmul.ts";
 import { backwardStep } from "./backward_step.ts";
 
 // Three sequences: adapter 0, adapter 1, and the bare base (adapter id out of range).
@@ -88,6 +89,45 @@ Deno.test("LoRA adapters", async (t) => {
           } finally {
             lora.destroy();
             model.destroy();
+          }
+        },
+      );
+
+      await t.step(
+        `${name}, the GPU class's kernels: the split-K folds (RMSNorm into q/k/v and gate/up, SwiGLU into down) feed LoRA the normalized rows and the activation`,
+        async () => {
+          const { w, layout, data } = await setup(name);
+          const rows = rowsOf(), N = rows.length; // 12 rows: split-K at decode rows on GPUs
+          const g = await Gpu.create({ adapterClass: "gpu" });
+          const model = await GpuModel.create(g, w, { slots: 3, maxLen: 16, chunkRows: N });
+          const lora = await LoraAdapters.create(g, layout, N, data);
+          model.attachLora(lora);
+          try {
+            const rec = g.recorder("count");
+            model.encodeForward(rec, N, N);
+            const plan = rec.finish(), kernels = plan.dispatchKernels;
+            plan.destroy();
+            const L = w.config.numLayers;
+            const count = (k: string) => kernels.filter((x) => x === k).length;
+            if (g.device.limits.maxStorageBuffersPerShaderStage >= FUSED_SPLITK_STORAGE) {
+              assert(count("matmul_splitk_group_norm:ntg_splitk_norm") === 2 * L, kernels.join());
+              assert(count("matmul_splitk_swiglu:nt_splitk_swiglu") === L, kernels.join());
+            }
+            const got = await model.forward(rows, rows.map((_, i) => i));
+            const V = w.config.vocabSize, want = refLogits(w, layout, data);
+            rows.forEach((r, i) => {
+              const ratio = toleranceRatio(
+                got.subarray(i * V, (i + 1) * V),
+                want[r.slot].subarray(r.pos * V, (r.pos + 1) * V),
+                2e-4,
+                1e-3,
+              );
+              assert(ratio <= 1, `row ${i} (adapter ${r.adapter}): ${ratio.toFixed(2)}× tolerance`);
+            });
+          } finally {
+            lora.destroy();
+            model.destroy();
+            g.destroy();
           }
         },
       );

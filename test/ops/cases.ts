@@ -43,7 +43,7 @@ import {
   unaryRef,
 } from "../../src/ops/reference.ts";
 import { packHalves, roundToHalf } from "../../src/ops/matmul_half.ts";
-import { groupedEqualsSingle } from "./group_cases.ts";
+import { foldsMatchReference, groupedEqualsSingle } from "./group_cases.ts";
 
 export interface CaseResult {
   name: string;
@@ -195,6 +195,15 @@ function subgroupCases(): KernelCase[] {
       name: `matmul group, GPU-class picks${halfB ? ", half B" : ""} [split-K, subgroups]`,
       run: async (gpu) => {
         await groupedEqualsSingle(gpu, "gpu", halfB);
+        return 0;
+      },
+    });
+    out.push({
+      name: `split-K folds (RMSNorm, SwiGLU), GPU-class picks${
+        halfB ? ", half B" : ""
+      } [subgroups]`,
+      run: async (gpu) => {
+        await foldsMatchReference(gpu, halfB);
         return 0;
       },
     });
@@ -488,6 +497,52 @@ function elementwiseCases(): KernelCase[] {
         });
       }
     }
+  }
+  // Grouped bias adds (q/k/v's): each part as binaryInPlace's row broadcast writes it, bit for
+  // bit; 2 and 3 parts, rows and widths that do not fill a workgroup.
+  for (const [rows, widths] of [[3, [64, 16, 16]], [37, [13, 7]]] as const) {
+    out.push({
+      name: `bias group ${rows} rows × [${widths.join(", ")}]`,
+      async run(gpu, ops) {
+        const ys = widths.map((w, i) => seededValues(rows * w, 20 + i));
+        const bs = widths.map((w, i) => seededValues(w, 30 + i));
+        const grouped = ys.map((y) => gpu.upload(y)), single = ys.map((y) => gpu.upload(y));
+        const B = bs.map((b) => gpu.upload(b)), scratch = gpu.zeros(4);
+        const rec = gpu.recorder();
+        ops.elementwise.addBiases(
+          rec,
+          rows,
+          widths.map((cols, i) => ({ y: grouped[i], bias: B[i], cols })),
+          scratch,
+        );
+        const plan = rec.finish();
+        const dispatches = plan.dispatchCount;
+        plan.run();
+        plan.destroy();
+        widths.forEach((cols, i) =>
+          ops.elementwise.binaryInPlace(
+            rec,
+            { op: "add", n: rows * cols, cols, broadcast: "row" },
+            single[i],
+            B[i],
+          )
+        );
+        rec.submit();
+        let worst = dispatches === 1 ? 0 : Infinity;
+        for (let i = 0; i < widths.length; i++) {
+          const n = rows * widths[i];
+          const [g, s1] = [
+            await gpu.readFloat32(grouped[i], n),
+            await gpu.readFloat32(single[i], n),
+          ];
+          if (g.some((v, j) => v !== s1[j])) worst = Infinity;
+          const args = { op: "add", n, cols: widths[i], broadcast: "row" } as const;
+          worst = Math.max(worst, toleranceRatio(g, binaryRef(args, ys[i], bs[i]), 1e-6, 2e-6));
+        }
+        [...grouped, ...single, ...B, scratch].forEach((b) => b.destroy());
+        return worst;
+      },
+    });
   }
   return out;
 }

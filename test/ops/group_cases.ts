@@ -4,7 +4,9 @@
 
 import { assert, assertEquals } from "../assert.ts";
 import type { Gpu } from "../../src/gpu/mod.ts";
-import { Matmul, SHAPE_BUCKETS } from "../../src/ops/matmul.ts";
+import { FUSED_SPLITK_STORAGE, Matmul, SHAPE_BUCKETS } from "../../src/ops/matmul.ts";
+import { ModelKernels } from "../../src/model/model_kernels.ts";
+import { rmsNorm, silu } from "../../src/model/reference.ts";
 import { isGroupTile } from "../../src/ops/matmul_gen.ts";
 import { MATMUL_TUNING } from "../../src/ops/tuning.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
@@ -81,6 +83,106 @@ export async function groupedEqualsSingle(gpu: Gpu, classPicks: "gpu" | null, ha
         assert(ratio <= 1, `M=${M} part ${i}: error ${ratio.toFixed(2)}× tolerance`);
       }
       [A, ...Bs, ...grouped, ...single].forEach((x) => x.destroy());
+    }
+  } finally {
+    scratch.destroy();
+  }
+}
+
+/**
+ * The split-K folds of a decode step through the GPU class's picks (Matmul.encodeNormGroup,
+ * encodeSwigluNt; their subgroup twins where the device has subgroups): the RMSNorm folded into
+ * the grouped product and SwiGLU folded into the down projection each take one dispatch, are
+ * within tolerance of float64 (products and the normalized rows / activations they also write),
+ * and the SwiGLU fold equals SwiGLU then the product bit for bit. Where the adapter binds fewer
+ * storage buffers than the fused kernels need, both must decline (return false, record nothing).
+ * Throws (AssertionError) otherwise.
+ */
+export async function foldsMatchReference(gpu: Gpu, half: boolean) {
+  // The decode rows' buckets only (compiling every bucket's half-B twins costs llvmpipe ~50 s).
+  const decodeBuckets = ["vector", "skinny", "skinny16", "skinny32"] as const;
+  const mm = await Matmul.create(gpu, MATMUL_TUNING.gpu as never, decodeBuckets, half);
+  const kernels = await ModelKernels.create(gpu, 16);
+  const fits = gpu.device.limits.maxStorageBuffersPerShaderStage >= FUSED_SPLITK_STORAGE;
+  const scratch = gpu.zeros(4), eps = 1e-6;
+  const ok = (got: Float32Array, want: Float64Array, K: number, what: string) => {
+    const ratio = toleranceRatio(got, want, 1e-5 * Math.sqrt(K) + 1e-6, 1e-4);
+    assert(ratio <= 1, `${what}: error ${ratio.toFixed(2)}× tolerance`);
+  };
+  try {
+    // Rows 1 (split-K r1), 9 (two 8-row blocks, the second of one row), 24; parts not multiples
+    // of 4 columns; K longer than 64 lanes of vec4s (520, 300). Half B: the 8-row kernels only
+    // (each split-K kernel costs llvmpipe 5–11 s to compile).
+    const shapes = [
+      [9, 300, [13, 7]],
+      [1, 520, [24, 8, 8]],
+      [24, 36, [13, 7, 20]],
+    ] as const;
+    for (const [M, K, Ns] of half ? shapes.slice(0, 1) : shapes) {
+      const a = seededValues(M * K, 1, -2, 2), g = seededValues(K, 2, 0.5, 1.5);
+      const bs = Ns.map((n, i) => seededValues(n * K, 10 + i));
+      const [A, G] = [gpu.upload(a), gpu.upload(g)];
+      const Bs = bs.map((b) => gpu.upload(half ? packHalves(b) : b));
+      const Cs = Ns.map((n) => gpu.zeros(M * n)), XN = gpu.zeros(M * K);
+      const rec = gpu.recorder();
+      const parts = Ns.map((n, i) => ({ b: Bs[i], c: Cs[i], N: n }));
+      const took = mm.encodeNormGroup(rec, M, K, A, { g: G, eps, xn: XN }, parts, scratch, half);
+      const plan = rec.finish();
+      assertEquals(took, fits, `M=${M}: the norm fold applies where the adapter binds 9 buffers`);
+      assertEquals(plan.dispatchCount, fits ? 1 : 0, `M=${M}: the norm fold's dispatches`);
+      plan.run();
+      plan.destroy();
+      if (fits) {
+        const xn = Array.from(
+          { length: M },
+          (_, r) => rmsNorm(a.subarray(r * K, (r + 1) * K), g, eps),
+        );
+        ok(
+          await gpu.readFloat32(XN, M * K),
+          Float64Array.from(xn.flatMap((x) => [...x])),
+          1,
+          `M=${M} xn`,
+        );
+        for (let i = 0; i < Ns.length; i++) {
+          const b = half ? roundToHalf(bs[i]) : bs[i];
+          const want = matmulRef({ form: "nt", M, N: Ns[i], K }, xn.flatMap((x) => [...x]), b);
+          ok(await gpu.readFloat32(Cs[i], M * Ns[i]), want, K, `M=${M} part ${i} (norm fold)`);
+        }
+      }
+      // SwiGLU folded into a product accumulating into C (the down projection's residual), against
+      // SwiGLU then the product; the first part's width as the output.
+      const N = Ns[0];
+      const gate = seededValues(M * K, 3, -4, 4), up = seededValues(M * K, 4);
+      const c0 = seededValues(M * N, 5);
+      const [Gt, Up] = [gpu.upload(gate), gpu.upload(up)];
+      const [C1, C2] = [gpu.upload(c0), gpu.upload(c0)];
+      const [H1, H2] = [gpu.zeros(M * K), gpu.zeros(M * K)];
+      const shape = { M, N, K, beta: 1, halfB: half };
+      const rec2 = gpu.recorder();
+      assertEquals(mm.encodeSwigluNt(rec2, shape, Gt, Up, Bs[0], C1, H1), fits);
+      const fused = rec2.finish();
+      assertEquals(fused.dispatchCount, fits ? 1 : 0, `M=${M}: the SwiGLU fold's dispatches`);
+      fused.run();
+      fused.destroy();
+      const rec3 = gpu.recorder();
+      kernels.swiglu(rec3, M * K, Gt, Up, H2);
+      mm.encode(rec3, { form: "nt", ...shape }, H2, Bs[0], C2);
+      rec3.submit();
+      if (fits) {
+        const [h1, h2] = [await gpu.readFloat32(H1, M * K), await gpu.readFloat32(H2, M * K)];
+        const [o1, o2] = [await gpu.readFloat32(C1, M * N), await gpu.readFloat32(C2, M * N)];
+        assertEquals([...h1].join(","), [...h2].join(","), `M=${M}: h differs from swiglu's`);
+        assertEquals(
+          [...o1].join(","),
+          [...o2].join(","),
+          `M=${M}: the fold differs from SwiGLU then the product`,
+        );
+        const h = Float64Array.from(gate, (x, i) => silu(x) * up[i]);
+        ok(h1, h, 1, `M=${M} h`);
+        const b = half ? roundToHalf(bs[0]) : bs[0];
+        ok(o1, matmulRef({ form: "nt", M, N, K, beta: 1 }, h, b, c0), K, `M=${M} SwiGLU fold`);
+      }
+      [A, G, ...Bs, ...Cs, XN, Gt, Up, C1, C2, H1, H2].forEach((x) => x.destroy());
     }
   } finally {
     scratch.destroy();

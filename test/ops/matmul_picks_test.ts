@@ -23,7 +23,7 @@ import {
   matmulPicks,
 } from "../../src/ops/tuning.ts";
 import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
-import { groupedEqualsSingle } from "./group_cases.ts";
+import { foldsMatchReference, groupedEqualsSingle } from "./group_cases.ts";
 
 const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu" = "cpu") => ({
   vendor: "",
@@ -244,6 +244,17 @@ Deno.test("grouped A·Bᵀ (q/k/v, gate/up in one dispatch) equals one matmul pe
           },
         );
       }
+    }
+  } finally {
+    gpu.destroy();
+  }
+});
+
+Deno.test("the split-K folds of a decode step (RMSNorm into the grouped product, SwiGLU into the down projection) match float64 and the unfused kernels", async (t) => {
+  const gpu = await Gpu.create();
+  try {
+    for (const half of [false, true]) {
+      await t.step(half ? "half B" : "f32 B", () => foldsMatchReference(gpu, half));
     }
   } finally {
     gpu.destroy();

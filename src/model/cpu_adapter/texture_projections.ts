@@ -63,7 +63,22 @@ export class TextureProjections extends StorageProjections {
     this.qkNormRope(rec, l, N);
   }
 
-  override mlpInput(rec: Recorder, l: number, N: number, xmid: GPUBuffer) {
+  /** The texture path does not take the split-K folds: norm → gate/up (→ SwiGLU) → down. */
+  override mlp(rec: Recorder, l: number, N: number, xmid: GPUBuffer, to: GPUBuffer) {
+    this.mlpInput(rec, l, N, xmid);
+    this.residual(
+      rec,
+      N,
+      this.m.acts[l].h,
+      this.m.weights.layout.layerView(l).down,
+      null,
+      xmid,
+      to,
+    );
+  }
+
+  /** The MLP's input: post-attention RMSNorm of xmid → gate, up → SwiGLU into h. */
+  private mlpInput(rec: Recorder, l: number, N: number, xmid: GPUBuffer) {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
     if (this.needsNorm([lv.gate!, lv.up])) {
       m.kernels.rmsnorm(rec, N, c.hiddenSize, c.rmsNormEps, xmid, m.p(lv.postNorm), a.xn2, a.rstd2);
@@ -174,7 +189,7 @@ export class TextureProjections extends StorageProjections {
       parts.map(([, , y], i) => ({ b: tws[i] as TextureWeight, c: y })),
       this.m.scratch.unused,
     );
-    for (const [w, bias, y] of parts) this.addBias(rec, N, w, bias, y);
+    this.addBiases(rec, N, parts);
     this.lora(rec, N, x, parts);
   }
 }
