@@ -18,7 +18,7 @@ import {
 } from "./device.ts";
 import { type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { readbackFor } from "./readback.ts";
-import { Recorder } from "./recorder.ts";
+import { DEFAULT_SUBMIT_CHUNK, Recorder } from "./recorder.ts";
 
 export * from "./buffers.ts";
 export * from "./device.ts";
@@ -95,7 +95,11 @@ export class Gpu {
   }
 
   recorder(label?: string): Recorder {
-    return new Recorder(this.device, label);
+    return new Recorder(
+      this.device,
+      label,
+      this.adapterClass === "gpu" ? DEFAULT_SUBMIT_CHUNK : Infinity,
+    );
   }
 
   /** A new storage buffer with the given contents. */

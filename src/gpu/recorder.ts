@@ -59,20 +59,25 @@ function encodeDispatch(pass: GPUComputePassEncoder, c: EncodedDispatch): void {
   pass.dispatchWorkgroups(c.workgroups[0], c.workgroups[1], c.workgroups[2]);
 }
 
-/** Default dispatches per submission of a plan run on its own (CommandPlan.run). */
+/**
+ * Dispatches per submission of a plan run on its own (CommandPlan.run) on GPU-class adapters.
+ * On CPU adapters a plan is one submission: llvmpipe runs a submission's work before submit
+ * returns, so there is nothing to overlap, and chunks measured 0–10% slower there.
+ */
 export const DEFAULT_SUBMIT_CHUNK = 128;
-let submitChunk = DEFAULT_SUBMIT_CHUNK;
+let submitChunkOverride: number | null = null;
 
 /**
- * Dispatches per submission when a plan runs on its own encoder (CommandPlan.run): a positive
- * integer, or Infinity for one submission per run (the bench's A/B). Returns the previous value.
+ * Dispatches per submission for every plan run on its own encoder, over the adapter-class
+ * default: a positive integer, Infinity for one submission per run (the bench's A/B), or null
+ * for the default again. Returns the previous override.
  */
-export function setSubmitChunk(n: number): number {
-  if (!(n === Infinity || (Number.isInteger(n) && n > 0))) {
-    throw new KernelArgumentError(`submit chunk ${n}: a positive integer or Infinity`);
+export function setSubmitChunk(n: number | null): number | null {
+  if (n !== null && !(n === Infinity || (Number.isInteger(n) && n > 0))) {
+    throw new KernelArgumentError(`submit chunk ${n}: a positive integer, Infinity or null`);
   }
-  const prev = submitChunk;
-  submitChunk = n;
+  const prev = submitChunkOverride;
+  submitChunkOverride = n;
   return prev;
 }
 
@@ -83,6 +88,8 @@ export class CommandPlan {
     private cmds: Encoded[],
     private arena: GPUBuffer | null,
     readonly label: string,
+    /** Dispatches per submission of run() without an encoder (Recorder's submitChunk). */
+    private submitChunk = Infinity,
   ) {}
 
   get dispatchCount(): number {
@@ -108,7 +115,7 @@ export class CommandPlan {
    * Encodes the plan into `encoder` (for composing plans) or into new ones that are submitted.
    * Consecutive dispatches share one compute pass, or, while a profiler is active, each gets its
    * own timed pass (profiler.ts). Without `encoder`, a plan of more than `submitChunk` dispatches
-   * is submitted `submitChunk` dispatches at a time (setSubmitChunk), so the GPU starts on the
+   * is submitted `submitChunk` dispatches at a time (on GPUs; setSubmitChunk), so the GPU starts on the
    * first while JS encodes the rest: encoding costs ~2 µs a dispatch (Deno, 2026-11-27), a
    * decode step of a 30-layer model ~270 of them, and one submission at the end would leave
    * the GPU idle for all of it. The queue runs submissions in order: the same work either way.
@@ -116,7 +123,7 @@ export class CommandPlan {
   run(encoder?: GPUCommandEncoder): void {
     let enc = encoder ?? this.device.createCommandEncoder({ label: this.label });
     const profiler = activeProfiler();
-    const chunk = encoder || profiler ? Infinity : submitChunk;
+    const chunk = encoder || profiler ? Infinity : submitChunkOverride ?? this.submitChunk;
     let inEncoder = 0;
     let run: EncodedDispatch[] = [];
     const flush = () => {
@@ -185,7 +192,15 @@ export class Recorder {
   /** Arena offsets and lengths of the uniform blocks recorded so far, by a hash of their bytes. */
   private uniformSlots = new Map<number, [offset: number, bytes: number][]>();
 
-  constructor(private device: GPUDevice, readonly label = "recording") {
+  /**
+   * `submitChunk`: dispatches per submission when a finished plan runs on its own
+   * (DEFAULT_SUBMIT_CHUNK on GPU-class adapters, Gpu.recorder; Infinity: one submission).
+   */
+  constructor(
+    private device: GPUDevice,
+    readonly label = "recording",
+    private submitChunk = Infinity,
+  ) {
     this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, 16);
   }
 
@@ -286,7 +301,7 @@ export class Recorder {
     this.cmds = [];
     this.used = 0;
     this.uniformSlots.clear();
-    return new CommandPlan(this.device, encoded, arena, this.label);
+    return new CommandPlan(this.device, encoded, arena, this.label, this.submitChunk);
   }
 
   /** Runs the recording once. The uniform arena is freed when the GPU is done with it. */

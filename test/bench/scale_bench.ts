@@ -135,7 +135,7 @@ async function dispatchFloor(gpu: Gpu) {
   }
   const plan = rec.finish();
   const perDispatch = (ms: number[]) => round(median(ms) * 1000 / DISPATCH_CHAIN, 2);
-  const timed = async (chunk: number) => {
+  const timed = async (chunk: number) => { // over the adapter-class default (CommandPlan.run)
     const prev = setSubmitChunk(chunk);
     try {
       const times: number[] = [];
