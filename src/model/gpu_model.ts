@@ -356,6 +356,7 @@ export class GpuModel {
           attentionSplit: opts.attentionSplit,
           queryGroup: weights.config.numHeads / weights.config.numKvHeads,
           halfGather: opts.halfBase,
+          normPair: weights.config.qkNorm,
         }),
         params.anySplit || gpt2 ? SplitKernels.create(gpu, opts.halfBase) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,

@@ -71,6 +71,14 @@ export const RmsNormParams = uniformStruct("rmsnorm_params", "Params", [
   ["eps", "f32"],
 ]);
 
+/** shaders/rmsnorm_pair.wgsl's parameters. */
+export const RmsNormPairParams = uniformStruct("rmsnorm_pair_params", "PairParams", [
+  ["rows0", "u32"],
+  ["rows1", "u32"],
+  ["cols", "u32"],
+  ["eps", "f32"],
+]);
+
 /** shaders/rope.wgsl's rope entry: x [rows, heads, D] rotated by positions < maxPos. */
 export const RopeParams = uniformStruct("rope_params", "Params", [
   ["rows", "u32"],
@@ -121,7 +129,7 @@ export class ModelKernels {
         "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu" | "kvCopy",
         Kernel
       >
-      & { gatherHalf?: Kernel; attnPart?: Kernel; attnMerge?: Kernel },
+      & { gatherHalf?: Kernel; attnPart?: Kernel; attnMerge?: Kernel; rmsnormPair?: Kernel },
     private maxPerDim: number,
     readonly cachePositions: number,
   ) {}
@@ -158,6 +166,8 @@ export class ModelKernels {
       queryGroup?: number;
       /** Also the gather of a half-float embedding (GpuModelOptions.halfBase). */
       halfGather?: boolean;
+      /** Also two RMSNorms in one dispatch (rmsnormPair: Qwen3's q and k norms). */
+      normPair?: boolean;
       /**
        * Decode attention split over positions for few rows × heads (attention4_part, default on
        * wherever the workgroup or flash vec4 kernels run and the cache is long enough).
@@ -231,6 +241,19 @@ export class ModelKernels {
     const gatherHalf = opts.halfGather
       ? await s("gather_rows_hb", "gather_rows", [u, ro, ro, rw], { WG: EW })
       : undefined;
+    const rmsnormPair = opts.normPair
+      ? await s("rmsnorm_pair", serial ? "rmsnorm_pair_rows" : "rmsnorm_pair", [
+        u,
+        ro,
+        ro,
+        rw,
+        rw,
+        ro,
+        ro,
+        rw,
+        rw,
+      ], { WG: RED_WG })
+      : undefined;
     const split = vec4Attention && !lane && (opts.attentionSplit ?? true)
       ? attentionSplits(cachePositions)
       : { span: 0, splits: 0 };
@@ -259,6 +282,7 @@ export class ModelKernels {
         gatherHalf,
         attnPart,
         attnMerge,
+        rmsnormPair,
       },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
@@ -326,6 +350,34 @@ export class ModelKernels {
       ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim)
       : grid1d(rows, this.maxPerDim);
     rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], wg, u);
+  }
+
+  /**
+   * Two RMSNorms of `cols`-wide rows in one dispatch (Qwen3's q and k norms), each as rmsnorm
+   * computes it, bit for bit: rows0 rows of x0 with w0 into out0 / rstd0, rows1 of x1 with w1
+   * into out1 / rstd1. Needs the kernels created with normPair.
+   */
+  rmsnormPair(
+    rec: Recorder,
+    cols: number,
+    eps: number,
+    a: { rows: number; x: BufferRef; w: BufferRef; out: BufferRef; rstd: BufferRef },
+    b: { rows: number; x: BufferRef; w: BufferRef; out: BufferRef; rstd: BufferRef },
+  ) {
+    if (!this.k.rmsnormPair) {
+      throw new KernelArgumentError("rmsnormPair: create the kernels with normPair");
+    }
+    const u = RmsNormPairParams.pack({ rows0: a.rows, rows1: b.rows, cols, eps });
+    const rows = a.rows + b.rows;
+    const wg = this.serialNorm
+      ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim)
+      : grid1d(rows, this.maxPerDim);
+    rec.dispatch(
+      this.k.rmsnormPair,
+      [null, a.x, a.w, a.out, a.rstd, b.x, b.w, b.out, b.rstd],
+      wg,
+      u,
+    );
   }
 
   /** Rotates x [rows, heads, D] in place back by each row's position (the inverse RoPE, for gradients). */

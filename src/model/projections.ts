@@ -74,9 +74,14 @@ export class StorageProjections implements Projections {
       a = m.acts[l],
       lv = m.weights.layout.layerView(l);
     const D = c.headDim, NH = c.numHeads, KV = c.numKvHeads;
-    if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE
-      K.rmsnorm(rec, N * NH, D, c.rmsNormEps, a.q, m.p(lv.qNorm), a.qn, a.rstdq);
-      K.rmsnorm(rec, N * KV, D, c.rmsNormEps, a.k, m.p(lv.kNorm), a.kn, a.rstdk);
+    if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE, one dispatch
+      K.rmsnormPair(
+        rec,
+        D,
+        c.rmsNormEps,
+        { rows: N * NH, x: a.q, w: m.p(lv.qNorm), out: a.qn, rstd: a.rstdq },
+        { rows: N * KV, x: a.k, w: m.p(lv.kNorm), out: a.kn, rstd: a.rstdk },
+      );
     }
     const { q, k } = m.qkUsed(l);
     K.ropeStore(
