@@ -12,6 +12,7 @@ override WG: u32 = 64u;
 override R: u32 = 1u;
 
 //! include matmul_put
+//! include matmul_splitk_quad
 
 @compute @workgroup_size(WG, 1, 1)
 fn nt_splitk(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
@@ -21,17 +22,13 @@ fn nt_splitk(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
   let m0 = wid.y * R;
   let aBase = wid.z * (p.strideA / 4u);
   let bBase = wid.z * (p.strideB / 4u);
-  let last = p.N - 1u;
-  let b0 = bBase + min(n0, last) * K4;
-  let b1 = bBase + min(n0 + 1u, last) * K4;
-  let b2 = bBase + min(n0 + 2u, last) * K4;
-  let b3 = bBase + min(n0 + 3u, last) * K4;
+  let b = quadRows(bBase, n0, p.N, K4);
   var acc: array<vec4<f32>, MAXR>;
   for (var k = li; k < K4; k += WG) {
-    let w0 = B[b0 + k];
-    let w1 = B[b1 + k];
-    let w2 = B[b2 + k];
-    let w3 = B[b3 + k];
+    let w0 = B[b.x + k];
+    let w1 = B[b.y + k];
+    let w2 = B[b.z + k];
+    let w3 = B[b.w + k];
     for (var r = 0u; r < R; r++) {
       let a = A[aBase + min(m0 + r, p.M - 1u) * K4 + k];
       acc[r] += vec4<f32>(dot(a, w0), dot(a, w1), dot(a, w2), dot(a, w3));

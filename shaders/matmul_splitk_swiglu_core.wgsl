@@ -14,6 +14,7 @@ override WG: u32 = 64u;
 override R: u32 = 1u;
 
 //! include matmul_put
+//! include matmul_splitk_quad
 
 // swiglu.wgsl's value, four at a time: silu(gate) · up.
 fn swiglu4(i: u32) -> vec4<f32> {
@@ -27,17 +28,13 @@ fn nt_splitk_swiglu(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
   let K4 = p.K / 4u;
   let n0 = wid.x * 4u;
   let m0 = wid.y * R;
-  let last = p.N - 1u;
-  let b0 = min(n0, last) * K4;
-  let b1 = min(n0 + 1u, last) * K4;
-  let b2 = min(n0 + 2u, last) * K4;
-  let b3 = min(n0 + 3u, last) * K4;
+  let b = quadRows(0u, n0, p.N, K4);
   var acc: array<vec4<f32>, MAXR>;
   for (var k = li; k < K4; k += WG) {
-    let w0 = B[b0 + k];
-    let w1 = B[b1 + k];
-    let w2 = B[b2 + k];
-    let w3 = B[b3 + k];
+    let w0 = B[b.x + k];
+    let w1 = B[b.y + k];
+    let w2 = B[b.z + k];
+    let w3 = B[b.w + k];
     for (var r = 0u; r < R; r++) {
       let i = min(m0 + r, p.M - 1u) * K4 + k;
       let a = swiglu4(i);

@@ -139,7 +139,11 @@ interface Scratch {
   meanf: GPUBuffer; // [N] gpt2: ln_f's means
   logits: GPUBuffer; // [logitRows, V]
   pairs: GPUBuffer; // [slots, 4] u32 (from, to, n, 0): encodeCopyCache's slot pairs
-  unused: GPUBuffer; // the output binding of an empty slot in grouped matmuls (never written)
+  /**
+   * The output bindings of empty slots in grouped kernels (never written): 260 bytes, so two
+   * empty slots take ranges 256 bytes apart (browsers refuse aliased writable bindings).
+   */
+  unused: GPUBuffer;
   /** The split decode attention's partials (ModelKernels.splitScratchFloats), or null. */
   attnParts: { o: GPUBuffer; ml: GPUBuffer } | null;
 }
@@ -218,7 +222,7 @@ export class GpuModel {
       meanf: f(N, "meanf"),
       logits: f(this.logitRows * c.vocabSize, "logits"),
       pairs: f(4 * Math.max(1, slots), "cache-copy pairs"),
-      unused: f(4, "unused"),
+      unused: f(65, "unused"),
       attnParts: null,
     };
     if (kernels.attnSplit.splits > 0) {

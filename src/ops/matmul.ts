@@ -8,17 +8,11 @@
 import type { AdapterClass } from "../gpu/device.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { BufferRef } from "../gpu/buffers.ts";
+import { type BufferRef, resolveRange } from "../gpu/buffers.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { registerShaderGenerators, registerShaderTransforms } from "../gpu/shaders.ts";
-import {
-  isRopeTile,
-  MATMUL_SHADERS,
-  MatmulGroupNormParams,
-  MatmulGroupParams,
-  MatmulParams,
-} from "./matmul_gen.ts";
+import { isRopeTile, MATMUL_SHADERS, MatmulGroupParams, MatmulParams } from "./matmul_gen.ts";
 import { HALF_B, HALF_B_SHADERS } from "./matmul_half.ts";
 import {
   encodeGroupTextureWith,
@@ -68,6 +62,57 @@ export interface MatmulGroupPart {
   b: BufferRef;
   c: BufferRef;
   N: number;
+}
+
+/**
+ * A grouped A·Bᵀ dispatch's bindings (matmul_group_bindings.wgsl: unused parts' B is part 0's, C
+ * a range of `scratch`), workgroups and uniform (matmul_group_params, `eps` for the folded norm)
+ * for variant v, a register tile's or split-K's. With one part, the two unused C slots take
+ * scratch's bytes 0–3 and 256–259 (Chrome refuses overlapping writable bindings in a dispatch,
+ * even ones never written; Deno's wgpu does not check): scratch must then hold 260 bytes.
+ */
+function groupDispatch(
+  v: MatmulVariant,
+  M: number,
+  K: number,
+  a: BufferRef,
+  parts: readonly MatmulGroupPart[],
+  scratch: BufferRef,
+  eps: number,
+) {
+  // Columns per workgroup: a register tile's C × WGX, a split-K workgroup's 4.
+  const cols = v.kind === "splitk" ? 4 : v.c! * v.wgx!;
+  const rows = v.kind === "splitk" ? v.r! : v.r! * v.wgy!;
+  const tiles = parts.map((q) => Math.ceil(q.N / cols));
+  const spare = resolveRange(scratch);
+  if (parts.length === 1 && spare.size < 260) {
+    throw new KernelArgumentError(
+      `grouped matmul of one part: its scratch must hold 260 bytes (two unused outputs 256 bytes apart), got ${spare.size}`,
+    );
+  }
+  const unused = (i: number) => ({
+    buffer: spare.buffer,
+    offset: spare.offset + (i - 1) * 256,
+    size: 4,
+  });
+  const filled = [0, 1, 2].map((i) =>
+    parts[i] ?? { b: parts[0].b, c: parts.length === 1 ? unused(i) : scratch, N: 0 }
+  );
+  const [t0, t1 = 0] = tiles;
+  return {
+    bindings: [null, a, ...filled.map((q) => q.b), ...filled.map((q) => q.c)],
+    workgroups: [tiles.reduce((s, t) => s + t, 0), Math.ceil(M / rows), 1] as const,
+    uniform: MatmulGroupParams.pack({
+      M,
+      K,
+      N0: filled[0].N,
+      N1: filled[1].N,
+      N2: filled[2].N,
+      t0,
+      t1,
+      eps,
+    }),
+  };
 }
 
 /** Records a matmul dispatch with a given, already compiled kernel (the lab's entry point). */
@@ -230,27 +275,8 @@ export class Matmul {
       for (const q of parts) this.encode(rec, { form: "nt", M, N: q.N, K, halfB }, a, q.b, q.c);
       return;
     }
-    // Columns per workgroup: a register tile's C × WGX, a split-K workgroup's 4.
-    const cols = v.kind === "splitk" ? 4 : v.c! * v.wgx!;
-    const rows = v.kind === "splitk" ? v.r! : v.r! * v.wgy!;
-    const tiles = parts.map((q) => Math.ceil(q.N / cols));
-    const filled = [0, 1, 2].map((i) => parts[i] ?? { b: parts[0].b, c: scratch, N: 0 });
-    const u = MatmulGroupParams.pack({
-      M,
-      K,
-      N0: filled[0].N,
-      N1: filled[1].N,
-      N2: filled[2].N,
-      t0: tiles[0],
-      t1: tiles[1] ?? 0,
-    });
-    const x = tiles.reduce((s, t) => s + t, 0);
-    rec.dispatch(
-      k,
-      [null, a, filled[0].b, filled[1].b, filled[2].b, filled[0].c, filled[1].c, filled[2].c],
-      [x, Math.ceil(M / rows), 1],
-      u,
-    );
+    const g = groupDispatch(v, M, K, a, parts, scratch, 0);
+    rec.dispatch(k, g.bindings, g.workgroups, g.uniform);
   }
 
   /**
@@ -276,35 +302,8 @@ export class Matmul {
     const v = this.variantFor({ form: "nt", M, N: widest, K, halfB });
     const k = this.normGroupKernels.get(halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name);
     if (!k || v.kind !== "splitk") return false;
-    const tiles = parts.map((q) => Math.ceil(q.N / 4));
-    const filled = [0, 1, 2].map((i) => parts[i] ?? { b: parts[0].b, c: scratch, N: 0 });
-    const u = MatmulGroupNormParams.pack({
-      M,
-      K,
-      N0: filled[0].N,
-      N1: filled[1].N,
-      N2: filled[2].N,
-      t0: tiles[0],
-      t1: tiles[1] ?? 0,
-      eps: norm.eps,
-    });
-    rec.dispatch(
-      k,
-      [
-        null,
-        a,
-        filled[0].b,
-        filled[1].b,
-        filled[2].b,
-        filled[0].c,
-        filled[1].c,
-        filled[2].c,
-        norm.g,
-        norm.xn,
-      ],
-      [tiles.reduce((s, t) => s + t, 0), Math.ceil(M / v.r!), 1],
-      u,
-    );
+    const g = groupDispatch(v, M, K, a, parts, scratch, norm.eps);
+    rec.dispatch(k, [...g.bindings, norm.g, norm.xn], g.workgroups, g.uniform);
     return true;
   }
 

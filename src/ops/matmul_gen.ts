@@ -95,19 +95,11 @@ export const MatmulParams = uniformStruct("matmul_params", "Params", [
   ["beta", "f32"],
 ]);
 
-/** Up to three A·Bᵀ sharing A (matmul_group): t0, t1 column tiles of C0, C1, then C2's. */
+/**
+ * Up to three A·Bᵀ sharing A (matmul_group, matmul_splitk_group): t0, t1 column tiles of C0, C1,
+ * then C2's; eps: the RMSNorm folded in by matmul_splitk_group_norm (0 elsewhere).
+ */
 export const MatmulGroupParams = uniformStruct("matmul_group_params", "GroupParams", [
-  ["M", "u32"],
-  ["K", "u32"],
-  ["N0", "u32"],
-  ["N1", "u32"],
-  ["N2", "u32"],
-  ["t0", "u32"],
-  ["t1", "u32"],
-]);
-
-/** The grouped split-K A·Bᵀ with an RMSNorm of A folded in (matmul_splitk_group_norm). */
-export const MatmulGroupNormParams = uniformStruct("matmul_group_norm_params", "GroupParams", [
   ["M", "u32"],
   ["K", "u32"],
   ["N0", "u32"],

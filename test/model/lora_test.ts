@@ -48,6 +48,22 @@ function refLogits(w: ModelWeights, layout: LoraLayout, data: Float32Array): Flo
   });
 }
 
+/** Each row's logits (of `got`, V a row) within tolerance of its sequence's reference. */
+function assertRowsMatch(got: Float32Array, rows: ModelRow[], want: Float64Array[], V: number) {
+  rows.forEach((r, i) => {
+    const ratio = toleranceRatio(
+      got.subarray(i * V, (i + 1) * V),
+      want[r.slot].subarray(r.pos * V, (r.pos + 1) * V),
+      2e-4,
+      1e-3,
+    );
+    assert(
+      ratio <= 1,
+      `row ${i} (slot ${r.slot}, adapter ${r.adapter}): ${ratio.toFixed(2)}× tolerance`,
+    );
+  });
+}
+
 Deno.test("LoRA adapters", async (t) => {
   const gpu = await Gpu.create();
   try {
@@ -67,19 +83,7 @@ Deno.test("LoRA adapters", async (t) => {
           try {
             const got = await model.forward(rows, rows.map((_, i) => i));
             const V = w.config.vocabSize;
-            const want = refLogits(w, layout, data);
-            rows.forEach((r, i) => {
-              const ratio = toleranceRatio(
-                got.subarray(i * V, (i + 1) * V),
-                want[r.slot].subarray(r.pos * V, (r.pos + 1) * V),
-                2e-4,
-                1e-3,
-              );
-              assert(
-                ratio <= 1,
-                `row ${i} (slot ${r.slot}, adapter ${r.adapter}): ${ratio.toFixed(2)}× tolerance`,
-              );
-            });
+            assertRowsMatch(got, rows, refLogits(w, layout, data), V);
             // The adapters must matter, or the check above proves nothing.
             const base = referenceForward(w, SEQS[0]).logits;
             assert(
@@ -114,16 +118,7 @@ Deno.test("LoRA adapters", async (t) => {
               assert(count("matmul_splitk_swiglu:nt_splitk_swiglu") === L, kernels.join());
             }
             const got = await model.forward(rows, rows.map((_, i) => i));
-            const V = w.config.vocabSize, want = refLogits(w, layout, data);
-            rows.forEach((r, i) => {
-              const ratio = toleranceRatio(
-                got.subarray(i * V, (i + 1) * V),
-                want[r.slot].subarray(r.pos * V, (r.pos + 1) * V),
-                2e-4,
-                1e-3,
-              );
-              assert(ratio <= 1, `row ${i} (adapter ${r.adapter}): ${ratio.toFixed(2)}× tolerance`);
-            });
+            assertRowsMatch(got, rows, refLogits(w, layout, data), w.config.vocabSize);
           } finally {
             lora.destroy();
             model.destroy();
