@@ -183,6 +183,33 @@ function bufferId(b: GPUBuffer): number {
   return id;
 }
 
+/**
+ * Throws KernelArgumentError where a storage binding that the kernel writes overlaps another
+ * buffer binding of the same dispatch. WebGPU forbids it (Chrome refuses the dispatch, even for
+ * bytes never written, and skips it with only a console warning); Deno's wgpu does not check, so
+ * a path tested only in Deno would silently compute nothing in a browser.
+ */
+function checkAliasing(kernel: Kernel, bindings: Binding[]) {
+  const kinds = kernel.spec.bindings;
+  const ranges = bindings.map((b) => (b && !isTexture(b) ? resolveRange(b) : null));
+  for (let i = 0; i < ranges.length; i++) {
+    const a = ranges[i];
+    if (!a || kinds[i] !== "storage") continue;
+    for (let j = 0; j < ranges.length; j++) {
+      const b = ranges[j];
+      if (j === i || !b || b.buffer !== a.buffer) continue;
+      if (a.offset < b.offset + b.size && b.offset < a.offset + a.size) {
+        throw new KernelArgumentError(
+          `${kernel.key}: binding ${i} (written) overlaps binding ${j} in buffer "${
+            a.buffer.label || "unlabelled"
+          }" (bytes ${a.offset}+${a.size} and ${b.offset}+${b.size}); WebGPU refuses aliased ` +
+            `writable bindings in a dispatch: bind disjoint ranges or separate buffers`,
+        );
+      }
+    }
+  }
+}
+
 /** Collects dispatches; `submit()` runs them once, `finish()` keeps them as a CommandPlan. */
 export class Recorder {
   private cmds: Cmd[] = [];
@@ -246,6 +273,7 @@ export class Recorder {
         );
       }
     });
+    checkAliasing(kernel, bindings);
     if (wg[0] * wg[1] * wg[2] > 0) {
       this.cmds.push({
         kind: "dispatch",

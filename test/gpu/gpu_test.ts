@@ -188,6 +188,32 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       },
     );
 
+    await t.step(
+      "a written binding that overlaps another of its dispatch is a named error (browsers refuse it)",
+      async () => {
+        const ops = await createOps(gpu);
+        const buf = gpu.zeros(128), y = gpu.zeros(64);
+        const rec = gpu.recorder();
+        const args = { op: "add", n: 64 } as const;
+        const lo = { buffer: buf, offset: 0, size: 256 },
+          hi = { buffer: buf, offset: 256, size: 256 };
+        ops.elementwise.binary(rec, args, lo, y, hi); // disjoint ranges of one buffer: fine
+        assertThrows(
+          () => ops.elementwise.binary(rec, args, buf, y, hi), // the whole buffer read, half written
+          "KernelArgumentError",
+          "aliased writable bindings",
+        );
+        assertThrows(
+          () =>
+            ops.elementwise.binaryInPlace(rec, args, lo, { buffer: buf, offset: 128, size: 256 }),
+          "KernelArgumentError",
+          "overlaps",
+        );
+        rec.submit();
+        [buf, y].forEach((b) => b.destroy());
+      },
+    );
+
     await t.step("dispatches with different uniforms share one arena in one submit", async () => {
       const ops = await createOps(gpu);
       const x = gpu.upload(new Float32Array([1, 2, 3, 4]));
