@@ -152,7 +152,7 @@ export class StorageProjections implements Projections {
   /**
    * Inference, in place (to = from): to += SwiGLU(gate, up) · W_downᵀ with h written, in one
    * dispatch (Matmul.encodeSwigluNt), then LoRA on h. False, recording nothing, where the fused
-   * kernel does not apply (as normGroup; and a down projection with a bias).
+   * kernel does not apply (as normGroup). Llama-family down projections have no bias.
    */
   protected swigluResidual(
     rec: Recorder,

@@ -198,12 +198,12 @@ function subgroupCases(): KernelCase[] {
         return 0;
       },
     });
+    // The folds' half-B twins are the same text transform as every other's (tested in Deno).
+    if (halfB) continue;
     out.push({
-      name: `split-K folds (RMSNorm, SwiGLU), GPU-class picks${
-        halfB ? ", half B" : ""
-      } [subgroups]`,
+      name: "split-K folds (RMSNorm, SwiGLU), GPU-class picks [subgroups]",
       run: async (gpu) => {
-        await foldsMatchReference(gpu, halfB);
+        await foldsMatchReference(gpu, false);
         return 0;
       },
     });
