@@ -651,8 +651,10 @@ export class GpuModel {
     this.projections.matmulWeight(rec, rows, xf, this.weights.layout.lmHead, this.logitRange(rows));
   }
 
-  /** The embedding and every layer of N rows (the residual stream ends in res[L]). */
-  /** `context`: the most positions a row attends to (encodeForward's contextBound). */
+  /**
+   * The embedding and every layer of N rows (the residual stream ends in res[L]); `context`: the
+   * most positions a row attends to (encodeForward's contextBound).
+   */
   private encodeLayers(rec: Recorder, N: number, P: Projections, context: number) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;

@@ -346,10 +346,12 @@ export class ModelKernels {
     rstd: BufferRef,
   ) {
     const u = RmsNormParams.pack({ rows, cols, eps });
-    const wg = this.serialNorm
-      ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim)
-      : grid1d(rows, this.maxPerDim);
-    rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], wg, u);
+    rec.dispatch(this.k.rmsnorm, [null, x, w, out, rstd], this.normGrid(rows), u);
+  }
+
+  /** The grid of the norm kernels: an invocation per row (serial form) or a workgroup per row. */
+  private normGrid(rows: number): [number, number] {
+    return grid1d(this.serialNorm ? Math.ceil(rows / RED_WG) : rows, this.maxPerDim);
   }
 
   /**
@@ -368,14 +370,10 @@ export class ModelKernels {
       throw new KernelArgumentError("rmsnormPair: create the kernels with normPair");
     }
     const u = RmsNormPairParams.pack({ rows0: a.rows, rows1: b.rows, cols, eps });
-    const rows = a.rows + b.rows;
-    const wg = this.serialNorm
-      ? grid1d(Math.ceil(rows / RED_WG), this.maxPerDim)
-      : grid1d(rows, this.maxPerDim);
     rec.dispatch(
       this.k.rmsnormPair,
       [null, a.x, a.w, a.out, a.rstd, b.x, b.w, b.out, b.rstd],
-      wg,
+      this.normGrid(a.rows + b.rows),
       u,
     );
   }

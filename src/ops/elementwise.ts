@@ -162,7 +162,6 @@ export class Elementwise {
     );
   }
 
-  /** x = g(a·x, b·y) in place (e.g. accumulate: op "add"). */
   /**
    * Each part's y [rows, cols] += bias (broadcast over rows), up to three parts in one dispatch
    * (q/k/v's biases): the values binaryInPlace's row-broadcast "add" writes. The parts' y are
@@ -191,6 +190,7 @@ export class Elementwise {
     );
   }
 
+  /** x = g(a·x, b·y) in place (e.g. accumulate: op "add"). */
   binaryInPlace(rec: Recorder, args: BinaryArgs, x: BufferRef, y: BufferRef): void {
     rec.dispatch(this.inplaceK.get(args.op)!, [null, x, y], this.grid(args), this.uniform(args));
   }

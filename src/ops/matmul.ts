@@ -206,7 +206,7 @@ export class Matmul {
       const v = findVariant(name), half = tail !== undefined;
       m.kernels.set(key, await gpu.kernel(kernelSpec(v, form, half, sg)));
       if (form === "nt" && hasGroupEntry(v)) {
-        const key = half ? `${name}:${tail}` : name;
+        const key = Matmul.groupKey(v, half);
         m.groupKernels.set(key, await gpu.kernel(groupSpec(v, half, sg)));
         if (v.kind === "splitk" && fused) {
           const [norm, swiglu] = await Promise.all([
@@ -220,6 +220,11 @@ export class Matmul {
     }));
     m.picks.fallback = fallback;
     return m;
+  }
+
+  /** The key of a variant's grouped (and fused) kernels: its name, ":hb" for the half-B twin. */
+  private static groupKey(v: MatmulVariant, halfB: boolean): string {
+    return halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name;
   }
 
   private static key(name: string, shape: MatmulShape): string {
@@ -270,7 +275,7 @@ export class Matmul {
     const widest = Math.max(...parts.map((q) => q.N));
     const v = this.variantFor({ form: "nt", M, N: widest, K, halfB });
     // A·Bᵀ support depends on K only, so the widest part's variant fits every part.
-    const k = this.groupKernels.get(halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name);
+    const k = this.groupKernels.get(Matmul.groupKey(v, halfB));
     if (!k || parts.length === 1) {
       for (const q of parts) this.encode(rec, { form: "nt", M, N: q.N, K, halfB }, a, q.b, q.c);
       return;
@@ -297,11 +302,12 @@ export class Matmul {
     scratch: BufferRef,
     halfB = false,
   ): boolean {
-    if (parts.length === 0 || parts.length > 3 || K % 4 !== 0) return false;
+    if (parts.length === 0 || parts.length > 3) return false;
     const widest = Math.max(...parts.map((q) => q.N));
+    // Only split-K variants have the fused kernels (and split-K only supports K % 4 == 0).
     const v = this.variantFor({ form: "nt", M, N: widest, K, halfB });
-    const k = this.normGroupKernels.get(halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name);
-    if (!k || v.kind !== "splitk") return false;
+    const k = this.normGroupKernels.get(Matmul.groupKey(v, halfB));
+    if (!k) return false;
     const g = groupDispatch(v, M, K, a, parts, scratch, norm.eps);
     rec.dispatch(k, [...g.bindings, norm.g, norm.xn], g.workgroups, g.uniform);
     return true;
@@ -324,10 +330,9 @@ export class Matmul {
     h: BufferRef,
   ): boolean {
     const { M, N, K } = shape, halfB = shape.halfB ?? false;
-    if (K % 4 !== 0) return false;
     const v = this.variantFor({ form: "nt", M, N, K, halfB });
-    const k = this.swigluKernels.get(halfB ? `${v.name}:${HALF_B.slice(1)}` : v.name);
-    if (!k || v.kind !== "splitk") return false;
+    const k = this.swigluKernels.get(Matmul.groupKey(v, halfB));
+    if (!k) return false;
     const u = MatmulParams.pack({
       M,
       N,
