@@ -105,7 +105,31 @@ function failures(name, out) {
     }
     if (name === "deno" && /\.\.\. FAILED/.test(l)) found.push(l.trim());
   });
-  return found;
+  return name === "deno" ? [...found, ...denoErrors(lines)] : found;
+}
+
+// Deno's " ERRORS " section: "<test name> => <file>:<line>:<col>", then "error: ..." and its
+// stack. Each error's message without its stack lines, its first 12 and last 30 lines (a
+// spawned command's output, which a message often ends with, says most at its end).
+function denoErrors(lines) {
+  const start = lines.findIndex((l) => l.trim() === "ERRORS");
+  if (start < 0) return [];
+  const out = [];
+  let cur = null;
+  for (const l of lines.slice(start + 1)) {
+    if (l.trim() === "FAILURES") break;
+    if (/ => \S+:\d+:\d+$/.test(l)) {
+      cur = { head: l.trim(), body: [] };
+      out.push(cur);
+    } else if (cur && !/^\s+at /.test(l)) cur.body.push(l);
+  }
+  return out.map(({ head, body }) => {
+    while (body.length && !body[body.length - 1].trim()) body.pop();
+    const shown = body.length > 42
+      ? [...body.slice(0, 12), `... (${body.length - 42} lines left out) ...`, ...body.slice(-30)]
+      : body;
+    return `${head}\n${shown.map((l) => `    ${l.slice(0, 300)}`).join("\n")}`;
+  });
 }
 
 let passed = 0, failed = 0, exit = 0;
@@ -117,7 +141,7 @@ for (const [i, s] of suites.entries()) {
     failed += 1;
   } else {
     for (const f of c.failed > 0 ? failures(s.name, r.out) : []) {
-      console.log(`[${s.name}] failed: ${f}`);
+      console.log(`[${s.name}] failed: ${f.replaceAll("\n", `\n[${s.name}] `)}`);
     }
     console.log(`[${s.name}] ${c.passed} passed, ${c.failed} failed`);
     passed += c.passed;

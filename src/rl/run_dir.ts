@@ -4,7 +4,7 @@
 // glue between checkpoints and the run's policies for resume.
 
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
-import { writingTo } from "../io/errors.ts";
+import { writeFailure, writingTo } from "../io/errors.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import {
   latestCheckpoint,
@@ -85,11 +85,28 @@ export class RunDir implements RunSink {
   ) {}
 
   /** A new run directory, locked, with an empty metrics.jsonl. */
-  static async create(cfg: RunConfig, out: (s: string) => void): Promise<RunDir> {
-    const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-    const dir = joinPath(joinPath(cfg.run.outDir, cfg.run.name || "run"), stamp);
+  static async create(
+    cfg: RunConfig,
+    out: (s: string) => void,
+    now = new Date(),
+  ): Promise<RunDir> {
+    const stamp = now.toISOString().replace(/[:.]/g, "-");
+    const parent = joinPath(cfg.run.outDir, cfg.run.name || "run");
     // A run directory that cannot be made names its path and what to do (NotWritableError, DiskFullError).
-    await writingTo(dir, () => Deno.mkdir(joinPath(dir, "checkpoints"), { recursive: true }));
+    await writingTo(parent, () => Deno.mkdir(parent, { recursive: true }));
+    // Made exclusively: runs started in the same millisecond (a sweep's, or a test's pair) each
+    // get their own directory, "<stamp>", "<stamp>-2", ..., instead of sharing one.
+    let dir = joinPath(parent, stamp);
+    for (let n = 2;; n++) {
+      try {
+        await Deno.mkdir(dir);
+        break;
+      } catch (e) {
+        if (!(e instanceof Deno.errors.AlreadyExists)) throw writeFailure(e, dir);
+        dir = joinPath(parent, `${stamp}-${n}`);
+      }
+    }
+    await writingTo(dir, () => Deno.mkdir(joinPath(dir, "checkpoints")));
     const run = new RunDir(dir, await writingTo(dir, () => RunLock.acquire(dir)), out);
     await run.startAt(0);
     out(`run directory: ${dir}`);

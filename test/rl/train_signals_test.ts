@@ -19,9 +19,12 @@ import {
 const QUICK = "configs/quickstart.json";
 const STEPS = 3;
 const linux = Deno.build.os === "linux";
-const args = (
-  root: string,
-) => ["--config", QUICK, "--set", [...SMALL, `run.outDir=${root}`, `run.steps=${STEPS}`].join(",")];
+const args = (root: string, more: string[] = []) => [
+  "--config",
+  QUICK,
+  "--set",
+  [...SMALL, `run.outDir=${root}`, `run.steps=${STEPS}`, ...more].join(","),
+];
 
 let reference: Promise<string> | null = null;
 /** The uninterrupted run every interrupted one must end identical to (made once). */
@@ -43,10 +46,14 @@ Deno.test({
     try {
       const ref = uninterrupted(root);
       await p.waitFor(/step 1\/3/);
-      // Wait for a sandbox process of step 2, then Ctrl-C as a terminal sends it: to the whole group.
+      // Wait for a sandbox process of step 2, then Ctrl-C as a terminal sends it: to the whole
+      // group. Training keeps sandbox processes started ahead of their runs (prewarm), and
+      // starts a new one when a run takes one: a process not there when step 1 ended means tool
+      // code of step 2 has started.
+      const before = new Set(descendants(p.pid, "runner_deno"));
       const t0 = Date.now();
-      while (!descendants(p.pid, "runner_deno").length) {
-        assert(Date.now() - t0 < 30_000, `no sandbox process seen:\n${p.text()}`);
+      while (!descendants(p.pid, "runner_deno").some((pid) => !before.has(pid))) {
+        assert(Date.now() - t0 < 30_000, `no new sandbox process seen:\n${p.text()}`);
         await new Promise((r) => setTimeout(r, 1));
       }
       p.signal("SIGINT");
@@ -99,7 +106,8 @@ Deno.test({
       await assertSameRun(await ref, dir, STEPS);
 
       // Two Ctrl-Cs: the second stops at once, saying so, without a checkpoint of the step.
-      q = spawnTrain(args(root));
+      // Steps 4× as long as the others' (8 envs, not 2), so the second signal lands inside step 2.
+      q = spawnTrain(args(root, ["rollout.envsPerStep=8"]));
       await q.waitFor(/step 1\/3/);
       const qdir = runDirOf(q.text());
       for (let t = 0; t < 600; t++) {
