@@ -35,6 +35,32 @@ export function envVar(name: string): string | undefined {
   }
 }
 
+/**
+ * A local text file's contents in Deno, read synchronously; null where the file does not exist,
+ * where the host is not Deno, or where the process may not read it (no --allow-read).
+ */
+export function readLocalTextSync(path: string): string | null {
+  try {
+    return g.Deno?.readTextFileSync(path) ?? null;
+  } catch (e) {
+    if (e instanceof g.Deno.errors.NotFound || e instanceof g.Deno.errors.NotCapable) return null;
+    if (e instanceof g.Deno.errors.PermissionDenied) return null;
+    throw e;
+  }
+}
+
+/**
+ * The user's cache directory in Deno ($XDG_CACHE_HOME, else $HOME/.cache, %LOCALAPPDATA% on
+ * Windows); undefined where there is none to be had.
+ */
+export function userCacheDir(): string | undefined {
+  const xdg = envVar("XDG_CACHE_HOME");
+  if (xdg) return xdg;
+  if (g.Deno?.build?.os === "windows") return envVar("LOCALAPPDATA");
+  const home = envVar("HOME");
+  return home ? `${home}/.cache` : undefined;
+}
+
 /** The WebGPU entry point, or null where the host has none. */
 export function webgpu(): GPU | null {
   const gpu = g.navigator?.gpu;

@@ -9,6 +9,7 @@
 
 import { type AdapterClass, type AdapterDescription, adapterText } from "../gpu/device.ts";
 import { envVar } from "../runtime.ts";
+import { tunedPicksFor } from "./tuned_picks.ts";
 
 export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
   cpu: {
@@ -125,7 +126,10 @@ export function envMatmulPicks(): Record<string, string> {
   return parsed as Record<string, string>;
 }
 
-/** The picks for an adapter: its class's, with its driver's on top, then PETTINGLLMS_MATMUL_PICKS. */
+/**
+ * The picks for an adapter: its class's, with its driver's on top, then the tuner's for this
+ * adapter (src/ops/tuned_picks.ts: `npx deno task tune`), then PETTINGLLMS_MATMUL_PICKS.
+ */
 export function matmulPicks(info: AdapterDescription): Record<string, string> {
   const picks = { ...MATMUL_TUNING[info.adapterClass] };
   for (const d of MATMUL_DRIVER_TUNING) {
@@ -133,5 +137,6 @@ export function matmulPicks(info: AdapterDescription): Record<string, string> {
       Object.assign(picks, d.picks);
     }
   }
+  Object.assign(picks, tunedPicksFor(info)?.picks ?? {});
   return Object.assign(picks, envMatmulPicks());
 }

@@ -9,6 +9,7 @@
 
 import { hubFolder } from "../model/hub.ts";
 import { formatByteTally, tallyBuffers } from "../gpu/memory.ts";
+import { describeTunedPicks } from "../ops/tuned_picks.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { parseModelConfig } from "../model/config.ts";
@@ -333,6 +334,7 @@ export async function train(cfg: RunConfig, opts: TrainOptions = {}): Promise<Tr
     }
     gpu = await Gpu.create();
     run.log(`adapter: ${gpu.describe()}`);
+    run.log(describeTunedPicks(gpu.ctx.info));
     // prewarm: a tool run takes a sandbox process started while the model generated (34 → 19 ms
     // a short run on the 2-core EPYC).
     executor = env.toolAgents.length ? new SandboxPool({ prewarm: true }) : undefined;

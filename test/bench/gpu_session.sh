@@ -25,6 +25,11 @@
 #   scalepicks  after labmodel: the scale bench of qwen2.5-0.5b again with labmodel's picks laid
 #            over the tables (PETTINGLLMS_MATMUL_PICKS), so one lease measures what the new picks
 #            do to a whole model before they go into src/ops/tuning.ts (not in the default)
+#   tune     deno task tune at Qwen2.5-0.5B's products (decode at 1, 8, 32 rows, a LoRA step's
+#            1024 rows): every matmul variant timed on this device, the fastest per bucket
+#            written to OUTDIR's picks.json (src/ops/autotune.ts); ~1-2 minutes (not in the default)
+#   scaletuned  after tune: the scale bench of qwen2.5-0.5b with those picks
+#            (PETTINGLLMS_TUNED_PICKS), against scale's built-in picks (not in the default)
 #   scalehalf  the scale bench of qwen2.5-0.5b with --half-base (the frozen base in half floats:
 #            decode, prefill and the LoRA step), to set beside scale's f32 figures; ~80 s
 #   labhalf  deno task bench --only matmul --lab --half --model-shapes: the GPU picks' kernels
@@ -131,6 +136,22 @@ console.log(JSON.stringify(JSON.parse(t).matmul.lab.picks))" 2>>"$out/session.lo
     unset PETTINGLLMS_MATMUL_PICKS
   else
     log "scalepicks: no picks in labmodel.out (run labmodel first, in the same call)"
+  fi
+fi
+if want tune; then
+  m=test/fixtures/configs/qwen2.5-0.5b-instruct.json
+  [ -n "$quick" ] && m=configs/models/reduced/qwen2.5-0.5b.json
+  step tune 240 $D task tune --model $m --out "$out/picks.json" --json
+fi
+if want scaletuned; then
+  if [ -f "$out/picks.json" ]; then
+    export PETTINGLLMS_TUNED_PICKS="$out/picks.json"
+    shape=qwen2.5-0.5b
+    [ -n "$quick" ] && shape=qwen2.5-reduced
+    step "scaletuned_$shape" 200 $D task bench --only scale --shapes $shape --profile $quick
+    unset PETTINGLLMS_TUNED_PICKS
+  else
+    log "scaletuned: no picks.json (run tune first, in the same call)"
   fi
 fi
 if want labhalf; then

@@ -13,6 +13,7 @@ import { runtimeDescription } from "../../src/runtime.ts";
 import { cpuPeak } from "./cpu_peak.ts";
 import { compareWithTfjs, runLab } from "./matmul_lab.ts";
 import { round } from "./timing.ts";
+import { describeTunedPicks } from "../../src/ops/tuned_picks.ts";
 import { benchInference } from "./inference_bench.ts";
 import { benchTrain } from "./train_bench.ts";
 import { benchRl } from "./rl_bench.ts";
@@ -207,11 +208,13 @@ if (import.meta.main) {
   await runMain(async () => {
     const gpu = await Gpu.create();
     log(gpu.describe());
+    log(describeTunedPicks(gpu.ctx.info));
     const result: Record<string, unknown> = {
       date: new Date().toISOString(),
       runtime: runtimeDescription(),
       adapter: gpu.describe(),
       adapter_class: gpu.adapterClass,
+      matmul_picks: describeTunedPicks(gpu.ctx.info),
     };
     if (want("matmul")) result.matmul = await matmulSection(gpu, args.lab, args.quick, args);
     if (want("inference")) {

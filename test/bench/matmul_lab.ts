@@ -3,9 +3,8 @@
 // bucket for this adapter class, then measure the picks against TF.js on the same adapter.
 
 import type { Gpu } from "../../src/gpu/mod.ts";
+import { checkVariant, timeVariant } from "../../src/ops/autotune.ts";
 import {
-  encodeMatmulWith,
-  kernelSpec,
   Matmul,
   MATMUL_FORMS,
   MATMUL_VARIANTS,
@@ -15,8 +14,7 @@ import {
   shapeBucket,
   variantSupports,
 } from "../../src/ops/matmul.ts";
-import { packHalves, roundToHalf } from "../../src/ops/matmul_half.ts";
-import { matmulRef, seededValues, toleranceRatio } from "../../src/ops/reference.ts";
+import { seededValues } from "../../src/ops/reference.ts";
 import { gflops, round, timeIt } from "./timing.ts";
 import { tfjsMatmulMs, tfjsReady } from "./tfjs_peer.ts";
 
@@ -42,50 +40,6 @@ export interface LabOptions {
 }
 
 const HB = "+hb";
-
-async function validate(
-  gpu: Gpu,
-  v: MatmulVariant,
-  form: MatmulForm,
-  half = false,
-): Promise<boolean> {
-  const s: MatmulShape = { form, M: 37, N: 44, K: 52, batch: 2 };
-  if (!variantSupports(v, s)) return true;
-  const na = 2 * s.M * s.K, nb = 2 * s.K * s.N;
-  const a = seededValues(na, 5), b = seededValues(nb, 6);
-  const A = gpu.upload(a), B = gpu.upload(half ? packHalves(b) : b), C = gpu.zeros(2 * s.M * s.N);
-  const rec = gpu.recorder();
-  encodeMatmulWith(rec, await gpu.kernel(kernelSpec(v, form, half)), v, s, A, B, C);
-  rec.submit();
-  const got = await gpu.readFloat32(C, 2 * s.M * s.N);
-  [A, B, C].forEach((x) => x.destroy());
-  return toleranceRatio(got, matmulRef(s, a, half ? roundToHalf(b) : b), 1e-4, 1e-4) <= 1;
-}
-
-export async function timeVariant(
-  gpu: Gpu,
-  v: MatmulVariant,
-  s: MatmulShape,
-  minMs: number,
-): Promise<number> {
-  const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
-  const b = seededValues(s.K * s.N, 2);
-  const A = gpu.upload(seededValues(ra * rb, 1)),
-    B = gpu.upload(s.halfB ? packHalves(b) : b),
-    C = gpu.zeros(s.M * s.N);
-  const k = await gpu.kernel(kernelSpec(v, s.form, s.halfB));
-  try {
-    const t = await timeIt(async (reps) => {
-      const rec = gpu.recorder();
-      for (let i = 0; i < reps; i++) encodeMatmulWith(rec, k, v, s, A, B, C);
-      rec.submit();
-      await gpu.sync();
-    }, minMs);
-    return t.msPerRep;
-  } finally {
-    [A, B, C].forEach((x) => x.destroy());
-  }
-}
 
 // The "small" bucket: a tiny model's training chunk (320 rows) through its projections
 // (hidden 64, MLP 192, vocab 264), and the weight gradients (Aᵀ·B over the rows).
@@ -147,12 +101,12 @@ export async function runLab(gpu: Gpu, o: LabOptions, log: (s: string) => void) 
   );
   const halfValid = new Set<string>();
   for (const v of chosen) {
-    const ok = (await Promise.all(MATMUL_FORMS.map((f) => validate(gpu, v, f)))).every(Boolean);
+    const ok = (await Promise.all(MATMUL_FORMS.map((f) => checkVariant(gpu, v, f)))).every(Boolean);
     if (ok) valid.push(v);
     else invalid.push(v.name);
     if (o.half) {
       const forms = ["nt", "nn"] as const;
-      if ((await Promise.all(forms.map((f) => validate(gpu, v, f, true)))).every(Boolean)) {
+      if ((await Promise.all(forms.map((f) => checkVariant(gpu, v, f, true)))).every(Boolean)) {
         halfValid.add(v.name);
       } else invalid.push(`${v.name}${HB}`);
     }

@@ -15,6 +15,8 @@ import { unzipFiles } from "../../src/browser/zip.ts";
 import type { CodeExecutor } from "../../src/envs/types.ts";
 import type { RunState, TrainerEvent } from "../../web/app/protocol.ts";
 import { type BaseModels, TrainerHost } from "../../web/app/trainer_host.ts";
+import { resetTunedPicks } from "../../src/ops/tuned_picks.ts";
+import { matmulPicks } from "../../src/ops/tuning.ts";
 
 const PRESET = { kind: "preset", preset: "tiny-llama" } as const;
 const T0 = Date.UTC(2026, 0, 2, 3, 4, 5, 6);
@@ -159,6 +161,8 @@ Deno.test("TrainerHost", async (t) => {
         [gpu.describe(), gpu.adapterClass, false, null],
       );
       assertEquals(gpus, 1);
+      assert(info.matmulPicks?.startsWith("matmul picks: built-in"), String(info.matmulPicks));
+      await assertRejects(() => host.tuneKernels(), "NoSessionError", "start or resume a run");
       const st = await host.status();
       assertEquals([st.state, st.runId, st.step, st.modelInfo], ["idle", null, 0, null]);
       await assertRejects(() => host.logits({ agent: "plan", text: "a" }), "NoSessionError");
@@ -327,6 +331,29 @@ Deno.test("TrainerHost", async (t) => {
         "CheckpointNotFoundError",
       );
       await assertRejects(() => host.exportCheckpoint(finishedRun, "step-2", "weird"), "TypeError");
+
+      // Kernel tuning at the finished run's products: kept in the store for later runs.
+      const mark = ev.list.length;
+      await assertRejects(() => host.tuneKernels({ variants: "(" }), "TuneRequestError");
+      const tuned = await host.tuneKernels({ variants: "^r8c8_wg8x1$", minMs: 5 });
+      assert(tuned.buckets.length > 0 && tuned.refused.length === 0, JSON.stringify(tuned));
+      for (const b of tuned.buckets) assert(b.bestMs <= b.currentMs, JSON.stringify(b));
+      assert(
+        tuned.tunedFor.includes("decode at 1 and 4 rows, a 160-row LoRA update"),
+        tuned.tunedFor,
+      );
+      const file = await json(store, "matmul_picks.json");
+      assertEquals(file.entries.length, 1);
+      assertEquals(
+        Object.keys(file.entries[0].picks).sort(),
+        tuned.buckets.map((b) => b.key).sort(),
+      );
+      for (const b of tuned.buckets) assertEquals(matmulPicks(gpu.ctx.info)[b.key], b.best);
+      assert(ev.logs(mark).some((l) => l.startsWith("tune nt:vector:")), ev.logs(mark).join(" | "));
+      assert(
+        ev.logs(mark).at(-1)?.includes("the next start or resume runs them"),
+        ev.logs(mark).join(" | "),
+      );
     });
 
     clock.t = T0 + 60_000;
@@ -335,16 +362,20 @@ Deno.test("TrainerHost", async (t) => {
       "pause after a step (checkpointed), a demo while paused, resume, stop after the next",
       async () => {
         const mark = ev.list.length;
-        let stopIn = 0;
+        let stopIn = 0, busyTune: Promise<string> | null = null;
         ev.hook = (e) => {
           // Clicks that land mid-step: Pause during step 1's rollout, Stop during step `stopIn`'s.
           if (e.type !== "phase" || e.phase !== "rollout") return;
-          if (e.step === 0) void host.pause();
+          if (e.step === 0) {
+            busyTune = host.tuneKernels().then(() => "tuned", (err) => (err as Error).name);
+            void host.pause();
+          }
           if (e.step === stopIn - 1) void host.stop();
         };
         const { runId } = await host.start({ config: config(3), model: PRESET });
         pausedRun = runId;
         await ev.state("paused", mark);
+        assertEquals(await busyTune, "BusyError", "no tuning while a run uses the GPU");
         assertEquals((await json(store, `runs/${runId}/run.json`)).status, "paused");
         assertEquals((await runs.checkpoints(runId)).map((c) => c.name), ["step-1"]);
         await assertRejects(() => host.start({ config: config(1), model: PRESET }), "BusyError");
@@ -378,7 +409,13 @@ Deno.test("TrainerHost", async (t) => {
 
     await t.step("a new host (a reload) resumes the stopped run from its checkpoint", async () => {
       const other = newHost(store, () => Promise.resolve(gpu), clock), ev2 = new Events();
-      await other.host.init(ev2.on);
+      resetTunedPicks(); // a reload starts a fresh worker: the picks come from the store
+      const info = await other.host.init(ev2.on);
+      assert(
+        info.matmulPicks?.includes("tuned on this adapter") &&
+          info.matmulPicks.includes("matmul_picks.json"),
+        String(info.matmulPicks),
+      );
       assertEquals(await other.host.resumeRun(pausedRun), { runId: pausedRun, step: 2 });
       const history = ev2.of("history");
       assertEquals(history.map((h) => h.lines.map((l) => l.step)), [[1, 2]]);
@@ -436,6 +473,7 @@ Deno.test("TrainerHost", async (t) => {
       },
     );
   } finally {
+    resetTunedPicks();
     gpu.device.destroy();
   }
 });

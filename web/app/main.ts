@@ -20,6 +20,7 @@ import type {
   Status,
   TrainerEvent,
   TrainerService,
+  TuneReport,
 } from "./protocol.ts";
 import { RolloutViewer } from "./rollout_viewer.ts";
 import { SamplingExplorer } from "./sampling_explorer.ts";
@@ -49,6 +50,8 @@ interface AppProbe {
   log: string[];
   /** The worker's last status (model loaded, agents). */
   status: Status | null;
+  /** The last kernel tuning's report. */
+  tune: TuneReport | null;
 }
 const probe: AppProbe = {
   ready: false,
@@ -68,6 +71,7 @@ const probe: AppProbe = {
   deviceLost: 0,
   log: [],
   status: null,
+  tune: null,
 };
 (globalThis as unknown as { __app: AppProbe }).__app = probe;
 
@@ -268,6 +272,8 @@ async function main() {
       );
     }
   }
+  $("#picks-line").textContent = init.matmulPicks ?? "";
+  $("#tune").addEventListener("click", () => void tuneKernels());
   $("#storage").textContent = init.opfs
     ? "Checkpoints: kept in this browser (origin-private file system) across reloads."
     : "Checkpoints: in memory only (this browser offers no private file system here): lost on reload, so download them.";
@@ -306,11 +312,61 @@ async function main() {
         mi.tokenizer === "hf" ? "HF tokenizer (transformers.js)" : "byte tokenizer"
       }`
       : "";
+    // Tuning measures the loaded run's products, and not while a run uses the GPU.
+    $<HTMLButtonElement>("#tune").disabled = !gpuOk || !mi || BUSY.includes(s.state) || tuning;
     $("#model-line").textContent = s.model
       ? `Model: ${s.model}${size}${s.level ? ` · level ${s.level}` : ""}${
         s.envId ? ` · env ${s.envId}` : ""
       }`
       : "";
+  }
+
+  let tuning = false;
+  async function tuneKernels() {
+    tuning = true;
+    $<HTMLButtonElement>("#tune").disabled = true;
+    $("#tune-note").textContent = "tuning… (a minute or more; the log shows each bucket)";
+    try {
+      const r = await api.tuneKernels();
+      probe.tune = r;
+      const rows = r.buckets.map((b) => {
+        const tr = document.createElement("tr");
+        for (
+          const v of [
+            b.key,
+            b.current,
+            `${b.currentMs.toFixed(2)} ms`,
+            b.best,
+            `${b.bestMs.toFixed(2)} ms`,
+            `${(b.currentMs / b.bestMs).toFixed(2)}×`,
+          ]
+        ) {
+          const td = document.createElement("td");
+          td.textContent = v;
+          tr.append(td);
+        }
+        return tr;
+      });
+      const head = document.createElement("tr");
+      for (const h of ["bucket", "built-in", "a step", "tuned", "a step", "speed-up"]) {
+        const th = document.createElement("th");
+        th.textContent = h;
+        head.append(th);
+      }
+      $("#tune-table").replaceChildren(head, ...rows);
+      $<HTMLDetailsElement>("#tune-result").hidden = false;
+      $("#tune-note").textContent = `done in ${
+        r.seconds.toFixed(0)
+      } s: the next start or resume runs the tuned kernels`;
+      $("#picks-line").textContent = `matmul picks: tuned on this GPU for ${r.tunedFor}`;
+    } catch (e) {
+      const err = e as Error;
+      $("#tune-note").textContent = "";
+      banner("error", errorTitle(err.name), err.message);
+    } finally {
+      tuning = false;
+      await refreshStatus();
+    }
   }
 
   let warmAdapter: Record<string, Uint8Array> | undefined;

@@ -113,6 +113,8 @@ export interface InitInfo {
   /** The adapter line (vendor / architecture / description, class), or null with `error`. */
   adapter: string | null;
   adapterClass: "cpu" | "gpu" | null;
+  /** Where the matmul picks come from: built-in, or tuned on this adapter (describeTunedPicks). */
+  matmulPicks: string | null;
   opfs: boolean;
   error: ErrorInfo | null;
 }
@@ -150,6 +152,29 @@ export interface TttView {
   note: string;
 }
 
+/** What tuneKernels measures; by default the last started run's generation and update. */
+export interface TuneRequest {
+  /** Only variants whose names match this regular expression (the built-in picks always run). */
+  variants?: string;
+  /** Wall time of each final timing per product (ms). */
+  minMs?: number;
+}
+
+/** What tuneKernels found: per bucket the built-in pick and the tuned one, ms a step each. */
+export interface TuneReport {
+  buckets: {
+    key: string;
+    current: string;
+    currentMs: number;
+    best: string;
+    bestMs: number;
+  }[];
+  /** Variants that computed a wrong product on this device (never picked). */
+  refused: string[];
+  seconds: number;
+  tunedFor: string;
+}
+
 export interface TrainerService {
   init(onEvent: (e: TrainerEvent) => void): Promise<InitInfo>;
   start(req: StartRequest): Promise<{ runId: string }>;
@@ -178,6 +203,13 @@ export interface TrainerService {
   ): Promise<number[][]>;
   tttNew(humanPlays: "player_x" | "player_o"): Promise<TttView>;
   tttMove(cell: number): Promise<TttView>;
+  /**
+   * Times the matmul kernels on this GPU at the loaded run's products (its model, rollout batch
+   * and update chunk) and keeps the fastest in storage: later starts and resumes on this
+   * adapter run them. Refused while a run is in progress (BusyError) or before any run has
+   * loaded a model (NoSessionError).
+   */
+  tuneKernels(req?: TuneRequest): Promise<TuneReport>;
   /** Tests: destroys the GPUDevice as a driver reset would. */
   debugLoseDevice(): Promise<void>;
 }

@@ -39,6 +39,19 @@ import {
   RunStore,
   StoreRunSink,
 } from "../../src/browser/run_store.ts";
+import { matmulWorkload, tuneMatmuls } from "../../src/ops/autotune.ts";
+import {
+  adapterKey,
+  describeTunedPicks,
+  kernelSetId,
+  parseTunedPicks,
+  type TunedPicksEntry,
+  type TunedPicksFile,
+  useTunedPicks,
+  withEntry,
+} from "../../src/ops/tuned_picks.ts";
+import { halfBaseFor } from "../../src/rl/policies.ts";
+import { defaultLogitRows } from "../../src/train/trainer.ts";
 import type { LoadedBase } from "./model_source.ts";
 import { PhaseReporter } from "./phase_reporter.ts";
 import { completionLogprobs, promptLogits, TicTacToeDemo } from "./trainer_demos.ts";
@@ -56,7 +69,13 @@ import type {
   TrainerEvent,
   TrainerService,
   TttView,
+  TuneReport,
+  TuneRequest,
 } from "./protocol.ts";
+
+/** The store's file of tuned matmul picks (src/ops/tuned_picks.ts's format), beside runs/. */
+const PICKS_FILE = "matmul_picks.json";
+const TUNE_HINT = "“Tune kernels” measures this GPU's";
 
 /** Environments whose rollouts the viewer gets per step (board replays cost tool executions). */
 const VIEW_ENVS = 4;
@@ -105,6 +124,7 @@ export class TrainerHost implements TrainerService {
   readonly #now: () => number;
   #emitFn: (e: TrainerEvent) => unknown = () => {};
   #runs!: RunStore;
+  #store!: DirStore;
   #opfs = false;
   #gpu: Gpu | null = null;
   #session: RlSession | null = null;
@@ -402,13 +422,17 @@ export class TrainerHost implements TrainerService {
     this.#emitFn = onEvent;
     const { store, persistent } = await this.#deps.openStore();
     this.#opfs = persistent;
+    this.#store = store;
     this.#runs = new RunStore(store);
+    const picks = await this.#readPicks();
+    if (picks) useTunedPicks(picks.entries, `${store.name}/${PICKS_FILE}`);
     try {
       const g = await this.#ensureGpu();
       return {
         runtime: runtimeDescription(),
         adapter: g.describe(),
         adapterClass: g.adapterClass,
+        matmulPicks: describeTunedPicks(g.ctx.info, TUNE_HINT),
         opfs: this.#opfs,
         error: null,
       };
@@ -417,10 +441,105 @@ export class TrainerHost implements TrainerService {
         runtime: runtimeDescription(),
         adapter: null,
         adapterClass: null,
+        matmulPicks: null,
         opfs: this.#opfs,
         error: errorInfo(e),
       };
     }
+  }
+
+  /** The stored picks file; a broken one is reported in the log and left unused (tune again). */
+  async #readPicks(): Promise<TunedPicksFile | null> {
+    const bytes = await this.#store.read(PICKS_FILE);
+    if (!bytes) return null;
+    try {
+      return parseTunedPicks(new TextDecoder().decode(bytes), `${this.#store.name}/${PICKS_FILE}`);
+    } catch (e) {
+      this.#emit({
+        type: "log",
+        line: `${errorInfo(e).name}: ${
+          errorInfo(e).message
+        } (the built-in picks run until the kernels are tuned again)`,
+      });
+      return null;
+    }
+  }
+
+  async tuneKernels(req: TuneRequest = {}): Promise<TuneReport> {
+    if (BUSY.includes(this.#state)) {
+      throw named("BusyError", "a run is in progress: pause or stop it, then tune");
+    }
+    const base = this.#base, c = this.#cfg;
+    if (!base || !c) {
+      throw named(
+        "NoSessionError",
+        "no model is loaded: start or resume a run first (the kernels are tuned at its model's products)",
+      );
+    }
+    let variants: RegExp | undefined;
+    try {
+      variants = req.variants === undefined ? undefined : new RegExp(req.variants);
+    } catch (e) {
+      throw named("TuneRequestError", `variants: ${errorInfo(e).message}`);
+    }
+    const gpu = await this.#ensureGpu();
+    const full = c.update.mode === "full";
+    const half = halfBaseFor(c, c.update.mode, gpu.adapterClass, base.weights);
+    const decodeRows = [...new Set([1, c.rollout.envsPerStep * c.rollout.k])];
+    const workload = matmulWorkload(base.weights.config, {
+      decodeRows,
+      trainRows: c.update.chunkRows,
+      logitRows: c.update.logitRows || defaultLogitRows(
+        c.update.chunkRows,
+        base.weights.config.vocabSize,
+        gpu.device.limits.maxStorageBufferBindingSize,
+      ),
+      full,
+      halfB: half,
+    });
+    const tunedFor = `${base.label} (decode at ${
+      decodeRows.join(" and ")
+    } rows, a ${c.update.chunkRows}-row ${full ? "full" : "LoRA"} update${
+      half ? ", half-float base" : ""
+    })`;
+    this.#emit({ type: "log", line: `tuning the matmul kernels for ${tunedFor}` });
+    const r = await this.#gpuJob(() =>
+      tuneMatmuls(gpu, workload, {
+        variants,
+        minMs: req.minMs,
+        log: (line) => this.#emit({ type: "log", line: `tune ${line}` }),
+      })
+    );
+    const entry: TunedPicksEntry = {
+      adapter: adapterKey(gpu.ctx.info),
+      kernels: kernelSetId(),
+      picks: r.picks,
+      tunedFor,
+      date: new Date(this.#now()).toISOString(),
+      buckets: r.buckets,
+    };
+    useTunedPicks([entry], `${this.#store.name}/${PICKS_FILE}`);
+    const file = withEntry(await this.#readPicks(), entry);
+    await this.#store.write(
+      PICKS_FILE,
+      new TextEncoder().encode(JSON.stringify(file, null, 2) + "\n"),
+    );
+    this.#emit({
+      type: "log",
+      line: `${describeTunedPicks(gpu.ctx.info)}: the next start or resume runs them`,
+    });
+    return {
+      buckets: r.buckets.map(({ key, current, currentMs, best, bestMs }) => ({
+        key,
+        current,
+        currentMs,
+        best,
+        bestMs,
+      })),
+      refused: r.refused,
+      seconds: r.seconds,
+      tunedFor,
+    };
   }
 
   async start(req: StartRequest): Promise<{ runId: string }> {

@@ -1,0 +1,183 @@
+// `npx deno task tune`: measure the matmul variants on this device at a model's products and keep
+// the fastest per form and shape bucket (src/ops/autotune.ts), in the picks file every later run
+// on this adapter reads (src/ops/tuned_picks.ts). Reads only the model's config.json.
+
+import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
+import { Gpu } from "../gpu/mod.ts";
+import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
+import { parseModelConfig } from "../model/config.ts";
+import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
+import { defaultLogitRows } from "../train/trainer.ts";
+import {
+  adapterKey,
+  kernelSetId,
+  parseTunedPicks,
+  tunedPicksPath,
+  withEntry,
+} from "../ops/tuned_picks.ts";
+
+export const TUNE_CLI = defineCli({
+  command: "npx deno task tune",
+  summary:
+    "Time the matmul kernels on this device at a model's products and keep the fastest for every later run on this adapter.",
+  flags: {
+    model: {
+      type: "string",
+      required: true,
+      metavar: "DIR|config.json",
+      help: "HF model folder (only its config.json is read) or a config.json (configs/models/)",
+    },
+    "decode-rows": {
+      type: "string",
+      default: "1,8,32",
+      metavar: "1,8,32",
+      help: "batch sizes generation runs at (rows of a decode step's products)",
+    },
+    "train-rows": {
+      type: "number",
+      integer: true,
+      min: 0,
+      default: 1024,
+      help: "rows of a training chunk (B × T tokens); 0: inference only",
+    },
+    full: { type: "boolean", help: "full fine-tuning: the weight gradients too (LoRA: not)" },
+    half: {
+      type: "string",
+      choices: ["auto", "on", "off"],
+      default: "auto",
+      help:
+        "time the half-float twins of a frozen base (update.halfBase); auto: as a LoRA run's default, on GPU-class adapters without --full",
+    },
+    variants: {
+      type: "string",
+      metavar: "REGEX",
+      help: "only variants whose names match (the current picks and the fallback always run)",
+    },
+    "min-ms": {
+      type: "number",
+      min: 1,
+      default: 60,
+      help: "wall time of each final timing per shape (screening takes a fifth)",
+    },
+    out: {
+      type: "string",
+      metavar: "FILE",
+      help:
+        "picks file to update (default $PETTINGLLMS_TUNED_PICKS, else ~/.cache/pettingllms-webgpu/matmul_picks.json)",
+    },
+    "dry-run": { type: "boolean", help: "measure and print; write nothing" },
+    json: { type: "boolean", help: "last stdout line: the result as JSON" },
+  },
+});
+
+async function readConfig(path: string) {
+  let text: string;
+  const file = path.endsWith(".json") ? path : joinPath(path, "config.json");
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (e) {
+    throw new UsageError(`--model: cannot read ${file} (${(e as Error).message})`);
+  }
+  try {
+    return parseModelConfig(JSON.parse(text));
+  } catch (e) {
+    throw new UsageError(`--model: ${file} is not a model config: ${(e as Error).message}`);
+  }
+}
+
+function parseRows(text: string): number[] {
+  const rows = text.split(",").map((s) => Number(s.trim()));
+  if (!rows.length || rows.some((n) => !Number.isInteger(n) || n < 1)) {
+    throw new UsageError(`--decode-rows must be positive integers like 1,8,32 (got "${text}")`);
+  }
+  return rows;
+}
+
+if (import.meta.main) {
+  const args = parseArgsOrExit(TUNE_CLI);
+  await runMain(async () => {
+    let variants: RegExp | undefined;
+    try {
+      variants = args.variants === undefined ? undefined : new RegExp(args.variants);
+    } catch (e) {
+      throw new UsageError(`--variants: ${(e as Error).message}`);
+    }
+    const decodeRows = parseRows(args.decodeRows);
+    const cfg = await readConfig(args.model);
+    const out = args.out ?? tunedPicksPath();
+    if (!args.dryRun && out === null) {
+      throw new UsageError(
+        "no picks file: give --out FILE (PETTINGLLMS_TUNED_PICKS is off or there is no home directory)",
+      );
+    }
+    const gpu = await Gpu.create();
+    try {
+      console.log(`adapter: ${gpu.describe()}`);
+      const half = args.half === "on" ||
+        (args.half === "auto" && gpu.adapterClass === "gpu" && !args.full);
+      const workload = matmulWorkload(cfg, {
+        decodeRows,
+        trainRows: args.trainRows,
+        logitRows: defaultLogitRows(
+          args.trainRows,
+          cfg.vocabSize,
+          gpu.device.limits.maxStorageBufferBindingSize,
+        ),
+        full: args.full,
+        halfB: half,
+      });
+      console.log(
+        `tuning ${workload.length} products of ${cfg.modelType} (hidden ${cfg.hiddenSize}, ${cfg.numLayers} layers, vocabulary ${cfg.vocabSize})${
+          half ? ", the base in half floats" : ""
+        }`,
+      );
+      const r = await tuneMatmuls(gpu, workload, {
+        minMs: args.minMs,
+        variants,
+        log: (l) => console.log(l),
+      });
+      console.log("\n| bucket | built-in pick | ms a step | tuned pick | ms a step | speed-up |");
+      console.log("|---|---|---|---|---|---|");
+      for (const b of r.buckets) {
+        console.log(
+          `| ${b.key} | ${b.current} | ${b.currentMs.toFixed(3)} | ${b.best} | ${
+            b.bestMs.toFixed(3)
+          } | ${(b.currentMs / b.bestMs).toFixed(2)}× |`,
+        );
+      }
+      if (r.refused.length) {
+        console.log(`refused (wrong against the float64 reference): ${r.refused.join(", ")}`);
+      }
+      console.log(`\n${r.seconds.toFixed(1)} s`);
+      const entry = {
+        adapter: adapterKey(gpu.ctx.info),
+        kernels: kernelSetId(),
+        picks: r.picks,
+        tunedFor: `${args.model} (decode rows ${
+          decodeRows.join(",")
+        }, train rows ${args.trainRows}${args.full ? ", full" : ""}${half ? ", half base" : ""})`,
+        date: new Date().toISOString(),
+        buckets: r.buckets,
+      };
+      if (!args.dryRun) {
+        const path = out!;
+        const existing = await Deno.readTextFile(path).then(
+          (t) => parseTunedPicks(t, path),
+          (e) => {
+            if (e instanceof Deno.errors.NotFound) return null;
+            throw e;
+          },
+        );
+        const dir = path.slice(0, Math.max(0, path.lastIndexOf("/")));
+        if (dir) await Deno.mkdir(dir, { recursive: true });
+        await writeFileAtomic(path, JSON.stringify(withEntry(existing, entry), null, 2) + "\n");
+        console.log(`picks written to ${path}: later runs on this adapter use them`);
+      }
+      if (args.json) {
+        console.log(JSON.stringify({ ...entry, refused: r.refused, seconds: r.seconds }));
+      }
+    } finally {
+      gpu.destroy();
+    }
+  });
+}

@@ -1,0 +1,166 @@
+// Matmul picks the tuner measured on this device (src/ops/autotune.ts), kept per adapter: a JSON
+// file in Deno (`npx deno task tune` writes it; every Matmul created on that adapter afterwards
+// reads it through matmulPicks), or registered in memory where there is no file (a browser page
+// that tuned itself). An entry names the adapter (class and adapter text) and the kernel set it
+// was measured with; another adapter's entry, or one from an older kernel set, is not used.
+
+import { type AdapterDescription, adapterText } from "../gpu/device.ts";
+import { GpuError } from "../gpu/errors.ts";
+import { envVar, isDeno, readLocalTextSync, userCacheDir } from "../runtime.ts";
+import type { TunedBucket } from "./autotune.ts";
+import { MATMUL_VARIANTS } from "./matmul_variants.ts";
+
+/** The environment variable naming the picks file ("off": none is read). */
+export const TUNED_PICKS_ENV = "PETTINGLLMS_TUNED_PICKS";
+const FORMAT = "pettingllms-webgpu matmul picks";
+
+/** A picks file that cannot be used; the message names it and what to do. */
+export class TunedPicksError extends GpuError {}
+
+export interface TunedPicksEntry {
+  /** adapterKey(): the adapter class and its adapter text. */
+  adapter: string;
+  /** kernelSetId() when measured: picks of another kernel set are not used. */
+  kernels: string;
+  /** "form:bucket" → variant name. */
+  picks: Record<string, string>;
+  /** What the picks were tuned on (a model folder, a workload). */
+  tunedFor: string;
+  /** ISO date of the measurement. */
+  date: string;
+  /** The measurement: each bucket's score before and after (ms a step). */
+  buckets?: TunedBucket[];
+}
+
+export interface TunedPicksFile {
+  format: typeof FORMAT;
+  version: 1;
+  entries: TunedPicksEntry[];
+}
+
+/** How an adapter is told apart in the file: its class (forced or not) and adapter text. */
+export function adapterKey(info: AdapterDescription): string {
+  return `${info.adapterClass}: ${adapterText(info)}`;
+}
+
+/** An id of the matmul variants this build has (FNV-1a of their names, hex). */
+export function kernelSetId(): string {
+  let h = 2166136261;
+  for (const ch of MATMUL_VARIANTS.map((v) => v.name).join(",")) {
+    h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+  }
+  return h.toString(16).padStart(8, "0");
+}
+
+/** The picks file Deno reads and `tune` writes: $PETTINGLLMS_TUNED_PICKS, else the user cache. */
+export function tunedPicksPath(): string | null {
+  const v = envVar(TUNED_PICKS_ENV);
+  if (v === "off") return null;
+  if (v) return v;
+  if (!isDeno()) return null;
+  const dir = userCacheDir();
+  return dir ? `${dir}/pettingllms-webgpu/matmul_picks.json` : null;
+}
+
+const KEY = /^(nn|nt|tn|ntx):(vector|skinny|skinny16|skinny32|small|square)$/;
+
+/** Parses a picks file's text; throws TunedPicksError naming `path` and the fix. */
+export function parseTunedPicks(text: string, path: string): TunedPicksFile {
+  const bad = (why: string) =>
+    new TunedPicksError(
+      `${path}: ${why}. Delete it (matmuls then use the built-in picks) or run \`npx deno task tune\` again; ${TUNED_PICKS_ENV}=off skips it`,
+    );
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw bad(`not JSON (${(e as Error).message})`);
+  }
+  const f = raw as Partial<TunedPicksFile>;
+  if (typeof f !== "object" || f === null || f.format !== FORMAT) {
+    throw bad(`not a matmul picks file (no "format": "${FORMAT}")`);
+  }
+  if (f.version !== 1) throw bad(`version ${String(f.version)}, this build reads version 1`);
+  if (!Array.isArray(f.entries)) throw bad(`"entries" is not a list`);
+  for (const [i, e] of f.entries.entries()) {
+    const ok = typeof e === "object" && e !== null && typeof e.adapter === "string" &&
+      typeof e.kernels === "string" && typeof e.picks === "object" && e.picks !== null &&
+      Object.entries(e.picks).every(([k, v]) => KEY.test(k) && typeof v === "string");
+    if (!ok) throw bad(`entry ${i} lacks adapter, kernels or "form:bucket" picks`);
+  }
+  return f as TunedPicksFile;
+}
+
+/** `file` with `entry` in place of any entry of the same adapter and kernel set. */
+export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): TunedPicksFile {
+  const rest = (file?.entries ?? []).filter((e) =>
+    e.adapter !== entry.adapter || e.kernels !== entry.kernels
+  );
+  return { format: FORMAT, version: 1, entries: [...rest, entry] };
+}
+
+// In memory: entries registered here (useTunedPicks) and the file's, read once.
+let registered: { entry: TunedPicksEntry; source: string }[] = [];
+let fromFile: { path: string; entries: TunedPicksEntry[] } | null | undefined;
+
+/**
+ * Entries to use in this process before the file's (a page that tuned itself, or read its
+ * stored picks); `source` says where they came from in log lines.
+ */
+export function useTunedPicks(
+  entries: readonly TunedPicksEntry[],
+  source = "registered in this process",
+): void {
+  registered = [...entries.map((entry) => ({ entry, source })), ...registered];
+}
+
+/** Forgets registered entries and reads the file again on next use (tests, after `tune`). */
+export function resetTunedPicks(): void {
+  registered = [];
+  fromFile = undefined;
+}
+
+function fileEntries(): { path: string; entries: TunedPicksEntry[] } | null {
+  if (fromFile === undefined) {
+    const path = tunedPicksPath();
+    const text = path === null ? null : readLocalTextSync(path);
+    fromFile = path === null || text === null
+      ? null
+      : { path, entries: parseTunedPicks(text, path).entries };
+  }
+  return fromFile;
+}
+
+/**
+ * The tuned picks for this adapter and this build's kernels (registered first, then the file's),
+ * with where they came from; null when there are none. Picks naming a variant this build lacks
+ * are left out.
+ */
+export function tunedPicksFor(
+  info: AdapterDescription,
+): { picks: Record<string, string>; entry: TunedPicksEntry; source: string } | null {
+  const key = adapterKey(info), kernels = kernelSetId();
+  const match = (e: TunedPicksEntry) => e.adapter === key && e.kernels === kernels;
+  const mine = registered.find((r) => match(r.entry));
+  const file = mine ? null : fileEntries();
+  const entry = mine?.entry ?? file?.entries.find(match);
+  if (!entry) return null;
+  const names = new Set(MATMUL_VARIANTS.map((v) => v.name));
+  const picks = Object.fromEntries(Object.entries(entry.picks).filter(([, v]) => names.has(v)));
+  return { picks, entry, source: mine?.source ?? file!.path };
+}
+
+/**
+ * One line for logs: where this adapter's matmul picks come from; `howToTune` says how to
+ * measure them where they are the built-in ones.
+ */
+export function describeTunedPicks(
+  info: AdapterDescription,
+  howToTune = "npx deno task tune measures this device's",
+): string {
+  const t = tunedPicksFor(info);
+  if (!t) return `matmul picks: built-in (${howToTune})`;
+  return `matmul picks: tuned on this adapter ${
+    t.entry.date.slice(0, 10)
+  } for ${t.entry.tunedFor} (${t.source})`;
+}

@@ -1,0 +1,94 @@
+// `npx deno task tune` as a user runs it: it measures, writes the picks file for this adapter,
+// and a later process on the same adapter runs those picks (train says so); a broken picks file
+// stops a run at start-up with a named error that says what to do.
+
+import { assert, assertEquals } from "../assert.ts";
+
+const repo = new URL("../../", import.meta.url).pathname;
+const dec = new TextDecoder();
+
+async function deno(args: string[], env: Record<string, string> = {}) {
+  const r = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: repo,
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: r.code, out: dec.decode(r.stdout), err: dec.decode(r.stderr) };
+}
+
+// Prints what a fresh process makes of the picks file: its log line and the nt:vector pick.
+const PROBE = `
+import { Gpu } from "./src/gpu/mod.ts";
+import { describeTunedPicks } from "./src/ops/tuned_picks.ts";
+import { matmulPicks } from "./src/ops/tuning.ts";
+const gpu = await Gpu.create();
+console.log(describeTunedPicks(gpu.ctx.info));
+console.log(JSON.stringify(matmulPicks(gpu.ctx.info)));
+gpu.destroy();
+`;
+
+Deno.test("tune CLI: writes this adapter's picks; a later process runs them; a broken file is a named error", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tune_cli_" });
+  try {
+    const file = `${dir}/picks.json`;
+    const r = await deno([
+      "run",
+      "-A",
+      "src/cli/tune.ts",
+      "--model",
+      "configs/models/tiny-llama.json",
+      "--decode-rows",
+      "1",
+      "--train-rows",
+      "0",
+      "--variants",
+      "^r8c8_wg8x1$",
+      "--min-ms",
+      "5",
+      "--out",
+      file,
+      "--json",
+    ]);
+    assertEquals(r.code, 0, r.out + r.err);
+    assert(r.out.includes("| nt:vector |"), r.out);
+    const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
+    const saved = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(saved.entries.length, 1);
+    assertEquals(saved.entries[0].picks, last.picks);
+    assertEquals(Object.keys(last.picks), ["nt:vector"]);
+
+    const probe = await deno(["eval", PROBE], { PETTINGLLMS_TUNED_PICKS: file });
+    assertEquals(probe.code, 0, probe.err);
+    const [line, picks] = probe.out.trim().split("\n");
+    assert(line.startsWith("matmul picks: tuned on this adapter") && line.includes(file), line);
+    assertEquals(JSON.parse(picks)["nt:vector"], last.picks["nt:vector"]);
+    // Off: the built-in picks.
+    const off = await deno(["eval", PROBE], { PETTINGLLMS_TUNED_PICKS: "off" });
+    assert(off.out.startsWith("matmul picks: built-in"), off.out + off.err);
+
+    // A broken file stops train before any work, naming the file and the way out.
+    await Deno.writeTextFile(file, "{ not json");
+    const t = await deno(
+      [
+        "run",
+        "-A",
+        "src/cli/train.ts",
+        "--config",
+        "configs/quickstart.json",
+        "--set",
+        `run.outDir=${dir}/runs`,
+      ],
+      { PETTINGLLMS_TUNED_PICKS: file },
+    );
+    assertEquals(t.code, 1, t.out + t.err);
+    const text = t.out + t.err;
+    assert(
+      text.includes("TunedPicksError") && text.includes(file) && text.includes("deno task tune"),
+      text,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
