@@ -7,8 +7,8 @@
 // Per bucket, every variant that can run its shapes is first checked against the float64
 // reference (a wrong kernel is never picked), then screened (one short timing per shape), and the
 // best few are timed again at length. A bucket's score is Σ over its shapes of (uses a step ×
-// ms): the products a model runs most weigh most. Where a variant cannot run a shape, Matmul
-// runs the fallback there, so the fallback's time is what counts.
+// ms): the products a model runs most weigh most. Where a variant cannot run a shape (Matmul then
+// runs a stand-in bucket's pick or the fallback), the fallback's time counts for it.
 
 import type { Gpu } from "../gpu/mod.ts";
 import { timeIt } from "../gpu/timing.ts";
@@ -218,9 +218,9 @@ function worthTiming(v: MatmulVariant, s: MatmulShape): boolean {
 }
 
 /**
- * Tunes the picks of every bucket the workload's products fall in. Takes seconds to minutes (a
- * few hundred pipelines to compile and time at a large model's sizes); run it once per device
- * and model (`npx deno task tune`), not per run.
+ * Tunes the picks of every bucket the workload's products fall in. Takes seconds to minutes
+ * (dozens of pipelines to compile, hundreds of timings at a large model's sizes); run it once
+ * per device and model (`npx deno task tune`), not per run.
  */
 export async function tuneMatmuls(
   gpu: Gpu,
@@ -267,10 +267,11 @@ export async function tuneMatmuls(
     }
     return checked.get(key)!;
   };
-  // Times by "variant|shape index": a fallback time is shared by every variant that needs it.
+  // Times by variant and shape: a fallback time is shared by every variant that needs it.
   const times = new Map<string, number>();
   const time = async (v: MatmulVariant, w: WorkloadShape, ms: number, rounds: number) => {
-    const key = `${v.name}|${w.shape.form}|${w.shape.M}|${w.shape.N}|${w.shape.K}|${rounds}`;
+    const { form, M, N, K, halfB } = w.shape;
+    const key = `${v.name}|${form}|${M}|${N}|${K}|${halfB ? "hb" : ""}|${rounds}`;
     if (!times.has(key)) times.set(key, await timeVariant(gpu, v, w.shape, ms, rounds));
     return times.get(key)!;
   };

@@ -8,7 +8,6 @@ import {
   Matmul,
   MATMUL_FORMS,
   MATMUL_VARIANTS,
-  type MatmulForm,
   type MatmulShape,
   type MatmulVariant,
   shapeBucket,
