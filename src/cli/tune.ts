@@ -33,6 +33,13 @@ export const TUNE_CLI = defineCli({
       metavar: "1,8,32",
       help: "batch sizes generation runs at (rows of a decode step's products)",
     },
+    "prefill-rows": {
+      type: "string",
+      default: "",
+      metavar: "16,128",
+      help:
+        "prompt tokens prefilled at once (batch × prompt length, up to the chunk rows); default none",
+    },
     "train-rows": {
       type: "number",
       integer: true,
@@ -85,10 +92,11 @@ async function readConfig(path: string) {
   }
 }
 
-function parseRows(text: string): number[] {
+function parseRows(flag: string, text: string, empty = false): number[] {
+  if (empty && text.trim() === "") return [];
   const rows = text.split(",").map((s) => Number(s.trim()));
   if (!rows.length || rows.some((n) => !Number.isInteger(n) || n < 1)) {
-    throw new UsageError(`--decode-rows must be positive integers like 1,8,32 (got "${text}")`);
+    throw new UsageError(`--${flag} must be positive integers like 1,8,32 (got "${text}")`);
   }
   return rows;
 }
@@ -102,7 +110,8 @@ if (import.meta.main) {
     } catch (e) {
       throw new UsageError(`--variants: ${(e as Error).message}`);
     }
-    const decodeRows = parseRows(args.decodeRows);
+    const decodeRows = parseRows("decode-rows", args.decodeRows);
+    const prefillRows = parseRows("prefill-rows", args.prefillRows, true);
     const cfg = await readConfig(args.model);
     const out = args.out ?? tunedPicksPath();
     if (!args.dryRun && out === null) {
@@ -117,6 +126,7 @@ if (import.meta.main) {
         (args.half === "auto" && gpu.adapterClass === "gpu" && !args.full);
       const workload = matmulWorkload(cfg, {
         decodeRows,
+        prefillRows,
         trainRows: args.trainRows,
         logitRows: defaultLogitRows(
           args.trainRows,
@@ -153,8 +163,8 @@ if (import.meta.main) {
         adapter: adapterKey(gpu.ctx.info),
         kernels: kernelSetId(),
         picks: r.picks,
-        tunedFor: `${args.model} (decode rows ${
-          decodeRows.join(",")
+        tunedFor: `${args.model} (decode rows ${decodeRows.join(",")}${
+          prefillRows.length ? `, prefill rows ${prefillRows.join(",")}` : ""
         }, train rows ${args.trainRows}${args.full ? ", full" : ""}${half ? ", half base" : ""})`,
         date: new Date().toISOString(),
         buckets: r.buckets,

@@ -15,11 +15,14 @@ import { timeIt } from "../gpu/timing.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { encodeMatmulWith } from "./matmul.ts";
 import {
+  BUCKET_STANDIN,
+  bucketsForShapes,
   kernelSpec,
   MATMUL_VARIANTS,
   type MatmulForm,
   type MatmulShape,
   type MatmulVariant,
+  type ShapeBucket,
   shapeBucket,
   variantSupports,
 } from "./matmul_variants.ts";
@@ -32,11 +35,19 @@ export interface WorkloadShape {
   shape: MatmulShape;
   count: number;
   what: string;
+  /**
+   * The bucket whose pick runs it: its own, or the stand-in Matmul runs where the model does not
+   * compile its own (BUCKET_STANDIN: a tiny model's 16-row products run the 8–15-row pick).
+   * Unset: its own.
+   */
+  bucket?: ShapeBucket;
 }
 
 export interface WorkloadOptions {
   /** Rows of a decode step's products: the batch sizes generation runs at (default 1, 8, 32). */
   decodeRows?: readonly number[];
+  /** Rows of a prefill's products: the prompt tokens prefilled at once (default none). */
+  prefillRows?: readonly number[];
   /** Rows of a training chunk (B × T tokens); 0: no training products (default 1024). */
   trainRows?: number;
   /**
@@ -75,6 +86,14 @@ export function matmulWorkload(c: ModelConfig, o: WorkloadOptions = {}): Workloa
     ["down", H, I, L],
     ["head", c.vocabSize, H, 1],
   ];
+  // The buckets a model of these weights compiles (GpuModel: its chunk rows, at least 256, or
+  // its slots); a shape of another bucket runs its stand-in's pick.
+  const maxRows = Math.max(trainRows > 0 ? trainRows : 256, ...decodeRows);
+  const prepared = new Set(bucketsForShapes(maxRows, proj.map(([, n, k]) => [n, k])));
+  const runsIn = (s: MatmulShape): ShapeBucket => {
+    const own = shapeBucket(s);
+    return [own, ...BUCKET_STANDIN[own]].find((b) => prepared.has(b)) ?? own;
+  };
   const out: WorkloadShape[] = [];
   const add = (shape: MatmulShape, count: number, what: string) => {
     const same = out.find((w) =>
@@ -84,15 +103,20 @@ export function matmulWorkload(c: ModelConfig, o: WorkloadOptions = {}): Workloa
     if (same) {
       same.count += count;
       same.what += `, ${what}`;
-    } else {out.push({
-        shape: halfB && shape.form !== "tn" ? { ...shape, halfB } : shape,
-        count,
-        what,
-      });}
+    } else {
+      const s = halfB && shape.form !== "tn" ? { ...shape, halfB } : shape;
+      out.push({ shape: s, count, what, bucket: runsIn(s) });
+    }
   };
   for (const m of decodeRows) {
     for (const [name, n, k, uses] of proj) {
       add({ form: "nt", M: m, N: n, K: k }, uses, `${name} x·Wᵀ at ${m} rows`);
+    }
+  }
+  // A prefill runs every projection at its rows (the head only at each prompt's last row).
+  for (const m of o.prefillRows ?? []) {
+    for (const [name, n, k, uses] of proj) {
+      if (name !== "head") add({ form: "nt", M: m, N: n, K: k }, uses, `${name} x·Wᵀ at ${m} rows`);
     }
   }
   if (trainRows > 0) {
@@ -249,7 +273,7 @@ export async function tuneMatmuls(
       log(`skipped ${w.what}: an operand exceeds one binding, so it runs as split tensors`);
       continue;
     }
-    const key = `${w.shape.form}:${shapeBucket(w.shape)}`;
+    const key = `${w.shape.form}:${w.bucket ?? shapeBucket(w.shape)}`;
     buckets.set(key, [...(buckets.get(key) ?? []), w]);
   }
   const refused: string[] = [];

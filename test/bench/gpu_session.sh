@@ -25,8 +25,9 @@
 #   scalepicks  after labmodel: the scale bench of qwen2.5-0.5b again with labmodel's picks laid
 #            over the tables (PETTINGLLMS_MATMUL_PICKS), so one lease measures what the new picks
 #            do to a whole model before they go into src/ops/tuning.ts (not in the default)
-#   tune     deno task tune at Qwen2.5-0.5B's products (decode at 1, 8, 32 rows, a LoRA step's
-#            1024 rows): every matmul variant timed on this device, the fastest per bucket
+#   tune     deno task tune at Qwen2.5-0.5B's products at the scale bench's sizes (decode at 1,
+#            8, 32 rows, prefill of 64-token prompts, a LoRA step's 1024 rows): every matmul
+#            variant timed on this device, the fastest per bucket
 #            written to OUTDIR's picks.json (src/ops/autotune.ts); ~1-2 minutes (not in the default)
 #   scaletuned  after tune: the scale bench of qwen2.5-0.5b with those picks
 #            (PETTINGLLMS_TUNED_PICKS), against scale's built-in picks (not in the default)
@@ -141,7 +142,9 @@ fi
 if want tune; then
   m=test/fixtures/configs/qwen2.5-0.5b-instruct.json
   [ -n "$quick" ] && m=configs/models/reduced/qwen2.5-0.5b.json
-  step tune 240 $D task tune --model $m --out "$out/picks.json" --json
+  # The scale bench's sizes: decode at 1, 8, 32 rows, prefill 64-token prompts (chunks of up to
+  # 512 rows), the LoRA step's 1024 rows.
+  step tune 240 $D task tune --model $m --prefill-rows 64,512 --out "$out/picks.json" --json
 fi
 if want scaletuned; then
   if [ -f "$out/picks.json" ]; then

@@ -53,6 +53,11 @@ Deno.test("matmul workload: a Llama-family model's products at decode and traini
     chunked.filter((x) => x.shape.N === c.vocabSize).map((x) => [x.shape.M, x.count]),
     [[32, 4]],
   );
+  // A prefill's rows; a tiny model compiles no 16–32-row picks, so its 16-row products run the
+  // 8–15-row bucket's pick, and are tuned with it.
+  const pre = matmulWorkload(c, { decodeRows: [8], trainRows: 0, prefillRows: [16] });
+  assertEquals([...new Set(pre.map((x) => `${x.shape.M} ${x.bucket}`))], ["8 skinny", "16 skinny"]);
+  assert(!pre.some((x) => x.shape.M === 16 && x.shape.N === c.vocabSize), "no head at prefill");
   assertThrows(() => matmulWorkload({ ...c, modelType: "gpt2" }), "RangeError", "gpt2");
 });
 
@@ -64,13 +69,18 @@ Deno.test("matmul tuner: refuses a kernel that misses the float64 reference, pic
   try {
     assertEquals(await checkVariant(gpu, BROKEN, "nt"), false, "the 48-lane split-K is wrong");
     const c = await preset("tiny-llama");
-    const workload: WorkloadShape[] = matmulWorkload(c, { decodeRows: [1], trainRows: 64 });
+    const workload: WorkloadShape[] = matmulWorkload(c, {
+      decodeRows: [1],
+      prefillRows: [16],
+      trainRows: 64,
+    });
     const named = ["r1c8_wg32x1", "r8c8_wg8x1", "sk_r1_wg32"];
     const { MATMUL_VARIANTS } = await import("../../src/ops/matmul.ts");
     const candidates = [...MATMUL_VARIANTS.filter((v) => named.includes(v.name)), BROKEN];
     const r = await tuneMatmuls(gpu, workload, { candidates, minMs: 5 });
     assert(r.refused.includes("sk_r1_wg48:nt"), `refused: ${r.refused.join(", ")}`);
-    const keys = [...new Set(workload.map((w) => `${w.shape.form}:${shapeBucket(w.shape)}`))];
+    const keyOf = (w: WorkloadShape) => `${w.shape.form}:${w.bucket ?? shapeBucket(w.shape)}`;
+    const keys = [...new Set(workload.map(keyOf))];
     assertEquals(Object.keys(r.picks).sort(), keys.sort());
     for (const b of r.buckets) {
       assert(b.best !== BROKEN.name, `${b.key} picked the wrong kernel`);
@@ -99,10 +109,11 @@ Deno.test("matmul tuner: refuses a kernel that misses the float64 reference, pic
     }]);
     try {
       for (const [k, v] of Object.entries(r.picks)) assertEquals(matmulPicks(gpu.ctx.info)[k], v);
-      const m = await Matmul.create(gpu);
+      // The buckets the model compiles: a 16-row product runs the 8–15-row pick.
+      const m = await Matmul.create(gpu, {}, [...new Set(workload.map((w) => w.bucket!))]);
       for (const w of workload) {
         const s = w.shape;
-        const pick = r.picks[`${s.form}:${shapeBucket(s)}`];
+        const pick = r.picks[keyOf(w)];
         assertEquals(m.variantFor(s).name, pick, `${s.form} ${s.M}x${s.N}x${s.K}`);
         const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
         const a = seededValues(ra * rb, 11), b = seededValues(s.K * s.N, 12);

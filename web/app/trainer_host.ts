@@ -486,8 +486,11 @@ export class TrainerHost implements TrainerService {
     const full = c.update.mode === "full";
     const half = halfBaseFor(c, c.update.mode, gpu.adapterClass, base.weights);
     const decodeRows = [...new Set([1, c.rollout.envsPerStep * c.rollout.k])];
+    // A rollout prefills its tasks' prompts together (candidates share theirs), in chunks.
+    const prefill = Math.min(c.update.chunkRows, c.rollout.envsPerStep * c.rollout.maxPromptTokens);
     const workload = matmulWorkload(base.weights.config, {
       decodeRows,
+      prefillRows: [prefill],
       trainRows: c.update.chunkRows,
       logitRows: c.update.logitRows || defaultLogitRows(
         c.update.chunkRows,
