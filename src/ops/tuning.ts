@@ -67,8 +67,9 @@ export const MATMUL_TUNING: Record<AdapterClass, Record<string, string>> = {
 };
 
 /**
- * Picks for one driver, over its class's: llvmpipe's (SwiftShader, also "cpu", keeps the class
- * picks). The measurements behind each pick (dates, machines, figures) are in
+ * Picks for one driver, over its class's: llvmpipe's, and SwiftShader's (Chrome's CPU adapter,
+ * the browser tests' and GPU-less Chrome's), the tuner's picks (src/ops/autotune.ts) at the app's
+ * test setting. The measurements behind each pick (dates, machines, figures) are in
  * docs/benchmarks.md, "Why llvmpipe's matmul picks are what they are".
  */
 export const MATMUL_DRIVER_TUNING: ReadonlyArray<
@@ -91,6 +92,16 @@ export const MATMUL_DRIVER_TUNING: ReadonlyArray<
       "ntx:skinny": "r8c32_wg8x1",
       "ntx:skinny16": "r8c32_wg8x1",
       "ntx:skinny32": "r8c32_wg8x1",
+    },
+  },
+  {
+    adapterClass: "cpu",
+    driver: /swiftshader/i,
+    picks: {
+      "nt:vector": "r8c8_wg8x1",
+      "nt:skinny": "r16c8_wg8x1",
+      "nt:small": "r16c8_wg8x1",
+      "nn:small": "r16c8_wg8x1",
     },
   },
 ];

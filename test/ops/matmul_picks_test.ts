@@ -34,7 +34,7 @@ const info = (description: string, architecture = "", adapterClass: "cpu" | "gpu
   adapterClass,
 });
 
-Deno.test("matmulPicks: llvmpipe's driver picks override the CPU class's, nothing else does", () => {
+Deno.test("matmulPicks: llvmpipe's and SwiftShader's driver picks override the CPU class's, nothing else does", () => {
   const llvmpipe = matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)"));
   for (const form of ["nn", "nt", "tn"]) {
     assertEquals(llvmpipe[`${form}:square`], "r32c16_wg8x1");
@@ -44,7 +44,15 @@ Deno.test("matmulPicks: llvmpipe's driver picks override the CPU class's, nothin
   assertEquals(llvmpipe["nt:skinny16"], "r16c16_wg8x1");
   assertEquals(llvmpipe["nt:skinny32"], "r32c16_wg8x1");
   assertEquals(llvmpipe["nn:skinny"], MATMUL_TUNING.cpu["nn:skinny"]);
-  assertEquals(matmulPicks(info("", "swiftshader")), MATMUL_TUNING.cpu);
+  // SwiftShader (Chrome's CPU adapter reports it as the architecture): the tuner's picks.
+  assertEquals(matmulPicks(info("", "swiftshader")), {
+    ...MATMUL_TUNING.cpu,
+    "nt:vector": "r8c8_wg8x1",
+    "nt:skinny": "r16c8_wg8x1",
+    "nt:small": "r16c8_wg8x1",
+    "nn:small": "r16c8_wg8x1",
+  });
+  assertEquals(matmulPicks(info("some other software rasterizer")), MATMUL_TUNING.cpu);
   // A CPU adapter forced to the GPU class (the lab's seam) gets the GPU picks, untouched.
   assertEquals(matmulPicks(info("llvmpipe (LLVM 15.0.6, 256 bits)", "", "gpu")), MATMUL_TUNING.gpu);
 });
