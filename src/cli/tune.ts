@@ -35,10 +35,9 @@ export const TUNE_CLI = defineCli({
     },
     "prefill-rows": {
       type: "string",
-      default: "",
       metavar: "16,128",
       help:
-        "prompt tokens prefilled at once (batch × prompt length, up to the chunk rows); default none",
+        "prompt tokens prefilled at once (batch × prompt length, up to the chunk rows); none if unset",
     },
     "train-rows": {
       type: "number",
@@ -52,6 +51,7 @@ export const TUNE_CLI = defineCli({
       type: "string",
       choices: ["auto", "on", "off"],
       default: "auto",
+      metavar: "auto|on|off",
       help:
         "time the half-float twins of a frozen base (update.halfBase); auto: as a LoRA run's default, on GPU-class adapters without --full",
     },
@@ -92,8 +92,7 @@ async function readConfig(path: string) {
   }
 }
 
-function parseRows(flag: string, text: string, empty = false): number[] {
-  if (empty && text.trim() === "") return [];
+function parseRows(flag: string, text: string): number[] {
   const rows = text.split(",").map((s) => Number(s.trim()));
   if (!rows.length || rows.some((n) => !Number.isInteger(n) || n < 1)) {
     throw new UsageError(`--${flag} must be positive integers like 1,8,32 (got "${text}")`);
@@ -111,7 +110,9 @@ if (import.meta.main) {
       throw new UsageError(`--variants: ${(e as Error).message}`);
     }
     const decodeRows = parseRows("decode-rows", args.decodeRows);
-    const prefillRows = parseRows("prefill-rows", args.prefillRows, true);
+    const prefillRows = args.prefillRows === undefined
+      ? []
+      : parseRows("prefill-rows", args.prefillRows);
     const cfg = await readConfig(args.model);
     const out = args.out ?? tunedPicksPath();
     if (!args.dryRun && out === null) {
