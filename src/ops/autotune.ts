@@ -17,6 +17,7 @@ import { encodeMatmulWith } from "./matmul.ts";
 import {
   BUCKET_STANDIN,
   bucketsForShapes,
+  findVariant,
   kernelSpec,
   MATMUL_VARIANTS,
   type MatmulForm,
@@ -202,19 +203,38 @@ export async function checkVariant(
   }
 }
 
-/** Milliseconds per product of `v` at shape `s` on this device (median of `rounds`). */
+/** Seeded operands of a product: A, B (packed half floats where `halfB`) and C. */
+export interface Operands {
+  A: GPUBuffer;
+  B: GPUBuffer;
+  C: GPUBuffer;
+}
+
+export function makeOperands(gpu: Gpu, s: MatmulShape): Operands {
+  const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
+  const b = seededValues(s.K * s.N, 2);
+  return {
+    A: gpu.upload(seededValues(ra * rb, 1)),
+    B: gpu.upload(s.halfB ? packHalves(b) : b),
+    C: gpu.zeros(s.M * s.N),
+  };
+}
+
+const destroyOperands = ({ A, B, C }: Operands) => [A, B, C].forEach((x) => x.destroy());
+
+/**
+ * Milliseconds per product of `v` at shape `s` on this device (median of `rounds`), on
+ * `operands` (made for `s`) or on operands of its own.
+ */
 export async function timeVariant(
   gpu: Gpu,
   v: MatmulVariant,
   s: MatmulShape,
   minMs: number,
   rounds = 3,
+  operands?: Operands,
 ): Promise<number> {
-  const [ra, rb] = s.form === "tn" ? [s.K, s.M] : [s.M, s.K];
-  const b = seededValues(s.K * s.N, 2);
-  const A = gpu.upload(seededValues(ra * rb, 1)),
-    B = gpu.upload(s.halfB ? packHalves(b) : b),
-    C = gpu.zeros(s.M * s.N);
+  const { A, B, C } = operands ?? makeOperands(gpu, s);
   const k = await gpu.kernel(kernelSpec(v, s.form, s.halfB, gpu.subgroups));
   try {
     const t = await timeIt(
@@ -229,7 +249,7 @@ export async function timeVariant(
     );
     return t.msPerRep;
   } finally {
-    [A, B, C].forEach((x) => x.destroy());
+    if (!operands) destroyOperands({ A, B, C });
   }
 }
 
@@ -258,7 +278,6 @@ export async function tuneMatmuls(
   const current = matmulPicks(gpu.ctx.info);
   const fallback = fallbackFor(gpu);
   const all = o.candidates ?? MATMUL_VARIANTS;
-  const byName = new Map(all.map((v) => [v.name, v]));
   // A product whose operand exceeds one binding runs as split tensors (src/model/split_kernels.ts),
   // not through Matmul's picks: nothing to tune there.
   const limit = Math.min(
@@ -291,15 +310,21 @@ export async function tuneMatmuls(
     }
     return checked.get(key)!;
   };
-  // Times by variant and shape: a fallback time is shared by every variant that needs it.
+  // Times by variant and shape: a fallback time is shared by every variant that needs it. A
+  // bucket's operands are made once, for all its candidates (a 0.5B model's LM head is 136M
+  // seeded values), and freed when the bucket is done.
   const times = new Map<string, number>();
+  const operands = new Map<WorkloadShape, Operands>();
   const time = async (v: MatmulVariant, w: WorkloadShape, ms: number, rounds: number) => {
     const { form, M, N, K, halfB } = w.shape;
     const key = `${v.name}|${form}|${M}|${N}|${K}|${halfB ? "hb" : ""}|${rounds}`;
-    if (!times.has(key)) times.set(key, await timeVariant(gpu, v, w.shape, ms, rounds));
+    if (!times.has(key)) {
+      if (!operands.has(w)) operands.set(w, makeOperands(gpu, w.shape));
+      times.set(key, await timeVariant(gpu, v, w.shape, ms, rounds, operands.get(w)));
+    }
     return times.get(key)!;
   };
-  const fb = byName.get(fallback) ?? MATMUL_VARIANTS.find((v) => v.name === fallback)!;
+  const fb = findVariant(fallback);
   const score = async (v: MatmulVariant, ws: WorkloadShape[], ms: number, rounds: number) => {
     let total = 0;
     for (const w of ws) {
@@ -309,51 +334,58 @@ export async function tuneMatmuls(
     return total;
   };
   const result: TuneResult = { picks: {}, buckets: [], refused, seconds: 0 };
-  for (const [key, ws] of buckets) {
-    const form = ws[0].shape.form;
-    const half = ws.some((w) => w.shape.halfB);
-    const now = current[key] ?? fallback;
-    // A decode A·Bᵀ bucket that runs split-K keeps split-K: the folded RMSNorm and SwiGLU and the
-    // grouped q/k/v and gate/up products (fewer dispatches a step) exist for split-K only, which
-    // one product's time does not show.
-    const splitOnly = form === "nt" &&
-      MATMUL_VARIANTS.find((v) => v.name === now)?.kind === "splitk";
-    const candidates: MatmulVariant[] = [];
-    for (const v of all) {
-      if (splitOnly && v.kind !== "splitk") continue;
-      const named = v.name === now || v.name === fallback || !o.variants || o.variants.test(v.name);
-      if (!named || !ws.some((w) => worthTiming(v, w.shape)) && v.name !== now) continue;
-      if (!(await valid(v, form, false)) || (half && !(await valid(v, form, true)))) continue;
-      candidates.push(v);
+  try {
+    for (const [key, ws] of buckets) {
+      const form = ws[0].shape.form;
+      const half = ws.some((w) => w.shape.halfB);
+      const now = current[key] ?? fallback;
+      // A decode A·Bᵀ bucket that runs split-K keeps split-K: the folded RMSNorm and SwiGLU and the
+      // grouped q/k/v and gate/up products (fewer dispatches a step) exist for split-K only, which
+      // one product's time does not show.
+      const splitOnly = form === "nt" &&
+        MATMUL_VARIANTS.find((v) => v.name === now)?.kind === "splitk";
+      const candidates: MatmulVariant[] = [];
+      for (const v of all) {
+        if (splitOnly && v.kind !== "splitk") continue;
+        const named = v.name === now || v.name === fallback || !o.variants ||
+          o.variants.test(v.name);
+        if (!named || !ws.some((w) => worthTiming(v, w.shape)) && v.name !== now) continue;
+        if (!(await valid(v, form, false)) || (half && !(await valid(v, form, true)))) continue;
+        candidates.push(v);
+      }
+      const nowV = candidates.find((v) => v.name === now);
+      // Screening: one short round per shape; the best `keep`, and the current pick, go on.
+      const screened: [MatmulVariant, number][] = [];
+      for (const v of candidates) screened.push([v, await score(v, ws, minMs / 5, 1)]);
+      screened.sort((a, b) => a[1] - b[1]);
+      const finalists = screened.slice(0, keep).map(([v]) => v);
+      if (nowV && !finalists.includes(nowV)) finalists.push(nowV);
+      let best = nowV ?? fb, bestMs = Infinity, nowMs = NaN;
+      for (const v of finalists) {
+        const ms = await score(v, ws, minMs, 3);
+        if (v === nowV) nowMs = ms;
+        if (ms < bestMs) [best, bestMs] = [v, ms];
+      }
+      if (!nowV) nowMs = await score(fb, ws, minMs, 3);
+      result.picks[key] = best.name;
+      result.buckets.push({
+        key,
+        shapes: ws.length,
+        current: now,
+        currentMs: nowMs,
+        best: best.name,
+        bestMs,
+      });
+      log(
+        `${key}: ${best.name} ${bestMs.toFixed(3)} ms a step against ${now} ${
+          nowMs.toFixed(3)
+        } ms (${candidates.length} variants, ${ws.length} shapes)`,
+      );
+      operands.forEach(destroyOperands);
+      operands.clear();
     }
-    const nowV = candidates.find((v) => v.name === now);
-    // Screening: one short round per shape; the best `keep`, and the current pick, go on.
-    const screened: [MatmulVariant, number][] = [];
-    for (const v of candidates) screened.push([v, await score(v, ws, minMs / 5, 1)]);
-    screened.sort((a, b) => a[1] - b[1]);
-    const finalists = screened.slice(0, keep).map(([v]) => v);
-    if (nowV && !finalists.includes(nowV)) finalists.push(nowV);
-    let best = nowV ?? fb, bestMs = Infinity, nowMs = NaN;
-    for (const v of finalists) {
-      const ms = await score(v, ws, minMs, 3);
-      if (v === nowV) nowMs = ms;
-      if (ms < bestMs) [best, bestMs] = [v, ms];
-    }
-    if (!nowV) nowMs = await score(fb, ws, minMs, 3);
-    result.picks[key] = best.name;
-    result.buckets.push({
-      key,
-      shapes: ws.length,
-      current: now,
-      currentMs: nowMs,
-      best: best.name,
-      bestMs,
-    });
-    log(
-      `${key}: ${best.name} ${bestMs.toFixed(3)} ms a step against ${now} ${
-        nowMs.toFixed(3)
-      } ms (${candidates.length} variants, ${ws.length} shapes)`,
-    );
+  } finally {
+    operands.forEach(destroyOperands);
   }
   result.seconds = (performance.now() - t0) / 1000;
   return result;

@@ -6,6 +6,7 @@ import type { EpisodeView } from "../../src/browser/rollout_view.ts";
 import type { CheckpointInfo, ModelSourceSpec, RunInfo } from "../../src/browser/run_store.ts";
 import type { StepMetrics } from "../../src/rl/session.ts";
 import type { Rendered } from "../../src/envs/types.ts";
+import type { TunedBucket } from "../../src/ops/autotune.ts";
 
 export type RunState =
   | "idle"
@@ -162,13 +163,7 @@ export interface TuneRequest {
 
 /** What tuneKernels found: per bucket the built-in pick and the tuned one, ms a step each. */
 export interface TuneReport {
-  buckets: {
-    key: string;
-    current: string;
-    currentMs: number;
-    best: string;
-    bestMs: number;
-  }[];
+  buckets: TunedBucket[];
   /** Variants that computed a wrong product on this device (never picked). */
   refused: string[];
   seconds: number;

@@ -532,13 +532,7 @@ export class TrainerHost implements TrainerService {
       line: `${describeTunedPicks(gpu.ctx.info)}: the next start or resume runs them`,
     });
     return {
-      buckets: r.buckets.map(({ key, current, currentMs, best, bestMs }) => ({
-        key,
-        current,
-        currentMs,
-        best,
-        bestMs,
-      })),
+      buckets: r.buckets,
       refused: r.refused,
       seconds: r.seconds,
       tunedFor,
