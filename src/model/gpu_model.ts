@@ -72,6 +72,13 @@ export interface GpuModelOptions {
    */
   splitKFolds?: boolean;
   /**
+   * Decode steps fold RoPE and the K/V cache write into attention (ModelKernels.attentionRope,
+   * shaders/attention4_rope.wgsl) where the workgroup attention kernels run (GPU adapters) and
+   * the adapter binds enough storage buffers: a dispatch a layer fewer. Default true; false
+   * records rope_store and attention (tests and the scale bench compare the two).
+   */
+  ropeFold?: boolean;
+  /**
    * Decode steps' forward: "fused" (the whole forward in one dispatch,
    * cpu_adapter/decode_forward.ts; the default on CPU adapters where the model fits it, with
    * rows' LoRA adapters of rank 4k) or "ops" (the per-op path every other forward takes). Tests
@@ -153,8 +160,26 @@ export class GpuModel {
   readonly scratch: Scratch;
   /** acts[l] (one shared set unless training). */
   readonly acts: LayerActs[];
-  /** Residual stream: res[l] is layer l's input; training keeps all L+1, inference ping-pongs two. */
-  readonly res: GPUBuffer[];
+  /**
+   * Residual stream of the forward being recorded: res[l] is layer l's input. A training
+   * forward keeps all L + 1 (layerRes); inference and every decode step update one stream in
+   * place (res[l] is the same buffer for every l).
+   */
+  get res(): readonly GPUBuffer[] {
+    return this.savesForBackward ? this.layerRes : this.streamRes;
+  }
+  /**
+   * Whether the forward being recorded keeps what a backward reads (per-layer residuals, 1/rms):
+   * a training model's forwards but its decode steps, which no backward follows (a rollout
+   * generating from the trainer's model), so those take the inference folds.
+   */
+  get savesForBackward(): boolean {
+    return this.training && !this.decoding;
+  }
+  private readonly layerRes: GPUBuffer[];
+  private readonly streamRes: GPUBuffer[];
+  /** Set while encodeForward records a decode step. */
+  private decoding = false;
   /** Per layer [S, KV, P, D]: one buffer per layer, or ranges of one (DecodeBackend.sharedCache). */
   readonly kCache: BufferRange[];
   readonly vCache: BufferRange[];
@@ -256,13 +281,15 @@ export class GpuModel {
     });
     if (this.training) {
       this.acts = Array.from({ length: c.numLayers }, (_, l) => layerActs(l));
-      this.res = Array.from({ length: c.numLayers + 1 }, (_, l) => f(N * C, `res${l}`));
+      this.layerRes = Array.from({ length: c.numLayers + 1 }, (_, l) => f(N * C, `res${l}`));
+      this.streamRes = Array.from({ length: c.numLayers + 1 }, () => this.layerRes[0]);
     } else {
       const shared = layerActs(0);
       this.acts = Array.from({ length: c.numLayers }, () => shared);
       // One residual stream, updated in place by every layer (encodeLayer).
       const stream = f(N * C, "res");
-      this.res = Array.from({ length: c.numLayers + 1 }, () => stream);
+      this.streamRes = Array.from({ length: c.numLayers + 1 }, () => stream);
+      this.layerRes = this.streamRes;
     }
     const cacheFloats = slots * c.numKvHeads * maxLen * D;
     const range = (buffer: GPUBuffer, l: number) => ({
@@ -361,6 +388,7 @@ export class GpuModel {
           queryGroup: weights.config.numHeads / weights.config.numKvHeads,
           halfGather: opts.halfBase,
           normPair: weights.config.qkNorm,
+          ropeFold: (opts.ropeFold ?? true) && c.modelType !== "gpt2",
         }),
         params.anySplit || gpt2 ? SplitKernels.create(gpu, opts.halfBase) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,
@@ -503,7 +531,7 @@ export class GpuModel {
       s.attnParts,
       context,
     );
-    const xmid = this.training ? a.xmid : this.res[l];
+    const xmid = this.savesForBackward ? a.xmid : this.res[l];
     P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
     g2.layernorm(
       rec,
@@ -528,29 +556,55 @@ export class GpuModel {
    * up → SwiGLU → down_proj + residual. `P` does the projections (a decode backend's own on its
    * steps, else the storage ones).
    */
-  private encodeLayer(rec: Recorder, l: number, N: number, P: Projections, context: number) {
+  private encodeLayer(
+    rec: Recorder,
+    l: number,
+    N: number,
+    P: Projections,
+    context: number,
+    decode: boolean,
+  ) {
     const c = this.config, a = this.acts[l], lv = this.weights.layout.layerView(l);
-    P.attentionInput(rec, l, N);
-    const { q } = this.qkUsed(l), kc = this.kCache[l], vc = this.vCache[l];
+    const fold = decode && this.kernels.ropeFold;
+    P.attentionInput(rec, l, N, !fold);
+    const { q, k } = this.qkUsed(l), kc = this.kCache[l], vc = this.vCache[l];
     const meta = this.scratch.meta;
-    this.kernels.attention(
-      rec,
-      N,
-      c.numHeads,
-      c.numKvHeads,
-      c.headDim,
-      meta,
-      q,
-      kc,
-      vc,
-      a.att,
-      a.lse,
-      this.scratch.attnParts,
-      context,
-    );
+    if (fold) {
+      this.kernels.attentionRope(
+        rec,
+        N,
+        c.numHeads,
+        c.numKvHeads,
+        c.headDim,
+        meta,
+        { q, k, v: a.v, cos: this.cos, sin: this.sin },
+        kc,
+        vc,
+        a.att,
+        a.lse,
+        this.scratch.attnParts,
+        context,
+      );
+    } else {
+      this.kernels.attention(
+        rec,
+        N,
+        c.numHeads,
+        c.numKvHeads,
+        c.headDim,
+        meta,
+        q,
+        kc,
+        vc,
+        a.att,
+        a.lse,
+        this.scratch.attnParts,
+        context,
+      );
+    }
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
-    const xmid = this.training ? a.xmid : this.res[l];
+    const xmid = this.savesForBackward ? a.xmid : this.res[l];
     P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
     P.mlp(rec, l, N, xmid, this.res[l + 1]);
   }
@@ -571,8 +625,7 @@ export class GpuModel {
       throw new KernelArgumentError(`contextBound ${contextBound}: a positive integer`);
     }
     const context = Math.min(contextBound ?? this.maxLen, this.maxLen);
-    const c = this.config, s = this.scratch;
-    const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
+    const V = this.config.vocabSize;
     if (nSel > this.logitRows) {
       throw new KernelArgumentError(
         `logits of ${nSel} rows: the logits buffer holds ${this.logitRows} (logitRows); a training forward ` +
@@ -589,9 +642,25 @@ export class GpuModel {
     if (decode && nSel !== N) {
       throw new KernelArgumentError(`a decode step computes logits for all ${N} rows, not ${nSel}`);
     }
+    this.decoding = decode;
+    try {
+      this.encodeForwardRows(rec, N, nSel, decode, context);
+    } finally {
+      this.decoding = false;
+    }
+  }
+
+  private encodeForwardRows(
+    rec: Recorder,
+    N: number,
+    nSel: number,
+    decode: boolean,
+    context: number,
+  ) {
+    const c = this.config, s = this.scratch, C = c.hiddenSize, L = c.numLayers;
     if (decode && this.decode.encodeStep(this, rec, N)) return;
     const P = decode ? this.decode.projections(this, N) : this.projections;
-    this.encodeLayers(rec, N, P, context);
+    this.encodeLayers(rec, N, P, context, decode);
     if (nSel === 0) return;
     let final: GPUBuffer = this.res[L];
     if (!this.training && !decode) {
@@ -621,7 +690,7 @@ export class GpuModel {
         "encodeTrunk is the training forward: create the model with training",
       );
     }
-    this.encodeLayers(rec, N, this.projections, this.maxLen);
+    this.encodeLayers(rec, N, this.projections, this.maxLen, false);
     this.encodeFinalNorm(rec, N, this.res[this.config.numLayers]);
   }
 
@@ -655,7 +724,13 @@ export class GpuModel {
    * The embedding and every layer of N rows (the residual stream ends in res[L]); `context`: the
    * most positions a row attends to (encodeForward's contextBound).
    */
-  private encodeLayers(rec: Recorder, N: number, P: Projections, context: number) {
+  private encodeLayers(
+    rec: Recorder,
+    N: number,
+    P: Projections,
+    context: number,
+    decode: boolean,
+  ) {
     const c = this.config, s = this.scratch, lay = this.weights.layout;
     const C = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
     const embed = this.params.chunks(lay.embed), half = this.params.isHalf(lay.embed);
@@ -672,7 +747,7 @@ export class GpuModel {
       g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
       for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N, context);
     } else {
-      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P, context);
+      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P, context, decode);
     }
   }
 
@@ -873,7 +948,7 @@ export class GpuModel {
       ...Object.values(scratch),
       ...(attnParts ? [attnParts.o, attnParts.ml] : []),
       ...this.acts.flatMap((a) => Object.values(a)),
-      ...this.res,
+      ...this.layerRes,
       ...this.kCache.map((r) => r.buffer),
       ...this.vCache.map((r) => r.buffer),
       this.cos,

@@ -26,6 +26,8 @@ export const FLASH_TILE = 256;
 export const SPLIT_ROW_HEADS = 64;
 const SPLIT_MIN_SPAN = 128;
 const SPLIT_MAX = 64;
+/** Storage buffers attention4_rope.wgsl binds: adapters that allow fewer run RoPE on its own. */
+export const ROPE_FOLD_STORAGE = 10;
 
 /** Positions per split and splits per (row, head) for a cache of P positions (0 splits: none). */
 export function attentionSplits(P: number): { span: number; splits: number } {
@@ -129,7 +131,14 @@ export class ModelKernels {
         "gather" | "rmsnorm" | "ropeInv" | "ropeStore" | "attention" | "swiglu" | "kvCopy",
         Kernel
       >
-      & { gatherHalf?: Kernel; attnPart?: Kernel; attnMerge?: Kernel; rmsnormPair?: Kernel },
+      & {
+        gatherHalf?: Kernel;
+        attnPart?: Kernel;
+        attnMerge?: Kernel;
+        rmsnormPair?: Kernel;
+        attnRope?: Kernel;
+        attnRopePart?: Kernel;
+      },
     private maxPerDim: number,
     readonly cachePositions: number,
   ) {}
@@ -173,6 +182,12 @@ export class ModelKernels {
        * wherever the workgroup or flash vec4 kernels run and the cache is long enough).
        */
       attentionSplit?: boolean;
+      /**
+       * Also decode attention with RoPE and the cache write folded in (attention4_rope.wgsl,
+       * attentionRope), where the workgroup vec4 kernels run and the adapter binds
+       * ROPE_FOLD_STORAGE storage buffers a stage. Default false.
+       */
+      ropeFold?: boolean;
     } = {},
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
@@ -270,6 +285,24 @@ export class ModelKernels {
         }),
       ])
       : [undefined, undefined];
+    const fold = opts.ropeFold === true && vec4Attention && !lane &&
+      gpu.device.limits.maxStorageBuffersPerShaderStage >= ROPE_FOLD_STORAGE;
+    const foldBindings = [u, ro, ro, ro, ro, ro, ro, rw, rw, rw, rw];
+    const [attnRope, attnRopePart] = fold
+      ? await Promise.all([
+        s("attention4_rope", flash ? "attention4_rope_flash" : "attention4_rope", foldBindings, {
+          WG: ATT_WG,
+          ...(flash ? { TILE: FLASH_TILE } : { MAXP: cachePositions }),
+        }),
+        split.splits > 0
+          ? s("attention4_rope", "attention4_rope_part", foldBindings, {
+            WG: ATT_WG,
+            TILE: FLASH_TILE,
+            SPAN: split.span,
+          })
+          : undefined,
+      ])
+      : [undefined, undefined];
     const k = new ModelKernels(
       {
         gather,
@@ -283,6 +316,8 @@ export class ModelKernels {
         attnPart,
         attnMerge,
         rmsnormPair,
+        attnRope,
+        attnRopePart,
       },
       gpu.device.limits.maxComputeWorkgroupsPerDimension,
       cachePositions,
@@ -447,9 +482,8 @@ export class ModelKernels {
     context = this.cachePositions,
   ) {
     const { attnPart, attnMerge } = this.k;
-    const { span } = this.attnSplit;
-    const splits = span > 0 ? Math.ceil(Math.min(context, this.cachePositions) / span) : 0;
-    if (parts && attnPart && attnMerge && N * NH <= SPLIT_ROW_HEADS && splits > 1) {
+    const splits = this.splitsFor(N, NH, parts, context);
+    if (parts && attnPart && attnMerge && splits > 1) {
       const u = this.attnUniform(N, NH, KV, D);
       rec.dispatch(attnPart, [null, meta, q, kc, vc, parts.o, parts.ml], [NH, N, splits], u);
       rec.dispatch(attnMerge, [null, meta, parts.o, parts.ml, out, lse], [NH, N, 1], u);
@@ -476,6 +510,63 @@ export class ModelKernels {
       [NH, Math.min(N, 65535), z],
       this.attnUniform(N, NH, KV, D),
     );
+  }
+
+  /** Splits of the split decode attention for this call (0 or 1: one workgroup per (head, row)). */
+  private splitsFor(
+    N: number,
+    NH: number,
+    parts: { o: BufferRef; ml: BufferRef } | null,
+    context: number,
+  ): number {
+    const { span } = this.attnSplit;
+    if (!parts || span === 0 || N * NH > SPLIT_ROW_HEADS) return 0;
+    return Math.ceil(Math.min(context, this.cachePositions) / span);
+  }
+
+  /** Whether attentionRope can record (the kernels were created with ropeFold and it applied). */
+  get ropeFold(): boolean {
+    return this.k.attnRope !== undefined;
+  }
+
+  /**
+   * A decode step's attention (every row its own slot's one new position) from the raw
+   * projections: q [N, NH·D] and k [N, KV·D] rotated by each row's position as ropeStore does, k
+   * and v written into the caches at (slot, pos), and out / lse as attention gives, in one
+   * dispatch (attention4_rope.wgsl; the split form and its merge where attention would split).
+   * q and k are left as they are. Needs ropeFold.
+   */
+  attentionRope(
+    rec: Recorder,
+    N: number,
+    NH: number,
+    KV: number,
+    D: number,
+    meta: BufferRef,
+    qkv: { q: BufferRef; k: BufferRef; v: BufferRef; cos: BufferRef; sin: BufferRef },
+    kc: BufferRef,
+    vc: BufferRef,
+    out: BufferRef,
+    lse: BufferRef,
+    parts: { o: BufferRef; ml: BufferRef } | null = null,
+    context = this.cachePositions,
+  ) {
+    const { attnRope, attnRopePart, attnMerge } = this.k;
+    if (!attnRope) {
+      throw new KernelArgumentError(
+        "attentionRope: create the kernels with ropeFold (see ropeFold)",
+      );
+    }
+    const u = this.attnUniform(N, NH, KV, D);
+    const inputs = [meta, qkv.q, qkv.k, qkv.v, qkv.cos, qkv.sin, kc, vc];
+    const splits = this.splitsFor(N, NH, parts, context);
+    if (parts && attnRopePart && attnMerge && splits > 1) {
+      rec.dispatch(attnRopePart, [null, ...inputs, parts.o, parts.ml], [NH, N, splits], u);
+      rec.dispatch(attnMerge, [null, meta, parts.o, parts.ml, out, lse], [NH, N, 1], u);
+      return;
+    }
+    const z = Math.ceil(N / 65535);
+    rec.dispatch(attnRope, [null, ...inputs, out, lse], [NH, Math.min(N, 65535), z], u);
   }
 
   /** out = silu(g) · u elementwise. */

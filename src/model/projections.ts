@@ -18,9 +18,10 @@ export type LinearPart = [ParamTensor, ParamTensor | null, BufferRef];
 export interface Projections {
   /**
    * Attention's inputs of layer l: input RMSNorm of res[l] → q, k, v (+ biases, LoRA) → the
-   * Qwen3 q/k RMSNorms → RoPE of q and k, k and v stored in the layer's cache.
+   * Qwen3 q/k RMSNorms → (`rope`, default true) RoPE of q and k, k and v stored in the layer's
+   * cache; without, attention does that (a decode step's ModelKernels.attentionRope).
    */
-  attentionInput(rec: Recorder, l: number, N: number): void;
+  attentionInput(rec: Recorder, l: number, N: number, rope?: boolean): void;
   /** to = from + x · Wᵀ (+ bias, LoRA): the o and down projections with their residual add. */
   residual(
     rec: Recorder,
@@ -43,7 +44,7 @@ export interface Projections {
 export class StorageProjections implements Projections {
   constructor(protected readonly m: GpuModel) {}
 
-  attentionInput(rec: Recorder, l: number, N: number) {
+  attentionInput(rec: Recorder, l: number, N: number, rope = true) {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
     const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
       lv.v!,
@@ -63,11 +64,14 @@ export class StorageProjections implements Projections {
       );
       this.linearGroup(rec, N, a.xn1, qkv);
     }
-    this.qkNormRope(rec, l, N);
+    this.qkNormRope(rec, l, N, rope);
   }
 
-  /** q and k of layer l (the Qwen3 norms first) rotated, k and v written to the cache. */
-  protected qkNormRope(rec: Recorder, l: number, N: number) {
+  /**
+   * The Qwen3 q and k norms of layer l, then (`rope`) q and k rotated, k and v written to the
+   * cache; without, attention does that (ModelKernels.attentionRope).
+   */
+  protected qkNormRope(rec: Recorder, l: number, N: number, rope: boolean) {
     const m = this.m,
       c = m.config,
       K = m.kernels,
@@ -83,6 +87,7 @@ export class StorageProjections implements Projections {
         { rows: N * KV, x: a.k, w: m.p(lv.kNorm), out: a.kn, rstd: a.rstdk },
       );
     }
+    if (!rope) return;
     const { q, k } = m.qkUsed(l);
     K.ropeStore(
       rec,
@@ -115,11 +120,11 @@ export class StorageProjections implements Projections {
   }
 
   /**
-   * Inference with the kernels' fused forms (GPU adapters at decode rows, Matmul.encodeNormGroup):
-   * xn = RMSNorm(x; norm), then each part's y = xn · Wᵀ in the same dispatch, then biases and LoRA
-   * (which read xn). False, recording nothing, where they do not apply: a training forward (its
-   * backward reads 1/rms, which the fused kernel does not keep), splitKFolds off, split weights,
-   * other picks.
+   * Inference and decode steps with the kernels' fused forms (GPU adapters at decode rows,
+   * Matmul.encodeNormGroup): xn = RMSNorm(x; norm), then each part's y = xn · Wᵀ in the same
+   * dispatch, then biases and LoRA (which read xn). False, recording nothing, where they do not
+   * apply: a forward a backward follows (GpuModel.savesForBackward: the backward reads 1/rms,
+   * which the fused kernel does not keep), splitKFolds off, split weights, other picks.
    */
   protected normGroup(
     rec: Recorder,
@@ -130,7 +135,9 @@ export class StorageProjections implements Projections {
     parts: LinearPart[],
   ): boolean {
     const m = this.m;
-    if (m.training || !m.splitKFolds || parts.some(([w]) => m.params.chunks(w).length !== 1)) {
+    if (
+      m.savesForBackward || !m.splitKFolds || parts.some(([w]) => m.params.chunks(w).length !== 1)
+    ) {
       return false;
     }
     const fused = m.ops.matmul.encodeNormGroup(
@@ -163,7 +170,7 @@ export class StorageProjections implements Projections {
   ): boolean {
     const m = this.m, a = m.acts[l], w = m.weights.layout.layerView(l).down;
     const chunks = m.params.chunks(w);
-    if (m.training || !m.splitKFolds || from !== to || chunks.length !== 1) return false;
+    if (m.savesForBackward || !m.splitKFolds || from !== to || chunks.length !== 1) return false;
     const [out, inp] = w.shape;
     const fused = m.ops.matmul.encodeSwigluNt(
       rec,
@@ -186,8 +193,8 @@ export class StorageProjections implements Projections {
   }
 
   /**
-   * to = from + linear(x). With from ≠ to (training) the linear goes to proj and one add writes
-   * to; with from = to (inference) the matmul accumulates into it (beta 1), or for a split W its
+   * to = from + linear(x). With from ≠ to (a training forward) the linear goes to proj and one add
+   * writes to; with from = to (inference, decode steps) the matmul accumulates into it (beta 1), or for a split W its
    * chunks' product in proj is added in, then the bias and LoRA: the same rounding either way.
    */
   residual(

@@ -84,8 +84,8 @@ export interface ScaleBenchOptions {
 }
 
 /**
- * The batch sizes whose decode is also timed without the split-K folds (GPU adapters only): the
- * inference rows' `fold_gain`.
+ * The batch sizes whose decode is also timed without the split-K and RoPE folds (GPU adapters
+ * only): the inference rows' `fold_gain`.
  */
 const FOLD_BATCHES = [1, 8];
 
@@ -226,8 +226,13 @@ async function oursInference(
   w: ModelWeights,
   B: number,
   o: ScaleBenchOptions,
-  at: { promptLen?: number; attentionSplit?: boolean; splitKFolds?: boolean; profile?: boolean } =
-    {},
+  at: {
+    promptLen?: number;
+    attentionSplit?: boolean;
+    /** Off: decode without the split-K folds and the RoPE fold (GpuModelOptions). */
+    folds?: boolean;
+    profile?: boolean;
+  } = {},
 ) {
   const promptLen = at.promptLen ?? o.promptLen;
   const t0 = performance.now();
@@ -240,7 +245,8 @@ async function oursInference(
         chunkRows: Math.min(512, B * promptLen),
         halfBase: o.halfBase,
         attentionSplit: at.attentionSplit,
-        splitKFolds: at.splitKFolds,
+        splitKFolds: at.folds,
+        ropeFold: at.folds,
       }),
   );
   const create_s = seconds(t0);
@@ -446,12 +452,12 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       log(
         `${shape.name} B${B}: prefill ${r.prefill_tok_s} tok/s, decode ${r.decode_tok_s} tok/s (create ${r.create_s} s, first generate ${r.first_generate_s} s)`,
       );
-      // The split-K folds (GpuModelOptions.splitKFolds) apply on GPU adapters only.
+      // The decode folds (GpuModelOptions.splitKFolds, ropeFold) apply on GPU adapters only.
       let unfused = null;
       if (gpu.adapterClass === "gpu" && FOLD_BATCHES.includes(B)) {
-        unfused = await oursInference(gpu, w, B, o, { splitKFolds: false, profile: false });
+        unfused = await oursInference(gpu, w, B, o, { folds: false, profile: false });
         log(
-          `${shape.name} B${B}: decode ${unfused.decode_tok_s} tok/s without the split-K folds (${unfused.decode_forward_dispatches} dispatches a step, against ${r.decode_forward_dispatches})`,
+          `${shape.name} B${B}: decode ${unfused.decode_tok_s} tok/s without the split-K and RoPE folds (${unfused.decode_forward_dispatches} dispatches a step, against ${r.decode_forward_dispatches})`,
         );
       }
       inference.push({

@@ -242,6 +242,110 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
       },
     );
 
+    await t.step(
+      "decode steps with RoPE and the cache write folded into attention equal rope_store + attention, caches included",
+      async () => {
+        // Every fold form: the scores in workgroup memory (Llama, Qwen2 biases; Qwen3 norms and
+        // two query heads per kv head), the split form (3 splits, the rows deep in the second or
+        // in the first) and the flash form, and a training model's decode steps, which take the
+        // same dispatches as an inference model's (a rollout from the trainer's model).
+        const forms = [
+          { name: "tiny-llama", maxLen: 40, attentionVariant: "workgroup" },
+          { name: "tiny-qwen2", maxLen: 40, attentionVariant: "workgroup" },
+          { name: "tiny-qwen3:hd128", maxLen: 300, attentionVariant: "workgroup" },
+          {
+            name: "tiny-qwen3:hd128",
+            maxLen: 300,
+            attentionVariant: "flash",
+            attentionSplit: false,
+          },
+          { name: "tiny-llama", maxLen: 40, attentionVariant: "workgroup", training: true },
+        ] as const;
+        const dispatchesBy = new Map<string, number>();
+        for (const form of forms) {
+          const w = await preset(form.name, "F32");
+          const L = w.config.numLayers;
+          const long = form.maxLen > 128;
+          const prompt = Array.from({ length: long ? 136 : 20 }, (_, i) => (i * 37 + 11) % 256 + 1);
+          // Slot 0 decodes deep in its context, slot 1 from position 3, slot 2 from 1 (one row
+          // per slot a step; slot 2 joins late: a ragged batch).
+          const steps = Array.from({ length: 6 }, (_, k) =>
+            [
+              { token: 5 + k, slot: 0, pos: prompt.length + k },
+              { token: 9 + k, slot: 1, pos: 3 + k },
+              ...(k >= 2 ? [{ token: 13 + k, slot: 2, pos: k - 1 }] : []),
+            ] as ModelRow[]);
+          const runs: { logits: Float32Array[]; caches: Float32Array[]; dispatches: number }[] = [];
+          for (const ropeFold of [true, false]) {
+            const model = await GpuModel.create(gpu, w, {
+              slots: 3,
+              maxLen: form.maxLen,
+              chunkRows: 256,
+              attentionVariant: form.attentionVariant,
+              attentionSplit: "attentionSplit" in form ? form.attentionSplit : undefined,
+              ropeFold,
+              training: "training" in form,
+            });
+            try {
+              assertEquals(model.kernels.ropeFold, ropeFold, "fold compiled as asked");
+              await model.forward(prompt.map((token, pos) => ({ token, slot: 0, pos })), []);
+              await model.forward(
+                prompt.slice(0, 3).map((token, pos) => ({ token, slot: 1, pos })),
+                [],
+              );
+              await model.forward([{ token: 3, slot: 2, pos: 0 }], []);
+              const logits: Float32Array[] = [];
+              for (const rows of steps) {
+                model.writeRows(rows, rows.map((_, i) => i));
+                const rec = gpu.recorder("decode step");
+                model.encodeForward(rec, rows.length, rows.length, true);
+                rec.submit();
+                logits.push(
+                  await gpu.readFloat32(model.logitsBuffer, rows.length * w.config.vocabSize),
+                );
+              }
+              const count = gpu.recorder("count");
+              model.encodeForward(count, 3, 3, true);
+              const plan = count.finish(), dispatches = plan.dispatchCount;
+              plan.destroy();
+              const caches = await Promise.all(
+                [...model.kCache, ...model.vCache].map((r) => gpu.readFloat32(r)),
+              );
+              runs.push({ logits, caches, dispatches });
+            } finally {
+              model.destroy();
+            }
+          }
+          const [fold, plain] = runs;
+          dispatchesBy.set(`${form.name} ${"training" in form}`, fold.dispatches);
+          const what = `${form.name} ${form.attentionVariant}${
+            "training" in form ? " (training model)" : ""
+          }`;
+          // A dispatch a layer fewer: rope_store is gone, attention takes its place.
+          assertEquals(fold.dispatches, plain.dispatches - L, `${what}: dispatches a step`);
+          fold.logits.forEach((x, i) => {
+            const r = toleranceRatio(x, plain.logits[i], 1e-5, 1e-4);
+            assert(r <= 1, `${what}, step ${i}: ${r.toFixed(2)}× the tolerance`);
+          });
+          fold.caches.forEach((x, i) => {
+            const r = toleranceRatio(x, plain.caches[i], 1e-6, 1e-6);
+            assert(r <= 1, `${what}, cache ${i}: ${r.toFixed(2)}× the tolerance`);
+          });
+          // Slot 2's decoded tokens against the float64 reference.
+          const V = w.config.vocabSize, seq = [3, 15, 16, 17, 18];
+          const ref = referenceForward(w, seq).logits;
+          const last = fold.logits[5].subarray(2 * V, 3 * V);
+          const r = toleranceRatio(last, ref.subarray(4 * V), 2e-4, 1e-3);
+          assert(r <= 1, `${what}: slot 2 against the reference, ${r.toFixed(2)}× the tolerance`);
+        }
+        assertEquals(
+          dispatchesBy.get("tiny-llama true"),
+          dispatchesBy.get("tiny-llama false"),
+          "a training model's decode step records what an inference model's does",
+        );
+      },
+    );
+
     await t.step("lane attention only where llvmpipe's loop cap cannot cut it short", async () => {
       assert(
         laneAttentionFits(128, 4096, 1) && laneAttentionFits(64, 4096, 7),

@@ -26,7 +26,7 @@ export class TextureProjections extends StorageProjections {
     return !!this.m.lora || ws.some((w) => this.tex.get(w)?.normEps === undefined);
   }
 
-  override attentionInput(rec: Recorder, l: number, N: number) {
+  override attentionInput(rec: Recorder, l: number, N: number, rope = true) {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
     const raw = m.res[l], ws = [lv.q!, lv.k!, lv.v!];
     if (this.needsNorm(ws)) {
@@ -34,7 +34,7 @@ export class TextureProjections extends StorageProjections {
     }
     const [tq, tk, tv] = ws.map((w) => this.tex.get(w));
     if (
-      tq && tk && tv && !m.lora && !lv.qBias && !lv.kBias && !lv.vBias && !lv.qNorm &&
+      rope && tq && tk && tv && !m.lora && !lv.qBias && !lv.kBias && !lv.vBias && !lv.qNorm &&
       tk.normEps === tq.normEps && tv.normEps === tq.normEps &&
       m.ops.matmul.canRopeTexture(N, c.headDim)
     ) {
@@ -60,7 +60,7 @@ export class TextureProjections extends StorageProjections {
       a.v,
     ]];
     this.texLinearGroup(rec, N, a.xn1, qkv, raw);
-    this.qkNormRope(rec, l, N);
+    this.qkNormRope(rec, l, N, rope);
   }
 
   /** The texture path does not take the split-K folds: norm → gate/up (→ SwiGLU) → down. */

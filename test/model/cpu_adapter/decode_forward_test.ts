@@ -200,7 +200,14 @@ Deno.test("fused decode forward", async (t) => {
         const training = await decodeSteps(gpu, w, { decodeVariant: "fused", training: true });
         training.forEach((s, k) => {
           assertEquals(s.dispatches, 1);
-          assertEquals(Array.from(s.logits), Array.from(base[k].logits), `step ${k}`);
+          if (gpu.adapterClass === "cpu") {
+            assertEquals(Array.from(s.logits), Array.from(base[k].logits), `step ${k}`);
+          } else {
+            // GPU-class kernels fold the RMSNorm into a prefill's few-row products in inference
+            // only (a training forward keeps 1/rms): the caches round differently.
+            const ratio = toleranceRatio(s.logits, base[k].logits, 1e-5, 1e-4);
+            assert(ratio <= 1, `step ${k}: ${ratio.toFixed(2)}× the tolerance`);
+          }
         });
       },
     );
