@@ -22,9 +22,9 @@ import {
 import { type BufferRange, type GpuParams, uploadParams } from "./gpu_params.ts";
 import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
 import { type Projections, StorageProjections } from "./projections.ts";
-import { ropeTable } from "./rope_table.ts";
+import { allocateModelBuffers, type LayerActs, type Scratch } from "./model_buffers.ts";
 import { SplitKernels } from "./split_kernels.ts";
-import { type ModelWeights, PARAM_ALIGN_FLOATS, type ParamTensor } from "./weights.ts";
+import type { ModelWeights, ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
 import { Gpt2Kernels } from "./gpt2_kernels.ts";
 
@@ -110,51 +110,6 @@ export function isBaseMatrix(t: ParamTensor): boolean {
     ["q", "k", "v", "o", "gate", "up", "down", "embed", "lm_head"].includes(t.role);
 }
 
-/** What one layer saves for the backward pass (in inference all layers share one set). */
-export interface LayerActs {
-  xn1: GPUBuffer; // [N, C] input norm output
-  rstd1: GPUBuffer; // [N]
-  q: GPUBuffer; // [N, NH·D] projection (before q-norm and RoPE)
-  k: GPUBuffer; // [N, KV·D]
-  v: GPUBuffer; // [N, KV·D]
-  qn: GPUBuffer; // [N, NH·D] after q-norm (Qwen3), then RoPE in place
-  kn: GPUBuffer; // [N, KV·D]
-  rstdq: GPUBuffer; // [N·NH]
-  rstdk: GPUBuffer; // [N·KV]
-  att: GPUBuffer; // [N, NH·D] attention output
-  lse: GPUBuffer; // [N, NH]
-  xmid: GPUBuffer; // [N, C] residual after attention
-  xn2: GPUBuffer; // [N, C] post-attention norm output
-  rstd2: GPUBuffer; // [N]
-  gate: GPUBuffer; // [N, I]
-  up: GPUBuffer; // [N, I]
-  h: GPUBuffer; // [N, I] silu(gate)·up (gpt2: gelu_new(gate), gate holding c_fc's output)
-  mean1: GPUBuffer; // [N] gpt2: ln_1's means (rstd1 its 1/std)
-  mean2: GPUBuffer; // [N] gpt2: ln_2's means
-  qkv: GPUBuffer; // [N, 3C] gpt2: c_attn's output (q, k, v side by side); 4 floats otherwise
-}
-
-/** Buffers of one chunk of rows that are not per layer. */
-interface Scratch {
-  ids: GPUBuffer; // [N] u32
-  meta: GPUBuffer; // [N] (slot, pos) u32 pairs
-  sel: GPUBuffer; // [N] u32 rows whose logits are wanted
-  proj: GPUBuffer; // [N, C] attention / MLP output before the residual add
-  xs: GPUBuffer; // [N, C] selected rows of the final residual
-  xf: GPUBuffer; // [N, C] final norm output
-  rstdf: GPUBuffer; // [N]
-  meanf: GPUBuffer; // [N] gpt2: ln_f's means
-  logits: GPUBuffer; // [logitRows, V]
-  pairs: GPUBuffer; // [slots, 4] u32 (from, to, n, 0): encodeCopyCache's slot pairs
-  /**
-   * The output bindings of empty slots in grouped kernels (never written): 260 bytes, so two
-   * empty slots take ranges 256 bytes apart (browsers refuse aliased writable bindings).
-   */
-  unused: GPUBuffer;
-  /** The split decode attention's partials (ModelKernels.splitScratchFloats), or null. */
-  attnParts: { o: GPUBuffer; ml: GPUBuffer } | null;
-}
-
 export class GpuModel {
   readonly config: ModelConfig;
   readonly scratch: Scratch;
@@ -233,102 +188,31 @@ export class GpuModel {
     }
     this.training = opts.training ?? false;
     this.splitKFolds = opts.splitKFolds ?? true;
-    const N = this.chunkRows, C = c.hiddenSize, D = c.headDim, I = c.intermediateSize;
-    const qw = c.numHeads * D, kvw = c.numKvHeads * D;
-    const f = (n: number, label: string) => gpu.zeros(n, label);
-    this.scratch = {
-      ids: f(N, "ids"),
-      meta: f(2 * N, "meta"),
-      sel: f(N, "sel"),
-      proj: f(N * C, "proj"),
-      xs: f(N * C, "xs"),
-      xf: f(N * C, "xf"),
-      rstdf: f(N, "rstdf"),
-      meanf: f(N, "meanf"),
-      logits: f(this.logitRows * c.vocabSize, "logits"),
-      pairs: f(4 * Math.max(1, slots), "cache-copy pairs"),
-      unused: f(65, "unused"),
-      attnParts: null,
-    };
-    if (kernels.attnSplit.splits > 0) {
-      const n = kernels.splitScratchFloats(D);
-      this.scratch.attnParts = {
-        o: f(n.o, "attention splits"),
-        ml: f(n.ml, "attention split sums"),
-      };
-    }
-    const layerActs = (l: number): LayerActs => ({
-      xn1: f(N * C, `xn1.${l}`),
-      rstd1: f(N, `rstd1.${l}`),
-      q: f(N * qw, `q.${l}`),
-      k: f(N * kvw, `k.${l}`),
-      v: f(N * kvw, `v.${l}`),
-      qn: f(N * qw, `qn.${l}`),
-      kn: f(N * kvw, `kn.${l}`),
-      rstdq: f(N * c.numHeads, `rstdq.${l}`),
-      rstdk: f(N * c.numKvHeads, `rstdk.${l}`),
-      att: f(N * qw, `att.${l}`),
-      lse: f(N * c.numHeads, `lse.${l}`),
-      xmid: f(N * C, `xmid.${l}`),
-      xn2: f(N * C, `xn2.${l}`),
-      rstd2: f(N, `rstd2.${l}`),
-      gate: f(N * I, `gate.${l}`),
-      up: f(N * I, `up.${l}`),
-      h: f(N * I, `h.${l}`),
-      mean1: f(N, `mean1.${l}`),
-      mean2: f(N, `mean2.${l}`),
-      qkv: f(c.modelType === "gpt2" ? N * 3 * C : 4, `qkv.${l}`),
-    });
-    if (this.training) {
-      this.acts = Array.from({ length: c.numLayers }, (_, l) => layerActs(l));
-      this.layerRes = Array.from({ length: c.numLayers + 1 }, (_, l) => f(N * C, `res${l}`));
-      this.streamRes = Array.from({ length: c.numLayers + 1 }, () => this.layerRes[0]);
-    } else {
-      const shared = layerActs(0);
-      this.acts = Array.from({ length: c.numLayers }, () => shared);
-      // One residual stream, updated in place by every layer (encodeLayer).
-      const stream = f(N * C, "res");
-      this.streamRes = Array.from({ length: c.numLayers + 1 }, () => stream);
-      this.layerRes = this.streamRes;
-    }
-    const cacheFloats = slots * c.numKvHeads * maxLen * D;
-    const range = (buffer: GPUBuffer, l: number) => ({
-      buffer,
-      offset: l * this.cacheStride * 4,
-      size: cacheFloats * 4,
-    });
-    if (decode.sharedCache) {
-      // One buffer for every layer's cache, layers 256 B aligned.
-      this.cacheStride = Math.ceil(cacheFloats / PARAM_ALIGN_FLOATS) * PARAM_ALIGN_FLOATS;
-      const kAll = f(this.cacheStride * c.numLayers, "kcache"),
-        vAll = f(this.cacheStride * c.numLayers, "vcache");
-      this.kCache = Array.from({ length: c.numLayers }, (_, l) => range(kAll, l));
-      this.vCache = Array.from({ length: c.numLayers }, (_, l) => range(vAll, l));
-    } else {
-      this.cacheStride = 0;
-      this.kCache = Array.from(
-        { length: c.numLayers },
-        (_, l) => range(f(cacheFloats, `kcache${l}`), 0),
-      );
-      this.vCache = Array.from(
-        { length: c.numLayers },
-        (_, l) => range(f(cacheFloats, `vcache${l}`), 0),
-      );
-    }
-    const lay = weights.layout;
-    const splitRows = Math.max(
-      0,
-      ...lay.tensors.filter((t) => params.isSplit(t)).flatMap((t) =>
-        params.chunks(t).map((k) => k.rows)
+    const bufs = allocateModelBuffers(gpu, c, {
+      rows: this.chunkRows,
+      logitRows: this.logitRows,
+      slots,
+      maxLen,
+      training: this.training,
+      sharedCache: decode.sharedCache,
+      splitScratch: kernels.attnSplit.splits > 0 ? kernels.splitScratchFloats(c.headDim) : null,
+      splitRows: Math.max(
+        0,
+        ...weights.layout.tensors.filter((t) => params.isSplit(t)).flatMap((t) =>
+          params.chunks(t).map((k) => k.rows)
+        ),
       ),
-    );
-    this.splitTmp = splitRows > 0 ? f(N * splitRows, "split.tmp") : null;
-    // GPT-2 has no RoPE: an identity table (cos 1, sin 0) makes rope_store a plain cache write.
-    const rt = c.modelType === "gpt2"
-      ? { cos: new Float32Array(maxLen * D / 2).fill(1), sin: new Float32Array(maxLen * D / 2) }
-      : ropeTable(D, c.ropeTheta, maxLen);
-    this.cos = gpu.upload(rt.cos, "rope_cos");
-    this.sin = gpu.upload(rt.sin, "rope_sin");
+    });
+    this.scratch = bufs.scratch;
+    this.acts = bufs.acts;
+    this.layerRes = bufs.layerRes;
+    this.streamRes = bufs.streamRes;
+    this.kCache = bufs.kCache;
+    this.vCache = bufs.vCache;
+    this.cacheStride = bufs.cacheStride;
+    this.splitTmp = bufs.splitTmp;
+    this.cos = bufs.cos;
+    this.sin = bufs.sin;
     this.projections = new StorageProjections(this);
   }
 
