@@ -18,7 +18,7 @@ import {
 } from "./device.ts";
 import { type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { readbackFor } from "./readback.ts";
-import { DEFAULT_SUBMIT_CHUNK, Recorder } from "./recorder.ts";
+import { DEFAULT_SUBMIT_CHUNK, Recorder, RecordingCache } from "./recorder.ts";
 
 export * from "./buffers.ts";
 export * from "./device.ts";
@@ -31,10 +31,13 @@ export { registerShaders, shaderSource } from "./shaders.ts";
 export class Gpu {
   readonly pipelines: PipelineCache;
   readonly pool: BufferPool;
+  /** The uniform arenas and bind groups one-shot recordings share (RecordingCache). */
+  readonly recordings: RecordingCache;
 
   private constructor(readonly ctx: GpuContext, shared?: Gpu) {
     this.pipelines = shared?.pipelines ?? new PipelineCache(ctx.device);
     this.pool = shared?.pool ?? new BufferPool(ctx.device);
+    this.recordings = shared?.recordings ?? new RecordingCache(ctx.device);
   }
 
   static async create(options: CreateGpuOptions = {}): Promise<Gpu> {
@@ -99,6 +102,7 @@ export class Gpu {
       this.device,
       label,
       this.adapterClass === "gpu" ? DEFAULT_SUBMIT_CHUNK : Infinity,
+      this.recordings,
     );
   }
 
@@ -135,6 +139,7 @@ export class Gpu {
 
   destroy(): void {
     this.pool.destroy();
+    this.recordings.destroy();
     readbackFor(this.device).destroy();
     this.device.destroy();
   }

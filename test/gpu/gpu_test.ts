@@ -5,6 +5,7 @@ import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts"
 import {
   classifyAdapter,
   Gpu,
+  RecordingCache,
   registerShaders,
   setSubmitChunk,
   shaderSource,
@@ -251,6 +252,54 @@ Deno.test("GPU layer on the real adapter", async (t) => {
         [x, y].forEach((b) => b.destroy());
       },
     );
+
+    await t.step(
+      "one-shot recordings share their label's arena and bind groups; queued ones keep their own uniforms",
+      async () => {
+        const ops = await createOps(gpu);
+        const x = gpu.upload(new Float32Array([1, 2, 3, 4]));
+        const ys = [gpu.zeros(4), gpu.zeros(4), gpu.zeros(4)];
+        const dev = gpu.device, made = { n: 0 };
+        const create = dev.createBindGroup.bind(dev);
+        dev.createBindGroup = (d: GPUBindGroupDescriptor) => (made.n++, create(d));
+        try {
+          const step = (a: number, y: GPUBuffer) => {
+            const rec = gpu.recorder("cache test");
+            ops.elementwise.unary(rec, "affine", 4, x, y, a, 0); // y = a·x
+            rec.submit();
+          };
+          // Four submissions before any is read: each must run with its own uniform, though all
+          // write the label's one arena at offset 0.
+          step(2, ys[0]);
+          const first = made.n;
+          step(3, ys[1]);
+          step(5, ys[2]);
+          assertEquals(made.n, first + 2, "one new group for each new output buffer");
+          step(7, ys[0]); // the first step's bindings with another uniform: its group is kept
+          assertEquals(made.n, first + 2, "the repeated bindings made no bind group");
+          const got = await Promise.all(ys.map((y) => gpu.readFloat32(y, 4)));
+          assertEquals(got.map((g) => [...g]), [[7, 14, 21, 28], [3, 6, 9, 12], [5, 10, 15, 20]]);
+        } finally {
+          dev.createBindGroup = create;
+        }
+        [x, ...ys].forEach((b) => b.destroy());
+      },
+    );
+
+    await t.step("the recording cache keeps the most recently used groups", () => {
+      const cache = new RecordingCache(gpu.device, 2);
+      const made: string[] = [];
+      const get = (k: string) => cache.group(k, () => (made.push(k), {} as GPUBindGroup));
+      ["a", "b", "a", "c", "a", "b"].forEach(get);
+      // c evicts b (a was used since); b then evicts c.
+      assertEquals(made, ["a", "b", "c", "b"]);
+      assertEquals(cache.size, 2);
+      const small = cache.arena("l", 100), same = cache.arena("l", 4096);
+      assert(small === same && small.size === 4096, "one 4 KiB arena for both");
+      const big = cache.arena("l", 5000);
+      assert(big !== small && big.size === 8192, "grown to the next power of two");
+      cache.destroy();
+    });
 
     await t.step("binding-count mismatches are KernelArgumentError", async () => {
       const k = await gpu.kernel({
