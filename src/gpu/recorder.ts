@@ -224,20 +224,20 @@ export class RecordingCache {
 
   constructor(private device: GPUDevice, readonly maxGroups = 16384) {}
 
-  /** The arena of recordings labelled `label`, at least `bytes` long (grown in powers of two). */
-  arena(label: string, bytes: number): GPUBuffer {
-    const have = this.arenas.get(label);
+  /** The arena of `key` (a label's one-shot recordings, a plan's key), at least `bytes` long (grown in powers of two). */
+  arena(key: string, bytes: number): GPUBuffer {
+    const have = this.arenas.get(key);
     if (have && have.size >= bytes) return have;
     if (have) {
       // Submitted work may still read it: freed when the queue is done with that work.
       this.device.queue.onSubmittedWorkDone().then(() => have.destroy());
     }
     const arena = this.device.createBuffer({
-      label: `${label}:uniforms`,
+      label: `${key}:uniforms`,
       size: Math.max(4096, 2 ** Math.ceil(Math.log2(bytes))),
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
-    this.arenas.set(label, arena);
+    this.arenas.set(key, arena);
     return arena;
   }
 
@@ -370,8 +370,15 @@ export class Recorder {
     return this.cmds.length;
   }
 
-  /** Freezes the recording into a replayable plan (uniforms uploaded once). */
-  finish(): CommandPlan {
+  /**
+   * Freezes the recording into a replayable plan (uniforms uploaded once). `shared`: the plan's
+   * uniforms go into the arena the recording cache keeps for that key, and its bind groups come
+   * from the cache, so a plan recorded again (a generate call's decode plan) builds only new
+   * groups. The caller promises that no other plan of the key runs between its runs and that the
+   * plan is not run after the next plan of the key is made.
+   */
+  finish(opts: { shared?: string } = {}): CommandPlan {
+    if (opts.shared !== undefined && this.cache) return this.sharedPlan(`plan:${opts.shared}`);
     const arena = this.used > 0
       ? this.device.createBuffer({
         label: `${this.label}:uniforms`,
@@ -395,20 +402,32 @@ export class Recorder {
    * the plan's own arena is freed when the GPU is done with it.
    */
   submit(encoder?: GPUCommandEncoder): void {
-    const cache = this.cache;
-    if (!encoder && cache) {
-      const arena = this.used > 0 ? cache.arena(this.label, this.used) : null;
-      this.plan(
-        arena,
-        (key, make, textures) => textures ? make() : cache.group(key, make),
-        null,
-      ).run();
+    if (!encoder && this.cache) {
+      this.sharedPlan(`submit:${this.label}`).run();
       return;
     }
     const plan = this.finish();
     plan.run(encoder);
     if (encoder) return; // the caller submits; the arena lives until garbage collection
     this.device.queue.onSubmittedWorkDone().then(() => plan.destroy());
+  }
+
+  /**
+   * The recording as a plan over the cache's arena of `key`, its bind groups the cache's (those
+   * binding textures the plan's own, shared within it).
+   */
+  private sharedPlan(key: string): CommandPlan {
+    const cache = this.cache!, own = new Map<string, GPUBindGroup>();
+    return this.plan(
+      this.used > 0 ? cache.arena(key, this.used) : null,
+      (k, make, textures) => {
+        if (!textures) return cache.group(k, make);
+        let g = own.get(k);
+        if (!g) own.set(k, g = make());
+        return g;
+      },
+      null,
+    );
   }
 
   /**

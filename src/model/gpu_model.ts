@@ -110,7 +110,11 @@ export function isBaseMatrix(t: ParamTensor): boolean {
     ["q", "k", "v", "o", "gate", "up", "down", "embed", "lm_head"].includes(t.role);
 }
 
+let nextModelId = 1;
+
 export class GpuModel {
+  /** A number naming this model (keys of what its plans share: Recorder.finish's `shared`). */
+  readonly id = nextModelId++;
   readonly config: ModelConfig;
   readonly scratch: Scratch;
   /** acts[l] (one shared set unless training). */

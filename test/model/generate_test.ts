@@ -76,6 +76,48 @@ Deno.test("generation", async (t) => {
       );
     }
 
+    await t.step(
+      "a model's later generate calls reuse its decode plan's bind groups and give the same tokens",
+      async () => {
+        const w = await tiny("tiny-llama");
+        // The per-op decode step on storage buffers, as GPUs run it (the CPU adapters' fused
+        // step is a dispatch or two; groups binding weight textures are each plan's own).
+        const model = await GpuModel.create(gpu, w, {
+          slots: 3,
+          maxLen: 32,
+          decodeVariant: "ops",
+          weightTextures: false,
+        });
+        const gen = await Generator.create(model);
+        const dev = gpu.device, create = dev.createBindGroup.bind(dev);
+        let made = 0;
+        dev.createBindGroup = (d: GPUBindGroupDescriptor) => (made++, create(d));
+        try {
+          const reqs = [P1, P2, P3].map((prompt, i) => ({
+            prompt,
+            maxNewTokens: 6,
+            sampling: { temperature: 0.9, seed: 5 },
+            sequence: i,
+          }));
+          const runs = [];
+          const counts = [];
+          for (let r = 0; r < 3; r++) {
+            made = 0;
+            runs.push((await gen.generate(reqs)).map((x) => x.ids));
+            counts.push(made);
+          }
+          assertEquals(runs[1], runs[0]);
+          assertEquals(runs[2], runs[0]);
+          // The first call builds the forward's groups; later ones only those of the buffers a
+          // call makes for itself (its sampling parameters and outputs).
+          assert(counts[1] < counts[0] / 2, `bind groups made per call: ${counts.join(", ")}`);
+        } finally {
+          dev.createBindGroup = create;
+          model.destroy();
+        }
+      },
+    );
+
     await t.step("samples are keyed by (seed, sequence, step), not by batch position", async () => {
       const w = await tiny("tiny-llama");
       const model = await GpuModel.create(gpu, w, { slots: 3, maxLen: 32 });
