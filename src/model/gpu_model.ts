@@ -20,7 +20,7 @@ import {
   fusedDecodeOptions,
 } from "./decode_backend.ts";
 import { type BufferRange, type GpuParams, uploadParams } from "./gpu_params.ts";
-import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
+import { type AttentionFold, type AttentionVariant, ModelKernels } from "./model_kernels.ts";
 import { type Projections, StorageProjections } from "./projections.ts";
 import { allocateModelBuffers, type LayerActs, type Scratch } from "./model_buffers.ts";
 import { SplitKernels } from "./split_kernels.ts";
@@ -72,12 +72,13 @@ export interface GpuModelOptions {
    */
   splitKFolds?: boolean;
   /**
-   * Decode steps fold RoPE and the K/V cache write into attention (ModelKernels.attentionRope,
-   * shaders/attention4_rope.wgsl) where the workgroup attention kernels run (GPU adapters) and
-   * the adapter binds enough storage buffers: a dispatch a layer fewer. Default true; false
-   * records rope_store and attention (tests and the scale bench compare the two).
+   * What decode steps fold into attention (ModelKernels.attention's `fold`) where the workgroup
+   * attention kernels run (GPU adapters) and the adapter binds enough storage buffers: "rope",
+   * RoPE and the K/V cache write (shaders/attention4_rope.wgsl), a dispatch a layer fewer;
+   * "qk-norm" (the default), on Qwen3 also its q/k norms (attention4_rope_qkn.wgsl), two fewer;
+   * "none" records them as their own dispatches (tests and the scale bench compare them).
    */
-  ropeFold?: boolean;
+  attentionFold?: AttentionFold;
   /**
    * Decode steps' forward: "fused" (the whole forward in one dispatch,
    * cpu_adapter/decode_forward.ts; the default on CPU adapters where the model fits it, with
@@ -152,6 +153,8 @@ export class GpuModel {
   readonly training: boolean;
   /** GpuModelOptions.splitKFolds (default true). */
   readonly splitKFolds: boolean;
+  /** GpuModelOptions.halfBase: the frozen base's matrices are stored as half floats. */
+  readonly halfBase: boolean;
   /** Adapters applied on top of the frozen base, when attached. */
   lora: LoraAdapters | null = null;
   /**
@@ -192,6 +195,7 @@ export class GpuModel {
     }
     this.training = opts.training ?? false;
     this.splitKFolds = opts.splitKFolds ?? true;
+    this.halfBase = opts.halfBase ?? false;
     const bufs = allocateModelBuffers(gpu, c, {
       rows: this.chunkRows,
       logitRows: this.logitRows,
@@ -276,7 +280,8 @@ export class GpuModel {
           queryGroup: weights.config.numHeads / weights.config.numKvHeads,
           halfGather: opts.halfBase,
           normPair: weights.config.qkNorm,
-          ropeFold: (opts.ropeFold ?? true) && c.modelType !== "gpt2",
+          attentionFold: c.modelType === "gpt2" ? "none" : opts.attentionFold ?? "qk-norm",
+          qkNorm: weights.config.qkNorm,
         }),
         params.anySplit || gpt2 ? SplitKernels.create(gpu, opts.halfBase) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,
@@ -453,43 +458,28 @@ export class GpuModel {
     decode: boolean,
   ) {
     const c = this.config, a = this.acts[l], lv = this.weights.layout.layerView(l);
-    const fold = decode && this.kernels.ropeFold;
-    P.attentionInput(rec, l, N, !fold);
-    const { q, k } = this.qkUsed(l), kc = this.kCache[l], vc = this.vCache[l];
-    const meta = this.scratch.meta;
-    if (fold) {
-      this.kernels.attentionRope(
-        rec,
-        N,
-        c.numHeads,
-        c.numKvHeads,
-        c.headDim,
-        meta,
-        { q, k, v: a.v, cos: this.cos, sin: this.sin },
-        kc,
-        vc,
-        a.att,
-        a.lse,
-        this.scratch.attnParts,
-        context,
-      );
-    } else {
-      this.kernels.attention(
-        rec,
-        N,
-        c.numHeads,
-        c.numKvHeads,
-        c.headDim,
-        meta,
-        q,
-        kc,
-        vc,
-        a.att,
-        a.lse,
-        this.scratch.attnParts,
-        context,
-      );
-    }
+    const fold = decode ? this.kernels.attentionFold : "none";
+    P.attentionInput(rec, l, N, fold);
+    const { q, k } = fold === "qk-norm" ? a : this.qkUsed(l);
+    const norms = fold === "qk-norm"
+      ? { q: this.p(lv.qNorm), k: this.p(lv.kNorm), eps: c.rmsNormEps }
+      : undefined;
+    this.kernels.attention(
+      rec,
+      N,
+      c.numHeads,
+      c.numKvHeads,
+      c.headDim,
+      this.scratch.meta,
+      q,
+      this.kCache[l],
+      this.vCache[l],
+      a.att,
+      a.lse,
+      this.scratch.attnParts,
+      context,
+      fold === "none" ? undefined : { k, v: a.v, cos: this.cos, sin: this.sin, norms },
+    );
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.savesForBackward ? a.xmid : this.res[l];

@@ -28,6 +28,21 @@ const SPLIT_MIN_SPAN = 128;
 const SPLIT_MAX = 64;
 /** Storage buffers attention4_rope.wgsl binds: adapters that allow fewer run RoPE on its own. */
 export const ROPE_FOLD_STORAGE = 10;
+/** Storage buffers attention4_rope_qkn.wgsl binds (Qwen3's q/k norms folded in too). */
+export const QK_NORM_FOLD_STORAGE = 12;
+
+/** What a decode step's attention does itself: nothing, RoPE and the cache write, or also Qwen3's q/k norms. */
+export type AttentionFold = "none" | "rope" | "qk-norm";
+
+/** What attention's folded form reads beside q: the new rows' k [N, KV·D] and v, the RoPE tables. */
+export interface FoldedInputs {
+  k: BufferRef;
+  v: BufferRef;
+  cos: BufferRef;
+  sin: BufferRef;
+  /** Where attentionFold is "qk-norm": the q and k norm weights [D] and epsilon. */
+  norms?: { q: BufferRef; k: BufferRef; eps: number };
+}
 
 /** Positions per split and splits per (row, head) for a cache of P positions (0 splits: none). */
 export function attentionSplits(P: number): { span: number; splits: number } {
@@ -108,6 +123,17 @@ export const AttentionParams = uniformStruct("attention_params", "Params", [
   ["scale", "f32"],
 ]);
 
+/** attention4_rope_qkn.wgsl's parameters: AttentionParams and the q/k norms' epsilon. */
+export const AttentionNormParams = uniformStruct("attention_norm_params", "Params", [
+  ["N", "u32"],
+  ["NH", "u32"],
+  ["KV", "u32"],
+  ["D", "u32"],
+  ["P", "u32"],
+  ["scale", "f32"],
+  ["eps", "f32"],
+]);
+
 /** shaders/swiglu.wgsl's and swiglu_bwd.wgsl's parameters: n elements. */
 export const SwigluParams = uniformStruct("swiglu_params", "Params", [["n", "u32"]]);
 
@@ -183,11 +209,14 @@ export class ModelKernels {
        */
       attentionSplit?: boolean;
       /**
-       * Also decode attention with RoPE and the cache write folded in (attention4_rope.wgsl,
-       * attentionRope), where the workgroup vec4 kernels run and the adapter binds
-       * ROPE_FOLD_STORAGE storage buffers a stage. Default false.
+       * Also decode attention with the most of this folded in that the adapter allows
+       * (attention's `fold`; default "none"): "rope", RoPE and the cache write (attention4_rope.wgsl:
+       * the workgroup vec4 kernels, ROPE_FOLD_STORAGE storage buffers a stage); "qk-norm", on a
+       * model with q/k norms (`qkNorm`: Qwen3), those too (attention4_rope_qkn.wgsl,
+       * QK_NORM_FOLD_STORAGE).
        */
-      ropeFold?: boolean;
+      attentionFold?: AttentionFold;
+      qkNorm?: boolean;
     } = {},
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
@@ -285,17 +314,25 @@ export class ModelKernels {
         }),
       ])
       : [undefined, undefined];
-    const fold = opts.ropeFold === true && vec4Attention && !lane &&
-      gpu.device.limits.maxStorageBuffersPerShaderStage >= ROPE_FOLD_STORAGE;
+    const storage = gpu.device.limits.maxStorageBuffersPerShaderStage;
+    const fold: AttentionFold =
+      (opts.attentionFold ?? "none") === "none" || !vec4Attention || lane ||
+        storage < ROPE_FOLD_STORAGE
+        ? "none"
+        : opts.attentionFold === "qk-norm" && opts.qkNorm && storage >= QK_NORM_FOLD_STORAGE
+        ? "qk-norm"
+        : "rope";
+    const foldShader = fold === "qk-norm" ? "attention4_rope_qkn" : "attention4_rope";
     const foldBindings = [u, ro, ro, ro, ro, ro, ro, rw, rw, rw, rw];
-    const [attnRope, attnRopePart] = fold
+    if (fold === "qk-norm") foldBindings.push(ro, ro);
+    const [attnRope, attnRopePart] = fold !== "none"
       ? await Promise.all([
-        s("attention4_rope", flash ? "attention4_rope_flash" : "attention4_rope", foldBindings, {
+        s(foldShader, flash ? "attention4_rope_flash" : "attention4_rope", foldBindings, {
           WG: ATT_WG,
           ...(flash ? { TILE: FLASH_TILE } : { MAXP: cachePositions }),
         }),
         split.splits > 0
-          ? s("attention4_rope", "attention4_rope_part", foldBindings, {
+          ? s(foldShader, "attention4_rope_part", foldBindings, {
             WG: ATT_WG,
             TILE: FLASH_TILE,
             SPAN: split.span,
@@ -323,6 +360,7 @@ export class ModelKernels {
       cachePositions,
     );
     k.attnSplit = split;
+    k.attentionFold = fold;
     k.serialNorm = serial;
     k.attentionVariant = lane ? "lane" : flash ? "flash" : "workgroup";
     k.laneGroup = pair ? 2 : 1;
@@ -465,6 +503,10 @@ export class ModelKernels {
    * out [N, NH·D] = causal attention of q over the cache; lse [N, NH] saved. With `parts` (the
    * split scratch, splitScratchFloats), N · NH ≤ SPLIT_ROW_HEADS and a `context` (the most
    * positions any row can attend to, at most the cache's) over one split, split over positions.
+   * With `fold` (a decode step: every row its own slot's one new position; attentionFold not
+   * "none"), q and k are the raw projections: q and k rotated by each row's position as
+   * ropeStore does (after Qwen3's per-head norms, attentionFold "qk-norm"), k and v written into
+   * the caches at (slot, pos), all in the attention's dispatch; q and k are left as they are.
    */
   attention(
     rec: Recorder,
@@ -480,7 +522,12 @@ export class ModelKernels {
     lse: BufferRef,
     parts: { o: BufferRef; ml: BufferRef } | null = null,
     context = this.cachePositions,
+    fold?: FoldedInputs,
   ) {
+    if (fold) {
+      this.attentionFolded(rec, N, NH, KV, D, meta, q, fold, kc, vc, out, lse, parts, context);
+      return;
+    }
     const { attnPart, attnMerge } = this.k;
     const splits = this.splitsFor(N, NH, parts, context);
     if (parts && attnPart && attnMerge && splits > 1) {
@@ -524,26 +571,23 @@ export class ModelKernels {
     return Math.ceil(Math.min(context, this.cachePositions) / span);
   }
 
-  /** Whether attentionRope can record (the kernels were created with ropeFold and it applied). */
-  get ropeFold(): boolean {
-    return this.k.attnRope !== undefined;
-  }
-
   /**
-   * A decode step's attention (every row its own slot's one new position) from the raw
-   * projections: q [N, NH·D] and k [N, KV·D] rotated by each row's position as ropeStore does, k
-   * and v written into the caches at (slot, pos), and out / lse as attention gives, in one
-   * dispatch (attention4_rope.wgsl; the split form and its merge where attention would split).
-   * q and k are left as they are. Needs ropeFold.
+   * What attention's `fold` does of a decode step's attention inputs: "none" where it cannot record
+   * (not asked for, or it does not apply), "rope" (RoPE and the cache write), "qk-norm" (Qwen3's
+   * q/k norms first too).
    */
-  attentionRope(
+  attentionFold: AttentionFold = "none";
+
+  /** attention's folded form (its `fold`): attention4_rope.wgsl or attention4_rope_qkn.wgsl. */
+  private attentionFolded(
     rec: Recorder,
     N: number,
     NH: number,
     KV: number,
     D: number,
     meta: BufferRef,
-    qkv: { q: BufferRef; k: BufferRef; v: BufferRef; cos: BufferRef; sin: BufferRef },
+    q: BufferRef,
+    qkv: FoldedInputs,
     kc: BufferRef,
     vc: BufferRef,
     out: BufferRef,
@@ -554,19 +598,39 @@ export class ModelKernels {
     const { attnRope, attnRopePart, attnMerge } = this.k;
     if (!attnRope) {
       throw new KernelArgumentError(
-        "attentionRope: create the kernels with ropeFold (see ropeFold)",
+        "attention's fold: create the kernels with an attentionFold (and see what it became)",
+      );
+    }
+    const withNorms = this.attentionFold === "qk-norm";
+    if (withNorms !== (qkv.norms !== undefined)) {
+      throw new KernelArgumentError(
+        `attention's fold: these kernels fold ${this.attentionFold}; ` +
+          (withNorms ? "pass the q/k norms" : "they take no q/k norms"),
       );
     }
     const u = this.attnUniform(N, NH, KV, D);
-    const inputs = [meta, qkv.q, qkv.k, qkv.v, qkv.cos, qkv.sin, kc, vc];
+    const uf = qkv.norms
+      ? AttentionNormParams.pack({
+        N,
+        NH,
+        KV,
+        D,
+        P: this.cachePositions,
+        scale: 1 / Math.sqrt(D),
+        eps: qkv.norms.eps,
+      })
+      : u;
+    const tail = qkv.norms ? [qkv.norms.q, qkv.norms.k] : [];
+    const inputs = [meta, q, qkv.k, qkv.v, qkv.cos, qkv.sin, kc, vc];
     const splits = this.splitsFor(N, NH, parts, context);
     if (parts && attnRopePart && attnMerge && splits > 1) {
-      rec.dispatch(attnRopePart, [null, ...inputs, parts.o, parts.ml], [NH, N, splits], u);
+      const partials = [parts.o, parts.ml];
+      rec.dispatch(attnRopePart, [null, ...inputs, ...partials, ...tail], [NH, N, splits], uf);
       rec.dispatch(attnMerge, [null, meta, parts.o, parts.ml, out, lse], [NH, N, 1], u);
       return;
     }
     const z = Math.ceil(N / 65535);
-    rec.dispatch(attnRope, [null, ...inputs, out, lse], [NH, Math.min(N, 65535), z], u);
+    rec.dispatch(attnRope, [null, ...inputs, out, lse, ...tail], [NH, Math.min(N, 65535), z], uf);
   }
 
   /** out = silu(g) · u elementwise. */

@@ -7,6 +7,7 @@
 
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Recorder } from "../gpu/recorder.ts";
+import type { AttentionFold } from "./model_kernels.ts";
 import type { GpuModel } from "./gpu_model.ts";
 import type { BufferRange } from "./gpu_params.ts";
 import type { ParamTensor } from "./weights.ts";
@@ -18,10 +19,11 @@ export type LinearPart = [ParamTensor, ParamTensor | null, BufferRef];
 export interface Projections {
   /**
    * Attention's inputs of layer l: input RMSNorm of res[l] → q, k, v (+ biases, LoRA) → the
-   * Qwen3 q/k RMSNorms → (`rope`, default true) RoPE of q and k, k and v stored in the layer's
-   * cache; without, attention does that (a decode step's ModelKernels.attentionRope).
+   * Qwen3 q/k RMSNorms → RoPE of q and k, k and v stored in the layer's cache; but what `fold`
+   * says attention does itself (a decode step's ModelKernels.attention with its `fold`): "rope" leaves RoPE
+   * and the cache write to it, "qk-norm" the q/k norms too. Default "none".
    */
-  attentionInput(rec: Recorder, l: number, N: number, rope?: boolean): void;
+  attentionInput(rec: Recorder, l: number, N: number, fold?: AttentionFold): void;
   /** to = from + x · Wᵀ (+ bias, LoRA): the o and down projections with their residual add. */
   residual(
     rec: Recorder,
@@ -44,7 +46,7 @@ export interface Projections {
 export class StorageProjections implements Projections {
   constructor(protected readonly m: GpuModel) {}
 
-  attentionInput(rec: Recorder, l: number, N: number, rope = true) {
+  attentionInput(rec: Recorder, l: number, N: number, fold: AttentionFold = "none") {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
     const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
       lv.v!,
@@ -64,21 +66,21 @@ export class StorageProjections implements Projections {
       );
       this.linearGroup(rec, N, a.xn1, qkv);
     }
-    this.qkNormRope(rec, l, N, rope);
+    this.qkNormRope(rec, l, N, fold);
   }
 
   /**
-   * The Qwen3 q and k norms of layer l, then (`rope`) q and k rotated, k and v written to the
-   * cache; without, attention does that (ModelKernels.attentionRope).
+   * The Qwen3 q and k norms of layer l, then q and k rotated, k and v written to the cache; but
+   * what `fold` leaves to attention (attentionInput).
    */
-  protected qkNormRope(rec: Recorder, l: number, N: number, rope: boolean) {
+  protected qkNormRope(rec: Recorder, l: number, N: number, fold: AttentionFold) {
     const m = this.m,
       c = m.config,
       K = m.kernels,
       a = m.acts[l],
       lv = m.weights.layout.layerView(l);
     const D = c.headDim, NH = c.numHeads, KV = c.numKvHeads;
-    if (lv.qNorm && lv.kNorm) { // Qwen3: per-head RMSNorm of q and k before RoPE, one dispatch
+    if (lv.qNorm && lv.kNorm && fold !== "qk-norm") { // Qwen3: per-head RMSNorm of q and k before RoPE, one dispatch
       K.rmsnormPair(
         rec,
         D,
@@ -87,7 +89,7 @@ export class StorageProjections implements Projections {
         { rows: N * KV, x: a.k, w: m.p(lv.kNorm), out: a.kn, rstd: a.rstdk },
       );
     }
-    if (!rope) return;
+    if (fold !== "none") return;
     const { q, k } = m.qkUsed(l);
     K.ropeStore(
       rec,

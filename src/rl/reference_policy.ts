@@ -43,6 +43,9 @@ export class ReferencePolicies {
       for (const [i, trainer] of policies.trainers.entries()) {
         const weights = Array.isArray(init.weights) ? init.weights[i] : init.weights;
         const model = await GpuModel.create(gpu, weights, {
+          // The policy's own base: a LoRA trainer's half-float base is the start it moves from
+          // (an f32 reference would put the base's rounding into the KL, ~1e-3 a token).
+          halfBase: trainer.model.halfBase,
           slots: SLOTS,
           maxLen: sampleRows(cfg),
           chunkRows: cfg.update.chunkRows,
@@ -81,6 +84,11 @@ export class ReferencePolicies {
       throw e;
     }
     return done;
+  }
+
+  /** Whether trainer `trainer`'s reference stores its base as half floats (as the policy does). */
+  halfBase(trainer: number): boolean {
+    return this.refs[trainer].model.halfBase;
   }
 
   /**

@@ -229,7 +229,7 @@ async function oursInference(
   at: {
     promptLen?: number;
     attentionSplit?: boolean;
-    /** Off: decode without the split-K folds and the RoPE fold (GpuModelOptions). */
+    /** Off: decode without the split-K folds and the attention folds (GpuModelOptions). */
     folds?: boolean;
     profile?: boolean;
   } = {},
@@ -246,7 +246,7 @@ async function oursInference(
         halfBase: o.halfBase,
         attentionSplit: at.attentionSplit,
         splitKFolds: at.folds,
-        ropeFold: at.folds,
+        attentionFold: at.folds === false ? "none" : undefined,
       }),
   );
   const create_s = seconds(t0);
@@ -452,7 +452,7 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       log(
         `${shape.name} B${B}: prefill ${r.prefill_tok_s} tok/s, decode ${r.decode_tok_s} tok/s (create ${r.create_s} s, first generate ${r.first_generate_s} s)`,
       );
-      // The decode folds (GpuModelOptions.splitKFolds, ropeFold) apply on GPU adapters only.
+      // The decode folds (GpuModelOptions.splitKFolds, attentionFold) apply on GPU adapters only.
       let unfused = null;
       if (gpu.adapterClass === "gpu" && FOLD_BATCHES.includes(B)) {
         unfused = await oursInference(gpu, w, B, o, { folds: false, profile: false });

@@ -243,10 +243,10 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
     );
 
     await t.step(
-      "decode steps with RoPE and the cache write folded into attention equal rope_store + attention, caches included",
+      "decode steps with RoPE, the cache write and Qwen3's q/k norms folded into attention equal them unfolded, caches included",
       async () => {
-        // Every fold form: the scores in workgroup memory (Llama, Qwen2 biases; Qwen3 norms and
-        // two query heads per kv head), the split form (3 splits, the rows deep in the second or
+        // Every fold form: the scores in workgroup memory (Llama, Qwen2 biases; Qwen3, its q/k
+        // norms folded too or not, two query heads per kv head), the split form (3 splits, the rows deep in the second or
         // in the first) and the flash form, and a training model's decode steps, which take the
         // same dispatches as an inference model's (a rollout from the trainer's model).
         const forms = [
@@ -275,19 +275,32 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
               { token: 9 + k, slot: 1, pos: 3 + k },
               ...(k >= 2 ? [{ token: 13 + k, slot: 2, pos: k - 1 }] : []),
             ] as ModelRow[]);
-          const runs: { logits: Float32Array[]; caches: Float32Array[]; dispatches: number }[] = [];
-          for (const ropeFold of [true, false]) {
+          // Asked for the most (Qwen3: RoPE alone too), and for none.
+          const asked = w.config.qkNorm
+            ? ["qk-norm", "rope", "none"] as const
+            : ["qk-norm", "none"] as const;
+          const runs: {
+            fold: string;
+            logits: Float32Array[];
+            caches: Float32Array[];
+            dispatches: number;
+          }[] = [];
+          for (const attentionFold of asked) {
             const model = await GpuModel.create(gpu, w, {
               slots: 3,
               maxLen: form.maxLen,
               chunkRows: 256,
               attentionVariant: form.attentionVariant,
               attentionSplit: "attentionSplit" in form ? form.attentionSplit : undefined,
-              ropeFold,
+              attentionFold,
               training: "training" in form,
+              // Both sides' q/k norms sum as the fold does (one workgroup a head).
+              normVariant: "workgroup",
             });
             try {
-              assertEquals(model.kernels.ropeFold, ropeFold, "fold compiled as asked");
+              // The q/k norms fold only into a model that has them (llvmpipe binds 16 buffers).
+              const want = attentionFold === "qk-norm" && !w.config.qkNorm ? "rope" : attentionFold;
+              assertEquals(model.kernels.attentionFold, want, "the fold compiled");
               await model.forward(prompt.map((token, pos) => ({ token, slot: 0, pos })), []);
               await model.forward(
                 prompt.slice(0, 3).map((token, pos) => ({ token, slot: 1, pos })),
@@ -311,32 +324,35 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
               const caches = await Promise.all(
                 [...model.kCache, ...model.vCache].map((r) => gpu.readFloat32(r)),
               );
-              runs.push({ logits, caches, dispatches });
+              runs.push({ fold: want, logits, caches, dispatches });
             } finally {
               model.destroy();
             }
           }
-          const [fold, plain] = runs;
-          dispatchesBy.set(`${form.name} ${"training" in form}`, fold.dispatches);
-          const what = `${form.name} ${form.attentionVariant}${
-            "training" in form ? " (training model)" : ""
-          }`;
-          // A dispatch a layer fewer: rope_store is gone, attention takes its place.
-          assertEquals(fold.dispatches, plain.dispatches - L, `${what}: dispatches a step`);
-          fold.logits.forEach((x, i) => {
-            const r = toleranceRatio(x, plain.logits[i], 1e-5, 1e-4);
-            assert(r <= 1, `${what}, step ${i}: ${r.toFixed(2)}× the tolerance`);
-          });
-          fold.caches.forEach((x, i) => {
-            const r = toleranceRatio(x, plain.caches[i], 1e-6, 1e-6);
-            assert(r <= 1, `${what}, cache ${i}: ${r.toFixed(2)}× the tolerance`);
-          });
-          // Slot 2's decoded tokens against the float64 reference.
-          const V = w.config.vocabSize, seq = [3, 15, 16, 17, 18];
-          const ref = referenceForward(w, seq).logits;
-          const last = fold.logits[5].subarray(2 * V, 3 * V);
-          const r = toleranceRatio(last, ref.subarray(4 * V), 2e-4, 1e-3);
-          assert(r <= 1, `${what}: slot 2 against the reference, ${r.toFixed(2)}× the tolerance`);
+          const plain = runs[runs.length - 1];
+          dispatchesBy.set(`${form.name} ${"training" in form}`, runs[0].dispatches);
+          for (const fold of runs.slice(0, -1)) {
+            const what = `${form.name} ${form.attentionVariant}${
+              "training" in form ? " (training model)" : ""
+            }, fold ${fold.fold}`;
+            // rope_store (and Qwen3's q/k norm dispatch) gone, attention taking their place.
+            const saved = fold.fold === "qk-norm" ? 2 * L : L;
+            assertEquals(fold.dispatches, plain.dispatches - saved, `${what}: dispatches a step`);
+            fold.logits.forEach((x, i) => {
+              const r = toleranceRatio(x, plain.logits[i], 1e-5, 1e-4);
+              assert(r <= 1, `${what}, step ${i}: ${r.toFixed(2)}× the tolerance`);
+            });
+            fold.caches.forEach((x, i) => {
+              const r = toleranceRatio(x, plain.caches[i], 1e-6, 1e-6);
+              assert(r <= 1, `${what}, cache ${i}: ${r.toFixed(2)}× the tolerance`);
+            });
+            // Slot 2's decoded tokens against the float64 reference.
+            const V = w.config.vocabSize, seq = [3, 15, 16, 17, 18];
+            const ref = referenceForward(w, seq).logits;
+            const last = fold.logits[5].subarray(2 * V, 3 * V);
+            const r = toleranceRatio(last, ref.subarray(4 * V), 2e-4, 1e-3);
+            assert(r <= 1, `${what}: slot 2 against the reference, ${r.toFixed(2)}× the tolerance`);
+          }
         }
         assertEquals(
           dispatchesBy.get("tiny-llama true"),

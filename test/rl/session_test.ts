@@ -261,13 +261,15 @@ Deno.test("RlSession", async (t) => {
       },
     );
 
-    await t.step("klCoef > 0: the k3 KL to the frozen start is in the loss", async () => {
+    // halfBase "on" (GPUs' default for LoRA): the reference holds the policy's half-float base,
+    // so the start is the same policy (an f32 reference differed by ~1e-3 a token).
+    const klStep = async (halfBase: "on" | "off") => {
       // The warm start, so candidates get different rewards and the policy gradient moves the
       // adapters (from a random init every group is zero-variance and nothing moves).
       const cfg = cfgFor("L2", 3, {
         model: { preset: null, folder: "models/plan_path_tiny" },
         rollout: { k: 4, maxNewTokens: 12 },
-        update: { klCoef: 0.5, optimizer: { lr: 0.02 } },
+        update: { klCoef: 0.5, optimizer: { lr: 0.02 }, halfBase },
       });
       const warm = await loadBase(cfg);
       const s = await RlSession.create(cfg, {
@@ -313,10 +315,18 @@ Deno.test("RlSession", async (t) => {
           moved = Math.max(moved, Math.abs(policy[t] - base[t]));
         });
         assert(moved > 1e-3, `the adapters did not move (${moved}): the frozen check is vacuous`);
+        assertEquals(s.reference!.halfBase(0), halfBase === "on", "the reference's base");
       } finally {
         s.destroy();
       }
-    });
+    };
+
+    for (const halfBase of ["off", "on"] as const) {
+      await t.step(
+        `klCoef > 0: the k3 KL to the frozen start is in the loss (halfBase ${halfBase})`,
+        () => klStep(halfBase),
+      );
+    }
 
     await t.step(
       "no sample with a learning signal: no optimizer step (no ghost update on momentum or weight decay)",

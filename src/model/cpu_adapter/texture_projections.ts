@@ -9,6 +9,7 @@
 
 import type { BufferRef } from "../../gpu/buffers.ts";
 import type { Recorder } from "../../gpu/recorder.ts";
+import type { AttentionFold } from "../model_kernels.ts";
 import type { TextureWeight } from "../../ops/matmul.ts";
 import type { GpuModel } from "../gpu_model.ts";
 import type { BufferRange } from "../gpu_params.ts";
@@ -26,7 +27,7 @@ export class TextureProjections extends StorageProjections {
     return !!this.m.lora || ws.some((w) => this.tex.get(w)?.normEps === undefined);
   }
 
-  override attentionInput(rec: Recorder, l: number, N: number, rope = true) {
+  override attentionInput(rec: Recorder, l: number, N: number, fold: AttentionFold = "none") {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
     const raw = m.res[l], ws = [lv.q!, lv.k!, lv.v!];
     if (this.needsNorm(ws)) {
@@ -34,7 +35,8 @@ export class TextureProjections extends StorageProjections {
     }
     const [tq, tk, tv] = ws.map((w) => this.tex.get(w));
     if (
-      rope && tq && tk && tv && !m.lora && !lv.qBias && !lv.kBias && !lv.vBias && !lv.qNorm &&
+      fold === "none" && tq && tk && tv && !m.lora && !lv.qBias && !lv.kBias && !lv.vBias &&
+      !lv.qNorm &&
       tk.normEps === tq.normEps && tv.normEps === tq.normEps &&
       m.ops.matmul.canRopeTexture(N, c.headDim)
     ) {
@@ -60,7 +62,7 @@ export class TextureProjections extends StorageProjections {
       a.v,
     ]];
     this.texLinearGroup(rec, N, a.xn1, qkv, raw);
-    this.qkNormRope(rec, l, N, rope);
+    this.qkNormRope(rec, l, N, fold);
   }
 
   /** The texture path does not take the split-K folds: norm → gate/up (→ SwiGLU) → down. */
