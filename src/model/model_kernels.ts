@@ -113,24 +113,21 @@ export const RopeStoreParams = uniformStruct("rope_store_params", "StoreParams",
   ["P", "u32"],
 ]);
 
-/** The forward attention's parameters (attention.wgsl, attention4.wgsl, attention_lane.wgsl). */
-export const AttentionParams = uniformStruct("attention_params", "Params", [
+const ATTENTION_FIELDS = [
   ["N", "u32"],
   ["NH", "u32"],
   ["KV", "u32"],
   ["D", "u32"],
   ["P", "u32"],
   ["scale", "f32"],
-]);
+] as const;
+
+/** The forward attention's parameters (attention.wgsl, attention4.wgsl, attention_lane.wgsl). */
+export const AttentionParams = uniformStruct("attention_params", "Params", ATTENTION_FIELDS);
 
 /** attention4_rope_qkn.wgsl's parameters: AttentionParams and the q/k norms' epsilon. */
 export const AttentionNormParams = uniformStruct("attention_norm_params", "Params", [
-  ["N", "u32"],
-  ["NH", "u32"],
-  ["KV", "u32"],
-  ["D", "u32"],
-  ["P", "u32"],
-  ["scale", "f32"],
+  ...ATTENTION_FIELDS,
   ["eps", "f32"],
 ]);
 
@@ -467,8 +464,12 @@ export class ModelKernels {
     rec.dispatch(this.k.ropeInv, [null, x, meta, cos, sin], this.grid(rows * heads * D / 2), u);
   }
 
+  private attnFields(N: number, NH: number, KV: number, D: number) {
+    return { N, NH, KV, D, P: this.cachePositions, scale: 1 / Math.sqrt(D) };
+  }
+
   private attnUniform(N: number, NH: number, KV: number, D: number): ArrayBuffer {
-    return AttentionParams.pack({ N, NH, KV, D, P: this.cachePositions, scale: 1 / Math.sqrt(D) });
+    return AttentionParams.pack(this.attnFields(N, NH, KV, D));
   }
 
   /**
@@ -610,15 +611,7 @@ export class ModelKernels {
     }
     const u = this.attnUniform(N, NH, KV, D);
     const uf = qkv.norms
-      ? AttentionNormParams.pack({
-        N,
-        NH,
-        KV,
-        D,
-        P: this.cachePositions,
-        scale: 1 / Math.sqrt(D),
-        eps: qkv.norms.eps,
-      })
+      ? AttentionNormParams.pack({ ...this.attnFields(N, NH, KV, D), eps: qkv.norms.eps })
       : u;
     const tail = qkv.norms ? [qkv.norms.q, qkv.norms.k] : [];
     const inputs = [meta, q, qkv.k, qkv.v, qkv.cos, qkv.sin, kc, vc];
