@@ -142,10 +142,20 @@ export type AttentionVariant = "lane" | "workgroup" | "flash";
  * (attention4.wgsl's attention4 with vec4 heads, attention.wgsl otherwise) fit `positions`: their
  * scores plus the rest of their workgroup arrays (the query row, per-lane partial outputs).
  */
-export function scoresFit(gpu: Gpu, positions: number, vec4: boolean): boolean {
+export function scoresFit(gpu: Gpu, positions: number, vec4: boolean, extra = 0): boolean {
   const rest = vec4 ? 4 * ATT_WG + 16 * 64 + 16 * ATT_WG : 4 * ATT_WG;
-  return 4 * positions + rest <= gpu.device.limits.maxComputeWorkgroupStorageSize;
+  return 4 * positions + rest + extra <= gpu.device.limits.maxComputeWorkgroupStorageSize;
 }
+
+/**
+ * Workgroup bytes the folded decode attention holds beside attention4's: the new key and value
+ * (attention4_rope_core.wgsl's tK, tV), and with the q/k norms the normalized heads (nQ, nK).
+ */
+export const FOLD_WORKGROUP_BYTES: Readonly<Record<AttentionFold, number>> = {
+  none: 0,
+  rope: 2 * 16 * 64,
+  "qk-norm": 2 * 16 * 64 + 2 * 4 * 256,
+};
 
 export class ModelKernels {
   private constructor(
@@ -322,11 +332,13 @@ export class ModelKernels {
     const foldShader = fold === "qk-norm" ? "attention4_rope_qkn" : "attention4_rope";
     const foldBindings = [u, ro, ro, ro, ro, ro, ro, rw, rw, rw, rw];
     if (fold === "qk-norm") foldBindings.push(ro, ro);
+    // The fold holds more in workgroup memory: it streams the scores where attention4 just fits.
+    const foldFlash = flash || !scoresFit(gpu, cachePositions, true, FOLD_WORKGROUP_BYTES[fold]);
     const [attnRope, attnRopePart] = fold !== "none"
       ? await Promise.all([
-        s(foldShader, flash ? "attention4_rope_flash" : "attention4_rope", foldBindings, {
+        s(foldShader, foldFlash ? "attention4_rope_flash" : "attention4_rope", foldBindings, {
           WG: ATT_WG,
-          ...(flash ? { TILE: FLASH_TILE } : { MAXP: cachePositions }),
+          ...(foldFlash ? { TILE: FLASH_TILE } : { MAXP: cachePositions }),
         }),
         split.splits > 0
           ? s(foldShader, "attention4_rope_part", foldBindings, {

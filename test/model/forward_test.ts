@@ -11,6 +11,7 @@ import { parseModelConfig } from "../../src/model/config.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
 import {
   attentionSplits,
+  FOLD_WORKGROUP_BYTES,
   laneAttentionFits,
   ModelKernels,
   scoresFit,
@@ -389,6 +390,20 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
             gpu.adapterClass === "cpu" && !attentionVariant ? "lane" : "flash",
           );
         }
+        // The folded decode attention holds more than attention4 in workgroup memory: at the
+        // longest cache attention4 holds, the fold (Qwen3's, the largest) streams its scores
+        // instead of failing to compile.
+        const edge = Math.floor((bytes - (4 * 64 + 16 * 64 + 16 * 64)) / 4);
+        assert(
+          scoresFit(gpu, edge, true) && !scoresFit(gpu, edge, true, FOLD_WORKGROUP_BYTES.rope),
+        );
+        const folded = await ModelKernels.create(gpu, edge, {
+          headDim: 64,
+          attentionVariant: "workgroup",
+          attentionFold: "qk-norm",
+          qkNorm: true,
+        });
+        assertEquals([folded.attentionVariant, folded.attentionFold], ["workgroup", "qk-norm"]);
         // head_dim 6 has no streaming form: a named error, not a pipeline failure
         let err: Error | null = null;
         await ModelKernels.create(gpu, long, { headDim: 6 }).catch((e) => (err = e));
