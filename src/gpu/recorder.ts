@@ -256,6 +256,17 @@ export class RecordingCache {
     return g;
   }
 
+  /**
+   * Frees the arena of plans made with `finish({ shared: key })` (their owner is gone: a
+   * destroyed model's decode plans); their bind groups age out.
+   */
+  dropShared(key: string): void {
+    const arena = this.arenas.get(`plan:${key}`);
+    if (!arena) return;
+    this.arenas.delete(`plan:${key}`);
+    this.device.queue.onSubmittedWorkDone().then(() => arena.destroy());
+  }
+
   /** Bind groups kept now (for tests). */
   get size(): number {
     return this.groups.size;
@@ -386,14 +397,7 @@ export class Recorder {
         usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
       })
       : null;
-    // Dispatches with the same kernel, bindings and uniform block (a decode step replayed S
-    // times, say) share one bind group.
-    const groups = new Map<string, GPUBindGroup>();
-    return this.plan(arena, (key, make) => {
-      let g = groups.get(key);
-      if (!g) groups.set(key, g = make());
-      return g;
-    }, arena);
+    return this.plan(arena, null, arena);
   }
 
   /**
@@ -412,34 +416,31 @@ export class Recorder {
     this.device.queue.onSubmittedWorkDone().then(() => plan.destroy());
   }
 
-  /**
-   * The recording as a plan over the cache's arena of `key`, its bind groups the cache's (those
-   * binding textures the plan's own, shared within it).
-   */
+  /** The recording as a plan over the cache's arena of `key`, with the cache's bind groups. */
   private sharedPlan(key: string): CommandPlan {
-    const cache = this.cache!, own = new Map<string, GPUBindGroup>();
-    return this.plan(
-      this.used > 0 ? cache.arena(key, this.used) : null,
-      (k, make, textures) => {
-        if (!textures) return cache.group(k, make);
-        let g = own.get(k);
-        if (!g) own.set(k, g = make());
-        return g;
-      },
-      null,
-    );
+    const cache = this.cache!;
+    return this.plan(this.used > 0 ? cache.arena(key, this.used) : null, cache, null);
   }
 
   /**
-   * The recording as a plan over `arena` (its uniforms written into it), bind groups from
-   * `group`; the plan destroys `owned` with itself. The recorder is empty after.
+   * The recording as a plan over `arena` (its uniforms written into it); the plan destroys
+   * `owned` with itself. Dispatches with the same kernel, bindings and uniform block (a decode
+   * step replayed S times, say) share one bind group; with `shared`, groups binding no texture
+   * come from and go to it. The recorder is empty after.
    */
   private plan(
     arena: GPUBuffer | null,
-    group: (key: string, make: () => GPUBindGroup, textures: boolean) => GPUBindGroup,
+    shared: RecordingCache | null,
     owned: GPUBuffer | null,
   ): CommandPlan {
     if (arena) this.device.queue.writeBuffer(arena, 0, this.uniforms, 0, this.used);
+    const own = new Map<string, GPUBindGroup>();
+    const group = (key: string, make: () => GPUBindGroup, textures: boolean) => {
+      if (shared && !textures) return shared.group(key, make);
+      let g = own.get(key);
+      if (!g) own.set(key, g = make());
+      return g;
+    };
     const encoded: Encoded[] = this.cmds.map((c) =>
       c.kind === "dispatch" ? this.encodeDispatch(c, arena, group) : c
     );

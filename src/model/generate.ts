@@ -306,7 +306,7 @@ export class Generator {
     // The model's decode plans share an arena and bind groups across calls: a model runs one
     // generation at a time (its scratch and caches are one batch's), and the plan is done with
     // before this returns.
-    const plan = rec.finish({ shared: `decode steps ${m.id}` });
+    const plan = rec.finish({ shared: m.planKey });
     try {
       let steps = 0;
       for (let step = 0; done.some((d) => !d); step += S) {

@@ -114,8 +114,11 @@ export function isBaseMatrix(t: ParamTensor): boolean {
 let nextModelId = 1;
 
 export class GpuModel {
-  /** A number naming this model (keys of what its plans share: Recorder.finish's `shared`). */
-  readonly id = nextModelId++;
+  /**
+   * The key its decode plans share a uniform arena and bind groups under across generate calls
+   * (Recorder.finish's `shared`; a model runs one generation at a time).
+   */
+  readonly planKey = `model ${nextModelId++}`;
   readonly config: ModelConfig;
   readonly scratch: Scratch;
   /** acts[l] (one shared set unless training). */
@@ -819,6 +822,7 @@ export class GpuModel {
   }
 
   destroy() {
+    this.gpu.recordings.dropShared(this.planKey);
     this.params.destroy();
     this.decode.destroy();
     const { attnParts, ...scratch } = this.scratch;

@@ -298,6 +298,9 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       assert(small === same && small.size === 4096, "one 4 KiB arena for both");
       const big = cache.arena("l", 5000);
       assert(big !== small && big.size === 8192, "grown to the next power of two");
+      const plan = cache.arena("plan:m", 10);
+      cache.dropShared("m"); // a model's plans' arena, freed with the model
+      assert(cache.arena("plan:m", 10) !== plan, "a dropped arena is not handed out again");
       cache.destroy();
     });
 
