@@ -353,20 +353,22 @@ export async function tuneMatmuls(
         if (!(await valid(v, form, false)) || (half && !(await valid(v, form, true)))) continue;
         candidates.push(v);
       }
-      const nowV = candidates.find((v) => v.name === now);
-      // Screening: one short round per shape; the best `keep`, and the current pick, go on.
+      // What runs today: the current pick, or the fallback where that is not a candidate.
+      const base = candidates.find((v) => v.name === now) ?? fb;
+      // Screening: one short round per shape; the best `keep`, and what runs today, go on.
       const screened: [MatmulVariant, number][] = [];
       for (const v of candidates) screened.push([v, await score(v, ws, minMs / 5, 1)]);
       screened.sort((a, b) => a[1] - b[1]);
       const finalists = screened.slice(0, keep).map(([v]) => v);
-      if (nowV && !finalists.includes(nowV)) finalists.push(nowV);
-      let best = nowV ?? fb, bestMs = Infinity, nowMs = NaN;
+      if (!finalists.includes(base)) finalists.push(base);
+      // One final round times every finalist, today's kernel among them, so a pick is never
+      // slower than today's in the figures it was chosen by.
+      let best = base, bestMs = Infinity, nowMs = NaN;
       for (const v of finalists) {
         const ms = await score(v, ws, minMs, 3);
-        if (v === nowV) nowMs = ms;
+        if (v === base) nowMs = ms;
         if (ms < bestMs) [best, bestMs] = [v, ms];
       }
-      if (!nowV) nowMs = await score(fb, ws, minMs, 3);
       result.picks[key] = best.name;
       result.buckets.push({
         key,
