@@ -53,10 +53,12 @@ async function compileModule(
   name: string,
   code: string,
 ): Promise<GPUShaderModule> {
+  // The scope is pushed and popped with no await between, so scopes of calls in flight at once
+  // nest properly on the device's stack (see PipelineCache).
   device.pushErrorScope("validation");
   const module = device.createShaderModule({ label: name, code });
-  const info = await module.getCompilationInfo();
-  const scoped = await device.popErrorScope();
+  const scope = device.popErrorScope();
+  const [info, scoped] = await Promise.all([module.getCompilationInfo(), scope]);
   const errors = info.messages.filter((m) => m.type === "error");
   if (errors.length || scoped) {
     const diags = errors.map((m) =>
@@ -90,15 +92,21 @@ function layoutEntry(kind: BindingKind, binding: number): GPUBindGroupLayoutEntr
   };
 }
 
-/** Caches shader modules, bind group layouts and pipelines of one device. */
+/**
+ * Caches shader modules, bind group layouts and pipelines of one device.
+ *
+ * Pipelines compile concurrently: each error scope is pushed and popped around one call with no
+ * await between, so the device's scope stack never interleaves, and nothing waits for another
+ * kernel's compilation. Browsers compile createComputePipelineAsync on worker threads (a page
+ * that loads a model creates ~80 pipelines; SwiftShader takes seconds for some), so a model's
+ * kernels, requested together, build side by side.
+ */
 export class PipelineCache {
   private modules = new Map<string, Promise<GPUShaderModule>>();
   private layouts = new Map<string, GPUBindGroupLayout>();
   private kernels = new Map<string, Promise<Kernel>>();
   /** Number of pipelines created so far: tests assert hot loops create none. */
   created = 0;
-  // Error scopes are a per-device stack: scoped sections must not interleave across awaits.
-  private scopeLock: Promise<unknown> = Promise.resolve();
 
   constructor(private device: GPUDevice) {}
 
@@ -128,46 +136,33 @@ export class PipelineCache {
     const key = spec.shader;
     let m = this.modules.get(key);
     if (!m) {
-      m = shaderSource(spec.shader).then((src) =>
-        this.scoped(() => compileModule(this.device, spec.shader, src))
-      );
+      m = shaderSource(spec.shader).then((src) => compileModule(this.device, spec.shader, src));
       m.catch(() => this.modules.delete(key));
       this.modules.set(key, m);
     }
     return m;
   }
 
-  private scoped<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.scopeLock.then(fn, fn);
-    this.scopeLock = run.catch(() => undefined);
-    return run;
-  }
-
   private async build(spec: KernelSpec, key: string): Promise<Kernel> {
     const module = await this.module(spec);
     const layout = this.bindGroupLayout(spec.bindings);
-    return await this.scoped(() => this.createPipeline(spec, key, module, layout));
-  }
-
-  private async createPipeline(
-    spec: KernelSpec,
-    key: string,
-    module: GPUShaderModule,
-    layout: GPUBindGroupLayout,
-  ): Promise<Kernel> {
+    // A failed asynchronous creation rejects (GPUPipelineError); an implementation that validates
+    // at the call (Deno's) reports to the scope instead.
     this.device.pushErrorScope("validation");
+    const creating = this.device.createComputePipelineAsync({
+      label: key,
+      layout: this.device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+      compute: { module, entryPoint: spec.entry, constants: spec.constants },
+    });
+    const scope = this.device.popErrorScope();
     let pipeline: GPUComputePipeline;
     try {
-      pipeline = await this.device.createComputePipelineAsync({
-        label: key,
-        layout: this.device.createPipelineLayout({ bindGroupLayouts: [layout] }),
-        compute: { module, entryPoint: spec.entry, constants: spec.constants },
-      });
+      pipeline = await creating;
     } catch (e) {
-      await this.device.popErrorScope();
+      await scope;
       throw new PipelineCreationError(`pipeline ${key}: ${(e as Error).message}`, { cause: e });
     }
-    const err = await this.device.popErrorScope();
+    const err = await scope;
     if (err) throw new PipelineCreationError(`pipeline ${key}: ${err.message}`);
     this.created++;
     return { spec, key, pipeline, layout };

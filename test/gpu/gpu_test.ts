@@ -109,6 +109,20 @@ Deno.test("GPU layer on the real adapter", async (t) => {
       );
     });
 
+    await t.step("kernels built at once: each failure is its own, the others build", async () => {
+      // Error scopes are one stack per device; concurrent builds must not catch each other's.
+      const bindings = ["uniform", "read-only-storage", "storage"] as const;
+      const got = await Promise.allSettled([
+        gpu.kernel({ shader: "softmax", entry: "softmax", bindings, constants: { WG: 16 } }),
+        gpu.kernel({ shader: "softmax", entry: "no_such_entry_2", bindings }),
+        gpu.kernel({ shader: "bad", entry: "main", bindings: [] }),
+        gpu.kernel({ shader: "softmax", entry: "log_softmax", bindings, constants: { WG: 16 } }),
+      ]);
+      assertEquals(got.map((r) => r.status), ["fulfilled", "rejected", "rejected", "fulfilled"]);
+      const reason = (i: number) => ((got[i] as PromiseRejectedResult).reason as Error).name;
+      assertEquals([reason(1), reason(2)], ["PipelineCreationError", "ShaderCompileError"]);
+    });
+
     await t.step("a missing shader file is a clear error", async () => {
       await assertRejects(
         () => gpu.kernel({ shader: "does_not_exist", entry: "main", bindings: [] }),

@@ -64,7 +64,6 @@ export class CpuAdapterDecode implements DecodeBackend {
   /** The fused step binds every layer's cache at once. */
   readonly sharedCache: boolean;
   private kernel: DecodeForwardKernel | null = null;
-  private compile: Promise<DecodeForwardKernel> | null = null;
   /** The texture copies of the projection weights, made by prepare where used. */
   private textures: WeightTextures | null = null;
   private texturesTried = false;
@@ -105,7 +104,7 @@ export class CpuAdapterDecode implements DecodeBackend {
 
   private async prepareFused(m: GpuModel, opts: { sample?: boolean }): Promise<void> {
     if (!this.fused) return;
-    this.compile ??= DecodeForwardKernel.create(
+    const k = this.kernel ??= DecodeForwardKernel.create(
       m.gpu,
       m.config,
       m.weights.layout,
@@ -114,14 +113,16 @@ export class CpuAdapterDecode implements DecodeBackend {
       m.slots,
       this.fused,
     );
-    const k = this.kernel = await this.compile;
     const lora = m.lora && !decodeLoraUnfit(m.lora.layout) && k.loraFits(m.lora.layout)
       ? m.lora.layout
       : null;
-    if (lora) await k.prepare(lora);
-    if (opts.sample && k.stepsPerDispatch(lora) > 0 && (lora || !m.lora)) {
-      await k.prepare(lora, true);
-    }
+    // Adapters the fused step does not take decode per op: no variant of it would run.
+    if (m.lora && !lora) return;
+    // Only the variants that will run, compiled side by side (each is seconds on a CPU adapter).
+    await Promise.all([
+      k.prepare(lora),
+      opts.sample && k.stepsPerDispatch(lora) > 0 ? k.prepare(lora, true) : null,
+    ]);
   }
 
   encodeStep(m: GpuModel, rec: Recorder, N: number): boolean {

@@ -351,10 +351,11 @@ export class DecodeForwardKernel {
   }
 
   /**
-   * Compiles the kernels for this model and `slots` concurrent sequences, without LoRA;
-   * `decodeForwardUnfit` must have returned null for these options.
+   * The fused step for this model and `slots` concurrent sequences, its buffers made; `prepare`
+   * compiles each variant it will run (none yet). `decodeForwardUnfit` must have returned null
+   * for these options.
    */
-  static async create(
+  static create(
     gpu: Gpu,
     c: ModelConfig,
     layout: ParamLayout,
@@ -362,7 +363,7 @@ export class DecodeForwardKernel {
     cachePositions: number,
     slots: number,
     opts: DecodeForwardOptions = {},
-  ): Promise<DecodeForwardKernel> {
+  ): DecodeForwardKernel {
     const wg = opts.workgroup ?? 16;
     const cores = opts.cores ?? Math.max(1, globalThis.navigator?.hardwareConcurrency ?? 2);
     const rows = opts.rows ?? 4;
@@ -391,7 +392,6 @@ export class DecodeForwardKernel {
       atlas,
       opts.workgroupInputs ?? true,
     );
-    await k.prepare(null);
     return k;
   }
 
