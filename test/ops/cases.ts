@@ -643,21 +643,48 @@ export function kernelCases(thorough = true, subgroups = false): KernelCase[] {
   ];
 }
 
-/** Runs cases one after another and reports each (used by the browser worker). */
-export async function runKernelCases(gpu: Gpu, ops: Ops, thorough = false): Promise<CaseResult[]> {
-  const results: CaseResult[] = [];
-  for (const c of kernelCases(thorough, gpu.subgroups)) {
-    try {
-      const ratio = await c.run(gpu, ops);
-      results.push({ name: c.name, ratio, ok: ratio <= 1 });
-    } catch (e) {
-      results.push({
-        name: c.name,
-        ratio: Infinity,
-        ok: false,
-        error: `${(e as Error).name}: ${(e as Error).message}`,
-      });
+/**
+ * Runs the kernel cases, `concurrency` at a time (results in case order): a browser compiles
+ * pipelines on worker threads, so cases whose kernels compile at once finish sooner.
+ */
+export async function runKernelCases(
+  gpu: Gpu,
+  ops: Ops,
+  thorough = false,
+  concurrency = 1,
+): Promise<CaseResult[]> {
+  return await runCases(
+    kernelCases(thorough, gpu.subgroups),
+    (c) => c.run(gpu, ops),
+    concurrency,
+  );
+}
+
+/** Each case's ratio to its tolerance (an exception is a failed case), `concurrency` at a time. */
+export async function runCases<C extends { name: string }>(
+  cases: C[],
+  run: (c: C) => Promise<number>,
+  concurrency = 1,
+  prefix = "",
+): Promise<CaseResult[]> {
+  const results: CaseResult[] = new Array(cases.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < cases.length; i = next++) {
+      const name = prefix + cases[i].name;
+      try {
+        const ratio = await run(cases[i]);
+        results[i] = { name, ratio, ok: ratio <= 1 };
+      } catch (e) {
+        results[i] = {
+          name,
+          ratio: Infinity,
+          ok: false,
+          error: `${(e as Error).name}: ${(e as Error).message}`,
+        };
+      }
     }
-  }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
   return results;
 }
