@@ -14,26 +14,41 @@ import type { LrSchedule } from "../train/schedule.ts";
 import type { ValueHeadSettings } from "../train/trainer.ts";
 import { agentGenerationIssues, agentOverrideProblem } from "./generation.ts";
 
-import { type FieldSpec, type FieldType, type RunConfig, SCHEMA } from "./config_schema.ts";
+import type * as Fields from "../io/config_fields.ts";
+import {
+  applySetsWith,
+  BASE_CHECKS,
+  type ConfigIssue,
+  defaultsOf,
+  didYouMean,
+  fieldAt,
+  type FieldCheck,
+  fieldsOf,
+  isObject,
+  issuesMessage,
+  nameFromSource,
+  rangeText,
+  readJsonConfig,
+  resolveSection,
+  type Section,
+  setJson,
+  setNumber,
+  show,
+  valueAt,
+} from "../io/config_fields.ts";
+import { type FieldType, type RunConfig, SCHEMA } from "./config_schema.ts";
 export * from "./config_schema.ts";
 
-// ---- errors and small helpers ---------------------------------------------------------------
+// ---- errors and field checks ----------------------------------------------------------------
 
-export interface ConfigIssue {
-  /** Dotted field path, e.g. "rollout.k" ("" for the whole config). */
-  readonly path: string;
-  readonly message: string;
-}
+export type { ConfigIssue };
+export { didYouMean };
 
 /** The config is unusable; `issues` lists every bad field with the reason. */
 export class ConfigError extends Error {
   readonly path: string;
   constructor(readonly issues: readonly ConfigIssue[], source?: string) {
-    const one = (i: ConfigIssue) => (i.path ? `${i.path}: ${i.message}` : i.message);
-    const body = issues.length === 1
-      ? one(issues[0])
-      : `${issues.length} problems:\n` + issues.map((i) => `  ${one(i)}`).join("\n");
-    super((source ? `${source}: ` : "") + body);
+    super(issuesMessage(issues, source));
     this.name = "ConfigError";
     this.path = issues[0]?.path ?? "";
   }
@@ -42,114 +57,19 @@ export class ConfigError extends Error {
   }
 }
 
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length];
-}
-
-/** ` (did you mean "x"?)` for the closest option (prefix or small edit distance), else "". */
-export function didYouMean(word: string, options: readonly string[]): string {
-  const w = word.toLowerCase();
-  let best = "", bestD = Infinity;
-  for (const o of options) {
-    const d = o.toLowerCase().startsWith(w) && w.length >= 3
-      ? 0.5
-      : editDistance(w, o.toLowerCase());
-    if (d < bestD) [best, bestD] = [o, d];
-  }
-  return bestD <= Math.max(2, Math.floor(word.length / 3)) ? ` (did you mean "${best}"?)` : "";
-}
-
-type Node = FieldSpec<unknown> | { readonly [key: string]: Node };
-type Section = { readonly [key: string]: Node };
 const ROOT = SCHEMA as unknown as Section;
-const isField = (n: Node): n is FieldSpec<unknown> =>
-  typeof (n as FieldSpec<unknown>).doc === "string";
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-const join = (a: string, b: string) => (a ? `${a}.${b}` : b);
-const show = (v: unknown) => (v === undefined ? "nothing" : JSON.stringify(v));
-
-/** Every field with its dotted path, in schema order. */
-function fields(node: Section = ROOT, prefix = ""): [string, FieldSpec<unknown>][] {
-  return Object.entries(node).flatMap((
-    [k, n],
-  ) => (isField(n)
-    ? [[join(prefix, k), n] as [string, FieldSpec<unknown>]]
-    : fields(n, join(prefix, k)))
-  );
-}
-
-function getPath(obj: unknown, path: string): unknown {
-  return path.split(".").reduce<unknown>((o, k) => (isObject(o) ? o[k] : undefined), obj);
-}
+const errorAt = (path: string, message: string) => ConfigError.at(path, message);
 
 /** The defaults of every field (a fresh object each call). */
 export function defaultConfig(): RunConfig {
-  const build = (node: Section): Record<string, unknown> =>
-    Object.fromEntries(
-      Object.entries(node).map(([k, n]) => [k, isField(n) ? structuredClone(n.default) : build(n)]),
-    );
-  return build(ROOT) as unknown as RunConfig;
-}
-
-// ---- field checks -----------------------------------------------------------------------------
-
-function rangeProblem(spec: FieldSpec<unknown>, v: number): string | null {
-  const ex = spec.exclusive;
-  const lowStrict = ex === "min" || ex === "both", highStrict = ex === "max" || ex === "both";
-  const low = spec.min !== undefined && (lowStrict ? !(v > spec.min) : !(v >= spec.min));
-  const high = spec.max !== undefined && (highStrict ? !(v < spec.max) : !(v <= spec.max));
-  if (!low && !high) return null;
-  const lo = spec.min === undefined ? "" : `${lowStrict ? ">" : "≥"} ${spec.min}`;
-  const hi = spec.max === undefined ? "" : `${highStrict ? "<" : "≤"} ${spec.max}`;
-  return `must be ${[lo, hi].filter(Boolean).join(" and ")}, got ${v}` +
-    (spec.why ? ` (${spec.why})` : "");
+  return defaultsOf(ROOT) as unknown as RunConfig;
 }
 
 const HTTP_URL = /^https?:\/\/[^\s/]+/;
 
-/** Type checks per field kind: a problem description, or null when the value fits. */
-const TYPE_CHECKS: {
-  readonly [K in FieldType]: (s: FieldSpec<unknown>, v: unknown) => string | null;
-} = {
-  int: (s, v) =>
-    typeof v !== "number" || !Number.isInteger(v)
-      ? `must be a whole number, got ${show(v)}`
-      : rangeProblem(s, v),
-  number: (s, v) =>
-    typeof v !== "number" || !Number.isFinite(v)
-      ? `must be a number, got ${show(v)}`
-      : rangeProblem(s, v),
-  boolean: (_, v) => (typeof v === "boolean" ? null : `must be true or false, got ${show(v)}`),
-  string: (_, v) => (typeof v === "string" ? null : `must be a string, got ${show(v)}`),
-  enum: (s, v) =>
-    typeof v === "string" && s.choices!.includes(v)
-      ? null
-      : `must be one of ${s.choices!.map((c) => `"${c}"`).join(", ")}, got ${show(v)}` +
-        (typeof v === "string" ? didYouMean(v, s.choices!) : ""),
-  list: (s, v) => {
-    if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) {
-      return `must be a list of strings, got ${show(v)}`;
-    }
-    const bad = v.find((x) => !s.choices!.includes(x));
-    if (bad !== undefined) {
-      return `"${bad}" is not one of ${s.choices!.join(", ")}` + didYouMean(bad, s.choices!);
-    }
-    if (new Set(v).size !== v.length) return `lists ${show(v)} with a repeat; name each item once`;
-    return v.length < (s.min ?? 0) ? `needs at least ${s.min} item(s)` : null;
-  },
-  strings: (_, v) =>
-    Array.isArray(v) && v.every((x) => typeof x === "string" && x !== "")
-      ? null
-      : `must be a list of non-empty strings, e.g. ["</answer>"], got ${show(v)}`,
+/** Type checks per field type: a problem description, or null when the value fits. */
+const TYPE_CHECKS: { readonly [K in FieldType]: FieldCheck } = {
+  ...BASE_CHECKS,
   agents: (_, v) => {
     if (!isObject(v)) {
       return `must be an object of agent → settings, e.g. {"tool": {"temperature": 0.7}}, got ${
@@ -174,53 +94,7 @@ const TYPE_CHECKS: {
     return bad ? `${bad[0]}: "${bad[1]}" is not an http(s) URL, e.g. http://127.0.0.1:8000` : null;
   },
 };
-
-function checkField(
-  spec: FieldSpec<unknown>,
-  v: unknown,
-  path: string,
-  issues: ConfigIssue[],
-): unknown {
-  if (v === undefined) return structuredClone(spec.default);
-  if (v === null && spec.nullable) return null;
-  const problem = v === null ? "must not be null" : TYPE_CHECKS[spec.type](spec, v);
-  if (problem) issues.push({ path, message: problem });
-  return problem ? structuredClone(spec.default) : structuredClone(v);
-}
-
-function resolveSection(
-  node: Section,
-  raw: unknown,
-  path: string,
-  issues: ConfigIssue[],
-): Record<string, unknown> {
-  const names = Object.keys(node);
-  if (raw !== undefined && !isObject(raw)) {
-    issues.push({
-      path,
-      message: `must be an object with fields ${names.join(", ")}, got ${show(raw)}`,
-    });
-    raw = {};
-  }
-  const obj = (raw ?? {}) as Record<string, unknown>;
-  for (const key of Object.keys(obj)) {
-    if (!(key in node)) {
-      issues.push({
-        path: join(path, key),
-        message: `unknown field${didYouMean(key, names)}; ${path || "the config"} has ${
-          names.join(", ")
-        }`,
-      });
-    }
-  }
-  return Object.fromEntries(names.map((k) => {
-    const n = node[k], p = join(path, k);
-    return [
-      k,
-      isField(n) ? checkField(n, obj[k], p, issues) : resolveSection(n, obj[k], p, issues),
-    ];
-  }));
-}
+const check: FieldCheck = (s, v) => TYPE_CHECKS[s.type as FieldType](s, v);
 
 // ---- cross-field rules ----------------------------------------------------------------------
 
@@ -491,76 +365,42 @@ function pathIssues(c: RunConfig, exists: (path: string) => boolean): ConfigIssu
 
 // ---- --set overrides ------------------------------------------------------------------------
 
+const json = (ok: (v: unknown) => boolean, what: string) => (t: string, p: string) =>
+  setJson(t, p, ok, what, errorAt);
 const COERCE: { readonly [K in FieldType]: (text: string, path: string) => unknown } = {
-  int: (t, p) => toNumber(t, p),
-  number: (t, p) => toNumber(t, p),
+  int: (t, p) => setNumber(t, p, errorAt),
+  number: (t, p) => setNumber(t, p, errorAt),
   boolean: (t, p) => {
     if (t === "true" || t === "false") return t === "true";
     throw ConfigError.at(p, `--set value "${t}" is not true or false`);
   },
   string: (t) => t,
   enum: (t) => t,
-  list: (t, p) => parseJson(t, p, Array.isArray, `a JSON array, e.g. ["q","v"]`),
-  strings: (t, p) => parseJson(t, p, Array.isArray, `a JSON array of strings, e.g. ["</answer>"]`),
-  agents: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"tool":{"temperature":0.7}}`),
-  knobs: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"size":5}`),
-  urls: (t, p) => parseJson(t, p, isObject, `a JSON object, e.g. {"tool":"http://127.0.0.1:8000"}`),
+  list: json(Array.isArray, `a JSON array, e.g. ["q","v"]`),
+  strings: json(Array.isArray, `a JSON array of strings, e.g. ["</answer>"]`),
+  paths: json(Array.isArray, `a JSON array of paths, e.g. ["data/train.jsonl"]`),
+  agents: json(isObject, `a JSON object, e.g. {"tool":{"temperature":0.7}}`),
+  knobs: json(isObject, `a JSON object, e.g. {"size":5}`),
+  urls: json(isObject, `a JSON object, e.g. {"tool":"http://127.0.0.1:8000"}`),
 };
 
-function toNumber(t: string, path: string): number {
-  const n = Number(t);
-  if (t.trim() === "" || !Number.isFinite(n)) {
-    throw ConfigError.at(path, `--set value "${t}" is not a number`);
-  }
-  return n;
-}
-
-function parseJson(t: string, path: string, ok: (v: unknown) => boolean, what: string): unknown {
-  let v: unknown;
-  try {
-    v = JSON.parse(t);
-  } catch {
-    v = undefined;
-  }
-  if (!ok(v)) throw ConfigError.at(path, `--set value ${t} is not ${what}`);
-  return v;
-}
-
-/** Finds the field a --set path names; knob paths (env.difficulty.size) type their value from JSON. */
+/** Types a --set value by its field; knob paths (env.difficulty.size) type their value from JSON. */
 function coerceSet(path: string, value: string): unknown {
-  const parts = path.split(".");
-  let node: Node = ROOT;
-  for (let i = 0; i < parts.length; i++) {
-    const here = parts.slice(0, i).join(".");
-    if (isField(node)) {
-      if (node.type === "knobs" && i === parts.length - 1) {
-        const v = parseJsonOr(value);
-        return typeof v === "number" || typeof v === "boolean" ? v : value;
-      }
-      if (node.type === "urls" && i === parts.length - 1) return value; // model.endpoints.<agent>=URL
-      if (node.type === "agents" && i === parts.length - 1) {
-        return parseJson(value, path, isObject, `a JSON object, e.g. {"temperature":0.7}`);
-      }
-      throw ConfigError.at(path, `${here} is a field, not a section`);
-    }
-    const names = Object.keys(node);
-    if (!(parts[i] in node)) {
-      throw ConfigError.at(
-        path,
-        `unknown field${didYouMean(parts[i], names)}; ${here || "the config"} has ${
-          names.join(", ")
-        }`,
-      );
-    }
-    node = node[parts[i]];
+  const { field, rest } = fieldAt(ROOT, path, errorAt);
+  const type = field.type as FieldType;
+  if (rest.length === 1 && type === "knobs") {
+    const v = parseJsonOr(value);
+    return typeof v === "number" || typeof v === "boolean" ? v : value;
   }
-  if (!isField(node)) {
-    throw ConfigError.at(
-      path,
-      `is a section; set one of its fields: ${Object.keys(node).join(", ")}`,
-    );
+  if (rest.length === 1 && type === "urls") return value; // model.endpoints.<agent>=URL
+  if (rest.length === 1 && type === "agents") {
+    return setJson(value, path, isObject, `a JSON object, e.g. {"temperature":0.7}`, errorAt);
   }
-  return node.nullable && value === "null" ? null : COERCE[node.type](value, path);
+  if (rest.length) {
+    const field = path.split(".").slice(0, -rest.length).join(".");
+    throw ConfigError.at(path, `${field} is a field, not a section`);
+  }
+  return field.nullable && value === "null" ? null : COERCE[type](value, path);
 }
 
 function parseJsonOr(t: string): unknown {
@@ -573,27 +413,7 @@ function parseJsonOr(t: string): unknown {
 
 /** A copy of `raw` with each `path=value` applied, typed by the schema (before validation). */
 export function applySets(raw: unknown, sets: readonly string[]): Record<string, unknown> {
-  if (!isObject(raw)) throw ConfigError.at("", `a config must be a JSON object, got ${show(raw)}`);
-  const out = structuredClone(raw);
-  for (const s of sets) {
-    const eq = s.indexOf("=");
-    if (eq <= 0) throw ConfigError.at("--set", `"${s}" is not path=value, e.g. --set rollout.k=8`);
-    const path = s.slice(0, eq).trim(), value = coerceSet(path, s.slice(eq + 1));
-    const parts = path.split(".");
-    let obj = out;
-    for (const [i, k] of parts.slice(0, -1).entries()) {
-      if (obj[k] === undefined) obj[k] = {};
-      if (!isObject(obj[k])) {
-        throw ConfigError.at(
-          parts.slice(0, i + 1).join("."),
-          `must be an object to set ${path}, got ${show(obj[k])}`,
-        );
-      }
-      obj = obj[k] as Record<string, unknown>;
-    }
-    obj[parts[parts.length - 1]] = value;
-  }
-  return out;
+  return applySetsWith(raw, sets, coerceSet, errorAt, "rollout.k=8");
 }
 
 // ---- parse, load, describe ------------------------------------------------------------------
@@ -614,7 +434,7 @@ export function parseConfig(raw: unknown, opts: ParseOptions = {}): RunConfig {
   if (!isObject(withSets)) {
     throw ConfigError.at("", `a config must be a JSON object, got ${show(withSets)}`, opts.source);
   }
-  let c = resolveSection(ROOT, withSets, "", issues) as unknown as RunConfig;
+  let c = resolveSection(ROOT, withSets, "", issues, check) as unknown as RunConfig;
   if (issues.length) throw new ConfigError(issues, opts.source);
   // A folder given without a preset replaces the default preset rather than clashing with it.
   const m = withSets.model;
@@ -627,7 +447,6 @@ export function parseConfig(raw: unknown, opts: ParseOptions = {}): RunConfig {
   );
   if (opts.pathExists) issues.push(...pathIssues(c, opts.pathExists));
   if (issues.length) throw new ConfigError(issues, opts.source);
-  const base = opts.source?.split(/[\\/]/).pop()?.replace(/\.json$/, "") ?? "";
   return {
     ...c,
     env: { ...c.env, difficulty: { ...getEnv(c.env.id).defaultDifficulty, ...c.env.difficulty } },
@@ -636,7 +455,7 @@ export function parseConfig(raw: unknown, opts: ParseOptions = {}): RunConfig {
       shaping: c.rewards.shaping ?? getEnv(c.env.id).rewardKnobs?.defaultShaping ?? null,
     },
     eval: { ...c.eval, temperature: evalTemperature(c) },
-    run: { ...c.run, name: c.run.name || base.replace(/[^A-Za-z0-9._-]/g, "_") || "run" },
+    run: { ...c.run, name: c.run.name || nameFromSource(opts.source) || "run" },
   };
 }
 
@@ -645,15 +464,7 @@ export async function loadConfigFile(
   path: string,
   sets: readonly string[] = [],
 ): Promise<RunConfig> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await Deno.readTextFile(path));
-  } catch (e) {
-    const why = e instanceof SyntaxError
-      ? `not valid JSON: ${e.message}`
-      : `cannot read it: ${(e as Error).message}`;
-    throw ConfigError.at("", why, path);
-  }
+  const raw = await readJsonConfig(path, ConfigError.at);
   const pathExists = (p: string) => {
     try {
       Deno.statSync(p);
@@ -758,15 +569,8 @@ export interface FieldDoc {
   readonly paper: string;
 }
 
-function typeText(s: FieldSpec<unknown>): string {
-  const range = [
-    s.min !== undefined && s.type !== "list"
-      ? `${s.exclusive === "min" || s.exclusive === "both" ? ">" : "≥"} ${s.min}`
-      : "",
-    s.max !== undefined
-      ? `${s.exclusive === "max" || s.exclusive === "both" ? "<" : "≤"} ${s.max}`
-      : "",
-  ].filter(Boolean).join(", ");
+function typeText(s: Fields.FieldSpec<unknown>): string {
+  const range = rangeText(s);
   const base = s.type === "enum"
     ? s.choices!.map((c) => `"${c}"`).join(" | ")
     : s.type === "list"
@@ -779,13 +583,15 @@ function typeText(s: FieldSpec<unknown>): string {
     ? "object (agent → generation settings)"
     : s.type === "strings"
     ? "list of strings"
+    : s.type === "paths"
+    ? "list of paths"
     : s.type;
   return base + (range ? ` (${range})` : "") + (s.nullable ? " | null" : "");
 }
 
 /** One row per field: path, type, default, effect, the paper's value. */
 export function describeConfig(): FieldDoc[] {
-  return fields().map(([path, s]) => ({
+  return fieldsOf(ROOT).map(([path, s]) => ({
     path,
     type: typeText(s),
     default: JSON.stringify(s.default),
@@ -809,9 +615,9 @@ export function describeConfigMarkdown(): string {
 
 /** The resolved config, one `path value` line per field; fields off their default show it. */
 export function formatConfig(c: RunConfig): string {
-  const all = fields(), width = Math.max(...all.map(([p]) => p.length));
+  const all = fieldsOf(ROOT), width = Math.max(...all.map(([p]) => p.length));
   return all.map(([path, s]) => {
-    const v = JSON.stringify(getPath(c, path)), d = JSON.stringify(s.default);
+    const v = JSON.stringify(valueAt(c, path)), d = JSON.stringify(s.default);
     return `${path.padEnd(width)}  ${v}${v === d ? "" : `   (default ${d})`}`;
   }).join("\n");
 }

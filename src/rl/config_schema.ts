@@ -4,6 +4,8 @@
 // it as docs/config.md's reference table. Browser-safe.
 
 import type { Difficulty } from "../envs/types.ts";
+import * as Fields from "../io/config_fields.ts";
+import type { BaseFieldType } from "../io/config_fields.ts";
 import type { FloatDtype } from "../io/dtypes.ts";
 import { LORA_MODULES, type LoraModule } from "../model/lora.ts";
 import { POLICY_LOSS_DEFAULTS } from "../train/losses.ts";
@@ -36,101 +38,22 @@ export type ModelPreset = typeof MODEL_PRESETS[number];
 
 // ---- schema -------------------------------------------------------------------------------
 
-export type FieldType =
-  | "int"
-  | "number"
-  | "boolean"
-  | "string"
-  | "enum"
-  | "list"
-  | "strings"
-  | "knobs"
-  | "urls"
-  | "agents";
-
+/** The field types of the run config: the shared ones (src/io/config_fields.ts) and its own. */
+export type FieldType = BaseFieldType | "knobs" | "urls" | "agents";
 /** One leaf of the config: how it parses, its default and what it does. */
-export interface FieldSpec<T> {
-  readonly type: FieldType;
-  readonly default: T;
-  readonly doc: string;
-  /** The paper's (or released config's) value, when it has one. */
-  readonly paper?: string;
-  readonly nullable?: boolean;
-  /** Numbers: bounds; lists: least number of items. */
-  readonly min?: number;
-  readonly max?: number;
-  /** Which bounds are strict. */
-  readonly exclusive?: "min" | "max" | "both";
-  /** Enums: allowed values; lists: allowed items. */
-  readonly choices?: readonly string[];
-  /** Why the range exists; appended to range errors. */
-  readonly why?: string;
-}
+export type FieldSpec<T> = Fields.FieldSpec<T, FieldType>;
 
-type Extra = Pick<FieldSpec<unknown>, "paper" | "min" | "max" | "exclusive" | "why">;
-const int = (d: number, doc: string, x: Extra = {}): FieldSpec<number> => ({
-  type: "int",
-  default: d,
-  doc,
-  ...x,
-});
-const num = (d: number, doc: string, x: Extra = {}): FieldSpec<number> => ({
-  type: "number",
-  default: d,
-  doc,
-  ...x,
-});
-const bool = (d: boolean, doc: string): FieldSpec<boolean> => ({
-  type: "boolean",
-  default: d,
-  doc,
-});
-const text = (d: string, doc: string): FieldSpec<string> => ({ type: "string", default: d, doc });
-const oneOf = <const C extends readonly string[]>(
-  choices: C,
-  d: C[number],
-  doc: string,
-  x: Extra = {},
-): FieldSpec<C[number]> => ({
-  type: "enum",
-  choices,
-  default: d,
-  doc,
-  ...x,
-});
-const listOf = <const C extends readonly string[]>(
-  choices: C,
-  d: readonly C[number][],
-  doc: string,
-  x: Extra = {},
-): FieldSpec<readonly C[number][]> => ({
-  type: "list",
-  choices,
-  default: d,
-  doc,
-  min: 1,
-  ...x,
-});
+const { int, num, bool, text, oneOf, listOf, strings, nullable } = Fields;
 const knobs = (doc: string): FieldSpec<Difficulty> => ({ type: "knobs", default: {}, doc });
 const urls = (doc: string): FieldSpec<Readonly<Record<string, string>>> => ({
   type: "urls",
   default: {},
   doc,
 });
-const strings = (doc: string): FieldSpec<readonly string[]> => ({
-  type: "strings",
-  default: [],
-  doc,
-});
 const agents = (doc: string): FieldSpec<Readonly<Record<string, AgentGenerationOverride>>> => ({
   type: "agents",
   default: {},
   doc,
-});
-const nullable = <T>(spec: FieldSpec<T>, d: T | null = null): FieldSpec<T | null> => ({
-  ...spec,
-  nullable: true,
-  default: d,
 });
 
 export const SCHEMA = {
@@ -632,8 +555,7 @@ export const SCHEMA = {
 };
 
 /** The config's type, read off the schema: each field is declared once, above. */
-type ValueOf<S> = S extends FieldSpec<infer T> ? T : { readonly [K in keyof S]: ValueOf<S[K]> };
-export type RunConfig = ValueOf<typeof SCHEMA>;
+export type RunConfig = Fields.ValueOf<typeof SCHEMA>;
 export type ModelSection = RunConfig["model"];
 export type EnvSection = RunConfig["env"];
 export type RolloutSection = RunConfig["rollout"];

@@ -18,6 +18,24 @@
 // relative to the working directory (the repository root under `deno task`).
 
 import { type Folder, readFolderText } from "../io/bytesource.ts";
+import * as Fields from "../io/config_fields.ts";
+import {
+  applySetsWith,
+  BASE_CHECKS,
+  type BaseFieldType,
+  type ConfigIssue,
+  fieldAt,
+  type FieldCheck,
+  fieldsOf,
+  isObject,
+  issuesMessage,
+  nameFromSource,
+  rangeText,
+  readJsonConfig,
+  resolveSection,
+  type Section,
+  setNumber,
+} from "../io/config_fields.ts";
 import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { parseModelConfig } from "../model/config.ts";
@@ -55,50 +73,7 @@ import {
 
 // ---- config schema ------------------------------------------------------------------------
 
-type Kind = "int" | "number" | "string" | "enum" | "list";
-
-interface FieldSpec<T> {
-  readonly kind: Kind;
-  readonly default: T;
-  readonly doc: string;
-  readonly min?: number;
-  readonly max?: number;
-  /** Strict bound. */
-  readonly exclusive?: "min" | "max";
-  /** Enums: allowed values; lists: allowed items (any string when absent). */
-  readonly choices?: readonly string[];
-  readonly nullable?: boolean;
-}
-
-type Extra = Pick<FieldSpec<unknown>, "min" | "max" | "exclusive">;
-const int = (d: number, doc: string, x: Extra = {}): FieldSpec<number> => ({
-  kind: "int",
-  default: d,
-  doc,
-  ...x,
-});
-const num = (d: number, doc: string, x: Extra = {}): FieldSpec<number> => ({
-  kind: "number",
-  default: d,
-  doc,
-  ...x,
-});
-const text = (d: string, doc: string): FieldSpec<string> => ({ kind: "string", default: d, doc });
-const oneOf = <const C extends readonly string[]>(
-  choices: C,
-  d: C[number],
-  doc: string,
-): FieldSpec<C[number]> => ({ kind: "enum", choices, default: d, doc });
-const listOf = <T extends string>(
-  d: readonly T[],
-  doc: string,
-  choices?: readonly T[],
-): FieldSpec<readonly T[]> => ({ kind: "list", default: d, doc, choices, min: 1 });
-const nullable = <T>(s: FieldSpec<T>, d: T | null = null): FieldSpec<T | null> => ({
-  ...s,
-  nullable: true,
-  default: d,
-});
+const { int, num, text, oneOf, listOf, paths, nullable } = Fields;
 
 export const SFT_SCHEMA = {
   description: text("", "One line on what the run is for; shown in summary.log, no other effect."),
@@ -118,9 +93,10 @@ export const SFT_SCHEMA = {
     ),
   },
   data: {
-    train: listOf<string>(
+    train: paths(
       [],
       'JSONL files of {"prompt","completion"} or {"messages":[...]} records (npx deno task demos writes them); a --set value may be one path.',
+      0,
     ),
     maxSeqLen: int(
       1024,
@@ -154,8 +130,8 @@ export const SFT_SCHEMA = {
       }),
       targets: listOf(
         LORA_MODULES,
-        "Linear layers that get adapters (all = PEFT's all-linear; gpt2 has qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj, and a model's missing modules are skipped).",
         LORA_MODULES,
+        "Linear layers that get adapters (all = PEFT's all-linear; gpt2 has qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj, and a model's missing modules are skipped).",
       ),
     },
     optimizer: {
@@ -220,20 +196,14 @@ export const SFT_SCHEMA = {
   },
 };
 
-type ValueOf<S> = S extends FieldSpec<infer T> ? T : { readonly [K in keyof S]: ValueOf<S[K]> };
-export type SftConfig = ValueOf<typeof SFT_SCHEMA>;
-
-export type ConfigIssue = { readonly path: string; readonly message: string };
+export type SftConfig = Fields.ValueOf<typeof SFT_SCHEMA>;
+export type { ConfigIssue };
 
 /** The SFT config is unusable; `issues` names every bad field with the reason. */
 export class SftConfigError extends TrainError {
   readonly field: string;
   constructor(readonly issues: readonly ConfigIssue[], source?: string) {
-    const one = (i: ConfigIssue) => (i.path ? `${i.path}: ${i.message}` : i.message);
-    const body = issues.length === 1
-      ? one(issues[0])
-      : `${issues.length} problems:\n` + issues.map((i) => `  ${one(i)}`).join("\n");
-    super((source ? `${source}: ` : "") + body);
+    super(issuesMessage(issues, source));
     this.field = issues[0]?.path ?? "";
   }
   static at(path: string, message: string, source?: string): SftConfigError {
@@ -241,87 +211,9 @@ export class SftConfigError extends TrainError {
   }
 }
 
-type Node = FieldSpec<unknown> | { readonly [k: string]: Node };
-type Section = { readonly [k: string]: Node };
 const ROOT = SFT_SCHEMA as unknown as Section;
-const isField = (n: Node): n is FieldSpec<unknown> =>
-  typeof (n as FieldSpec<unknown>).doc === "string";
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-const join = (a: string, b: string) => (a ? `${a}.${b}` : b);
-const show = (v: unknown) => (v === undefined ? "nothing" : JSON.stringify(v));
-
-/** ` (did you mean "x"?)` for an option sharing a 3-letter prefix or differing by case only. */
-function didYouMean(word: string, options: readonly string[]): string {
-  const w = word.toLowerCase();
-  const hit = options.find((o) => o.toLowerCase() === w) ??
-    options.find((o) =>
-      w.length >= 3 &&
-      (o.toLowerCase().startsWith(w.slice(0, 3)) || w.startsWith(o.toLowerCase().slice(0, 3)))
-    );
-  return hit ? ` (did you mean "${hit}"?)` : "";
-}
-
-function checkValue(s: FieldSpec<unknown>, v: unknown): string | null {
-  if (s.kind === "list") {
-    if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) {
-      return `must be a list of strings, got ${show(v)}`;
-    }
-    const bad = s.choices && v.find((x) => !s.choices!.includes(x));
-    if (bad) return `"${bad}" is not one of ${s.choices!.join(", ")}${didYouMean(bad, s.choices!)}`;
-    return new Set(v).size !== v.length ? `lists ${show(v)} with a repeat` : null;
-  }
-  if (s.kind === "string") return typeof v === "string" ? null : `must be a string, got ${show(v)}`;
-  if (s.kind === "enum") {
-    return typeof v === "string" && s.choices!.includes(v)
-      ? null
-      : `must be one of ${s.choices!.map((c) => `"${c}"`).join(", ")}, got ${show(v)}` +
-        (typeof v === "string" ? didYouMean(v, s.choices!) : "");
-  }
-  if (typeof v !== "number" || !Number.isFinite(v) || (s.kind === "int" && !Number.isInteger(v))) {
-    return `must be a ${s.kind === "int" ? "whole number" : "number"}, got ${show(v)}`;
-  }
-  const lowOk = s.min === undefined || (s.exclusive === "min" ? v > s.min : v >= s.min);
-  const highOk = s.max === undefined || (s.exclusive === "max" ? v < s.max : v <= s.max);
-  if (lowOk && highOk) return null;
-  const lo = s.min === undefined ? "" : `${s.exclusive === "min" ? ">" : "≥"} ${s.min}`;
-  const hi = s.max === undefined ? "" : `${s.exclusive === "max" ? "<" : "≤"} ${s.max}`;
-  return `must be ${[lo, hi].filter(Boolean).join(" and ")}, got ${v}`;
-}
-
-function resolveSection(
-  node: Section,
-  raw: unknown,
-  path: string,
-  issues: ConfigIssue[],
-): Record<string, unknown> {
-  const names = Object.keys(node);
-  if (raw !== undefined && !isObject(raw)) {
-    issues.push({
-      path,
-      message: `must be an object with fields ${names.join(", ")}, got ${show(raw)}`,
-    });
-    raw = {};
-  }
-  const obj = (raw ?? {}) as Record<string, unknown>;
-  for (const key of Object.keys(obj).filter((k) => !(k in node))) {
-    issues.push({
-      path: join(path, key),
-      message: `unknown field${didYouMean(key, names)}; ${path || "the config"} has ${
-        names.join(", ")
-      }`,
-    });
-  }
-  return Object.fromEntries(names.map((k) => {
-    const n = node[k], p = join(path, k), v = obj[k];
-    if (!isField(n)) return [k, resolveSection(n, v, p, issues)];
-    if (v === undefined) return [k, structuredClone(n.default)];
-    if (v === null && n.nullable) return [k, null];
-    const problem = v === null ? "must not be null" : checkValue(n, v);
-    if (problem) issues.push({ path: p, message: problem });
-    return [k, structuredClone(v)];
-  }));
-}
+const errorAt = (path: string, message: string) => SftConfigError.at(path, message);
+const check: FieldCheck = (s, v) => BASE_CHECKS[s.type as BaseFieldType](s, v);
 
 /** Combinations that cannot run, each with the reason. */
 const RULES: readonly ((c: SftConfig) => ConfigIssue | null)[] = [
@@ -358,35 +250,13 @@ const RULES: readonly ((c: SftConfig) => ConfigIssue | null)[] = [
     },
 ];
 
+/** Types a --set value by its field: a list takes a JSON array or comma-separated items. */
 function coerceSet(path: string, value: string): unknown {
-  let node: Node = ROOT;
-  for (const part of path.split(".")) {
-    if (isField(node) || !(part in node)) {
-      const names = isField(node) ? [] : Object.keys(node);
-      throw SftConfigError.at(
-        path,
-        isField(node)
-          ? "goes inside a field, not a section"
-          : `unknown field${didYouMean(part, names)}; known: ${names.join(", ")}`,
-      );
-    }
-    node = node[part];
-  }
-  if (!isField(node)) {
-    throw SftConfigError.at(
-      path,
-      `is a section; set one of its fields: ${Object.keys(node).join(", ")}`,
-    );
-  }
-  if (node.nullable && value === "null") return null;
-  if (node.kind === "int" || node.kind === "number") {
-    const n = Number(value);
-    if (value.trim() === "" || !Number.isFinite(n)) {
-      throw SftConfigError.at(path, `--set value "${value}" is not a number`);
-    }
-    return n;
-  }
-  if (node.kind !== "list") return value;
+  const { field, rest } = fieldAt(ROOT, path, errorAt);
+  if (rest.length) throw errorAt(path, "goes inside a field, not a section");
+  if (field.nullable && value === "null") return null;
+  if (field.type === "int" || field.type === "number") return setNumber(value, path, errorAt);
+  if (field.type !== "list" && field.type !== "paths") return value;
   try {
     const v = JSON.parse(value);
     if (Array.isArray(v)) return v;
@@ -396,28 +266,7 @@ function coerceSet(path: string, value: string): unknown {
 
 /** A copy of `raw` with each `path=value` applied, typed by the schema. */
 export function applySets(raw: unknown, sets: readonly string[]): Record<string, unknown> {
-  if (!isObject(raw)) {
-    throw SftConfigError.at("", `a config must be a JSON object, got ${show(raw)}`);
-  }
-  const out = structuredClone(raw);
-  for (const s of sets) {
-    const eq = s.indexOf("=");
-    if (eq <= 0) {
-      throw SftConfigError.at(
-        "--set",
-        `"${s}" is not path=value, e.g. --set update.optimizer.lr=1e-3`,
-      );
-    }
-    const path = s.slice(0, eq).trim(), parts = path.split(".");
-    const value = coerceSet(path, s.slice(eq + 1));
-    let obj = out;
-    for (const k of parts.slice(0, -1)) {
-      if (!isObject(obj[k])) obj[k] = {};
-      obj = obj[k] as Record<string, unknown>;
-    }
-    obj[parts[parts.length - 1]] = value;
-  }
-  return out;
+  return applySetsWith(raw, sets, coerceSet, errorAt, "update.optimizer.lr=1e-3");
 }
 
 /** Defaults + JSON + overrides → a validated config, or one SftConfigError naming every bad field. */
@@ -427,7 +276,7 @@ export function parseSftConfig(
 ): SftConfig {
   const withSets = applySets(raw, opts.sets ?? []);
   const issues: ConfigIssue[] = [];
-  let c = resolveSection(ROOT, withSets, "", issues) as unknown as SftConfig;
+  let c = resolveSection(ROOT, withSets, "", issues, check) as unknown as SftConfig;
   if (issues.length) throw new SftConfigError(issues, opts.source);
   // A folder given without a preset replaces the default preset rather than clashing with it.
   const m = withSets.model;
@@ -436,11 +285,7 @@ export function parseSftConfig(
   }
   issues.push(...RULES.map((r) => r(c)).filter((i): i is ConfigIssue => i !== null));
   if (issues.length) throw new SftConfigError(issues, opts.source);
-  const base = (opts.source?.split(/[\\/]/).pop() ?? "").replace(/\.json$/, "").replace(
-    /[^A-Za-z0-9._-]/g,
-    "_",
-  );
-  return { ...c, run: { ...c.run, name: c.run.name || base || "sft" } };
+  return { ...c, run: { ...c.run, name: c.run.name || nameFromSource(opts.source) || "sft" } };
 }
 
 /** Reads a JSON config file and validates it with the overrides applied. */
@@ -448,52 +293,28 @@ export async function loadSftConfig(
   path: string,
   sets: readonly string[] = [],
 ): Promise<SftConfig> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await Deno.readTextFile(path));
-  } catch (e) {
-    throw SftConfigError.at(
-      "",
-      e instanceof SyntaxError
-        ? `not valid JSON: ${e.message}`
-        : `cannot read it: ${(e as Error).message}`,
-      path,
-    );
-  }
+  const raw = await readJsonConfig(path, SftConfigError.at);
   return parseSftConfig(raw, { sets, source: path });
 }
 
 /** The config reference (configs/sft/README.md): one Markdown table row per field. */
 export function describeSftConfigMarkdown(): string {
-  const rows: string[] = [];
-  const walk = (node: Section, prefix: string) => {
-    for (const [k, n] of Object.entries(node)) {
-      if (!isField(n)) {
-        walk(n, join(prefix, k));
-        continue;
-      }
-      const range = [
-        n.min !== undefined && n.kind !== "list"
-          ? `${n.exclusive === "min" ? ">" : "≥"} ${n.min}`
-          : "",
-        n.max !== undefined ? `${n.exclusive === "max" ? "<" : "≤"} ${n.max}` : "",
-      ].filter(Boolean).join(", ");
-      const type = (n.kind === "enum"
-        ? n.choices!.map((c) =>
-          `"${c}"`
-        ).join(" \\| ")
-        : n.kind === "list"
-        ? `list${n.choices ? ` of ${n.choices.join(" ")}` : " of paths"}`
-        : n.kind) +
-        (range ? ` (${range})` : "") + (n.nullable ? " \\| null" : "");
-      rows.push(
-        `| \`${join(prefix, k)}\` | ${type} | \`${JSON.stringify(n.default)}\` | ${
-          n.doc.replaceAll("|", "\\|")
-        } |`,
-      );
-    }
-  };
-  walk(ROOT, "");
+  const rows = fieldsOf(ROOT).map(([path, n]) => {
+    const range = rangeText(n);
+    const type = (n.type === "enum"
+      ? n.choices!.map((c) =>
+        `"${c}"`
+      ).join(" \\| ")
+      : n.type === "list"
+      ? `list of ${n.choices!.join(" ")}`
+      : n.type === "paths"
+      ? "list of paths"
+      : n.type) +
+      (range ? ` (${range})` : "") + (n.nullable ? " \\| null" : "");
+    return `| \`${path}\` | ${type} | \`${JSON.stringify(n.default)}\` | ${
+      n.doc.replaceAll("|", "\\|")
+    } |`;
+  });
   return ["| field | type | default | effect |", "|---|---|---|---|", ...rows].join("\n");
 }
 

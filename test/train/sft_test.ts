@@ -185,6 +185,9 @@ Deno.test("config: defaults, --set overrides, and errors that name the field", (
   bad({ ...base, update: { lora: { targets: ["q", "qq"] } } }, "update.lora.targets");
   bad({ ...base, data: { train: ["x"], maxSeqLen: 2048 } }, "update.microBatchRows");
   bad({}, "data.train");
+  assert(bad({ data: { train: ["x.jsonl", "x.jsonl"] } }, "data.train").includes("repeat"));
+  assert(bad({ data: { train: "x.jsonl" } }, "data.train").includes("list of file paths"));
+  assert(bad(base, "update.lora.targetz", ["update.lora.targetz=q"]).includes(`"targets"`));
   bad({ ...base, model: { folder: "m", preset: "tiny-llama" } }, "model");
   bad({ ...base, eval: { everySteps: 5 } }, "eval.everySteps");
   bad(base, "run.stepz", ["run.stepz=3"]);
