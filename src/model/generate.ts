@@ -109,7 +109,7 @@ export class Generator {
   static async create(model: GpuModel, opts: GeneratorOptions = {}): Promise<Generator> {
     const fuse = opts.fuseSampling ?? true;
     const [sampler, advance] = await Promise.all([
-      Sampler.create(model.gpu),
+      Sampler.create(model.gpu, { lazy: true }),
       model.gpu.kernel({
         shader: "decode",
         entry: "advance",
@@ -124,8 +124,8 @@ export class Generator {
         ],
         constants: { WG: 64 },
       }),
-      // The decode step's kernels for the adapters attached now, beside the sampler's (generate
-      // prepares again for adapters attached later).
+      // The decode step's kernels for the adapters attached now (generate prepares again for
+      // adapters attached later, and the sampler's kernel where the step does not sample itself).
       model.prepareDecode({ sample: fuse }),
     ]);
     return new Generator(model, sampler, advance, fuse);
@@ -220,8 +220,10 @@ export class Generator {
     const roots = reqs.flatMap((_, slot) => shares[slot].n === 0 ? rowsOf(slot, 0) : []);
     const prefixes = copiesOf(false), repeats = copiesOf(true);
     const rests = prefixes.flatMap((q) => rowsOf(q.to, q.n));
-    // Once per model and adapter rank: the fused decode step, where it applies.
+    // Once per model and adapter rank: the fused decode step, where it applies; else the sampler.
     await m.prepareDecode({ sample: this.fuseSampling });
+    const fused = this.fuseSampling && m.canSampleInStep && this.sampler.variantFor(V) === "lane";
+    if (!fused) await this.sampler.prepare(V);
     const t0 = performance.now();
     if (roots.length) await m.forward(roots, []);
     const copy = (pairs: { from: number; to: number; n: number }[]) => {
@@ -272,7 +274,6 @@ export class Generator {
     );
     // S chained steps, recorded once and replayed: forward, sample, then save and advance; or
     // all three in the fused step's dispatch, which chains up to sampleStepsPerDispatch steps.
-    const fused = this.fuseSampling && m.canSampleInStep && this.sampler.variantFor(V) === "lane";
     // The plan is replayed until the longest request ends, every row advancing each step: no
     // row's context passes the longest prompt plus that many steps.
     const context = Math.max(...reqs.map((r) => r.prompt.length)) + Math.ceil(longest / S) * S;

@@ -26,7 +26,7 @@
 import { type BufferRef, resolveRange } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
@@ -193,6 +193,12 @@ export interface SamplerOptions {
   workgroupSize?: number;
   /** Candidates held in workgroup memory (8 bytes each); a power of two ≥ 64. */
   capacity?: number;
+  /**
+   * Compile the sampling kernels only when `prepare` asks for them (default false: both now).
+   * A generator whose steps sample inside the fused decode step never runs either, and on a CPU
+   * adapter each costs seconds to compile.
+   */
+  lazy?: boolean;
 }
 
 const BINDINGS: readonly BindingKind[] = [
@@ -227,11 +233,16 @@ export class Sampler {
   private retired: GPUBuffer[] = [];
   private dummies: GPUBuffer[];
 
+  /** The kernels prepare has compiled (both at once unless the sampler is lazy). */
+  private sampleKernel: Kernel | null = null;
+  private laneKernel: Kernel | null = null;
+  private compiling = new Map<KernelSpec, Promise<Kernel>>();
+
   private constructor(
     private gpu: Gpu,
-    private sampleKernel: Kernel,
+    private sampleSpec: KernelSpec,
     private drawKernel: Kernel,
-    private laneKernel: Kernel | null,
+    private laneSpec: KernelSpec | null,
     private laneWg: number,
     private laneMaxVocab: number,
   ) {
@@ -277,24 +288,44 @@ export class Sampler {
           `use a smaller capacity or workgroupSize`,
       );
     }
-    const [sample, draws, lane] = await Promise.all([
-      gpu.kernel({
-        shader: "sampling",
-        entry: "sample",
+    const sampleSpec: KernelSpec = {
+      shader: "sampling",
+      entry: "sample",
+      bindings: BINDINGS,
+      constants: { WG: wg, CAP: cap },
+    };
+    const laneSpec: KernelSpec | null = useLane
+      ? {
+        shader: "sampling_lane",
+        entry: "sample_lane",
         bindings: BINDINGS,
-        constants: { WG: wg, CAP: cap },
-      }),
-      gpu.kernel({ shader: "sampling", entry: "draws", bindings: BINDINGS }),
-      useLane
-        ? gpu.kernel({
-          shader: "sampling_lane",
-          entry: "sample_lane",
-          bindings: BINDINGS,
-          constants: { WG: laneWg },
-        })
-        : null,
-    ]);
-    return new Sampler(gpu, sample, draws, lane, laneWg, laneMaxVocab);
+        constants: { WG: laneWg },
+      }
+      : null;
+    const draws = await gpu.kernel({ shader: "sampling", entry: "draws", bindings: BINDINGS });
+    const s = new Sampler(gpu, sampleSpec, draws, laneSpec, laneWg, laneMaxVocab);
+    if (!options.lazy) await Promise.all([s.compile(sampleSpec), laneSpec && s.compile(laneSpec)]);
+    return s;
+  }
+
+  /** Compiles what encode needs for this vocabulary and history capacity (a lazy sampler's step). */
+  async prepare(vocab: number, historyCapacity = 0): Promise<void> {
+    await this.compile(
+      this.variantFor(vocab, historyCapacity) === "lane" ? this.laneSpec! : this.sampleSpec,
+    );
+  }
+
+  private compile(spec: KernelSpec): Promise<Kernel> {
+    let k = this.compiling.get(spec);
+    if (!k) {
+      k = this.gpu.kernel(spec);
+      k.then((kernel) => {
+        if (spec === this.laneSpec) this.laneKernel = kernel;
+        else this.sampleKernel = kernel;
+      }, () => this.compiling.delete(spec));
+      this.compiling.set(spec, k);
+    }
+    return k;
   }
 
   /**
@@ -303,7 +334,7 @@ export class Sampler {
    * (laneLoopBound), else workgroup.
    */
   variantFor(vocab: number, historyCapacity = 0): "lane" | "workgroup" {
-    return this.laneKernel && vocab <= this.laneMaxVocab &&
+    return this.laneSpec && vocab <= this.laneMaxVocab &&
         laneLoopBound(vocab, historyCapacity) <= LLVMPIPE_LOOP_LIMIT
       ? "lane"
       : "workgroup";
@@ -348,11 +379,17 @@ export class Sampler {
       a.logprobs,
     ];
     const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
-    if (this.variantFor(vocab, cap) === "lane") {
-      rec.dispatch(this.laneKernel!, bindings, grid1d(Math.ceil(rows / this.laneWg), maxDim), u);
-    } else {
-      rec.dispatch(this.sampleKernel, bindings, grid1d(rows, maxDim), u);
+    const lane = this.variantFor(vocab, cap) === "lane";
+    const kernel = lane ? this.laneKernel : this.sampleKernel;
+    if (!kernel) {
+      throw new KernelArgumentError(
+        `sampling: the ${lane ? "lane" : "workgroup"} kernel is not compiled yet; ` +
+          `await sampler.prepare(${vocab}${
+            cap ? `, ${cap}` : ""
+          }) before recording (a lazy sampler)`,
+      );
     }
+    rec.dispatch(kernel, bindings, grid1d(lane ? Math.ceil(rows / this.laneWg) : rows, maxDim), u);
   }
 
   /** Records the uniform draw of each row into out[rows] f32 (to check the RNG against the CPU). */

@@ -194,3 +194,65 @@ for (const variant of ["workgroup", "lane"] as const satisfies readonly SamplerV
     }
   });
 }
+
+Deno.test("a lazy sampler compiles only what prepare asks for; before it, encode is a named error", async () => {
+  const gpu = await Gpu.create();
+  try {
+    const rows = 3, vocab = 37;
+    const logits = gpu.upload(Float32Array.from({ length: rows * vocab }, (_, i) => (i * 7) % 11));
+    const params = gpu.upload(
+      packSamplingParams(
+        Array.from(
+          { length: rows },
+          (_, i) => ({ temperature: 0.7, seed: i, sequence: i, step: 0 }),
+        ),
+      ),
+    );
+    const sample = async (s: Sampler) => {
+      const ids = gpu.zeros(rows), logprobs = gpu.zeros(rows);
+      const rec = gpu.recorder("lazy sampler");
+      s.encode(rec, { rows, vocab, logits, params, ids, logprobs });
+      rec.submit();
+      const got = [...await gpu.readFloat32(logprobs, rows)];
+      [ids, logprobs].forEach((b) => b.destroy());
+      return got;
+    };
+    for (const variant of ["lane", "workgroup"] as const) {
+      const lazy = await Sampler.create(gpu, { variant, lazy: true });
+      const eager = await Sampler.create(gpu, { variant });
+      assertEquals(lazy.variantFor(vocab), variant);
+      const before = gpu.pipelines.created;
+      assertThrows(
+        () =>
+          lazy.encode(gpu.recorder("unprepared"), {
+            rows,
+            vocab,
+            logits,
+            params,
+            ids: gpu.zeros(rows),
+            logprobs: gpu.zeros(rows),
+          }),
+        "KernelArgumentError",
+        `await sampler.prepare(${vocab})`,
+      );
+      await lazy.prepare(vocab);
+      await lazy.prepare(vocab);
+      // The eager sampler of the same options compiled it already: the cache hands it over.
+      assertEquals(gpu.pipelines.created, before);
+      assertEquals(await sample(lazy), await sample(eager));
+      lazy.destroy();
+      eager.destroy();
+    }
+    // Compiled fresh (a workgroup size no other sampler here uses), a lazy sampler builds only
+    // the kernel its vocabulary takes.
+    const before = gpu.pipelines.created;
+    const fresh = await Sampler.create(gpu, { variant: "lane", lazy: true, laneWorkgroupSize: 4 });
+    assertEquals(gpu.pipelines.created, before, "the draws kernel is cached already");
+    await fresh.prepare(vocab);
+    assertEquals(gpu.pipelines.created, before + 1, "only the lane kernel");
+    fresh.destroy();
+    [logits, params].forEach((b) => b.destroy());
+  } finally {
+    gpu.destroy();
+  }
+});
