@@ -19,3 +19,4 @@
 fn prepare(qb: u32, kb: u32, lid: u32) {}
 fn qIn(qb: u32, i: u32) -> f32 { return Qr[qb + i]; }
 fn kIn(kb: u32, i: u32) -> f32 { return Kr[kb + i]; }
+fn vIn(vb: u32, d: u32) -> vec4<f32> { return Vr[vb + d]; }

@@ -5,7 +5,8 @@
 //   fn prepare(qb: u32, kb: u32, lid: u32)   anything the row's heads need first (barriers allowed)
 //   fn qIn(qb: u32, i: u32) -> f32           element i of the row's query head, before RoPE
 //   fn kIn(kb: u32, i: u32) -> f32           element i of its kv head's new key, before RoPE
-// (qb, kb: the heads' first floats in q [N, NH·D] and k [N, KV·D]).
+//   fn vIn(vb: u32, d: u32) -> vec4<f32>     vec4 d of its kv head's new value
+// (qb, kb: the heads' first floats in q [N, NH·D] and k [N, KV·D]; vb = kb / 4, in vec4s of v).
 
 @group(0) @binding(1) var<storage, read> Meta: array<vec2<u32>>;
 @group(0) @binding(2) var<storage, read> Qr: array<f32>;    // q [N, NH·D], raw
@@ -70,7 +71,7 @@ fn loadRow(head: u32, row: u32, store: bool, lid: u32) -> RowHead {
     let e = 4u * d;
     tQ[d] = vec4<f32>(qAt(qb, e, pos), qAt(qb, e + 1u, pos), qAt(qb, e + 2u, pos), qAt(qb, e + 3u, pos));
     let k = vec4<f32>(kAt(kb, e, pos), kAt(kb, e + 1u, pos), kAt(kb, e + 2u, pos), kAt(kb, e + 3u, pos));
-    let v = Vr[kb / 4u + d];
+    let v = vIn(kb / 4u, d);
     tK[d] = k;
     tV[d] = v;
     if (store) {

@@ -75,8 +75,10 @@ export interface GpuModelOptions {
    * What decode steps fold into attention (ModelKernels.attention's `fold`) where the workgroup
    * attention kernels run (GPU adapters) and the adapter binds enough storage buffers: "rope",
    * RoPE and the K/V cache write (shaders/attention4_rope.wgsl), a dispatch a layer fewer;
-   * "qk-norm" (the default), on Qwen3 also its q/k norms (attention4_rope_qkn.wgsl), two fewer;
-   * "none" records them as their own dispatches (tests and the scale bench compare them).
+   * "rope-bias", on Qwen2 also its q/k/v biases (attention4_rope_bias.wgsl), two fewer;
+   * "qk-norm" (the default), the most: on Qwen3 also its q/k norms (attention4_rope_qkn.wgsl),
+   * two fewer, on Qwen2 its biases; "none" records them as their own dispatches (tests and the
+   * scale bench compare them).
    */
   attentionFold?: AttentionFold;
   /**
@@ -285,6 +287,7 @@ export class GpuModel {
           normPair: weights.config.qkNorm,
           attentionFold: c.modelType === "gpt2" ? "none" : opts.attentionFold ?? "qk-norm",
           qkNorm: weights.config.qkNorm,
+          qkvBias: weights.config.qkvBias,
         }),
         params.anySplit || gpt2 ? SplitKernels.create(gpu, opts.halfBase) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,
@@ -467,6 +470,9 @@ export class GpuModel {
     const norms = fold === "qk-norm"
       ? { q: this.p(lv.qNorm), k: this.p(lv.kNorm), eps: c.rmsNormEps }
       : undefined;
+    const biases = fold === "rope-bias"
+      ? { q: this.p(lv.qBias), k: this.p(lv.kBias), v: this.p(lv.vBias) }
+      : undefined;
     this.kernels.attention(
       rec,
       N,
@@ -481,7 +487,7 @@ export class GpuModel {
       a.lse,
       this.scratch.attnParts,
       context,
-      fold === "none" ? undefined : { k, v: a.v, cos: this.cos, sin: this.sin, norms },
+      fold === "none" ? undefined : { k, v: a.v, cos: this.cos, sin: this.sin, norms, biases },
     );
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.

@@ -30,9 +30,14 @@ const SPLIT_MAX = 64;
 export const ROPE_FOLD_STORAGE = 10;
 /** Storage buffers attention4_rope_qkn.wgsl binds (Qwen3's q/k norms folded in too). */
 export const QK_NORM_FOLD_STORAGE = 12;
+/** Storage buffers attention4_rope_bias.wgsl binds (Qwen2's q/k/v biases folded in too). */
+export const BIAS_FOLD_STORAGE = 13;
 
-/** What a decode step's attention does itself: nothing, RoPE and the cache write, or also Qwen3's q/k norms. */
-export type AttentionFold = "none" | "rope" | "qk-norm";
+/**
+ * What a decode step's attention does itself: nothing; RoPE and the cache write; those and
+ * Qwen2's q/k/v biases; or those and Qwen3's q/k norms.
+ */
+export type AttentionFold = "none" | "rope" | "rope-bias" | "qk-norm";
 
 /** What attention's folded form reads beside q: the new rows' k [N, KV·D] and v, the RoPE tables. */
 export interface FoldedInputs {
@@ -42,6 +47,8 @@ export interface FoldedInputs {
   sin: BufferRef;
   /** Where attentionFold is "qk-norm": the q and k norm weights [D] and epsilon. */
   norms?: { q: BufferRef; k: BufferRef; eps: number };
+  /** Where attentionFold is "rope-bias": the q, k and v biases ([NH·D], [KV·D], [KV·D]). */
+  biases?: { q: BufferRef; k: BufferRef; v: BufferRef };
 }
 
 /** Positions per split and splits per (row, head) for a cache of P positions (0 splits: none). */
@@ -154,6 +161,7 @@ export function scoresFit(gpu: Gpu, positions: number, vec4: boolean, extra = 0)
 export const FOLD_WORKGROUP_BYTES: Readonly<Record<AttentionFold, number>> = {
   none: 0,
   rope: 2 * 16 * 64,
+  "rope-bias": 2 * 16 * 64,
   "qk-norm": 2 * 16 * 64 + 2 * 4 * 256,
 };
 
@@ -216,14 +224,16 @@ export class ModelKernels {
        */
       attentionSplit?: boolean;
       /**
-       * Also decode attention with the most of this folded in that the adapter allows
+       * Also decode attention with the most of this folded in that the model and adapter allow
        * (attention's `fold`; default "none"): "rope", RoPE and the cache write (attention4_rope.wgsl:
-       * the workgroup vec4 kernels, ROPE_FOLD_STORAGE storage buffers a stage); "qk-norm", on a
-       * model with q/k norms (`qkNorm`: Qwen3), those too (attention4_rope_qkn.wgsl,
-       * QK_NORM_FOLD_STORAGE).
+       * the workgroup vec4 kernels, ROPE_FOLD_STORAGE storage buffers a stage); "rope-bias", on a
+       * model with q/k/v biases (`qkvBias`: Qwen2), those too (attention4_rope_bias.wgsl,
+       * BIAS_FOLD_STORAGE); "qk-norm", the most: on a model with q/k norms (`qkNorm`: Qwen3),
+       * those too (attention4_rope_qkn.wgsl, QK_NORM_FOLD_STORAGE), on one with biases, them.
        */
       attentionFold?: AttentionFold;
       qkNorm?: boolean;
+      qkvBias?: boolean;
     } = {},
   ): Promise<ModelKernels> {
     // vec4 attention where head_dim allows: a multiple of 4, at most 256. CPU adapters take the
@@ -322,16 +332,24 @@ export class ModelKernels {
       ])
       : [undefined, undefined];
     const storage = gpu.device.limits.maxStorageBuffersPerShaderStage;
+    const wanted = opts.attentionFold ?? "none";
     const fold: AttentionFold =
-      (opts.attentionFold ?? "none") === "none" || !vec4Attention || lane ||
-        storage < ROPE_FOLD_STORAGE
+      wanted === "none" || !vec4Attention || lane || storage < ROPE_FOLD_STORAGE
         ? "none"
-        : opts.attentionFold === "qk-norm" && opts.qkNorm && storage >= QK_NORM_FOLD_STORAGE
+        : wanted === "qk-norm" && opts.qkNorm && storage >= QK_NORM_FOLD_STORAGE
         ? "qk-norm"
+        : (wanted === "qk-norm" || wanted === "rope-bias") && opts.qkvBias &&
+            storage >= BIAS_FOLD_STORAGE
+        ? "rope-bias"
         : "rope";
-    const foldShader = fold === "qk-norm" ? "attention4_rope_qkn" : "attention4_rope";
+    const foldShader = fold === "qk-norm"
+      ? "attention4_rope_qkn"
+      : fold === "rope-bias"
+      ? "attention4_rope_bias"
+      : "attention4_rope";
     const foldBindings = [u, ro, ro, ro, ro, ro, ro, rw, rw, rw, rw];
     if (fold === "qk-norm") foldBindings.push(ro, ro);
+    if (fold === "rope-bias") foldBindings.push(ro, ro, ro);
     // The fold holds more in workgroup memory: it streams the scores where attention4 just fits.
     const foldFlash = flash || !scoresFit(gpu, cachePositions, true, FOLD_WORKGROUP_BYTES[fold]);
     const [attnRope, attnRopePart] = fold !== "none"
@@ -586,12 +604,12 @@ export class ModelKernels {
 
   /**
    * What attention's `fold` does of a decode step's attention inputs: "none" where it cannot record
-   * (not asked for, or it does not apply), "rope" (RoPE and the cache write), "qk-norm" (Qwen3's
-   * q/k norms first too).
+   * (not asked for, or it does not apply), "rope" (RoPE and the cache write), "rope-bias" (Qwen2's
+   * q/k/v biases added first too), "qk-norm" (Qwen3's q/k norms first too).
    */
   attentionFold: AttentionFold = "none";
 
-  /** attention's folded form (its `fold`): attention4_rope.wgsl or attention4_rope_qkn.wgsl. */
+  /** attention's folded form (its `fold`): attention4_rope(_bias, _qkn).wgsl. */
   private attentionFolded(
     rec: Recorder,
     N: number,
@@ -615,17 +633,26 @@ export class ModelKernels {
       );
     }
     const withNorms = this.attentionFold === "qk-norm";
-    if (withNorms !== (qkv.norms !== undefined)) {
+    const withBiases = this.attentionFold === "rope-bias";
+    if (withNorms !== (qkv.norms !== undefined) || withBiases !== (qkv.biases !== undefined)) {
       throw new KernelArgumentError(
         `attention's fold: these kernels fold ${this.attentionFold}; ` +
-          (withNorms ? "pass the q/k norms" : "they take no q/k norms"),
+          (withNorms
+            ? "pass the q/k norms and no biases"
+            : withBiases
+            ? "pass the q/k/v biases and no norms"
+            : "they take no q/k norms or biases"),
       );
     }
     const u = this.attnUniform(N, NH, KV, D);
     const uf = qkv.norms
       ? AttentionNormParams.pack({ ...this.attnFields(N, NH, KV, D), eps: qkv.norms.eps })
       : u;
-    const tail = qkv.norms ? [qkv.norms.q, qkv.norms.k] : [];
+    const tail = qkv.norms
+      ? [qkv.norms.q, qkv.norms.k]
+      : qkv.biases
+      ? [qkv.biases.q, qkv.biases.k, qkv.biases.v]
+      : [];
     const inputs = [meta, q, qkv.k, qkv.v, qkv.cos, qkv.sin, kc, vc];
     const splits = this.splitsFor(N, NH, parts, context);
     if (parts && attnRopePart && attnMerge && splits > 1) {

@@ -21,7 +21,8 @@ export interface Projections {
    * Attention's inputs of layer l: input RMSNorm of res[l] → q, k, v (+ biases, LoRA) → the
    * Qwen3 q/k RMSNorms → RoPE of q and k, k and v stored in the layer's cache; but what `fold`
    * says attention does itself (a decode step's ModelKernels.attention with its `fold`): "rope" leaves RoPE
-   * and the cache write to it, "qk-norm" the q/k norms too. Default "none".
+   * and the cache write to it, "rope-bias" the q/k/v biases too, "qk-norm" the q/k norms too.
+   * Default "none".
    */
   attentionInput(rec: Recorder, l: number, N: number, fold?: AttentionFold): void;
   /** to = from + x · Wᵀ (+ bias, LoRA): the o and down projections with their residual add. */
@@ -48,11 +49,7 @@ export class StorageProjections implements Projections {
 
   attentionInput(rec: Recorder, l: number, N: number, fold: AttentionFold = "none") {
     const m = this.m, c = m.config, a = m.acts[l], lv = m.weights.layout.layerView(l);
-    const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
-      lv.v!,
-      lv.vBias,
-      a.v,
-    ]];
+    const qkv = this.qkvParts(l, fold);
     if (!this.normGroup(rec, N, m.res[l], lv.inputNorm, a.xn1, qkv)) {
       m.kernels.rmsnorm(
         rec,
@@ -67,6 +64,17 @@ export class StorageProjections implements Projections {
       this.linearGroup(rec, N, a.xn1, qkv);
     }
     this.qkNormRope(rec, l, N, fold);
+  }
+
+  /** Layer l's q, k and v projections with their biases, but those the attention `fold` adds. */
+  protected qkvParts(l: number, fold: AttentionFold): LinearPart[] {
+    const a = this.m.acts[l], lv = this.m.weights.layout.layerView(l);
+    const folded = fold === "rope-bias";
+    return [
+      [lv.q!, folded ? null : lv.qBias, a.q],
+      [lv.k!, folded ? null : lv.kBias, a.k],
+      [lv.v!, folded ? null : lv.vBias, a.v],
+    ];
   }
 
   /**

@@ -17,6 +17,7 @@ import {
   scoresFit,
 } from "../../src/model/model_kernels.ts";
 import { hfFolderFiles, initModel } from "../../src/model/init.ts";
+import { LORA_MODULES, LoraAdapters, LoraLayout } from "../../src/model/lora.ts";
 import { referenceForward, rmsNorm } from "../../src/model/reference.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
@@ -244,7 +245,7 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
     );
 
     await t.step(
-      "decode steps with RoPE, the cache write and Qwen3's q/k norms folded into attention equal them unfolded, caches included",
+      "decode steps with RoPE, the cache write and Qwen3's q/k norms or Qwen2's q/k/v biases folded into attention equal them unfolded, caches included",
       async () => {
         // Every fold form: the scores in workgroup memory (Llama, Qwen2 biases; Qwen3, its q/k
         // norms folded too or not, two query heads per kv head), the split form (3 splits, the rows deep in the second or
@@ -261,6 +262,9 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
             attentionSplit: false,
           },
           { name: "tiny-llama", maxLen: 40, attentionVariant: "workgroup", training: true },
+          // A rollout of Qwen2 with LoRA on every projection: the folded biases are added after
+          // the adapters' terms, not before (a rounding apart).
+          { name: "tiny-qwen2", maxLen: 40, attentionVariant: "workgroup", lora: true },
         ] as const;
         const dispatchesBy = new Map<string, number>();
         for (const form of forms) {
@@ -270,14 +274,15 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
           const prompt = Array.from({ length: long ? 136 : 20 }, (_, i) => (i * 37 + 11) % 256 + 1);
           // Slot 0 decodes deep in its context, slot 1 from position 3, slot 2 from 1 (one row
           // per slot a step; slot 2 joins late: a ragged batch).
+          const adapter = "lora" in form ? 0 : undefined;
           const steps = Array.from({ length: 6 }, (_, k) =>
             [
-              { token: 5 + k, slot: 0, pos: prompt.length + k },
-              { token: 9 + k, slot: 1, pos: 3 + k },
-              ...(k >= 2 ? [{ token: 13 + k, slot: 2, pos: k - 1 }] : []),
+              { token: 5 + k, slot: 0, pos: prompt.length + k, adapter },
+              { token: 9 + k, slot: 1, pos: 3 + k, adapter },
+              ...(k >= 2 ? [{ token: 13 + k, slot: 2, pos: k - 1, adapter }] : []),
             ] as ModelRow[]);
-          // Asked for the most (Qwen3: RoPE alone too), and for none.
-          const asked = w.config.qkNorm
+          // Asked for the most (Qwen3 and Qwen2: RoPE alone too), and for none.
+          const asked = w.config.qkNorm || w.config.qkvBias
             ? ["qk-norm", "rope", "none"] as const
             : ["qk-norm", "none"] as const;
           const runs: {
@@ -299,15 +304,37 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
               normVariant: "workgroup",
             });
             try {
-              // The q/k norms fold only into a model that has them (llvmpipe binds 16 buffers).
-              const want = attentionFold === "qk-norm" && !w.config.qkNorm ? "rope" : attentionFold;
+              if ("lora" in form) {
+                const layout = new LoraLayout(w.config, {
+                  rank: 4,
+                  alpha: 8,
+                  targets: [...LORA_MODULES],
+                  adapters: ["a"],
+                });
+                const data = new Float32Array(layout.totalFloats).map((_, i) =>
+                  Math.sin(i * 0.37) * 0.2
+                );
+                model.attachLora(await LoraAdapters.create(gpu, layout, 256, data));
+              }
+              // The most folds a model's q/k norms or q/k/v biases, where it has them (llvmpipe
+              // binds 16 buffers).
+              const want = attentionFold !== "qk-norm"
+                ? attentionFold
+                : w.config.qkNorm
+                ? "qk-norm"
+                : w.config.qkvBias
+                ? "rope-bias"
+                : "rope";
               assertEquals(model.kernels.attentionFold, want, "the fold compiled");
-              await model.forward(prompt.map((token, pos) => ({ token, slot: 0, pos })), []);
               await model.forward(
-                prompt.slice(0, 3).map((token, pos) => ({ token, slot: 1, pos })),
+                prompt.map((token, pos) => ({ token, slot: 0, pos, adapter })),
                 [],
               );
-              await model.forward([{ token: 3, slot: 2, pos: 0 }], []);
+              await model.forward(
+                prompt.slice(0, 3).map((token, pos) => ({ token, slot: 1, pos, adapter })),
+                [],
+              );
+              await model.forward([{ token: 3, slot: 2, pos: 0, adapter }], []);
               const logits: Float32Array[] = [];
               for (const rows of steps) {
                 model.writeRows(rows, rows.map((_, i) => i));
@@ -334,19 +361,23 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
           dispatchesBy.set(`${form.name} ${"training" in form}`, runs[0].dispatches);
           for (const fold of runs.slice(0, -1)) {
             const what = `${form.name} ${form.attentionVariant}${
-              "training" in form ? " (training model)" : ""
+              "training" in form ? " (training model)" : "lora" in form ? " (LoRA)" : ""
             }, fold ${fold.fold}`;
-            // rope_store (and Qwen3's q/k norm dispatch) gone, attention taking their place.
-            const saved = fold.fold === "qk-norm" ? 2 * L : L;
+            // rope_store (and Qwen3's q/k norm dispatch, or Qwen2's bias adds) gone, attention
+            // taking their place.
+            const saved = fold.fold === "qk-norm" || fold.fold === "rope-bias" ? 2 * L : L;
             assertEquals(fold.dispatches, plain.dispatches - saved, `${what}: dispatches a step`);
             fold.logits.forEach((x, i) => {
               const r = toleranceRatio(x, plain.logits[i], 1e-5, 1e-4);
               assert(r <= 1, `${what}, step ${i}: ${r.toFixed(2)}× the tolerance`);
             });
+            // Exact but for rounding: with LoRA the folded biases add after the adapters' terms.
+            const [abs, rel] = "lora" in form ? [1e-5, 1e-4] : [1e-6, 1e-6];
             fold.caches.forEach((x, i) => {
-              const r = toleranceRatio(x, plain.caches[i], 1e-6, 1e-6);
+              const r = toleranceRatio(x, plain.caches[i], abs, rel);
               assert(r <= 1, `${what}, cache ${i}: ${r.toFixed(2)}× the tolerance`);
             });
+            if ("lora" in form) continue;
             // Slot 2's decoded tokens against the float64 reference.
             const V = w.config.vocabSize, seq = [3, 15, 16, 17, 18];
             const ref = referenceForward(w, seq).logits;

@@ -56,12 +56,7 @@ export class TextureProjections extends StorageProjections {
       });
       return;
     }
-    const qkv: LinearPart[] = [[lv.q!, lv.qBias, a.q], [lv.k!, lv.kBias, a.k], [
-      lv.v!,
-      lv.vBias,
-      a.v,
-    ]];
-    this.texLinearGroup(rec, N, a.xn1, qkv, raw);
+    this.texLinearGroup(rec, N, a.xn1, this.qkvParts(l, fold), raw);
     this.qkNormRope(rec, l, N, fold);
   }
 
