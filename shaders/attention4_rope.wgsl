@@ -10,7 +10,7 @@
 // the write races with nothing; a prefill, whose rows attend to each other's new keys, takes
 // rope_store and attention4.
 
-//! include attention_params
+//! include attention_fold_params
 
 @group(0) @binding(0) var<uniform> p: Params;
 

@@ -1,7 +1,8 @@
 // The vec4 decode attention with RoPE and the cache write folded in (attention4_rope.wgsl,
-// attention4_rope_qkn.wgsl): what both share, on attention4_core.wgsl, bindings 1–10 included.
-// The including shader declares `p` (binding 0, N, NH, KV, D, P and scale among its fields) and
-// any bindings after 10, and defines
+// attention4_rope_qkn.wgsl, attention4_rope_bias.wgsl): what they share, on attention4_core.wgsl,
+// bindings 1–9 included (9 storage buffers: they fit adapters that bind 10 a stage with one more).
+// The including shader declares `p` (binding 0, attention_fold_params) and any binding after 9,
+// and defines
 //   fn prepare(qb: u32, kb: u32, lid: u32)   anything the row's heads need first (barriers allowed)
 //   fn qIn(qb: u32, i: u32) -> f32           element i of the row's query head, before RoPE
 //   fn kIn(kb: u32, i: u32) -> f32           element i of its kv head's new key, before RoPE
@@ -12,12 +13,11 @@
 @group(0) @binding(2) var<storage, read> Qr: array<f32>;    // q [N, NH·D], raw
 @group(0) @binding(3) var<storage, read> Kr: array<f32>;    // k [N, KV·D], raw
 @group(0) @binding(4) var<storage, read> Vr: array<vec4<f32>>;  // v [N, KV·D]
-@group(0) @binding(5) var<storage, read> Cos: array<f32>;   // [P, D/2]
-@group(0) @binding(6) var<storage, read> Sin: array<f32>;
-@group(0) @binding(7) var<storage, read_write> Kc: array<vec4<f32>>;  // [S, KV, P, D]
-@group(0) @binding(8) var<storage, read_write> Vc: array<vec4<f32>>;
-@group(0) @binding(9) var<storage, read_write> Out: array<vec4<f32>>;
-@group(0) @binding(10) var<storage, read_write> Lse: array<f32>;
+@group(0) @binding(5) var<storage, read> Rope: array<f32>;  // cos [P, D/2], sin [P, D/2] at p.sin_at
+@group(0) @binding(6) var<storage, read_write> Kc: array<vec4<f32>>;  // [S, KV, P, D]
+@group(0) @binding(7) var<storage, read_write> Vc: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> Out: array<vec4<f32>>;
+@group(0) @binding(9) var<storage, read_write> Lse: array<f32>;
 
 //! include attention4_core
 
@@ -48,13 +48,13 @@ fn rotated(x1: f32, x2: f32, upper: bool, c: f32, s: f32) -> f32 {
 fn qAt(base: u32, e: u32, pos: u32) -> f32 {
   let half = p.D / 2u;
   let i = e % half;
-  return rotated(qIn(base, i), qIn(base, i + half), e >= half, Cos[pos * half + i], Sin[pos * half + i]);
+  return rotated(qIn(base, i), qIn(base, i + half), e >= half, Rope[pos * half + i], Rope[p.sin_at + pos * half + i]);
 }
 
 fn kAt(base: u32, e: u32, pos: u32) -> f32 {
   let half = p.D / 2u;
   let i = e % half;
-  return rotated(kIn(base, i), kIn(base, i + half), e >= half, Cos[pos * half + i], Sin[pos * half + i]);
+  return rotated(kIn(base, i), kIn(base, i + half), e >= half, Rope[pos * half + i], Rope[p.sin_at + pos * half + i]);
 }
 
 /**

@@ -1,13 +1,13 @@
 // attention4_rope.wgsl with Qwen3's per-head q and k RMSNorms folded in as well: the workgroup
 // normalizes its query head and its kv head's new key (weights QNorm, KNorm [D]) as
 // rmsnorm_pair.wgsl's workgroup form does (the same lane sums and reduction tree at 64 lanes, so
-// the same values), then rotates and attends as attention4_rope does. 12 storage bindings.
+// the same values), then rotates and attends as attention4_rope does. 10 storage bindings: the
+// norm weights are one range of the parameters, k's at p.kn_at.
 
-//! include attention_norm_params
+//! include attention_fold_params
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(11) var<storage, read> QNorm: array<f32>;
-@group(0) @binding(12) var<storage, read> KNorm: array<f32>;
+@group(0) @binding(10) var<storage, read> Norms: array<f32>;  // q_norm [D], k_norm [D] at p.kn_at
 
 //! include attention4_rope_core
 
@@ -29,8 +29,8 @@ fn prepare(qb: u32, kb: u32, lid: u32) {
   let rq = headRstd(qb, false, lid);
   let rk = headRstd(kb, true, lid);
   for (var c = lid; c < p.D; c += WG) {
-    nQ[c] = Qr[qb + c] * rq * QNorm[c];
-    nK[c] = Kr[kb + c] * rk * KNorm[c];
+    nQ[c] = Qr[qb + c] * rq * Norms[c];
+    nK[c] = Kr[kb + c] * rk * Norms[p.kn_at + c];
   }
   workgroupBarrier();
 }

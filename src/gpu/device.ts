@@ -74,6 +74,11 @@ export interface CreateGpuOptions {
    * on tiny models; other buffers are still checked against the device's own limit. At least 256.
    */
   maxBindingBytes?: number;
+  /**
+   * Asks the device for at most these limits (where the adapter offers more): a test seam that
+   * makes a device as a browser's would be, e.g. { maxStorageBuffersPerShaderStage: 10 }.
+   */
+  capLimits?: Partial<Record<(typeof WANTED_LIMITS)[number], number>>;
 }
 
 /** The environment variable that forces every Gpu.create's adapter class (Deno). */
@@ -159,7 +164,8 @@ export async function createGpu(options: CreateGpuOptions = {}): Promise<GpuCont
   const requiredLimits: Record<string, number> = {};
   for (const k of WANTED_LIMITS) {
     const v = (adapter.limits as unknown as Record<string, number>)[k];
-    if (typeof v === "number") requiredLimits[k] = v;
+    const cap = options.capLimits?.[k];
+    if (typeof v === "number") requiredLimits[k] = cap === undefined ? v : Math.min(v, cap);
   }
   let device: GPUDevice;
   try {

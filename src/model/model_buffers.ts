@@ -85,8 +85,9 @@ export interface ModelBuffers {
   /** Float distance between consecutive layers' caches when they share one buffer, else 0. */
   cacheStride: number;
   splitTmp: GPUBuffer | null;
-  cos: GPUBuffer;
-  sin: GPUBuffer;
+  /** The RoPE tables [P, D/2], cos then sin in one buffer (sin on a 256-byte boundary). */
+  cos: BufferRange;
+  sin: BufferRange;
 }
 
 /** Every buffer a model of config `c` records into (zeroed; the RoPE tables filled). */
@@ -174,7 +175,25 @@ export function allocateModelBuffers(gpu: Gpu, c: ModelConfig, o: ModelBufferSha
     vCache,
     cacheStride,
     splitTmp: o.splitRows > 0 ? f(N * o.splitRows, "split.tmp") : null,
-    cos: gpu.upload(rt.cos, "rope_cos"),
-    sin: gpu.upload(rt.sin, "rope_sin"),
+    ...ropeTables(gpu, rt),
+  };
+}
+
+/**
+ * The cos and sin tables as two ranges of one buffer, sin from the first 256-byte boundary after
+ * cos: a kernel may bind both as one range (the folded decode attention's RoPE table).
+ */
+function ropeTables(
+  gpu: Gpu,
+  rt: { cos: Float32Array; sin: Float32Array },
+): { cos: BufferRange; sin: BufferRange } {
+  const sinAt = Math.ceil(rt.cos.length / 64) * 64;
+  const table = new Float32Array(sinAt + rt.sin.length);
+  table.set(rt.cos);
+  table.set(rt.sin, sinAt);
+  const buffer = gpu.upload(table, "rope_table");
+  return {
+    cos: { buffer, offset: 0, size: Math.max(4, rt.cos.length * 4) },
+    sin: { buffer, offset: sinAt * 4, size: Math.max(4, rt.sin.length * 4) },
   };
 }

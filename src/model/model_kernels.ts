@@ -2,7 +2,7 @@
 // compiled once per model shape; encode* only records dispatches.
 // Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, P cache positions per slot.
 
-import type { BufferRef } from "../gpu/buffers.ts";
+import { type BufferRef, type ResolvedRange, resolveRange } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
@@ -27,11 +27,11 @@ export const SPLIT_ROW_HEADS = 64;
 const SPLIT_MIN_SPAN = 128;
 const SPLIT_MAX = 64;
 /** Storage buffers attention4_rope.wgsl binds: adapters that allow fewer run RoPE on its own. */
-export const ROPE_FOLD_STORAGE = 10;
+export const ROPE_FOLD_STORAGE = 9;
 /** Storage buffers attention4_rope_qkn.wgsl binds (Qwen3's q/k norms folded in too). */
-export const QK_NORM_FOLD_STORAGE = 12;
+export const QK_NORM_FOLD_STORAGE = 10;
 /** Storage buffers attention4_rope_bias.wgsl binds (Qwen2's q/k/v biases folded in too). */
-export const BIAS_FOLD_STORAGE = 13;
+export const BIAS_FOLD_STORAGE = 10;
 
 /**
  * What a decode step's attention does itself: nothing; RoPE and the cache write; those and
@@ -39,7 +39,11 @@ export const BIAS_FOLD_STORAGE = 13;
  */
 export type AttentionFold = "none" | "rope" | "rope-bias" | "qk-norm";
 
-/** What attention's folded form reads beside q: the new rows' k [N, KV·D] and v, the RoPE tables. */
+/**
+ * What attention's folded form reads beside q: the new rows' k [N, KV·D] and v, the RoPE tables.
+ * Each group of tables or weights binds as one range, so each must lie in one buffer in this
+ * order (`foldSpan`): cos then sin, q's norm then k's, q's bias then k's then v's.
+ */
 export interface FoldedInputs {
   k: BufferRef;
   v: BufferRef;
@@ -49,6 +53,27 @@ export interface FoldedInputs {
   norms?: { q: BufferRef; k: BufferRef; eps: number };
   /** Where attentionFold is "rope-bias": the q, k and v biases ([NH·D], [KV·D], [KV·D]). */
   biases?: { q: BufferRef; k: BufferRef; v: BufferRef };
+}
+
+/**
+ * One range of a buffer over `refs` (in order, in one buffer, the range within `maxBytes`) and
+ * each one's offset into it in floats, or null where they do not make one.
+ */
+export function foldSpan(
+  refs: readonly BufferRef[],
+  maxBytes: number,
+): { range: ResolvedRange; at: number[] } | null {
+  const rs = refs.map(resolveRange);
+  const start = rs[0].offset, end = rs[rs.length - 1].offset + rs[rs.length - 1].size;
+  const ordered = rs.every((r, i) =>
+    r.buffer === rs[0].buffer && r.offset % 16 === 0 &&
+    (i === 0 || r.offset >= rs[i - 1].offset + rs[i - 1].size)
+  );
+  if (!ordered || end - start > maxBytes) return null;
+  return {
+    range: { buffer: rs[0].buffer, offset: start, size: end - start },
+    at: rs.map((r) => (r.offset - start) / 4),
+  };
 }
 
 /** Positions per split and splits per (row, head) for a cache of P positions (0 splits: none). */
@@ -132,10 +157,18 @@ const ATTENTION_FIELDS = [
 /** The forward attention's parameters (attention.wgsl, attention4.wgsl, attention_lane.wgsl). */
 export const AttentionParams = uniformStruct("attention_params", "Params", ATTENTION_FIELDS);
 
-/** attention4_rope_qkn.wgsl's parameters: AttentionParams and the q/k norms' epsilon. */
-export const AttentionNormParams = uniformStruct("attention_norm_params", "Params", [
+/**
+ * The folded decode attention's parameters (attention4_rope*.wgsl): AttentionParams; where sin
+ * starts in the RoPE table; the q/k norms' epsilon and where k's starts in their range; where k's
+ * and v's biases start in theirs (floats).
+ */
+export const AttentionFoldParams = uniformStruct("attention_fold_params", "Params", [
   ...ATTENTION_FIELDS,
+  ["sin_at", "u32"],
   ["eps", "f32"],
+  ["kn_at", "u32"],
+  ["kb_at", "u32"],
+  ["vb_at", "u32"],
 ]);
 
 /** shaders/swiglu.wgsl's and swiglu_bwd.wgsl's parameters: n elements. */
@@ -347,9 +380,8 @@ export class ModelKernels {
       : fold === "rope-bias"
       ? "attention4_rope_bias"
       : "attention4_rope";
-    const foldBindings = [u, ro, ro, ro, ro, ro, ro, rw, rw, rw, rw];
-    if (fold === "qk-norm") foldBindings.push(ro, ro);
-    if (fold === "rope-bias") foldBindings.push(ro, ro, ro);
+    const foldBindings = [u, ro, ro, ro, ro, ro, rw, rw, rw, rw];
+    if (fold !== "rope") foldBindings.push(ro); // the norms' or the biases' range
     // The fold holds more in workgroup memory: it streams the scores where attention4 just fits.
     const foldFlash = flash || !scoresFit(gpu, cachePositions, true, FOLD_WORKGROUP_BYTES[fold]);
     const [attnRope, attnRopePart] = fold !== "none"
@@ -388,6 +420,7 @@ export class ModelKernels {
     );
     k.attnSplit = split;
     k.attentionFold = fold;
+    k.maxBinding = gpu.maxBindingBytes;
     k.serialNorm = serial;
     k.attentionVariant = lane ? "lane" : flash ? "flash" : "workgroup";
     k.laneGroup = pair ? 2 : 1;
@@ -608,6 +641,8 @@ export class ModelKernels {
    * q/k/v biases added first too), "qk-norm" (Qwen3's q/k norms first too).
    */
   attentionFold: AttentionFold = "none";
+  /** The largest storage binding (the fold's ranges must fit one). */
+  private maxBinding = 0;
 
   /** attention's folded form (its `fold`): attention4_rope(_bias, _qkn).wgsl. */
   private attentionFolded(
@@ -645,15 +680,28 @@ export class ModelKernels {
       );
     }
     const u = this.attnUniform(N, NH, KV, D);
-    const uf = qkv.norms
-      ? AttentionNormParams.pack({ ...this.attnFields(N, NH, KV, D), eps: qkv.norms.eps })
-      : u;
-    const tail = qkv.norms
-      ? [qkv.norms.q, qkv.norms.k]
-      : qkv.biases
-      ? [qkv.biases.q, qkv.biases.k, qkv.biases.v]
-      : [];
-    const inputs = [meta, q, qkv.k, qkv.v, qkv.cos, qkv.sin, kc, vc];
+    const span = (what: string, refs: BufferRef[]) => {
+      const s = foldSpan(refs, this.maxBinding);
+      if (!s) {
+        throw new KernelArgumentError(
+          `attention's fold: the ${what} must lie in one buffer, in order (see foldSpan)`,
+        );
+      }
+      return s;
+    };
+    const rope = span("RoPE tables", [qkv.cos, qkv.sin]);
+    const norms = qkv.norms && span("q/k norm weights", [qkv.norms.q, qkv.norms.k]);
+    const biases = qkv.biases && span("q/k/v biases", [qkv.biases.q, qkv.biases.k, qkv.biases.v]);
+    const uf = AttentionFoldParams.pack({
+      ...this.attnFields(N, NH, KV, D),
+      sin_at: rope.at[1],
+      eps: qkv.norms?.eps ?? 0,
+      kn_at: norms?.at[1] ?? 0,
+      kb_at: biases?.at[1] ?? 0,
+      vb_at: biases?.at[2] ?? 0,
+    });
+    const tail = norms ? [norms.range] : biases ? [biases.range] : [];
+    const inputs = [meta, q, qkv.k, qkv.v, rope.range, kc, vc];
     const splits = this.splitsFor(N, NH, parts, context);
     if (parts && attnRopePart && attnMerge && splits > 1) {
       const partials = [parts.o, parts.ml];

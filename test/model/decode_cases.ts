@@ -71,6 +71,29 @@ function tinyQwen2(): ModelWeights {
   );
 }
 
+/** tiny-qwen3's shape: per-head q/k norms (with noise, so they matter), head_dim 16. */
+function tinyQwen3(): ModelWeights {
+  return initModel(
+    parseModelConfig({
+      model_type: "qwen3",
+      vocab_size: 264,
+      hidden_size: 64,
+      intermediate_size: 192,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 16,
+      rms_norm_eps: 1e-6,
+      rope_theta: 10000,
+      max_position_embeddings: 1024,
+      tie_word_embeddings: true,
+      bos_token_id: 257,
+      eos_token_id: 258,
+    }),
+    { seed: 6, std: 0.3, normNoise: 0.2 },
+  );
+}
+
 /** Llama with head_dim 32 (wider than hidden/heads): its texture decode fuses RoPE and the cache write. */
 function llamaHd32(): ModelWeights {
   return initModel(
@@ -365,12 +388,12 @@ export function gpuClassCases(): DecodeCase[] {
   return [
     {
       name:
-        "GPU class: decode steps of 3 and 8–10 rows (split-K picks, their subgroup twins where the device has subgroups) equal the reference",
+        "GPU class: decode steps of 3 and 8–10 rows (split-K picks, their subgroup twins where the device has subgroups; attention with RoPE, the cache write and Qwen2's biases or Qwen3's q/k norms folded in) equal the reference",
       async run(gpu) {
         if (gpu.adapterClass !== "gpu") return Infinity;
         let worst = 0;
-        for (const w of [tinyLlama(), tinyQwen2()]) {
-          for (const seqs of [SEQS3, SEQS10]) {
+        for (const w of [tinyLlama(), tinyQwen2(), tinyQwen3()]) {
+          for (const seqs of w.config.qkNorm ? [SEQS3] : [SEQS3, SEQS10]) {
             let picked = true;
             const steps = await decodeLogits(gpu, w, "ops", {
               seqs,
@@ -380,6 +403,9 @@ export function gpuClassCases(): DecodeCase[] {
                   picked &&= mm.variantFor({ form: "nt", M, N: 192, K: 64 }).kind === "splitk";
                 }
                 picked &&= mm.subgroups === gpu.subgroups;
+                // Every adapter this runs on binds 10 storage buffers or more: the whole fold.
+                picked &&= m.kernels.attentionFold ===
+                  (w.config.qkNorm ? "qk-norm" : w.config.qkvBias ? "rope-bias" : "rope");
                 return Promise.resolve();
               },
             });

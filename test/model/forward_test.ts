@@ -316,8 +316,7 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
                 );
                 model.attachLora(await LoraAdapters.create(gpu, layout, 256, data));
               }
-              // The most folds a model's q/k norms or q/k/v biases, where it has them (llvmpipe
-              // binds 16 buffers).
+              // The most folds a model's q/k norms or q/k/v biases, where it has them.
               const want = attentionFold !== "qk-norm"
                 ? attentionFold
                 : w.config.qkNorm
@@ -391,6 +390,53 @@ Deno.test("GPU forward matches the float64 reference", async (t) => {
           dispatchesBy.get("tiny-llama false"),
           "a training model's decode step records what an inference model's does",
         );
+      },
+    );
+
+    await t.step(
+      "every fold fits a device that binds 10 storage buffers a stage (Chrome's common limit); fewer take less",
+      async () => {
+        const want: Record<number, Record<string, string>> = {
+          10: { "tiny-llama": "rope", "tiny-qwen2": "rope-bias", "tiny-qwen3": "qk-norm" },
+          9: { "tiny-llama": "rope", "tiny-qwen2": "rope", "tiny-qwen3": "rope" },
+          8: { "tiny-llama": "none", "tiny-qwen2": "none", "tiny-qwen3": "none" },
+        };
+        for (const cap of [10, 9, 8]) {
+          const small = await Gpu.create({ capLimits: { maxStorageBuffersPerShaderStage: cap } });
+          try {
+            assertEquals(small.device.limits.maxStorageBuffersPerShaderStage, cap);
+            for (const name of ["tiny-llama", "tiny-qwen2", "tiny-qwen3"]) {
+              const w = await preset(name, "F32");
+              const logits: Float32Array[] = [];
+              for (const attentionFold of ["qk-norm", "none"] as const) {
+                const model = await GpuModel.create(small, w, {
+                  slots: 1,
+                  maxLen: 16,
+                  attentionVariant: "workgroup",
+                  attentionFold,
+                  normVariant: "workgroup",
+                });
+                try {
+                  if (attentionFold !== "none") {
+                    assertEquals(model.kernels.attentionFold, want[cap][name], `${name} at ${cap}`);
+                  }
+                  await model.forward([5, 6, 7].map((token, pos) => ({ token, slot: 0, pos })), []);
+                  model.writeRows([{ token: 8, slot: 0, pos: 3 }], [0]);
+                  const rec = small.recorder("decode step");
+                  model.encodeForward(rec, 1, 1, true);
+                  rec.submit();
+                  logits.push(await small.readFloat32(model.logitsBuffer, w.config.vocabSize));
+                } finally {
+                  model.destroy();
+                }
+              }
+              const r = toleranceRatio(logits[0], logits[1], 1e-5, 1e-4);
+              assert(r <= 1, `${name} at ${cap}: the fold ${r.toFixed(2)}× the tolerance`);
+            }
+          } finally {
+            small.destroy();
+          }
+        }
       },
     );
 
