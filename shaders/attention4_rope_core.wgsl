@@ -39,22 +39,27 @@ fn value(rh: RowHead, t: u32, g: u32) -> vec4<f32> {
   return Vc[rh.kBase + t * rh.D4 + g];
 }
 
-/** Element e of a head rotated as rope.wgsl's rotate_half: its pair (x1, x2), c, s at its index. */
-fn rotated(x1: f32, x2: f32, upper: bool, c: f32, s: f32) -> f32 {
+/**
+ * Element e of a head rotated at pos as rope.wgsl's rotate_half does, given its pair (x1, x2):
+ * the elements e % (D/2) and that + D/2.
+ */
+fn rotated(x1: f32, x2: f32, e: u32, pos: u32) -> f32 {
+  let half = p.D / 2u;
+  let at = pos * half + e % half;
+  let c = Rope[at];
+  let s = Rope[p.sin_at + at];
   let y = vec2<f32>(x1 * c - x2 * s, x2 * c + x1 * s);
-  return select(y.x, y.y, upper);
+  return select(y.x, y.y, e >= half);
 }
 
 fn qAt(base: u32, e: u32, pos: u32) -> f32 {
-  let half = p.D / 2u;
-  let i = e % half;
-  return rotated(qIn(base, i), qIn(base, i + half), e >= half, Rope[pos * half + i], Rope[p.sin_at + pos * half + i]);
+  let i = e % (p.D / 2u);
+  return rotated(qIn(base, i), qIn(base, i + p.D / 2u), e, pos);
 }
 
 fn kAt(base: u32, e: u32, pos: u32) -> f32 {
-  let half = p.D / 2u;
-  let i = e % half;
-  return rotated(kIn(base, i), kIn(base, i + half), e >= half, Rope[pos * half + i], Rope[p.sin_at + pos * half + i]);
+  let i = e % (p.D / 2u);
+  return rotated(kIn(base, i), kIn(base, i + p.D / 2u), e, pos);
 }
 
 /**

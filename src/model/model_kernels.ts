@@ -569,8 +569,9 @@ export class ModelKernels {
    * positions any row can attend to, at most the cache's) over one split, split over positions.
    * With `fold` (a decode step: every row its own slot's one new position; attentionFold not
    * "none"), q and k are the raw projections: q and k rotated by each row's position as
-   * ropeStore does (after Qwen3's per-head norms, attentionFold "qk-norm"), k and v written into
-   * the caches at (slot, pos), all in the attention's dispatch; q and k are left as they are.
+   * ropeStore does (after Qwen2's biases, attentionFold "rope-bias", or Qwen3's per-head norms,
+   * "qk-norm"), k and v written into the caches at (slot, pos), all in the attention's dispatch;
+   * q and k are left as they are.
    */
   attention(
     rec: Recorder,

@@ -236,7 +236,6 @@ export class Sampler {
   /** The kernels prepare has compiled (both at once unless the sampler is lazy). */
   private sampleKernel: Kernel | null = null;
   private laneKernel: Kernel | null = null;
-  private compiling = new Map<KernelSpec, Promise<Kernel>>();
 
   private constructor(
     private gpu: Gpu,
@@ -315,17 +314,11 @@ export class Sampler {
     );
   }
 
-  private compile(spec: KernelSpec): Promise<Kernel> {
-    let k = this.compiling.get(spec);
-    if (!k) {
-      k = this.gpu.kernel(spec);
-      k.then((kernel) => {
-        if (spec === this.laneSpec) this.laneKernel = kernel;
-        else this.sampleKernel = kernel;
-      }, () => this.compiling.delete(spec));
-      this.compiling.set(spec, k);
-    }
-    return k;
+  /** The pipeline cache compiles a spec once; this keeps it where encode finds it. */
+  private async compile(spec: KernelSpec): Promise<void> {
+    const kernel = await this.gpu.kernel(spec);
+    if (spec === this.laneSpec) this.laneKernel = kernel;
+    else this.sampleKernel = kernel;
   }
 
   /**

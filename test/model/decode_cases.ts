@@ -26,11 +26,13 @@ export interface DecodeCase {
   run(gpu: Gpu): Promise<number>;
 }
 
-/** tiny-llama's shape (configs/models/tiny-llama.json), random weights. */
-function tinyLlama(): ModelWeights {
+/**
+ * A 2-layer model of tiny-llama's width (hidden 64, 4 heads over 2 kv heads, head_dim 16) with
+ * random weights and noisy norms; `over` gives its type and what else differs.
+ */
+function tinyModel(over: Record<string, unknown>, seed: number): ModelWeights {
   return initModel(
     parseModelConfig({
-      model_type: "llama",
       vocab_size: 264,
       hidden_size: 64,
       intermediate_size: 192,
@@ -44,78 +46,26 @@ function tinyLlama(): ModelWeights {
       tie_word_embeddings: true,
       bos_token_id: 257,
       eos_token_id: 258,
+      ...over,
     }),
-    { seed: 9, std: 0.3, normNoise: 0.2 },
+    { seed, std: 0.3, normNoise: 0.2 },
   );
 }
 
-/** tiny-qwen2's shape: q/k/v biases, an untied LM head. */
-function tinyQwen2(): ModelWeights {
-  return initModel(
-    parseModelConfig({
-      model_type: "qwen2",
-      vocab_size: 264,
-      hidden_size: 64,
-      intermediate_size: 192,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      rms_norm_eps: 1e-6,
-      rope_theta: 10000,
-      max_position_embeddings: 1024,
-      tie_word_embeddings: false,
-      bos_token_id: 257,
-      eos_token_id: 258,
-    }),
-    { seed: 4, std: 0.3, normNoise: 0.2 },
-  );
-}
-
-/** tiny-qwen3's shape: per-head q/k norms (with noise, so they matter), head_dim 16. */
-function tinyQwen3(): ModelWeights {
-  return initModel(
-    parseModelConfig({
-      model_type: "qwen3",
-      vocab_size: 264,
-      hidden_size: 64,
-      intermediate_size: 192,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 16,
-      rms_norm_eps: 1e-6,
-      rope_theta: 10000,
-      max_position_embeddings: 1024,
-      tie_word_embeddings: true,
-      bos_token_id: 257,
-      eos_token_id: 258,
-    }),
-    { seed: 6, std: 0.3, normNoise: 0.2 },
-  );
-}
-
+/** tiny-llama's shape (configs/models/tiny-llama.json). */
+const tinyLlama = () => tinyModel({ model_type: "llama" }, 9);
+/** tiny-qwen2's shape: q/k/v biases, an untied LM head (head_dim implied). */
+const tinyQwen2 = () =>
+  tinyModel({
+    model_type: "qwen2",
+    head_dim: undefined,
+    rms_norm_eps: 1e-6,
+    tie_word_embeddings: false,
+  }, 4);
+/** tiny-qwen3's shape: per-head q/k norms (noisy, so they matter). */
+const tinyQwen3 = () => tinyModel({ model_type: "qwen3", rms_norm_eps: 1e-6 }, 6);
 /** Llama with head_dim 32 (wider than hidden/heads): its texture decode fuses RoPE and the cache write. */
-function llamaHd32(): ModelWeights {
-  return initModel(
-    parseModelConfig({
-      model_type: "llama",
-      vocab_size: 264,
-      hidden_size: 64,
-      intermediate_size: 128,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 32,
-      rms_norm_eps: 1e-5,
-      rope_theta: 10000,
-      max_position_embeddings: 1024,
-      tie_word_embeddings: true,
-      bos_token_id: 257,
-      eos_token_id: 258,
-    }),
-    { seed: 6, std: 0.3, normNoise: 0.2 },
-  );
-}
+const llamaHd32 = () => tinyModel({ model_type: "llama", intermediate_size: 128, head_dim: 32 }, 6);
 
 const SEQS = [[257, 5, 9, 14, 3, 77, 101], [257, 200, 1, 7], [257, 33, 33, 33, 8, 90]];
 const SEQS3 = SEQS;
