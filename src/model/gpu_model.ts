@@ -20,16 +20,12 @@ import {
   fusedDecodeOptions,
 } from "./decode_backend.ts";
 import { type BufferRange, type GpuParams, uploadParams } from "./gpu_params.ts";
-import {
-  type AttentionFold,
-  type AttentionVariant,
-  foldSpan,
-  ModelKernels,
-} from "./model_kernels.ts";
+import { type AttentionFold, foldableParams } from "./attention_fold.ts";
+import { type AttentionVariant, ModelKernels } from "./model_kernels.ts";
 import { type Projections, StorageProjections } from "./projections.ts";
 import { allocateModelBuffers, type LayerActs, type Scratch } from "./model_buffers.ts";
 import { SplitKernels } from "./split_kernels.ts";
-import type { LayerView, ModelWeights, ParamLayout, ParamTensor } from "./weights.ts";
+import type { ModelWeights, ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
 import { Gpt2Kernels } from "./gpt2_kernels.ts";
 
@@ -293,9 +289,17 @@ export class GpuModel {
           normPair: weights.config.qkNorm,
           attentionFold: c.modelType === "gpt2" ? "none" : opts.attentionFold ?? "qk-norm",
           // The fold binds each layer's norms, and its biases, as one range of the parameters.
-          qkNorm: c.qkNorm && foldSpans(params, weights.layout, gpu, (lv) => [lv.qNorm, lv.kNorm]),
+          qkNorm: c.qkNorm &&
+            foldableParams(params, weights.layout, gpu.maxBindingBytes, (lv) => [
+              lv.qNorm,
+              lv.kNorm,
+            ]),
           qkvBias: c.qkvBias &&
-            foldSpans(params, weights.layout, gpu, (lv) => [lv.qBias, lv.kBias, lv.vBias]),
+            foldableParams(params, weights.layout, gpu.maxBindingBytes, (lv) => [
+              lv.qBias,
+              lv.kBias,
+              lv.vBias,
+            ]),
         }),
         params.anySplit || gpt2 ? SplitKernels.create(gpu, opts.halfBase) : null,
         gpt2 ? Gpt2Kernels.create(gpu) : null,
@@ -852,21 +856,4 @@ export class GpuModel {
     ]);
     for (const b of all) b.destroy();
   }
-}
-
-/**
- * Whether every layer's tensors `of` names lie in one buffer in order (foldSpan), in f32 and
- * whole: what the folded decode attention binds as one range.
- */
-function foldSpans(
-  params: GpuParams,
-  layout: ParamLayout,
-  gpu: Gpu,
-  of: (lv: LayerView) => (ParamTensor | null | undefined)[],
-): boolean {
-  return Array.from({ length: layout.config.numLayers }, (_, l) => of(layout.layerView(l)))
-    .every((ts) =>
-      ts.every((t) => t && !params.isHalf(t) && !params.isSplit(t)) &&
-      foldSpan(ts.map((t) => params.ref(t!)), gpu.maxBindingBytes) !== null
-    );
 }

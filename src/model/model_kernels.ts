@@ -2,13 +2,24 @@
 // compiled once per model shape; encode* only records dispatches.
 // Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, P cache positions per slot.
 
-import { type BufferRef, type ResolvedRange, resolveRange } from "../gpu/buffers.ts";
+import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
+import {
+  ATTENTION_FIELDS,
+  type AttentionFold,
+  AttentionFoldParams,
+  BIAS_FOLD_STORAGE,
+  FOLD_WORKGROUP_BYTES,
+  type FoldedInputs,
+  foldSpan,
+  QK_NORM_FOLD_STORAGE,
+  ROPE_FOLD_STORAGE,
+} from "./attention_fold.ts";
 
 const EW = 256;
 const RED_WG = 64;
@@ -26,56 +37,6 @@ export const FLASH_TILE = 256;
 export const SPLIT_ROW_HEADS = 64;
 const SPLIT_MIN_SPAN = 128;
 const SPLIT_MAX = 64;
-/** Storage buffers attention4_rope.wgsl binds: adapters that allow fewer run RoPE on its own. */
-export const ROPE_FOLD_STORAGE = 9;
-/** Storage buffers attention4_rope_qkn.wgsl binds (Qwen3's q/k norms folded in too). */
-export const QK_NORM_FOLD_STORAGE = 10;
-/** Storage buffers attention4_rope_bias.wgsl binds (Qwen2's q/k/v biases folded in too). */
-export const BIAS_FOLD_STORAGE = 10;
-
-/**
- * What a decode step's attention does itself: nothing; RoPE and the cache write; those and
- * Qwen2's q/k/v biases; or those and Qwen3's q/k norms.
- */
-export type AttentionFold = "none" | "rope" | "rope-bias" | "qk-norm";
-
-/**
- * What attention's folded form reads beside q: the new rows' k [N, KV·D] and v, the RoPE tables.
- * Each group of tables or weights binds as one range, so each must lie in one buffer in this
- * order (`foldSpan`): cos then sin, q's norm then k's, q's bias then k's then v's.
- */
-export interface FoldedInputs {
-  k: BufferRef;
-  v: BufferRef;
-  cos: BufferRef;
-  sin: BufferRef;
-  /** Where attentionFold is "qk-norm": the q and k norm weights [D] and epsilon. */
-  norms?: { q: BufferRef; k: BufferRef; eps: number };
-  /** Where attentionFold is "rope-bias": the q, k and v biases ([NH·D], [KV·D], [KV·D]). */
-  biases?: { q: BufferRef; k: BufferRef; v: BufferRef };
-}
-
-/**
- * One range of a buffer over `refs` (in order, in one buffer, the range within `maxBytes`) and
- * each one's offset into it in floats, or null where they do not make one.
- */
-export function foldSpan(
-  refs: readonly BufferRef[],
-  maxBytes: number,
-): { range: ResolvedRange; at: number[] } | null {
-  const rs = refs.map(resolveRange);
-  const start = rs[0].offset, end = rs[rs.length - 1].offset + rs[rs.length - 1].size;
-  const ordered = rs.every((r, i) =>
-    r.buffer === rs[0].buffer && r.offset % 16 === 0 &&
-    (i === 0 || r.offset >= rs[i - 1].offset + rs[i - 1].size)
-  );
-  if (!ordered || end - start > maxBytes) return null;
-  return {
-    range: { buffer: rs[0].buffer, offset: start, size: end - start },
-    at: rs.map((r) => (r.offset - start) / 4),
-  };
-}
-
 /** Positions per split and splits per (row, head) for a cache of P positions (0 splits: none). */
 export function attentionSplits(P: number): { span: number; splits: number } {
   if (P <= SPLIT_MIN_SPAN) return { span: P, splits: 0 };
@@ -145,31 +106,8 @@ export const RopeStoreParams = uniformStruct("rope_store_params", "StoreParams",
   ["P", "u32"],
 ]);
 
-const ATTENTION_FIELDS = [
-  ["N", "u32"],
-  ["NH", "u32"],
-  ["KV", "u32"],
-  ["D", "u32"],
-  ["P", "u32"],
-  ["scale", "f32"],
-] as const;
-
 /** The forward attention's parameters (attention.wgsl, attention4.wgsl, attention_lane.wgsl). */
 export const AttentionParams = uniformStruct("attention_params", "Params", ATTENTION_FIELDS);
-
-/**
- * The folded decode attention's parameters (attention4_rope*.wgsl): AttentionParams; where sin
- * starts in the RoPE table; the q/k norms' epsilon and where k's starts in their range; where k's
- * and v's biases start in theirs (floats).
- */
-export const AttentionFoldParams = uniformStruct("attention_fold_params", "Params", [
-  ...ATTENTION_FIELDS,
-  ["sin_at", "u32"],
-  ["eps", "f32"],
-  ["kn_at", "u32"],
-  ["kb_at", "u32"],
-  ["vb_at", "u32"],
-]);
 
 /** shaders/swiglu.wgsl's and swiglu_bwd.wgsl's parameters: n elements. */
 export const SwigluParams = uniformStruct("swiglu_params", "Params", [["n", "u32"]]);
@@ -186,17 +124,6 @@ export function scoresFit(gpu: Gpu, positions: number, vec4: boolean, extra = 0)
   const rest = vec4 ? 4 * ATT_WG + 16 * 64 + 16 * ATT_WG : 4 * ATT_WG;
   return 4 * positions + rest + extra <= gpu.device.limits.maxComputeWorkgroupStorageSize;
 }
-
-/**
- * Workgroup bytes the folded decode attention holds beside attention4's: the new key and value
- * (attention4_rope_core.wgsl's tK, tV), and with the q/k norms the normalized heads (nQ, nK).
- */
-export const FOLD_WORKGROUP_BYTES: Readonly<Record<AttentionFold, number>> = {
-  none: 0,
-  rope: 2 * 16 * 64,
-  "rope-bias": 2 * 16 * 64,
-  "qk-norm": 2 * 16 * 64 + 2 * 4 * 256,
-};
 
 export class ModelKernels {
   private constructor(

@@ -9,9 +9,9 @@ import { memoryFolder } from "../../src/io/bytesource.ts";
 import type { FloatDtype } from "../../src/io/dtypes.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
+import { FOLD_WORKGROUP_BYTES } from "../../src/model/attention_fold.ts";
 import {
   attentionSplits,
-  FOLD_WORKGROUP_BYTES,
   laneAttentionFits,
   ModelKernels,
   scoresFit,

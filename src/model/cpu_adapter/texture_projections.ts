@@ -9,7 +9,7 @@
 
 import type { BufferRef } from "../../gpu/buffers.ts";
 import type { Recorder } from "../../gpu/recorder.ts";
-import type { AttentionFold } from "../model_kernels.ts";
+import type { AttentionFold } from "../attention_fold.ts";
 import type { TextureWeight } from "../../ops/matmul.ts";
 import type { GpuModel } from "../gpu_model.ts";
 import type { BufferRange } from "../gpu_params.ts";
