@@ -36,7 +36,8 @@ fn loadQuery(head: u32, row: u32, lid: u32) -> RowHead {
 }
 
 @compute @workgroup_size(WG)
-fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn attention4(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
+  let lid = enterLane(lane);
   let head = wid.x;
   let row = wid.y + wid.z * 65535u;
   if (row >= p.N) { return; }
@@ -48,7 +49,8 @@ fn attention4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
 // attention4_flash: the scores streamed TILE positions at a time (attention4_core's flashRange),
 // where all P scores do not fit workgroup memory (ModelKernels).
 @compute @workgroup_size(WG)
-fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
+  let lid = enterLane(lane);
   let head = wid.x;
   let row = wid.y + wid.z * 65535u;
   if (row >= p.N) { return; }
@@ -59,7 +61,8 @@ fn attention4_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoca
 
 // attention4_part: the split decode attention (attention4_core's writeSplit), split z of the grid.
 @compute @workgroup_size(WG)
-fn attention4_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn attention4_part(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
+  let lid = enterLane(lane);
   let head = wid.x;
   let row = wid.y;
   if (row >= p.N) { return; }

@@ -5,29 +5,20 @@
 //   fn score(rh: RowHead, t: u32) -> f32        q · k_t · scale, from tQ
 //   fn value(rh: RowHead, t: u32, g: u32) -> vec4<f32>   dims 4g .. 4g + 3 of v_t
 // so the loops below are the same arithmetic whichever way a position's key and value are read.
+// The entries take their lane as `lane: Lane` and its index from enterLane(lane)
+// (workgroup_reduce.wgsl, or workgroup_reduce_sg.wgsl in a subgroup twin).
 
 override WG: u32 = 64u;
 override MAXP: u32 = 1024u;
 const MAXD4: u32 = 64u;
 
 var<workgroup> sc: array<f32, MAXP>;
-var<workgroup> red: array<f32, WG>;
 var<workgroup> tQ: array<vec4<f32>, MAXD4>;
 var<workgroup> part4: array<vec4<f32>, WG>;
 
-fn reduce(v: f32, lid: u32, isMax: bool) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) {
-      if (isMax) { red[lid] = max(red[lid], red[lid + s]); } else { red[lid] += red[lid + s]; }
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
+// reduce(v, lid, isMax), the workgroup's sum or max; the entries take `lane: Lane` (enterLane).
+// The subgroup twins (attention4_sg, ...) swap in workgroup_reduce_sg.
+//! include workgroup_reduce
 
 /**
  * A workgroup's (head, row): the row's causal length (its position + 1), head_dim / 4, and the

@@ -94,7 +94,8 @@ fn firstOfGroup(head: u32) -> bool {
 }
 
 @compute @workgroup_size(WG)
-fn attention4_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn attention4_rope(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
+  let lid = enterLane(lane);
   let head = wid.x;
   let row = wid.y + wid.z * 65535u;
   if (row >= p.N) { return; }
@@ -104,7 +105,8 @@ fn attention4_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocat
 }
 
 @compute @workgroup_size(WG)
-fn attention4_rope_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn attention4_rope_flash(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
+  let lid = enterLane(lane);
   let head = wid.x;
   let row = wid.y + wid.z * 65535u;
   if (row >= p.N) { return; }
@@ -116,7 +118,8 @@ fn attention4_rope_flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_i
 // The split form: Out and Lse are the partials (attention4_core's writeSplit), merged by
 // attention4_merge.wgsl as attention4_part's are.
 @compute @workgroup_size(WG)
-fn attention4_rope_part(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn attention4_rope_part(@builtin(workgroup_id) wid: vec3<u32>, lane: Lane) {
+  let lid = enterLane(lane);
   let head = wid.x;
   let row = wid.y;
   if (row >= p.N) { return; }

@@ -12,23 +12,18 @@ override WG: u32 = 64u;
 @group(0) @binding(3) var<storage, read_write> Out: array<f32>;
 @group(0) @binding(4) var<storage, read_write> Rstd: array<f32>;
 
-var<workgroup> red: array<f32, 256>;
+// reduce(v, lid, isMax) and Lane; the subgroup twin (NAME_sg) swaps in workgroup_reduce_sg.
+//! include workgroup_reduce
 
 @compute @workgroup_size(WG)
-fn rmsnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-           @builtin(local_invocation_index) lid: u32) {
+fn rmsnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, lane: Lane) {
+  let lid = enterLane(lane);
   let row = wid.x + wid.y * nwg.x;
   if (row >= p.rows) { return; }
   let base = row * p.cols;
   var ss = 0.0;
   for (var c = lid; c < p.cols; c += WG) { let v = X[base + c]; ss = fma(v, v, ss); }
-  red[lid] = ss;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let rstd = inverseSqrt(red[0] / f32(p.cols) + p.eps);
+  let rstd = inverseSqrt(reduce(ss, lid, false) / f32(p.cols) + p.eps);
   for (var c = lid; c < p.cols; c += WG) { Out[base + c] = X[base + c] * rstd * W[c]; }
   if (lid == 0u) { Rstd[row] = rstd; }
 }

@@ -17,24 +17,21 @@ override ACCUM: u32 = 0u;
 @group(0) @binding(4) var<storage, read> Rstd: array<f32>;
 @group(0) @binding(5) var<storage, read_write> Out: array<f32>;
 
-var<workgroup> red: array<f32, 256>;
+// reduce(v, lid, isMax) and Lane; the subgroup twin (NAME_sg) swaps in workgroup_reduce_sg.
+//! include workgroup_reduce
 
 @compute @workgroup_size(WG)
 fn rmsnorm_bwd_x(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
+                 lane: Lane) {
+  let lid = enterLane(lane);
   let row = wid.x + wid.y * nwg.x;
   if (row >= p.rows) { return; }
   let base = row * p.cols;
   var s = 0.0;
   for (var c = lid; c < p.cols; c += WG) { s += Dy[base + c] * W[c] * X[base + c]; }
-  red[lid] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k /= 2u) {
-    if (lid < k) { red[lid] += red[lid + k]; }
-    workgroupBarrier();
-  }
+  let total = reduce(s, lid, false);
   let r = Rstd[row];
-  let coef = r * r * r * red[0] / f32(p.cols);
+  let coef = r * r * r * total / f32(p.cols);
   for (var c = lid; c < p.cols; c += WG) {
     let g = r * W[c] * Dy[base + c] - coef * X[base + c];
     if (ACCUM == 1u) { Out[base + c] += g; } else { Out[base + c] = g; }
@@ -74,16 +71,12 @@ fn rmsnorm_bwd_w(@builtin(global_invocation_id) gid: vec3<u32>) {
 // time at Qwen3-0.6B's shape on an H100.
 @compute @workgroup_size(WG)
 fn rmsnorm_bwd_w_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                      @builtin(local_invocation_index) lid: u32) {
+                      lane: Lane) {
+  let lid = enterLane(lane);
   let c = wid.x + wid.y * nwg.x;
   if (c >= p.cols) { return; }
   var s = 0.0;
   for (var r = lid; r < p.rows; r += WG) { s += Dy[r * p.cols + c] * X[r * p.cols + c] * Rstd[r]; }
-  red[lid] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k /= 2u) {
-    if (lid < k) { red[lid] += red[lid + k]; }
-    workgroupBarrier();
-  }
-  if (lid == 0u) { Out[c] += red[0]; }
+  let total = reduce(s, lid, false);
+  if (lid == 0u) { Out[c] += total; }
 }

@@ -23,12 +23,14 @@ fn ldW(n: u32, c: u32) -> f32 { if (n == 0u) { return W0[c]; } return W1[c]; }
 fn stOut(n: u32, i: u32, v: f32) { if (n == 0u) { Out0[i] = v; } else { Out1[i] = v; } }
 fn stRstd(n: u32, r: u32, v: f32) { if (n == 0u) { Rstd0[r] = v; } else { Rstd1[r] = v; } }
 
-var<workgroup> red: array<f32, 256>;
+// reduce(v, lid, isMax) and Lane; the subgroup twin (NAME_sg) swaps in workgroup_reduce_sg.
+//! include workgroup_reduce
 
 // rmsnorm.wgsl's rmsnorm: one workgroup per row of either norm.
 @compute @workgroup_size(WG)
 fn rmsnorm_pair(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                @builtin(local_invocation_index) lid: u32) {
+                lane: Lane) {
+  let lid = enterLane(lane);
   let g = wid.x + wid.y * nwg.x;
   if (g >= p.rows0 + p.rows1) { return; }
   let n = select(0u, 1u, g >= p.rows0);
@@ -36,13 +38,7 @@ fn rmsnorm_pair(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
   let base = row * p.cols;
   var ss = 0.0;
   for (var c = lid; c < p.cols; c += WG) { let v = ldX(n, base + c); ss = fma(v, v, ss); }
-  red[lid] = ss;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let rstd = inverseSqrt(red[0] / f32(p.cols) + p.eps);
+  let rstd = inverseSqrt(reduce(ss, lid, false) / f32(p.cols) + p.eps);
   for (var c = lid; c < p.cols; c += WG) { stOut(n, base + c, ldX(n, base + c) * rstd * ldW(n, c)); }
   if (lid == 0u) { stRstd(n, row, rstd); }
 }

@@ -32,6 +32,42 @@ export function registerShaderTransforms(ts: Readonly<Record<string, ShaderTrans
   for (const [name, t] of Object.entries(ts)) transforms.set(name, t);
 }
 
+/**
+ * A twin of a shader: the base's text with some of its includes swapped for others (resolved the
+ * same way, recursively), after `enable` directives. A kernel whose workgroup reductions run on
+ * subgroup operations is its base with workgroup_reduce swapped for workgroup_reduce_sg and
+ * `enable subgroups` (subgroupTwin): one source, two forms.
+ */
+export interface ShaderTwin {
+  base: string;
+  swap: Readonly<Record<string, string>>;
+  enable?: readonly string[];
+}
+const twins = new Map<string, ShaderTwin>();
+
+/** Registers twins (name → base, the includes it swaps and its enable directives). */
+export function registerShaderTwins(ts: Readonly<Record<string, ShaderTwin>>): void {
+  for (const [name, t] of Object.entries(ts)) twins.set(name, t);
+}
+
+/** The suffix of a kernel's subgroup twin (Gpu.subgroups: the adapter has subgroup operations). */
+export const SUBGROUP_TWIN = "_sg";
+
+/**
+ * Registers NAME_sg for each NAME: its workgroup sums and maxima (shaders/workgroup_reduce.wgsl)
+ * through subgroup operations (workgroup_reduce_sg.wgsl). Returns the names given.
+ */
+export function registerSubgroupTwins<T extends string>(bases: readonly T[]): readonly T[] {
+  for (const base of bases) {
+    twins.set(base + SUBGROUP_TWIN, {
+      base,
+      swap: { workgroup_reduce: "workgroup_reduce_sg" },
+      enable: ["subgroups"],
+    });
+  }
+  return bases;
+}
+
 /** Registers generated shaders (name → a function that writes its WGSL, called once). */
 export function registerShaderGenerators(gens: Readonly<Record<string, () => string>>): void {
   for (const [name, gen] of Object.entries(gens)) generators.set(name, gen);
@@ -45,6 +81,19 @@ const INCLUDE = /^\/\/! include ([A-Za-z0-9_]+)[ \t]*$/gm;
 
 /** The WGSL text of shaders/<name>.wgsl (or a generated shader), its includes resolved. */
 export async function shaderSource(name: string): Promise<string> {
+  const twin = twins.get(name);
+  if (twin) {
+    const used = new Set<string>();
+    const body = await expand(twin.base, new Set([twin.base]), twin.swap, used);
+    const unused = Object.keys(twin.swap).filter((n) => !used.has(n));
+    if (unused.length) {
+      throw new Error(
+        `WGSL shader twin "${name}": its base "${twin.base}" includes no ${unused.join(", ")} ` +
+          "to swap, so the twin would be the base itself: fix the twin's registration",
+      );
+    }
+    return (twin.enable ?? []).map((e) => `enable ${e};\n`).join("") + body;
+  }
   const t = transforms.get(name);
   if (t) {
     const done = registered.get(name);
@@ -56,9 +105,24 @@ export async function shaderSource(name: string): Promise<string> {
   return await expand(name, new Set([name]));
 }
 
-async function expand(name: string, seen: Set<string>): Promise<string> {
+/**
+ * name's text with its includes resolved; `swap` (a twin's) replaces included names first, and
+ * `used` collects the ones it replaced.
+ */
+async function expand(
+  name: string,
+  seen: Set<string>,
+  swap: Readonly<Record<string, string>> = {},
+  used = new Set<string>(),
+): Promise<string> {
   const text = await rawSource(name);
-  const names = [...text.matchAll(INCLUDE)].map((m) => m[1]);
+  const target = (n: string) => {
+    const to = Object.hasOwn(swap, n) ? swap[n] : undefined;
+    if (to === undefined) return n;
+    used.add(n);
+    return to;
+  };
+  const names = [...text.matchAll(INCLUDE)].map((m) => target(m[1]));
   if (!names.length) return text;
   const parts = new Map<string, string>();
   for (const n of names) {
@@ -68,13 +132,13 @@ async function expand(name: string, seen: Set<string>): Promise<string> {
       continue;
     }
     seen.add(n);
-    parts.set(n, await expand(n, seen));
+    parts.set(n, await expand(n, seen, swap, used));
   }
   const done = new Set<string>();
-  return text.replace(
-    INCLUDE,
-    (_, n: string) => done.has(n) ? `// (${n} included above)` : (done.add(n), parts.get(n)!),
-  );
+  return text.replace(INCLUDE, (_, m: string) => {
+    const n = target(m);
+    return done.has(n) ? `// (${n} included above)` : (done.add(n), parts.get(n)!);
+  });
 }
 
 function rawSource(name: string): Promise<string> {

@@ -6,6 +6,7 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
+import { registerSubgroupTwins, SUBGROUP_TWIN } from "../gpu/shaders.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
@@ -18,6 +19,8 @@ import {
 } from "./model_kernels.ts";
 
 const EW = 256, RED = 64, ATT = 64;
+/** The RMSNorm backward's workgroup entries' subgroup twin (where the device has subgroups). */
+registerSubgroupTwins(["rmsnorm_bwd"]);
 
 /** shaders/rmsnorm_bwd.wgsl's parameters. */
 export const RmsNormBwdParams = uniformStruct("rmsnorm_bwd_params", "Params", [
@@ -119,12 +122,16 @@ export class BackwardKernels {
     ) => gpu.kernel({ shader, entry, bindings: bindings as never, constants });
     const norm = [u, ro, ro, ro, ro, rw];
     const normX = normVariant === "rows" ? "rmsnorm_bwd_x_rows" : "rmsnorm_bwd_x";
+    // The workgroup entries reduce across lanes: their subgroup twin where the device has them.
+    const normShader = normVariant === "rows" || !gpu.subgroups
+      ? "rmsnorm_bwd"
+      : "rmsnorm_bwd" + SUBGROUP_TWIN;
     const entries = await Promise.all([
-      s("rmsnorm_bwd", normX, norm, { WG: RED, ACCUM: 0 }),
-      s("rmsnorm_bwd", normX, norm, { WG: RED, ACCUM: 1 }),
+      s(normShader, normX, norm, { WG: RED, ACCUM: 0 }),
+      s(normShader, normX, norm, { WG: RED, ACCUM: 1 }),
       normVariant === "rows"
-        ? s("rmsnorm_bwd", "rmsnorm_bwd_w", norm, { WG: RED })
-        : s("rmsnorm_bwd", "rmsnorm_bwd_w_cols", norm, { WG: 256 }),
+        ? s(normShader, "rmsnorm_bwd_w", norm, { WG: RED })
+        : s(normShader, "rmsnorm_bwd_w_cols", norm, { WG: 256 }),
       s("swiglu_bwd", "swiglu_bwd", [u, ro, ro, ro, rw, rw], { WG: EW }),
       s("colsum", "colsum", [u, ro, rw], { WG: RED }),
       s("embedding_bwd", "embedding_bwd", [u, ro, ro, ro, ro, rw], { WG: EW }),
@@ -173,11 +180,14 @@ export class BackwardKernels {
     );
     bk.lane = lane;
     bk.normRows = normVariant === "rows";
+    bk.normSubgroups = normShader !== "rmsnorm_bwd";
     return bk;
   }
 
   private lane = false;
   private normRows = false;
+  /** Whether the RMSNorm backward's workgroup entries run their subgroup twin. */
+  normSubgroups = false;
 
   private grid(n: number, wg = EW): [number, number] {
     return grid1d(Math.ceil(n / wg), this.maxPerDim);

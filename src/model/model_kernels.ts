@@ -7,6 +7,7 @@ import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
+import { registerSubgroupTwins, SUBGROUP_TWIN } from "../gpu/shaders.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import {
@@ -24,6 +25,25 @@ import {
 const EW = 256;
 const RED_WG = 64;
 const ATT_WG = 64;
+/**
+ * The shaders whose workgroup sums and maxima have subgroup twins (NAME_sg:
+ * shaders/workgroup_reduce_sg.wgsl, one barrier a reduce instead of 7): the vec4 attention and
+ * RMSNorm's workgroup entries run them where the device has subgroups (Gpu.subgroups: Chrome's
+ * WebGPU).
+ */
+registerSubgroupTwins([
+  "attention4",
+  "attention4_rope",
+  "attention4_rope_qkn",
+  "attention4_rope_bias",
+  "rmsnorm",
+  "rmsnorm_pair",
+]);
+/**
+ * Workgroup bytes of the vec4 attention besides its scores: the reduce (the tree's 2 × WG floats,
+ * the subgroup twin's 2 × 64), the query row, the lanes' partial outputs.
+ */
+export const VEC4_ATTENTION_BYTES = 4 * 2 * Math.max(ATT_WG, 64) + 16 * 64 + 16 * ATT_WG;
 /** Positions per tile of the streaming attention kernels (attention4_flash, attn_dq). */
 export const FLASH_TILE = 256;
 /**
@@ -121,7 +141,7 @@ export type AttentionVariant = "lane" | "workgroup" | "flash";
  * scores plus the rest of their workgroup arrays (the query row, per-lane partial outputs).
  */
 export function scoresFit(gpu: Gpu, positions: number, vec4: boolean, extra = 0): boolean {
-  const rest = vec4 ? 4 * ATT_WG + 16 * 64 + 16 * ATT_WG : 4 * ATT_WG;
+  const rest = vec4 ? VEC4_ATTENTION_BYTES : 4 * ATT_WG;
   return 4 * positions + rest + extra <= gpu.device.limits.maxComputeWorkgroupStorageSize;
 }
 
@@ -165,6 +185,10 @@ export class ModelKernels {
   attentionVariant: AttentionVariant = "workgroup";
   /** RMSNorm with one invocation per row ("rows", CPU adapters) or a workgroup per row; the backward follows. */
   normVariant: "rows" | "workgroup" = "workgroup";
+  /** Whether the vec4 attention kernels run their subgroup twins (the device has subgroups). */
+  attentionSubgroups = false;
+  /** Whether RMSNorm's workgroup entries (and Qwen3's pair) run their subgroup twins. */
+  normSubgroups = false;
 
   static async create(
     gpu: Gpu,
@@ -218,6 +242,8 @@ export class ModelKernels {
       (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     // Two query heads per kv head: the lane kernel's pair entry loads each K/V vector once for both.
     const pair = lane && opts.queryGroup === 2;
+    // The vec4 attention's and RMSNorm's subgroup twins where the device has subgroups.
+    const sg = gpu.subgroups ? SUBGROUP_TWIN : "";
     const s = (
       shader: string,
       entry: string,
@@ -229,7 +255,7 @@ export class ModelKernels {
       s("gather_rows", "gather_rows", [u, ro, ro, rw], { WG: EW }),
       serial
         ? s("rmsnorm", "rmsnorm_rows", [u, ro, ro, rw, rw], { WG: RED_WG })
-        : s("rmsnorm", "rmsnorm", [u, ro, ro, rw, rw], { WG: RED_WG }),
+        : s(`rmsnorm${sg}`, "rmsnorm", [u, ro, ro, rw, rw], { WG: RED_WG }),
       s("rope", "rope", [u, rw, ro, ro, ro], { WG: EW, SIGN: -1 }),
       s("rope", "rope_store", [u, rw, rw, ro, ro, ro, ro, rw, rw], { WG: EW }),
       pair
@@ -243,12 +269,12 @@ export class ModelKernels {
           D4: opts.headDim! / 4,
         })
         : flash
-        ? s("attention4", "attention4_flash", [u, ro, ro, ro, ro, rw, rw], {
+        ? s(`attention4${sg}`, "attention4_flash", [u, ro, ro, ro, ro, rw, rw], {
           WG: ATT_WG,
           TILE: FLASH_TILE,
         })
         : vec4Attention
-        ? s("attention4", "attention4", [u, ro, ro, ro, ro, rw, rw], {
+        ? s(`attention4${sg}`, "attention4", [u, ro, ro, ro, ro, rw, rw], {
           WG: ATT_WG,
           MAXP: cachePositions,
         })
@@ -263,24 +289,29 @@ export class ModelKernels {
       ? await s("gather_rows_hb", "gather_rows", [u, ro, ro, rw], { WG: EW })
       : undefined;
     const rmsnormPair = opts.normPair
-      ? await s("rmsnorm_pair", serial ? "rmsnorm_pair_rows" : "rmsnorm_pair", [
-        u,
-        ro,
-        ro,
-        rw,
-        rw,
-        ro,
-        ro,
-        rw,
-        rw,
-      ], { WG: RED_WG })
+      ? await s(
+        serial ? "rmsnorm_pair" : `rmsnorm_pair${sg}`,
+        serial ? "rmsnorm_pair_rows" : "rmsnorm_pair",
+        [
+          u,
+          ro,
+          ro,
+          rw,
+          rw,
+          ro,
+          ro,
+          rw,
+          rw,
+        ],
+        { WG: RED_WG },
+      )
       : undefined;
     const split = vec4Attention && !lane && (opts.attentionSplit ?? true)
       ? attentionSplits(cachePositions)
       : { span: 0, splits: 0 };
     const [attnPart, attnMerge] = split.splits > 0
       ? await Promise.all([
-        s("attention4", "attention4_part", [u, ro, ro, ro, ro, rw, rw], {
+        s(`attention4${sg}`, "attention4_part", [u, ro, ro, ro, ro, rw, rw], {
           WG: ATT_WG,
           TILE: FLASH_TILE,
           SPAN: split.span,
@@ -302,11 +333,12 @@ export class ModelKernels {
             storage >= BIAS_FOLD_STORAGE
         ? "rope-bias"
         : "rope";
-    const foldShader = fold === "qk-norm"
-      ? "attention4_rope_qkn"
-      : fold === "rope-bias"
-      ? "attention4_rope_bias"
-      : "attention4_rope";
+    const foldShader =
+      (fold === "qk-norm"
+        ? "attention4_rope_qkn"
+        : fold === "rope-bias"
+        ? "attention4_rope_bias"
+        : "attention4_rope") + sg;
     const foldBindings = [u, ro, ro, ro, ro, ro, rw, rw, rw, rw];
     if (fold !== "rope") foldBindings.push(ro); // the norms' or the biases' range
     // The fold holds more in workgroup memory: it streams the scores where attention4 just fits.
@@ -352,6 +384,8 @@ export class ModelKernels {
     k.attentionVariant = lane ? "lane" : flash ? "flash" : "workgroup";
     k.laneGroup = pair ? 2 : 1;
     k.normVariant = serial ? "rows" : "workgroup";
+    k.attentionSubgroups = sg !== "" && vec4Attention && !lane;
+    k.normSubgroups = sg !== "" && !serial;
     return k;
   }
 

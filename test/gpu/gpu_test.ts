@@ -12,9 +12,11 @@ import {
   sizeClass,
 } from "../../src/gpu/mod.ts";
 import { noAdapterAdvice } from "../../src/gpu/errors.ts";
+import { registerShaderTwins } from "../../src/gpu/shaders.ts";
 import { createOps } from "../../src/ops/mod.ts";
 import { SoftmaxParams } from "../../src/ops/softmax.ts";
 import "../../src/model/sampling.ts"; // declares the Shape the lane sampler includes
+import "../../src/model/model_kernels.ts"; // the attention's parameters and subgroup twins
 
 Deno.test("classifyAdapter: software rasterisers are CPU-class", () => {
   const base = { vendor: "", architecture: "", device: "", description: "", isFallback: false };
@@ -94,6 +96,37 @@ Deno.test("GPU layer on the real adapter", async (t) => {
         // The lane sampler is built this way: its shared core ends up in the module once.
         const lane = await shaderSource("sampling_lane");
         assertEquals(lane.match(/\nfn sampleRow\(/g)?.length, 1);
+      },
+    );
+
+    await t.step(
+      "a shader's twin swaps the includes it names, at any depth, after its enable directives",
+      async () => {
+        registerShaders({
+          "twin_leaf.wgsl": "fn leaf() -> u32 { return 7u; }",
+          "twin_leaf2.wgsl": "fn leaf() -> u32 { return 8u; }",
+          "twin_mid.wgsl": "//! include twin_leaf\nfn mid() -> u32 { return leaf(); }",
+          "twin_top.wgsl":
+            "//! include twin_mid\n//! include twin_leaf\nfn top() -> u32 { return mid(); }",
+        });
+        registerShaderTwins({
+          twin_top2: { base: "twin_top", swap: { twin_leaf: "twin_leaf2" }, enable: ["f16"] },
+          twin_none: { base: "twin_top", swap: { twin_nothing: "twin_leaf2" } },
+        });
+        const src = await shaderSource("twin_top2");
+        assert(src.startsWith("enable f16;\n"), src);
+        assertEquals(src.match(/fn leaf\(/g)?.length, 1, src);
+        assert(src.includes("return 8u") && !src.includes("return 7u"), src);
+        assert((await shaderSource("twin_top")).includes("return 7u"), "the base is unchanged");
+        // A swap that matches no include would make the twin its base: a named error.
+        await assertRejects(() => shaderSource("twin_none"), "Error", "includes no twin_nothing");
+        // The vec4 attention's subgroup twin (model_kernels.ts): one reduce, the subgroup one.
+        const sg = await shaderSource("attention4_sg");
+        assert(
+          sg.startsWith("enable subgroups;\n") && sg.includes("subgroupAdd("),
+          "a subgroup twin",
+        );
+        assertEquals(sg.match(/\nfn reduce\(/g)?.length, 1);
       },
     );
 

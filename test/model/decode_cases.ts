@@ -9,6 +9,7 @@ import { CpuAdapterDecode } from "../../src/model/cpu_adapter/decode.ts";
 import { Generator } from "../../src/model/generate.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
+import { ModelKernels } from "../../src/model/model_kernels.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { toleranceRatio } from "../../src/ops/reference.ts";
@@ -332,13 +333,14 @@ function tinyQwen2Like(w: ModelWeights): ModelWeights {
 /**
  * Cases for a Gpu created with adapterClass "gpu" on any adapter (Deno's llvmpipe, the browser's
  * SwiftShader): the GPU class's own kernels, which laptops' browsers run, against the reference.
- * On a device with subgroups (Chrome) the split-K decode picks run their subgroup twins.
+ * On a device with subgroups (Chrome) the split-K decode picks and the vec4 attention run their
+ * subgroup twins.
  */
 export function gpuClassCases(): DecodeCase[] {
   return [
     {
       name:
-        "GPU class: decode steps of 3 and 8–10 rows (split-K picks, their subgroup twins where the device has subgroups; attention with RoPE, the cache write and Qwen2's biases or Qwen3's q/k norms folded in) equal the reference",
+        "GPU class: decode steps of 3 and 8–10 rows (split-K picks; attention with RoPE, the cache write and Qwen2's biases or Qwen3's q/k norms folded in; both with their subgroup twins where the device has subgroups) equal the reference",
       async run(gpu) {
         if (gpu.adapterClass !== "gpu") return Infinity;
         let worst = 0;
@@ -353,6 +355,7 @@ export function gpuClassCases(): DecodeCase[] {
                   picked &&= mm.variantFor({ form: "nt", M, N: 192, K: 64 }).kind === "splitk";
                 }
                 picked &&= mm.subgroups === gpu.subgroups;
+                picked &&= m.kernels.attentionSubgroups === gpu.subgroups;
                 // Every adapter this runs on binds 10 storage buffers or more: the whole fold.
                 picked &&= m.kernels.attentionFold ===
                   (w.config.qkNorm ? "qk-norm" : w.config.qkvBias ? "rope-bias" : "rope");
@@ -364,6 +367,33 @@ export function gpuClassCases(): DecodeCase[] {
           }
         }
         return worst;
+      },
+    },
+    {
+      name:
+        "GPU class: the vec4 attention's streaming and split entries, each fold's too, build (the subgroup twins where the device has subgroups)",
+      async run(gpu) {
+        if (gpu.adapterClass !== "gpu") return Infinity;
+        // The case above runs the forms a 16-position cache takes; a 300-position one, streamed
+        // and split, takes the rest (run in Deno by gpuClassDenoCases' split case).
+        const folds = [
+          [{}, "rope"],
+          [{ qkNorm: true }, "qk-norm"],
+          [{ qkvBias: true }, "rope-bias"],
+        ] as const;
+        for (const [model, fold] of folds) {
+          const k = await ModelKernels.create(gpu, 300, {
+            headDim: 64,
+            attentionVariant: "flash",
+            attentionFold: "qk-norm",
+            ...model,
+          });
+          if (
+            k.attentionVariant !== "flash" || k.attnSplit.splits === 0 ||
+            k.attentionFold !== fold || k.attentionSubgroups !== gpu.subgroups
+          ) return Infinity;
+        }
+        return 0;
       },
     },
   ];

@@ -643,23 +643,6 @@ export function kernelCases(thorough = true, subgroups = false): KernelCase[] {
   ];
 }
 
-/**
- * Runs the kernel cases, `concurrency` at a time (results in case order): a browser compiles
- * pipelines on worker threads, so cases whose kernels compile at once finish sooner.
- */
-export async function runKernelCases(
-  gpu: Gpu,
-  ops: Ops,
-  thorough = false,
-  concurrency = 1,
-): Promise<CaseResult[]> {
-  return await runCases(
-    kernelCases(thorough, gpu.subgroups),
-    (c) => c.run(gpu, ops),
-    concurrency,
-  );
-}
-
 /** Each case's ratio to its tolerance (an exception is a failed case), `concurrency` at a time. */
 export async function runCases<C extends { name: string }>(
   cases: C[],
