@@ -19,7 +19,7 @@
 
 fn score(rh: RowHead, t: u32) -> f32 {
   var s = 0.0;
-  for (var d = 0u; d < rh.D4; d++) { s += dot(tQ[d], Kc[rh.kBase + t * rh.D4 + d]); }
+  for (var d = 0u; d < HD4; d++) { s += dot(tQ[d], Kc[rh.kBase + t * HD4 + d]); }
   return s * p.scale;
 }
 

@@ -27,9 +27,9 @@ var<workgroup> tV: array<vec4<f32>, MAXD4>;
 fn score(rh: RowHead, t: u32) -> f32 {
   var s = 0.0;
   if (t + 1u == rh.len) {
-    for (var d = 0u; d < rh.D4; d++) { s += dot(tQ[d], tK[d]); }
+    for (var d = 0u; d < HD4; d++) { s += dot(tQ[d], tK[d]); }
   } else {
-    for (var d = 0u; d < rh.D4; d++) { s += dot(tQ[d], Kc[rh.kBase + t * rh.D4 + d]); }
+    for (var d = 0u; d < HD4; d++) { s += dot(tQ[d], Kc[rh.kBase + t * HD4 + d]); }
   }
   return s * p.scale;
 }

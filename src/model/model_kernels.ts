@@ -244,6 +244,8 @@ export class ModelKernels {
     const pair = lane && opts.queryGroup === 2;
     // The vec4 attention's and RMSNorm's subgroup twins where the device has subgroups.
     const sg = gpu.subgroups ? SUBGROUP_TWIN : "";
+    // The vec4 attention's head_dim / 4, a pipeline constant (its head loops unroll).
+    const HD4 = vec4Attention ? opts.headDim! / 4 : 0;
     const s = (
       shader: string,
       entry: string,
@@ -271,11 +273,13 @@ export class ModelKernels {
         : flash
         ? s(`attention4${sg}`, "attention4_flash", [u, ro, ro, ro, ro, rw, rw], {
           WG: ATT_WG,
+          HD4,
           TILE: FLASH_TILE,
         })
         : vec4Attention
         ? s(`attention4${sg}`, "attention4", [u, ro, ro, ro, ro, rw, rw], {
           WG: ATT_WG,
+          HD4,
           MAXP: cachePositions,
         })
         : s("attention", "attention", [u, ro, ro, ro, ro, rw, rw], {
@@ -313,6 +317,7 @@ export class ModelKernels {
       ? await Promise.all([
         s(`attention4${sg}`, "attention4_part", [u, ro, ro, ro, ro, rw, rw], {
           WG: ATT_WG,
+          HD4,
           TILE: FLASH_TILE,
           SPAN: split.span,
         }),
@@ -347,11 +352,13 @@ export class ModelKernels {
       ? await Promise.all([
         s(foldShader, foldFlash ? "attention4_rope_flash" : "attention4_rope", foldBindings, {
           WG: ATT_WG,
+          HD4,
           ...(foldFlash ? { TILE: FLASH_TILE } : { MAXP: cachePositions }),
         }),
         split.splits > 0
           ? s(foldShader, "attention4_rope_part", foldBindings, {
             WG: ATT_WG,
+            HD4,
             TILE: FLASH_TILE,
             SPAN: split.span,
           })
