@@ -109,7 +109,8 @@ export class BackwardKernels {
         `head_dim ${headDim} exceeds this adapter's workgroup size for the attention backward`,
       );
     }
-    // The vec4 dK/dV kernel needs head_dim a multiple of 4 and at most 4·64 (its K/V row cache).
+    // The vec4 dQ and dK/dV kernels need head_dim a multiple of 4 and at most 4·64 (their row
+    // caches); the scalar ones take the rest.
     const vec4Dkv = headDim % 4 === 0 && headDim <= 256;
     const lane = vec4Dkv && variant === "lane" &&
       laneAttentionFits(headDim, cachePositions, kvGroups);
@@ -140,6 +141,12 @@ export class BackwardKernels {
         ? s("attention_bwd_lane", "attn_dq_lane", [u, ro, ro, ro, ro, ro, ro, ro, rw], {
           WG: LANE_WG,
           D4: headDim / 4,
+        })
+        : vec4Dkv
+        ? s("attention_bwd4", "attn_dq4", [u, ro, ro, ro, ro, ro, ro, ro, rw], {
+          WG: ATT,
+          TILE: FLASH_TILE,
+          HD4: headDim / 4,
         })
         : s("attention_bwd", "attn_dq", [u, ro, ro, ro, ro, ro, ro, ro, rw], {
           WG: ATT,

@@ -68,7 +68,8 @@ Deno.test("backward matches finite differences of the float64 reference", async 
         const N = rows.length, V = w.config.vocabSize;
         // Every attention variant (the backward's dQ kernel follows the forward's): one
         // invocation per (row, head) (CPU default), one workgroup per (row, head) (GPUs) and its
-        // streaming form (GPUs, long contexts; dQ is the tiled attn_dq for both).
+        // streaming form (GPUs, long contexts; dQ is the tiled attn_dq4 for both, attn_dq where
+        // head_dim is not a multiple of 4).
         const attentionVariant = name === "tiny-qwen2"
           ? "workgroup"
           : name === "tiny-llama"

@@ -5,6 +5,7 @@
 
 import type { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
+import { BackwardKernels } from "../../src/model/backward_kernels.ts";
 import { CpuAdapterDecode } from "../../src/model/cpu_adapter/decode.ts";
 import { Generator } from "../../src/model/generate.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
@@ -371,7 +372,7 @@ export function gpuClassCases(): DecodeCase[] {
     },
     {
       name:
-        "GPU class: the vec4 attention's streaming and split entries, each fold's too, build (the subgroup twins where the device has subgroups)",
+        "GPU class: the vec4 attention's streaming and split entries, each fold's too, and the training backward's kernels build (the subgroup twins where the device has subgroups)",
       async run(gpu) {
         if (gpu.adapterClass !== "gpu") return Infinity;
         // The case above runs the forms a 16-position cache takes; a 300-position one, streamed
@@ -393,7 +394,9 @@ export function gpuClassCases(): DecodeCase[] {
             k.attentionFold !== fold || k.attentionSubgroups !== gpu.subgroups
           ) return Infinity;
         }
-        return 0;
+        // The training backward's GPU kernels (attn_dq4, attn_dkv4, RMSNorm's workgroup twins).
+        const bk = await BackwardKernels.create(gpu, 1, 300, 64, "workgroup", 1, "workgroup");
+        return bk.normSubgroups === gpu.subgroups ? 0 : Infinity;
       },
     },
   ];
