@@ -11,6 +11,9 @@
 override WG: u32 = 64u;
 // Most vec4 groups of one head: head_dim ≤ 4·MAXD4 (checked on the host).
 const MAXD4: u32 = 64u;
+// head_dim / 4 (the host's p.D / 4) as a pipeline constant, so that the driver can unroll the
+// loops over a head's vec4s and issue their loads together (attention4_core.wgsl's HD4).
+override HD4: u32;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> RowOf: array<u32>;   // [S, P] row index of (slot, pos)
@@ -41,7 +44,7 @@ fn attn_dkv4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   let len = SeqLen[slot];
   if (t >= len) { return; }   // uniform per workgroup: the barriers below stay uniform
   let G = p.NH / p.KV;
-  let D4 = p.D / 4u;
+  let D4 = HD4;
   let cB = ((slot * p.KV + kvh) * p.P + t) * D4;
   for (var d = lid; d < D4; d += WG) {
     tK[d] = Kc[cB + d];
@@ -66,7 +69,7 @@ fn attn_dkv4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         let qB = (row * p.NH + h) * D4;
         var s = 0.0;
         var dp = 0.0;
-        for (var d = 0u; d < D4; d++) {
+        for (var d = 0u; d < HD4; d++) {
           s += dot(Q[qB + d], tK[d]);
           dp += dot(Dout[qB + d], tV[d]);
         }
@@ -79,7 +82,31 @@ fn attn_dkv4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     workgroupBarrier();
     let n = min(TILE, entries - base);
     if (busy) {
-      for (var e = part; e < n; e += parts) {
+      // Four entries' rows loaded before their adds, which stay in entry order (the same sums
+      // as one at a time): a loop that waits for each load is latency-bound on a GPU.
+      var e = part;
+      for (; e + 3u * parts < n; e += 4u * parts) {
+        let e1 = e + parts;
+        let e2 = e + 2u * parts;
+        let e3 = e + 3u * parts;
+        let q0 = Q[tRow[e] + g];
+        let q1 = Q[tRow[e1] + g];
+        let q2 = Q[tRow[e2] + g];
+        let q3 = Q[tRow[e3] + g];
+        let o0 = Dout[tRow[e] + g];
+        let o1 = Dout[tRow[e1] + g];
+        let o2 = Dout[tRow[e2] + g];
+        let o3 = Dout[tRow[e3] + g];
+        dk += tDs[e] * q0;
+        dv += tP[e] * o0;
+        dk += tDs[e1] * q1;
+        dv += tP[e1] * o1;
+        dk += tDs[e2] * q2;
+        dv += tP[e2] * o2;
+        dk += tDs[e3] * q3;
+        dv += tP[e3] * o3;
+      }
+      for (; e < n; e += parts) {
         dk += tDs[e] * Q[tRow[e] + g];
         dv += tP[e] * Dout[tRow[e] + g];
       }

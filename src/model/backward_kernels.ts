@@ -160,6 +160,7 @@ export class BackwardKernels {
         : vec4Dkv
         ? s("attention_bwd_kv4", "attn_dkv4", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], {
           WG: ATT,
+          HD4: headDim / 4,
         })
         : s("attention_bwd_kv", "attn_dkv", [u, ro, ro, ro, ro, ro, ro, ro, ro, rw, rw], {
           WG: kvWg,
