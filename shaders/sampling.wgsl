@@ -16,6 +16,9 @@
 //            passes run there, and if every kept token was copied the draw is made there too.
 //   draw     otherwise one pass sums each thread's kept mass in token order and one thread walks
 //            the chunk the draw lands in.
+// Every pass over storage loads four units before it works through them in token order (the
+// same arithmetic as one at a time): a GPU lane that waits for each load in turn spent ~250 µs a
+// step on a 151k vocabulary's stats pass on an H100, 593 units a lane at 64 lanes a row.
 // Thresholds are found on keys: float bits mapped to an order-preserving u32. Workgroups share
 // nothing, so a row's result does not depend on the rest of the batch. Barriers only sit under
 // uniform control flow: row parameters from read-only storage, or values broadcast with
@@ -100,24 +103,39 @@ struct Stats { m: f32, s: f32, arg: u32, kmin: u32, kmax: u32 }
 
 fn statsPass(r: Row) -> Stats {
   var st = Stats(ninf(), 0.0, NONE, NONE, 0u);
-  for (var u = r.cs; u < r.ce; u++) {
-    let t = loadUnit(r, u);
-    let z = select(vec4(ninf()), t.z, t.ok);
-    let k = keyOf4(t.z);
-    st.kmin = min(st.kmin, min(min(select(NONE, k.x, t.ok.x), select(NONE, k.y, t.ok.y)),
-                               min(select(NONE, k.z, t.ok.z), select(NONE, k.w, t.ok.w))));
-    st.kmax = max(st.kmax, max(max(select(0u, k.x, t.ok.x), select(0u, k.y, t.ok.y)),
-                               max(select(0u, k.z, t.ok.z), select(0u, k.w, t.ok.w))));
-    let mu = max(max(z.x, z.y), max(z.z, z.w));
-    if (mu > st.m) {
-      // Strictly greater: an earlier unit keeps a tie; within the unit the first lane wins.
-      st.arg = t.id0 + select(select(select(3u, 2u, z.z == mu), 1u, z.y == mu), 0u, z.x == mu);
-      st.s *= exp(st.m - mu);
-      st.m = mu;
-    }
-    if (bitcast<u32>(st.m) != NEG_INF_BITS) { st.s += dot(weight4(z, st.m), vec4(1.0)); }
+  var u = r.cs;
+  for (; u + 4u <= r.ce; u += 4u) {
+    let t0 = loadUnit(r, u);
+    let t1 = loadUnit(r, u + 1u);
+    let t2 = loadUnit(r, u + 2u);
+    let t3 = loadUnit(r, u + 3u);
+    statsUnit(&st, t0);
+    statsUnit(&st, t1);
+    statsUnit(&st, t2);
+    statsUnit(&st, t3);
   }
+  for (; u < r.ce; u++) { statsUnit(&st, loadUnit(r, u)); }
   return st;
+}
+
+// One unit of the stats pass, in token order.
+fn statsUnit(stp: ptr<function, Stats>, t: Unit) {
+  var st = *stp;
+  let z = select(vec4(ninf()), t.z, t.ok);
+  let k = keyOf4(t.z);
+  st.kmin = min(st.kmin, min(min(select(NONE, k.x, t.ok.x), select(NONE, k.y, t.ok.y)),
+                             min(select(NONE, k.z, t.ok.z), select(NONE, k.w, t.ok.w))));
+  st.kmax = max(st.kmax, max(max(select(0u, k.x, t.ok.x), select(0u, k.y, t.ok.y)),
+                             max(select(0u, k.z, t.ok.z), select(0u, k.w, t.ok.w))));
+  let mu = max(max(z.x, z.y), max(z.z, z.w));
+  if (mu > st.m) {
+    // Strictly greater: an earlier unit keeps a tie; within the unit the first lane wins.
+    st.arg = t.id0 + select(select(select(3u, 2u, z.z == mu), 1u, z.y == mu), 0u, z.x == mu);
+    st.s *= exp(st.m - mu);
+    st.m = mu;
+  }
+  if (bitcast<u32>(st.m) != NEG_INF_BITS) { st.s += dot(weight4(z, st.m), vec4(1.0)); }
+  *stp = st;
 }
 
 fn statsMerge(a: Stats, b: Stats) -> Stats {
@@ -206,21 +224,35 @@ fn accAdd(acc: ptr<function, Acc>, sp: Splits, k: u32, w: f32) {
 // decision reads them (need_mass) and only for units with a candidate in [lo, hi].
 fn storagePass(r: Row, sp: Splits, lo: u32, hi: u32, m: f32, need_mass: bool) -> Acc {
   var acc = newAcc();
-  for (var u = r.cs; u < r.ce; u++) {
-    let t = loadUnit(r, u);
-    let k = keyOf4(t.z);
-    let inside = t.ok & (k >= vec4(lo)) & (k <= vec4(hi));
-    acc.above += dot(select(vec4(0u), vec4(1u), t.ok & (k > vec4(hi))), vec4(1u));
-    if (any(inside)) {
-      var w = vec4(0.0);
-      if (need_mass) { w = weight4(t.z, m); }
-      if (inside.x) { accAdd(&acc, sp, k.x, w.x); }
-      if (inside.y) { accAdd(&acc, sp, k.y, w.y); }
-      if (inside.z) { accAdd(&acc, sp, k.z, w.z); }
-      if (inside.w) { accAdd(&acc, sp, k.w, w.w); }
-    }
+  var u = r.cs;
+  for (; u + 4u <= r.ce; u += 4u) {
+    let t0 = loadUnit(r, u);
+    let t1 = loadUnit(r, u + 1u);
+    let t2 = loadUnit(r, u + 2u);
+    let t3 = loadUnit(r, u + 3u);
+    storageUnit(&acc, t0, sp, lo, hi, m, need_mass);
+    storageUnit(&acc, t1, sp, lo, hi, m, need_mass);
+    storageUnit(&acc, t2, sp, lo, hi, m, need_mass);
+    storageUnit(&acc, t3, sp, lo, hi, m, need_mass);
   }
+  for (; u < r.ce; u++) { storageUnit(&acc, loadUnit(r, u), sp, lo, hi, m, need_mass); }
   return acc;
+}
+
+// One unit of a storage pass, in token order.
+fn storageUnit(acc: ptr<function, Acc>, t: Unit, sp: Splits, lo: u32, hi: u32, m: f32,
+               need_mass: bool) {
+  let k = keyOf4(t.z);
+  let inside = t.ok & (k >= vec4(lo)) & (k <= vec4(hi));
+  (*acc).above += dot(select(vec4(0u), vec4(1u), t.ok & (k > vec4(hi))), vec4(1u));
+  if (any(inside)) {
+    var w = vec4(0.0);
+    if (need_mass) { w = weight4(t.z, m); }
+    if (inside.x) { accAdd(acc, sp, k.x, w.x); }
+    if (inside.y) { accAdd(acc, sp, k.y, w.y); }
+    if (inside.z) { accAdd(acc, sp, k.z, w.z); }
+    if (inside.w) { accAdd(acc, sp, k.w, w.w); }
+  }
 }
 
 fn memoryPass(lid: u32, n: u32, sp: Splits, lo: u32, hi: u32, m: f32, need_mass: bool) -> Acc {
@@ -300,20 +332,33 @@ fn gather(r: Row, lid: u32, lo: u32, hi: u32, mine: u32) -> Mem {
   }
   let n = workgroupUniformLoad(&sh_u[0]);
   var slot = offs[lid];
-  for (var u = r.cs; u < r.ce; u++) {
-    let t = loadUnit(r, u);
-    let k = keyOf4(t.z);
-    let inside = t.ok & (k >= vec4(lo)) & (k <= vec4(hi));
-    for (var c = 0u; c < 4u; c++) {
-      if (inside[c] && slot < CAP) {
-        ws[slot] = bitcast<u32>(t.z[c]);
-        ws[CAP + slot] = t.id0 + c;
-        slot++;
-      }
-    }
+  var u = r.cs;
+  for (; u + 4u <= r.ce; u += 4u) {
+    let t0 = loadUnit(r, u);
+    let t1 = loadUnit(r, u + 1u);
+    let t2 = loadUnit(r, u + 2u);
+    let t3 = loadUnit(r, u + 3u);
+    gatherUnit(t0, lo, hi, &slot);
+    gatherUnit(t1, lo, hi, &slot);
+    gatherUnit(t2, lo, hi, &slot);
+    gatherUnit(t3, lo, hi, &slot);
   }
+  for (; u < r.ce; u++) { gatherUnit(loadUnit(r, u), lo, hi, &slot); }
   workgroupBarrier();
   return Mem(true, n, lo, hi);
+}
+
+// One unit of the gather, in token order: its candidates into ws from *slot on.
+fn gatherUnit(t: Unit, lo: u32, hi: u32, slot: ptr<function, u32>) {
+  let k = keyOf4(t.z);
+  let inside = t.ok & (k >= vec4(lo)) & (k <= vec4(hi));
+  for (var c = 0u; c < 4u; c++) {
+    if (inside[c] && *slot < CAP) {
+      ws[*slot] = bitcast<u32>(t.z[c]);
+      ws[CAP + *slot] = t.id0 + c;
+      *slot += 1u;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,10 +470,18 @@ fn drawMemory(row: u32, n: u32, tau: u32, u: f32, m: f32, log_z: f32) {
 fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m: f32, log_z: f32) {
   if (sum_chunks) {
     var w = 0.0;
-    for (var i = r.cs; i < r.ce; i++) {
-      let t = loadUnit(r, i);
-      w += dot(select(vec4(0.0), weight4(t.z, m), t.ok & (keyOf4(t.z) >= vec4(tau))), vec4(1.0));
+    var i = r.cs;
+    for (; i + 4u <= r.ce; i += 4u) {
+      let t0 = loadUnit(r, i);
+      let t1 = loadUnit(r, i + 1u);
+      let t2 = loadUnit(r, i + 2u);
+      let t3 = loadUnit(r, i + 3u);
+      w += keptMass(t0, tau, m);
+      w += keptMass(t1, tau, m);
+      w += keptMass(t2, tau, m);
+      w += keptMass(t3, tau, m);
     }
+    for (; i < r.ce; i++) { w += keptMass(loadUnit(r, i), tau, m); }
     chunk_w[lid] = w;
   }
   workgroupBarrier();
@@ -452,18 +505,45 @@ fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m:
   let rest = sh_f[4]; let log_zt = log(sh_f[5]);
   var acc = 0.0;
   var pick = Pick(0u, ninf()); // every logit −inf: id 0, log-prob NaN
-  for (var i = r.cs; i < r.ce; i++) {
-    let t = loadUnit(r, i);
-    let w = select(vec4(0.0), weight4(t.z, m), t.ok & (keyOf4(t.z) >= vec4(tau)));
-    for (var c = 0u; c < 4u; c++) {
-      if (w[c] > 0.0) {
-        pick = Pick(t.id0 + c, t.z[c]); // rounding past the chunk's end keeps its last kept token
-        acc += w[c];
-        if (acc > rest) { finish(row, pick, m, log_z, log_zt); return; }
-      }
+  var i = r.cs;
+  for (; i + 4u <= r.ce; i += 4u) {
+    let t0 = loadUnit(r, i);
+    let t1 = loadUnit(r, i + 1u);
+    let t2 = loadUnit(r, i + 2u);
+    let t3 = loadUnit(r, i + 3u);
+    if (walkUnit(t0, tau, m, rest, &acc, &pick) || walkUnit(t1, tau, m, rest, &acc, &pick) ||
+        walkUnit(t2, tau, m, rest, &acc, &pick) || walkUnit(t3, tau, m, rest, &acc, &pick)) {
+      finish(row, pick, m, log_z, log_zt);
+      return;
+    }
+  }
+  for (; i < r.ce; i++) {
+    if (walkUnit(loadUnit(r, i), tau, m, rest, &acc, &pick)) {
+      finish(row, pick, m, log_z, log_zt);
+      return;
     }
   }
   finish(row, pick, m, log_z, log_zt);
+}
+
+// The kept mass of a unit: its tokens with key ≥ tau.
+fn keptMass(t: Unit, tau: u32, m: f32) -> f32 {
+  return dot(select(vec4(0.0), weight4(t.z, m), t.ok & (keyOf4(t.z) >= vec4(tau))), vec4(1.0));
+}
+
+// One unit of the draw's walk, in token order: true once the mass walked passes rest (the pick
+// is then the draw).
+fn walkUnit(t: Unit, tau: u32, m: f32, rest: f32, acc: ptr<function, f32>,
+            pick: ptr<function, Pick>) -> bool {
+  let w = select(vec4(0.0), weight4(t.z, m), t.ok & (keyOf4(t.z) >= vec4(tau)));
+  for (var c = 0u; c < 4u; c++) {
+    if (w[c] > 0.0) {
+      *pick = Pick(t.id0 + c, t.z[c]); // rounding past the chunk's end keeps its last kept token
+      *acc += w[c];
+      if (*acc > rest) { return true; }
+    }
+  }
+  return false;
 }
 
 // ---------------------------------------------------------------------------------------------
