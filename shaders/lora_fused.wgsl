@@ -75,7 +75,24 @@ fn lora_group_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
       let ab = modAB(m);
       let aBase = (ab.x + a * ab.y) / 4u + jm * in4;
       let xBase = row * in4;
-      for (var k = lane; k < in4; k += LANES) { acc += dot(X[xBase + k], P[aBase + k]); }
+      // Four steps' loads ahead of their adds, which stay in k order (the same sums as one at a
+      // time): a lane that waits for each load in turn makes this loop a latency chain.
+      var k = lane;
+      for (; k + 3u * LANES < in4; k += 4u * LANES) {
+        let x0 = X[xBase + k];
+        let x1 = X[xBase + k + LANES];
+        let x2 = X[xBase + k + 2u * LANES];
+        let x3 = X[xBase + k + 3u * LANES];
+        let a0 = P[aBase + k];
+        let a1 = P[aBase + k + LANES];
+        let a2 = P[aBase + k + 2u * LANES];
+        let a3 = P[aBase + k + 3u * LANES];
+        acc += dot(x0, a0);
+        acc += dot(x1, a1);
+        acc += dot(x2, a2);
+        acc += dot(x3, a3);
+      }
+      for (; k < in4; k += LANES) { acc += dot(X[xBase + k], P[aBase + k]); }
     }
     part[lid] = acc;
     workgroupBarrier();
