@@ -6,7 +6,7 @@
 // L = Σ_rows coef · ℓ: the per-row coefficient carries the aggregation (token-mean, seq-mean, ...),
 // computed on the CPU from the mask, so one kernel serves every aggregation mode.
 // One workgroup per row. The row's max, Σe^(z−max) and Σe^(z−max)·z come from one online pass
-// (one load per logit); the gradient pass loads each logit once more. With in_place the
+// (one load per logit, four loaded ahead); the gradient pass loads each logit once more. With in_place the
 // gradient overwrites the logits (halving memory for large vocabularies); G is then a dummy.
 //
 // Stats row (8 f32): 0 coef·ℓ_pg | 1 coef·k3 | 2 mask·clipped | 3 mask·dual-clipped
@@ -51,20 +51,35 @@ fn merge(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
   return vec4<f32>(m, a.y * ea + b.y * eb, a.z * ea + b.z * eb, 0.0);
 }
 
+/** (max, Σe, Σe·z) of the logits so far, with one more logit z. */
+fn online(acc: vec4<f32>, z: f32) -> vec4<f32> {
+  let m = max(acc.x, z);
+  let scale = exp(acc.x - m);
+  let e = exp(z - m);
+  // e·z is 0·(−inf) = NaN for masked-out logits; they contribute nothing.
+  return vec4<f32>(m, acc.y * scale + e, acc.z * scale + select(e * z, 0.0, e == 0.0), 0.0);
+}
+
 struct RowStats { lse: f32, entropy: f32, logp: f32 }
 
 fn rowStats(base: u32, tgt: u32, lid: u32) -> RowStats {
   // Read before the barriers below: in place, another lane overwrites it right after them.
   let zt = Z[base + tgt] * p.inv_temp;
   var acc = vec4<f32>(NEG_BIG, 0.0, 0.0, 0.0);
-  for (var c = lid; c < p.cols; c += WG) {
-    let z = Z[base + c] * p.inv_temp;
-    let m = max(acc.x, z);
-    let scale = exp(acc.x - m);
-    let e = exp(z - m);
-    // e·z is 0·(−inf) = NaN for masked-out logits; they contribute nothing.
-    acc = vec4<f32>(m, acc.y * scale + e, acc.z * scale + select(e * z, 0.0, e == 0.0), 0.0);
+  // Four logits loaded ahead of the online updates, which stay in column order (the same
+  // arithmetic as one at a time): a lane that waits for each load makes the pass a latency chain.
+  var c = lid;
+  for (; c + 3u * WG < p.cols; c += 4u * WG) {
+    let z0 = Z[base + c];
+    let z1 = Z[base + c + WG];
+    let z2 = Z[base + c + 2u * WG];
+    let z3 = Z[base + c + 3u * WG];
+    acc = online(acc, z0 * p.inv_temp);
+    acc = online(acc, z1 * p.inv_temp);
+    acc = online(acc, z2 * p.inv_temp);
+    acc = online(acc, z3 * p.inv_temp);
   }
+  for (; c < p.cols; c += WG) { acc = online(acc, Z[base + c] * p.inv_temp); }
   red[lid] = acc;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s /= 2u) {
