@@ -73,6 +73,14 @@ fn loadUnit(r: Row, u: u32) -> Unit {
   return Unit(x / r.temp, (e >= vec4(r.base)) & (e < vec4(r.base + r.vocab)), 4u * u - r.base);
 }
 
+/**
+ * Units u .. u + 3, loaded before any is used: the passes over storage take four at a time and
+ * work through them in token order, so a lane does not wait for each load in turn.
+ */
+fn loadQuad(r: Row, u: u32) -> array<Unit, 4> {
+  return array<Unit, 4>(loadUnit(r, u), loadUnit(r, u + 1u), loadUnit(r, u + 2u), loadUnit(r, u + 3u));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Repetition penalty: mark each seen id in the bitmap. Bits are idempotent, so repeated ids in
 // the history need no de-duplication. Only this row's bits are touched: rows share edge words.
@@ -105,14 +113,11 @@ fn statsPass(r: Row) -> Stats {
   var st = Stats(ninf(), 0.0, NONE, NONE, 0u);
   var u = r.cs;
   for (; u + 4u <= r.ce; u += 4u) {
-    let t0 = loadUnit(r, u);
-    let t1 = loadUnit(r, u + 1u);
-    let t2 = loadUnit(r, u + 2u);
-    let t3 = loadUnit(r, u + 3u);
-    statsUnit(&st, t0);
-    statsUnit(&st, t1);
-    statsUnit(&st, t2);
-    statsUnit(&st, t3);
+    let t = loadQuad(r, u);
+    statsUnit(&st, t[0]);
+    statsUnit(&st, t[1]);
+    statsUnit(&st, t[2]);
+    statsUnit(&st, t[3]);
   }
   for (; u < r.ce; u++) { statsUnit(&st, loadUnit(r, u)); }
   return st;
@@ -226,14 +231,11 @@ fn storagePass(r: Row, sp: Splits, lo: u32, hi: u32, m: f32, need_mass: bool) ->
   var acc = newAcc();
   var u = r.cs;
   for (; u + 4u <= r.ce; u += 4u) {
-    let t0 = loadUnit(r, u);
-    let t1 = loadUnit(r, u + 1u);
-    let t2 = loadUnit(r, u + 2u);
-    let t3 = loadUnit(r, u + 3u);
-    storageUnit(&acc, t0, sp, lo, hi, m, need_mass);
-    storageUnit(&acc, t1, sp, lo, hi, m, need_mass);
-    storageUnit(&acc, t2, sp, lo, hi, m, need_mass);
-    storageUnit(&acc, t3, sp, lo, hi, m, need_mass);
+    let t = loadQuad(r, u);
+    storageUnit(&acc, t[0], sp, lo, hi, m, need_mass);
+    storageUnit(&acc, t[1], sp, lo, hi, m, need_mass);
+    storageUnit(&acc, t[2], sp, lo, hi, m, need_mass);
+    storageUnit(&acc, t[3], sp, lo, hi, m, need_mass);
   }
   for (; u < r.ce; u++) { storageUnit(&acc, loadUnit(r, u), sp, lo, hi, m, need_mass); }
   return acc;
@@ -334,14 +336,11 @@ fn gather(r: Row, lid: u32, lo: u32, hi: u32, mine: u32) -> Mem {
   var slot = offs[lid];
   var u = r.cs;
   for (; u + 4u <= r.ce; u += 4u) {
-    let t0 = loadUnit(r, u);
-    let t1 = loadUnit(r, u + 1u);
-    let t2 = loadUnit(r, u + 2u);
-    let t3 = loadUnit(r, u + 3u);
-    gatherUnit(t0, lo, hi, &slot);
-    gatherUnit(t1, lo, hi, &slot);
-    gatherUnit(t2, lo, hi, &slot);
-    gatherUnit(t3, lo, hi, &slot);
+    let t = loadQuad(r, u);
+    gatherUnit(t[0], lo, hi, &slot);
+    gatherUnit(t[1], lo, hi, &slot);
+    gatherUnit(t[2], lo, hi, &slot);
+    gatherUnit(t[3], lo, hi, &slot);
   }
   for (; u < r.ce; u++) { gatherUnit(loadUnit(r, u), lo, hi, &slot); }
   workgroupBarrier();
@@ -472,14 +471,11 @@ fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m:
     var w = 0.0;
     var i = r.cs;
     for (; i + 4u <= r.ce; i += 4u) {
-      let t0 = loadUnit(r, i);
-      let t1 = loadUnit(r, i + 1u);
-      let t2 = loadUnit(r, i + 2u);
-      let t3 = loadUnit(r, i + 3u);
-      w += keptMass(t0, tau, m);
-      w += keptMass(t1, tau, m);
-      w += keptMass(t2, tau, m);
-      w += keptMass(t3, tau, m);
+      let t = loadQuad(r, i);
+      w += keptMass(t[0], tau, m);
+      w += keptMass(t[1], tau, m);
+      w += keptMass(t[2], tau, m);
+      w += keptMass(t[3], tau, m);
     }
     for (; i < r.ce; i++) { w += keptMass(loadUnit(r, i), tau, m); }
     chunk_w[lid] = w;
@@ -507,12 +503,9 @@ fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m:
   var pick = Pick(0u, ninf()); // every logit −inf: id 0, log-prob NaN
   var i = r.cs;
   for (; i + 4u <= r.ce; i += 4u) {
-    let t0 = loadUnit(r, i);
-    let t1 = loadUnit(r, i + 1u);
-    let t2 = loadUnit(r, i + 2u);
-    let t3 = loadUnit(r, i + 3u);
-    if (walkUnit(t0, tau, m, rest, &acc, &pick) || walkUnit(t1, tau, m, rest, &acc, &pick) ||
-        walkUnit(t2, tau, m, rest, &acc, &pick) || walkUnit(t3, tau, m, rest, &acc, &pick)) {
+    let t = loadQuad(r, i);
+    if (walkUnit(t[0], tau, m, rest, &acc, &pick) || walkUnit(t[1], tau, m, rest, &acc, &pick) ||
+        walkUnit(t[2], tau, m, rest, &acc, &pick) || walkUnit(t[3], tau, m, rest, &acc, &pick)) {
       finish(row, pick, m, log_z, log_zt);
       return;
     }

@@ -19,47 +19,34 @@ const api = {
    * working on a kernel; the suite runs them all).
    */
   async runKernels(thorough = false, only = "") {
-    const keep = <C extends { name: string }>(cases: C[], prefix = "") =>
-      cases.filter((c) => (prefix + c.name).includes(only));
+    /** The cases whose reported name (prefix + name) contains `only`, run on `on`. */
+    const run = <C extends { name: string; run(g: Gpu): Promise<number> }>(
+      cases: C[],
+      prefix: string,
+      on: Gpu,
+    ) =>
+      runCases(
+        cases.filter((c) => (prefix + c.name).includes(only)),
+        (c) => c.run(on),
+        CONCURRENCY,
+        prefix,
+      );
     const gpu = await Gpu.create();
     try {
       const ops = await createOps(gpu);
       const results: CaseResult[] = await runCases(
-        keep(kernelCases(thorough, gpu.subgroups)),
+        kernelCases(thorough, gpu.subgroups).filter((c) => c.name.includes(only)),
         (c) => c.run(gpu, ops),
         CONCURRENCY,
       );
-      results.push(
-        ...await runCases(
-          keep(samplingCases(), "sampling: "),
-          (c) => c.run(gpu),
-          CONCURRENCY,
-          "sampling: ",
-        ),
-      );
-      results.push(
-        ...await runCases(
-          keep(decodeCases(), "decode: "),
-          (c) => c.run(gpu),
-          CONCURRENCY,
-          "decode: ",
-        ),
-      );
-      results.push(
-        ...await runCases(keep(normCases(), "norm: "), (c) => c.run(gpu), CONCURRENCY, "norm: "),
-      );
+      results.push(...await run(samplingCases(), "sampling: ", gpu));
+      results.push(...await run(decodeCases(), "decode: ", gpu));
+      results.push(...await run(normCases(), "norm: ", gpu));
       // The GPU class's kernels on this adapter: what a laptop's browser runs (SwiftShader's
-      // subgroups take the split-K picks' subgroup twins).
+      // subgroups take the subgroup twins).
       const gpuClass = await Gpu.create({ adapterClass: "gpu" });
       try {
-        results.push(
-          ...await runCases(
-            keep(gpuClassCases(), "decode: "),
-            (c) => c.run(gpuClass),
-            CONCURRENCY,
-            "decode: ",
-          ),
-        );
+        results.push(...await run(gpuClassCases(), "decode: ", gpuClass));
       } finally {
         gpuClass.destroy();
       }
