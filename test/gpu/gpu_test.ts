@@ -120,7 +120,7 @@ Deno.test("GPU layer on the real adapter", async (t) => {
         assert((await shaderSource("twin_top")).includes("return 7u"), "the base is unchanged");
         // A swap that matches no include would make the twin its base: a named error.
         await assertRejects(() => shaderSource("twin_none"), "Error", "includes no twin_nothing");
-        // The vec4 attention's subgroup twin (model_kernels.ts): one reduce, the subgroup one.
+        // The vec4 attention's subgroup twin (attention_kernels.ts): one reduce, the subgroup one.
         const sg = await shaderSource("attention4_sg");
         assert(
           sg.startsWith("enable subgroups;\n") && sg.includes("subgroupAdd("),
