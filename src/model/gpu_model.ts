@@ -427,7 +427,7 @@ export class GpuModel {
       this.kCache[l],
       this.vCache[l],
     );
-    K.attention(
+    K.attn.attention(
       rec,
       N,
       NH,
@@ -485,7 +485,7 @@ export class GpuModel {
     const biases = fold === "rope-bias"
       ? { q: this.p(lv.qBias), k: this.p(lv.kBias), v: this.p(lv.vBias) }
       : undefined;
-    this.kernels.attention(
+    this.kernels.attn.attention(
       rec,
       N,
       c.numHeads,

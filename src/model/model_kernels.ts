@@ -1,6 +1,6 @@
 // The model's own kernels (embedding gather, RMSNorm, RoPE, KV cache, attention, SwiGLU),
 // compiled once per model shape; encode* only records dispatches. The attention's forms and
-// folds are src/model/attention_kernels.ts (`attn`); ModelKernels passes attention calls on.
+// folds are src/model/attention_kernels.ts (`attn`: callers record attention through it).
 // Dims: N rows, C hidden, NH heads, KV kv heads, D head_dim, P cache positions per slot.
 
 import type { BufferRef } from "../gpu/buffers.ts";
@@ -11,7 +11,7 @@ import type { Recorder } from "../gpu/recorder.ts";
 import { registerSubgroupTwins, SUBGROUP_TWIN } from "../gpu/shaders.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
-import type { AttentionFold, FoldedInputs } from "./attention_fold.ts";
+import type { AttentionFold } from "./attention_fold.ts";
 import {
   AttentionKernels,
   type AttentionOptions,
@@ -309,26 +309,6 @@ export class ModelKernels {
       this.grid(N * (NH + KV) * D / 2),
       u,
     );
-  }
-
-  /** Attention over the cache (AttentionKernels.attention, which says what each argument is). */
-  attention(
-    rec: Recorder,
-    N: number,
-    NH: number,
-    KV: number,
-    D: number,
-    meta: BufferRef,
-    q: BufferRef,
-    kc: BufferRef,
-    vc: BufferRef,
-    out: BufferRef,
-    lse: BufferRef,
-    parts: { o: BufferRef; ml: BufferRef } | null = null,
-    context = this.cachePositions,
-    fold?: FoldedInputs,
-  ) {
-    this.attn.attention(rec, N, NH, KV, D, meta, q, kc, vc, out, lse, parts, context, fold);
   }
 
   /** out = silu(g) · u elementwise. */
