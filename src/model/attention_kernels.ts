@@ -42,7 +42,7 @@ registerSubgroupTwins([
  * the subgroup twin's 2 × 64), the query row, the lanes' partial outputs.
  */
 export const VEC4_ATTENTION_BYTES = 4 * 2 * Math.max(ATT_WG, 64) + 16 * 64 + 16 * ATT_WG;
-/** Positions per tile of the streaming attention kernels (attention4_flash, attn_dq). */
+/** Positions per tile of the streaming attention kernels (attention4_flash, attn_dq, attn_dq4). */
 export const FLASH_TILE = 256;
 /**
  * The split decode attention (attention4_part + attention4_merge): used where a call's rows ×
@@ -92,10 +92,13 @@ export function scoresFit(gpu: Gpu, positions: number, vec4: boolean, extra = 0)
   return 4 * positions + rest + extra <= gpu.device.limits.maxComputeWorkgroupStorageSize;
 }
 
-/** What AttentionKernels.create builds: see ModelKernels.create's options of the same names. */
+/** What AttentionKernels.create builds (ModelKernels.create takes these options too). */
 export interface AttentionOptions {
+  /** The model's head_dim: vec4 kernels where it is a multiple of 4, at most 256. */
   headDim?: number;
+  /** The form asked for (default lane on CPU adapters, workgroup on GPUs); see create. */
   attentionVariant?: AttentionVariant;
+  /** Query heads per kv head: 2 takes the lane kernel's pair entry. */
   queryGroup?: number;
   /**
    * Decode attention split over positions for few rows × heads (attention4_part, default on
