@@ -16,7 +16,7 @@ import {
   describeGpu,
   type GpuContext,
 } from "./device.ts";
-import { type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
+import { type BindingKind, type Kernel, type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { readbackFor } from "./readback.ts";
 import { DEFAULT_SUBMIT_CHUNK, Recorder, RecordingCache } from "./recorder.ts";
 
@@ -95,6 +95,16 @@ export class Gpu {
 
   kernel(spec: KernelSpec): Promise<Kernel> {
     return this.pipelines.kernel(spec);
+  }
+
+  /** kernel() with the spec's fields as arguments (the model kernels build dozens this way). */
+  kernelOf(
+    shader: string,
+    entry: string,
+    bindings: readonly BindingKind[],
+    constants?: Record<string, number>,
+  ): Promise<Kernel> {
+    return this.pipelines.kernel({ shader, entry, bindings, constants });
   }
 
   recorder(label?: string): Recorder {

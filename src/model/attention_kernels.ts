@@ -8,7 +8,7 @@
 import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { registerSubgroupTwins, SUBGROUP_TWIN } from "../gpu/shaders.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
@@ -179,12 +179,7 @@ export class AttentionKernels {
     const sg = gpu.subgroups ? SUBGROUP_TWIN : "";
     // The vec4 attention's head_dim / 4, a pipeline constant (its head loops unroll).
     const HD4 = vec4Attention ? opts.headDim! / 4 : 0;
-    const s = (
-      shader: string,
-      entry: string,
-      bindings: string[],
-      constants: Record<string, number>,
-    ) => gpu.kernel({ shader, entry, bindings: bindings as never, constants });
+    const s = gpu.kernelOf.bind(gpu);
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const attention = await (
       pair
@@ -248,7 +243,7 @@ export class AttentionKernels {
         : fold === "rope-bias"
         ? "attention4_rope_bias"
         : "attention4_rope") + sg;
-    const foldBindings = [u, ro, ro, ro, ro, ro, rw, rw, rw, rw];
+    const foldBindings: BindingKind[] = [u, ro, ro, ro, ro, ro, rw, rw, rw, rw];
     if (fold !== "rope") foldBindings.push(ro); // the norms' or the biases' range
     // The fold holds more in workgroup memory: it streams the scores where attention4 just fits.
     const foldFlash = flash || !scoresFit(gpu, cachePositions, true, FOLD_WORKGROUP_BYTES[fold]);

@@ -4,12 +4,13 @@
 
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { registerSubgroupTwins, SUBGROUP_TWIN } from "../gpu/shaders.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
+import { ATTENTION_FIELDS } from "./attention_fold.ts";
 import {
   type AttentionVariant,
   FLASH_TILE,
@@ -51,12 +52,7 @@ export const AttentionDeltaParams = uniformStruct("attention_delta_params", "Par
  * slots (no kernel reads S now).
  */
 export const AttentionBwdParams = uniformStruct("attention_bwd_params", "Params", [
-  ["N", "u32"],
-  ["NH", "u32"],
-  ["KV", "u32"],
-  ["D", "u32"],
-  ["P", "u32"],
-  ["scale", "f32"],
+  ...ATTENTION_FIELDS,
   ["S", "u32"],
 ]);
 
@@ -115,13 +111,8 @@ export class BackwardKernels {
     const lane = vec4Dkv && variant === "lane" &&
       laneAttentionFits(headDim, cachePositions, kvGroups);
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const s = (
-      shader: string,
-      entry: string,
-      bindings: string[],
-      constants: Record<string, number>,
-    ) => gpu.kernel({ shader, entry, bindings: bindings as never, constants });
-    const norm = [u, ro, ro, ro, ro, rw];
+    const s = gpu.kernelOf.bind(gpu);
+    const norm: BindingKind[] = [u, ro, ro, ro, ro, rw];
     const normX = normVariant === "rows" ? "rmsnorm_bwd_x_rows" : "rmsnorm_bwd_x";
     // The workgroup entries reduce across lanes: their subgroup twin where the device has them.
     const normShader = normVariant === "rows" || !gpu.subgroups

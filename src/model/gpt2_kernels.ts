@@ -6,7 +6,7 @@
 
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
@@ -36,11 +36,15 @@ export class Gpt2Kernels {
 
   static async create(gpu: Gpu): Promise<Gpt2Kernels> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const s = (entry: string, bindings: string[], constants: Record<string, number> = {}) =>
+    const s = (
+      entry: string,
+      bindings: readonly BindingKind[],
+      constants: Record<string, number> = {},
+    ) =>
       gpu.kernel({
         shader: "gpt2",
         entry,
-        bindings: bindings as never,
+        bindings,
         constants: { WG, ...constants },
       });
     const [norm, normBwdX, normBwdXAcc, normBwdWB, gelu, geluBwd, pos] = await Promise.all([

@@ -7,7 +7,7 @@
 import type { BufferRef, ResolvedRange } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
@@ -352,7 +352,7 @@ export class LoraAdapters {
     forward: LoraForward = loraForwardFor(gpu.adapterClass),
   ): Promise<LoraAdapters> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const b = [u, ro, ro, ro, rw] as never;
+    const b: BindingKind[] = [u, ro, ro, ro, rw];
     const names = ["lora_down", "lora_up", "lora_du", "lora_dx"];
     const k: Record<string, Kernel> = {};
     await Promise.all([
@@ -386,7 +386,7 @@ export class LoraAdapters {
         ? [(async () => (k.lora_group_fwd = await gpu.kernel({
           shader: "lora_fused",
           entry: "lora_group_fwd",
-          bindings: [u, ro, ro, ro, rw, rw, rw, rw] as never,
+          bindings: [u, ro, ro, ro, rw, rw, rw, rw],
           constants: { WG: FUSED_WG },
         })))()]
         : []),

@@ -143,12 +143,7 @@ export class ModelKernels {
       (opts.normVariant ?? (gpu.adapterClass === "cpu" ? "rows" : "workgroup")) === "rows";
     // RMSNorm's subgroup twins where the device has subgroups.
     const sg = gpu.subgroups ? SUBGROUP_TWIN : "";
-    const s = (
-      shader: string,
-      entry: string,
-      bindings: string[],
-      constants: Record<string, number>,
-    ) => gpu.kernel({ shader, entry, bindings: bindings as never, constants });
+    const s = gpu.kernelOf.bind(gpu);
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const [attn, gather, rmsnorm, ropeInv, ropeStore, swiglu, kvCopy] = await Promise.all([
       AttentionKernels.create(gpu, cachePositions, opts),

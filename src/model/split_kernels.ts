@@ -6,7 +6,7 @@
 
 import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
@@ -38,11 +38,11 @@ export class SplitKernels {
   /** `halfGather`: also the chunk gather of a half-float embedding (GpuModelOptions.halfBase). */
   static async create(gpu: Gpu, halfGather = false): Promise<SplitKernels> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const s = (entry: string, bindings: string[], shader = "split_params") =>
+    const s = (entry: string, bindings: readonly BindingKind[], shader = "split_params") =>
       gpu.kernel({
         shader,
         entry,
-        bindings: bindings as never,
+        bindings,
         constants: { WG: EW },
       });
     const [gather, copyCols, gatherCols, embedBwd, gatherHalf] = await Promise.all([

@@ -12,7 +12,7 @@
 import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
-import type { Kernel } from "../gpu/pipelines.ts";
+import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
@@ -199,8 +199,8 @@ export class ValueHead {
       );
     }
     const ro = "read-only-storage", rw = "storage", u = "uniform";
-    const s = (entry: string, bindings: string[]) =>
-      gpu.kernel({ shader: "value_head", entry, bindings: bindings as never, constants: { WG } });
+    const s = (entry: string, bindings: readonly BindingKind[]) =>
+      gpu.kernel({ shader: "value_head", entry, bindings, constants: { WG } });
     const [forward, loss, totals, bwdX, bwdW] = await Promise.all([
       s("value_forward", [u, ro, ro, rw]),
       s("value_loss", [u, ro, ro, rw, rw]),
