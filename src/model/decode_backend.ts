@@ -7,7 +7,7 @@
 
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import type { Ops } from "../ops/mod.ts";
+import type { ModelOps } from "../ops/mod.ts";
 import { CpuAdapterDecode } from "./cpu_adapter/decode.ts";
 import type { DecodeForwardOptions } from "./cpu_adapter/decode_forward.ts";
 import type { GpuModel, GpuModelOptions } from "./gpu_model.ts";
@@ -86,7 +86,7 @@ export class StorageDecode implements DecodeBackend {
  */
 export function chooseDecodeBackend(
   weights: ModelWeights,
-  ops: Ops,
+  ops: ModelOps,
   fused: DecodeForwardOptions | null,
   opts: GpuModelOptions,
 ): DecodeBackend {

@@ -10,7 +10,7 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { bucketsForShapes, createOps, type Ops } from "../ops/mod.ts";
+import { bucketsForShapes, createModelOps, type ModelOps } from "../ops/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import type { DecodeForwardOptions } from "./cpu_adapter/decode_forward.ts";
 import {
@@ -84,8 +84,8 @@ export interface GpuModelOptions {
   attentionFold?: AttentionFold;
   /**
    * Decode steps' forward: "fused" (the whole forward in one dispatch,
-   * cpu_adapter/decode_forward.ts; the default on CPU adapters where the model fits it, with
-   * rows' LoRA adapters of rank 4k) or "ops" (the per-op path every other forward takes). Tests
+   * cpu_adapter/decode_forward.ts; the default on llvmpipe where the model fits it, with rows'
+   * LoRA adapters of rank 4k: FUSED_DEFAULT_DRIVERS) or "ops" (the per-op path every other forward takes). Tests
    * pin either; `decodeForward` tunes it. Both pick the decode backend (decode_backend.ts).
    */
   decodeVariant?: "fused" | "ops";
@@ -176,7 +176,7 @@ export class GpuModel {
     readonly gpu: Gpu,
     readonly weights: ModelWeights,
     readonly params: GpuParams,
-    readonly ops: Ops,
+    readonly ops: ModelOps,
     readonly kernels: ModelKernels,
     /** Kernels for split weights (null when no tensor is split and the model is not gpt2). */
     readonly split: SplitKernels | null,
@@ -272,7 +272,7 @@ export class GpuModel {
       const fused = fusedDecodeOptions(gpu, c, params, opts); // before compiling: may refuse
       const gpt2 = c.modelType === "gpt2";
       const [ops, kernels, split, gpt2Kernels] = await Promise.all([
-        createOps(gpu, {
+        createModelOps(gpu, {
           matmulBuckets: bucketsForShapes(
             Math.max(opts.chunkRows ?? 256, opts.slots),
             weights.layout.tensors.map((t) => t.shape),

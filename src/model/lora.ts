@@ -353,36 +353,25 @@ export class LoraAdapters {
   ): Promise<LoraAdapters> {
     const ro = "read-only-storage", rw = "storage", u = "uniform";
     const b: BindingKind[] = [u, ro, ro, ro, rw];
-    const names = ["lora_down", "lora_up", "lora_du", "lora_dx"];
     const k: Record<string, Kernel> = {};
+    // The scalar kernels only for modules the vec4 ones cannot take (each pipeline is start-up
+    // time: ~0.5 s apiece on a CPU adapter such as SwiftShader).
+    const vec4s = layout.entries.some((e) => vec4Entry(e, layout.cfg.rank));
+    const scalars = layout.entries.some((e) => !vec4Entry(e, layout.cfg.rank));
+    const entries = (shader: string, names: readonly string[]) =>
+      names.map(async (e) => (k[e] = await gpu.kernel({
+        shader,
+        entry: e,
+        bindings: b,
+        constants: { WG: 64 },
+      })));
     await Promise.all([
-      ...names.map(async (
-        e,
-      ) => (k[e] = await gpu.kernel({
-        shader: "lora",
-        entry: e,
-        bindings: b,
-        constants: { WG: 64 },
-      }))),
-      ...["lora_db", "lora_da"].map(async (
-        e,
-      ) => (k[e] = await gpu.kernel({
-        shader: "lora_grad",
-        entry: e,
-        bindings: b,
-        constants: { WG: 64 },
-      }))),
-      ...(layout.entries.some((e) => vec4Entry(e, layout.cfg.rank))
-        ? [...VEC4_ENTRIES, ...(reduce === "workgroup" ? WG_ENTRIES : [])]
-        : []).map(async (
-          e,
-        ) => (k[e] = await gpu.kernel({
-          shader: "lora_vec4",
-          entry: e,
-          bindings: b,
-          constants: { WG: 64 },
-        }))),
-      ...(forward === "fused" && layout.entries.some((e) => vec4Entry(e, layout.cfg.rank))
+      ...(scalars ? entries("lora", ["lora_down", "lora_up", "lora_du", "lora_dx"]) : []),
+      ...(scalars ? entries("lora_grad", ["lora_db", "lora_da"]) : []),
+      ...(vec4s
+        ? entries("lora_vec4", [...VEC4_ENTRIES, ...(reduce === "workgroup" ? WG_ENTRIES : [])])
+        : []),
+      ...(forward === "fused" && vec4s
         ? [(async () => (k.lora_group_fwd = await gpu.kernel({
           shader: "lora_fused",
           entry: "lora_group_fwd",

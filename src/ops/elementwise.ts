@@ -1,5 +1,6 @@
 // Unary and binary elementwise ops with row/column/scalar broadcasting of the second operand.
-// Kernels are compiled once per op in `create`; `encode*` only records dispatches.
+// Kernels are compiled once per op in `create` (every op, or the ones asked for); `encode*` only
+// records dispatches.
 
 import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
@@ -78,6 +79,24 @@ export interface BiasPart {
   cols: number;
 }
 
+/** The ops an Elementwise compiles (default: every one). */
+export interface ElementwiseOps {
+  unary?: readonly UnaryOp[];
+  /** Both the out-of-place and the in-place kernel of each. */
+  binary?: readonly BinaryOp[];
+}
+
+/** The kernel of `op`, or a named error where create was not asked for it. */
+function compiled<O extends string>(kernels: Map<O, Kernel>, op: O, kind: string): Kernel {
+  const k = kernels.get(op);
+  if (!k) {
+    throw new KernelArgumentError(
+      `${kind} op "${op}" was not compiled: list it in Elementwise.create's ops (createOps compiles every op)`,
+    );
+  }
+  return k;
+}
+
 export class Elementwise {
   private constructor(
     private unaryK: Map<UnaryOp, Kernel>,
@@ -87,7 +106,16 @@ export class Elementwise {
     private maxPerDim: number,
   ) {}
 
-  static async create(gpu: Gpu): Promise<Elementwise> {
+  /**
+   * Compiles the kernels of `ops` (a model needs only "add": a pipeline costs ~0.5 s to compile on
+   * a CPU adapter such as Chrome's SwiftShader); asking for another op then is a
+   * KernelArgumentError.
+   */
+  static async create(
+    gpu: Gpu,
+    ops: ElementwiseOps = {},
+  ): Promise<Elementwise> {
+    const unaryOps = ops.unary ?? UNARY_OPS, binaryOps = ops.binary ?? BINARY_OPS;
     const u = new Map<UnaryOp, Kernel>(),
       b = new Map<BinaryOp, Kernel>(),
       ip = new Map<BinaryOp, Kernel>();
@@ -99,7 +127,8 @@ export class Elementwise {
       constants: { WG },
     });
     await Promise.all([
-      ...UNARY_OPS.map(async (op, OP) => {
+      ...unaryOps.map(async (op) => {
+        const OP = UNARY_OPS.indexOf(op);
         u.set(
           op,
           await gpu.kernel({
@@ -110,7 +139,8 @@ export class Elementwise {
           }),
         );
       }),
-      ...BINARY_OPS.map(async (op, OP) => {
+      ...binaryOps.map(async (op) => {
+        const OP = BINARY_OPS.indexOf(op);
         b.set(
           op,
           await gpu.kernel({
@@ -145,7 +175,7 @@ export class Elementwise {
     if (n <= 0) throw new KernelArgumentError(`unary ${op}: n must be positive, got ${n}`);
     const u = ElementwiseParams.pack({ n, cols: n, yRowStride: 0, yColStride: 0, a, b });
     rec.dispatch(
-      this.unaryK.get(op)!,
+      compiled(this.unaryK, op, "unary"),
       [null, x, out],
       grid1d(Math.ceil(n / WG), this.maxPerDim),
       u,
@@ -155,7 +185,7 @@ export class Elementwise {
   /** out = g(a·x, b·y) with y broadcast per `args.broadcast`. */
   binary(rec: Recorder, args: BinaryArgs, x: BufferRef, y: BufferRef, out: BufferRef): void {
     rec.dispatch(
-      this.binaryK.get(args.op)!,
+      compiled(this.binaryK, args.op, "binary"),
       [null, x, y, out],
       this.grid(args),
       this.uniform(args),
@@ -192,7 +222,12 @@ export class Elementwise {
 
   /** x = g(a·x, b·y) in place (e.g. accumulate: op "add"). */
   binaryInPlace(rec: Recorder, args: BinaryArgs, x: BufferRef, y: BufferRef): void {
-    rec.dispatch(this.inplaceK.get(args.op)!, [null, x, y], this.grid(args), this.uniform(args));
+    rec.dispatch(
+      compiled(this.inplaceK, args.op, "binary"),
+      [null, x, y],
+      this.grid(args),
+      this.uniform(args),
+    );
   }
 
   private grid(args: BinaryArgs): [number, number] {

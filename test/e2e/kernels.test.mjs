@@ -53,6 +53,11 @@ describe("kernels in a Chromium Web Worker", { timeout: 600_000 }, () => {
         () => assert.ok(r.ok, `${r.name}: ${r.error ?? `error ${r.ratio}× tolerance`}`),
       );
     }
+    // Where the page's time goes (CI time is a budget): the slowest cases, four in flight at once.
+    const slow = [...report.results].sort((a, b) => (b.ms ?? 0) - (a.ms ?? 0)).slice(0, 8);
+    console.log(
+      `# slowest: ${slow.map((r) => `${r.name} ${(r.ms / 1000).toFixed(1)} s`).join("; ")}`,
+    );
   });
 
   it("the page logged no console errors", () => {

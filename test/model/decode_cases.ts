@@ -25,6 +25,11 @@ const atlasUsed = (m: GpuModel) => m.decode instanceof CpuAdapterDecode && m.dec
 
 export interface DecodeCase {
   name: string;
+  /**
+   * The case reads weight textures or the parameter atlas: llvmpipe's decode paths (its matmul
+   * picks ask for them), which the browser's worker leaves out (SwiftShader never takes them).
+   */
+  textures?: true;
   run(gpu: Gpu): Promise<number>;
 }
 
@@ -167,9 +172,18 @@ export function decodeCases(): DecodeCase[] {
   return [
     {
       name:
-        "decode steps: the default path (fused on CPU adapters that fit it) equals the per-op path and the reference",
+        "decode steps: the fused step on CPU adapters (llvmpipe's default where the model fits it) equals the per-op path and the reference",
       async run(gpu) {
         const w = tinyLlama(), V = w.config.vocabSize;
+        // The default takes the fused step on llvmpipe only (SwiftShader runs the per-op path
+        // faster: FUSED_DEFAULT_DRIVERS).
+        const plain = await GpuModel.create(gpu, w, { slots: 3, maxLen: 16 });
+        const fusedByDefault = plain.decode instanceof CpuAdapterDecode && plain.decode.sharedCache;
+        plain.destroy();
+        const llvmpipe = gpu.adapterClass === "cpu" && /llvmpipe|lavapipe/i.test(gpu.describe());
+        if (fusedByDefault !== llvmpipe) {
+          throw new Error(`fused decode by default: ${fusedByDefault} on ${gpu.describe()}`);
+        }
         const ops = await decodeLogits(gpu, w, "ops", { weightTextures: false });
         const dflt = await decodeLogits(gpu, w, gpu.adapterClass === "cpu" ? "fused" : "ops");
         const refs = SEQS.map((s) => referenceForward(w, s).logits);
@@ -221,6 +235,7 @@ export function decodeCases(): DecodeCase[] {
     {
       name:
         "decode steps reading weight textures (10 down to 3 rows; Llama tied, Qwen2 biased and untied, Llama head_dim 32 with RoPE fused) equal the storage path and the reference",
+      textures: true,
       async run(gpu) {
         let worst = 0;
         for (const w of [tinyLlama(), tinyQwen2(), llamaHd32()]) {
@@ -243,6 +258,7 @@ export function decodeCases(): DecodeCase[] {
     {
       name:
         "the fused step reading the parameter atlas (Llama tied, Qwen2 biased and untied) equals the fused step reading storage and the reference",
+      textures: true,
       async run(gpu) {
         if (!gpu.readOnlyStorageTextures) return 0; // the atlas needs storage-texture reads
         let worst = 0;
@@ -267,6 +283,7 @@ export function decodeCases(): DecodeCase[] {
     {
       name:
         "the parameter atlas follows the parameters: after paramsChanged the next fused step reads the new ones",
+      textures: true,
       async run(gpu) {
         if (!gpu.readOnlyStorageTextures) return 0;
         const w0 = tinyLlama(), w1 = tinyQwen2Like(w0);
@@ -295,6 +312,7 @@ export function decodeCases(): DecodeCase[] {
     {
       name:
         "weight textures follow the parameters: after paramsChanged the next decode step copies them again",
+      textures: true,
       async run(gpu) {
         const w0 = tinyLlama(), w1 = tinyQwen2Like(w0);
         // Textures filled from w0 by a first step, then the parameters become w1 on the GPU (as

@@ -6,6 +6,7 @@
 // (weight_textures.ts, texture_projections.ts). Both copies of the weights follow the parameters
 // by version (paramsChanged).
 
+import { adapterText } from "../../gpu/device.ts";
 import { KernelArgumentError } from "../../gpu/errors.ts";
 import type { Gpu } from "../../gpu/mod.ts";
 import type { Recorder } from "../../gpu/recorder.ts";
@@ -34,8 +35,19 @@ import { WeightTextures } from "./weight_textures.ts";
 export const FUSED_DEFAULT_MAX_VOCAB = 4096;
 
 /**
+ * The CPU adapters whose decode steps take the fused step by default: llvmpipe's (Mesa), where
+ * it was measured (above). Chrome's SwiftShader runs the per-op path faster: the app's test
+ * setting (Plan-Path warm start, L2 LoRA, 4 envs × 4 candidates, headless Chromium 156, 2-core
+ * EPYC, 2026-11-28) took 4.5 / 3.1 / 9.3 s for steps 2–4 per-op against 5.3 / 4.0 / 11.7 fused,
+ * and the fused kernel was 6.2 s of the 29 s a LoRA trainer's pipelines took to compile there,
+ * paid again at every page load.
+ */
+export const FUSED_DEFAULT_DRIVERS = /llvmpipe|lavapipe/i;
+
+/**
  * The fused step's options where this model takes it (GpuModelOptions.decodeVariant, default
- * "fused" on CPU adapters for vocabularies up to FUSED_DEFAULT_MAX_VOCAB; where the model fits
+ * "fused" on FUSED_DEFAULT_DRIVERS' CPU adapters for vocabularies up to FUSED_DEFAULT_MAX_VOCAB;
+ * where the model fits
  * the kernel), else null. Throws where "fused" is
  * pinned and does not fit. Training models decode too (RL rollouts sample from the model they
  * update): a decode step saves nothing for the backward, so it may take the fused path as well.
@@ -47,7 +59,10 @@ export function fusedDecodeOptions(
   opts: GpuModelOptions,
 ): DecodeForwardOptions | null {
   const variant = opts.decodeVariant ??
-    (gpu.adapterClass === "cpu" && c.vocabSize <= FUSED_DEFAULT_MAX_VOCAB ? "fused" : "ops");
+    (gpu.adapterClass === "cpu" && FUSED_DEFAULT_DRIVERS.test(adapterText(gpu.ctx.info)) &&
+        c.vocabSize <= FUSED_DEFAULT_MAX_VOCAB
+      ? "fused"
+      : "ops");
   if (variant !== "fused") return null;
   const unfit = decodeForwardUnfit(c, opts.maxLen, params, {
     maxWorkgroupBytes: gpu.device.limits.maxComputeWorkgroupStorageSize,
