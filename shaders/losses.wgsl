@@ -5,8 +5,9 @@
 //   loss_totals:   T = Σ_rows of the stats rows (optionally added to T: micro-batch accumulation)
 // L = Σ_rows coef · ℓ: the per-row coefficient carries the aggregation (token-mean, seq-mean, ...),
 // computed on the CPU from the mask, so one kernel serves every aggregation mode.
-// One workgroup per row. The row's max, Σe^(z−max) and Σe^(z−max)·z come from one online pass
-// (one load per logit, four loaded ahead); the gradient pass loads each logit once more. With in_place the
+// One workgroup per row (WG lanes: 64 on CPU adapters, 256 on GPUs; src/train/losses.ts). The
+// row's max, Σe^(z−max) and Σe^(z−max)·z come from one online pass (one load per logit, four
+// loaded ahead into four running sums); the gradient pass loads each logit once more. With in_place the
 // gradient overwrites the logits (halving memory for large vocabularies); G is then a dummy.
 //
 // Stats row (8 f32): 0 coef·ℓ_pg | 1 coef·k3 | 2 mask·clipped | 3 mask·dual-clipped
@@ -65,22 +66,27 @@ struct RowStats { lse: f32, entropy: f32, logp: f32 }
 fn rowStats(base: u32, tgt: u32, lid: u32) -> RowStats {
   // Read before the barriers below: in place, another lane overwrites it right after them.
   let zt = Z[base + tgt] * p.inv_temp;
-  var acc = vec4<f32>(NEG_BIG, 0.0, 0.0, 0.0);
-  // Four logits loaded ahead of the online updates, which stay in column order (the same
-  // arithmetic as one at a time): a lane that waits for each load makes the pass a latency chain.
+  // Four logits loaded ahead into four running sums, merged at the end: a lane that waits for
+  // each load, or for each update before the next (two exps deep), makes the pass a latency chain
+  // of cols / WG steps (an H100 took 2.3 ms for 1,024 rows of 151,936 words at WG 64, ~4× the
+  // time the head's memory traffic needs).
+  var a0 = vec4<f32>(NEG_BIG, 0.0, 0.0, 0.0);
+  var a1 = a0;
+  var a2 = a0;
+  var a3 = a0;
   var c = lid;
   for (; c + 3u * WG < p.cols; c += 4u * WG) {
     let z0 = Z[base + c];
     let z1 = Z[base + c + WG];
     let z2 = Z[base + c + 2u * WG];
     let z3 = Z[base + c + 3u * WG];
-    acc = online(acc, z0 * p.inv_temp);
-    acc = online(acc, z1 * p.inv_temp);
-    acc = online(acc, z2 * p.inv_temp);
-    acc = online(acc, z3 * p.inv_temp);
+    a0 = online(a0, z0 * p.inv_temp);
+    a1 = online(a1, z1 * p.inv_temp);
+    a2 = online(a2, z2 * p.inv_temp);
+    a3 = online(a3, z3 * p.inv_temp);
   }
-  for (; c < p.cols; c += WG) { acc = online(acc, Z[base + c] * p.inv_temp); }
-  red[lid] = acc;
+  for (; c < p.cols; c += WG) { a0 = online(a0, Z[base + c] * p.inv_temp); }
+  red[lid] = merge(merge(a0, a1), merge(a2, a3));
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s /= 2u) {
     if (lid < s) { red[lid] = merge(red[lid], red[lid + s]); }
@@ -99,10 +105,24 @@ fn storeGrad(i: u32, v: f32) {
 /** dL/dz_j = scale/T · (δ_j,tgt − softmax(z/T)_j), scale = coef · dℓ/dlogp (lse is of z/T). */
 fn writeGrad(base: u32, tgt: u32, lse: f32, scale: f32, lid: u32) {
   let s = scale * p.inv_temp;
-  for (var c = lid; c < p.cols; c += WG) {
-    let pj = exp(Z[base + c] * p.inv_temp - lse);
-    storeGrad(base + c, s * (select(0.0, 1.0, c == tgt) - pj));
+  // Four logits loaded before any is written (each lane reads and writes only its own columns,
+  // so in place is safe): one load in flight at a time made this pass a latency chain too.
+  var c = lid;
+  for (; c + 3u * WG < p.cols; c += 4u * WG) {
+    let z0 = Z[base + c];
+    let z1 = Z[base + c + WG];
+    let z2 = Z[base + c + 2u * WG];
+    let z3 = Z[base + c + 3u * WG];
+    gradAt(base, c, tgt, z0, lse, s);
+    gradAt(base, c + WG, tgt, z1, lse, s);
+    gradAt(base, c + 2u * WG, tgt, z2, lse, s);
+    gradAt(base, c + 3u * WG, tgt, z3, lse, s);
   }
+  for (; c < p.cols; c += WG) { gradAt(base, c, tgt, Z[base + c], lse, s); }
+}
+
+fn gradAt(base: u32, c: u32, tgt: u32, z: f32, lse: f32, s: f32) {
+  storeGrad(base + c, s * (select(0.0, 1.0, c == tgt) - exp(z * p.inv_temp - lse)));
 }
 
 fn writeStats(row: u32, a: vec4<f32>, b: vec4<f32>) {

@@ -25,7 +25,12 @@ import {
   ROW_FLOATS,
 } from "./loss_rows.ts";
 
-const WG = 64;
+/**
+ * Lanes per row (LossHeadOptions.workgroupSize's default): on a GPU a lane's share of a
+ * 151,936-word row is a chain of cols / WG dependent steps, so more lanes shorten it; on a CPU
+ * adapter a workgroup runs on one core, where more lanes only add reduction work.
+ */
+export const LOSS_WG = { cpu: 64, gpu: 256 } as const;
 /** Dual clip "off": larger than any −A·c that matters, finite so f32 arithmetic stays defined. */
 const NO_DUAL_CLIP = 3e38;
 
@@ -79,6 +84,8 @@ export interface LossHeadOptions {
    * distribution an RL rollout sampled from at that temperature (its old log-probs are of it too).
    */
   readonly temperature?: number;
+  /** Lanes per row, a power of two in [32, 256] (default LOSS_WG of the adapter's class). */
+  readonly workgroupSize?: number;
 }
 
 /** What both heads are made of: kernels, per-row stats and totals. */
@@ -113,6 +120,10 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
       "temperature",
       `${temperature} must be a finite number > 0 (the sampling temperature; greedy rollouts have no log-probs to compare)`,
     );
+  }
+  const WG = o.workgroupSize ?? LOSS_WG[gpu.adapterClass];
+  if (!Number.isInteger(WG) || WG < 32 || WG > 256 || (WG & (WG - 1)) !== 0) {
+    throw new TrainConfigError("workgroupSize", `${WG} must be a power of two in [32, 256]`);
   }
   const constants = { WG };
   const [kernel, totalsKernel] = await Promise.all([

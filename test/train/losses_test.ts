@@ -330,42 +330,50 @@ Deno.test("reference gradients match finite differences of the float64 losses", 
 Deno.test("masked cross-entropy matches the float64 reference", async (t) => {
   const gpu = await Gpu.create();
   try {
-    const rows = 13, V2 = 1000;
+    // 2000 columns: at 64 lanes (CPU adapters' default) and at 256 (GPUs') a lane takes both the
+    // four-ahead loop and the tail.
+    const rows = 13, V2 = 2000;
     const logits = seededValues(rows * V2, 8, -6, 6);
     // a masked-out vocabulary slot (−inf) must not poison the row
     logits[2 * V2 + 17] = -Infinity;
     const targets = Array.from(seededValues(rows, 9, 0, V2), Math.floor);
     const weights = Array.from({ length: rows }, (_, i) => [1, 0, 0.5, 1][i % 4]);
-    for (
-      const [label, normalizer, inPlace] of [["mean over weights, in place", undefined, true], [
-        "normalizer 20",
-        20,
-        false,
-      ]] as const
-    ) {
-      await t.step(label, async () => {
-        const loss = await CrossEntropyLoss.create(gpu, { maxRows: rows, vocabSize: V2 });
-        const b = { targets, weights, normalizer };
-        const Z = gpu.upload(logits),
-          R = gpu.upload(loss.pack(b)),
-          G = inPlace ? undefined : gpu.zeros(rows * V2);
-        const rec = gpu.recorder();
-        loss.encode(rec, { rows, rowData: R, logits: Z, dlogits: G ?? "in-place" });
-        rec.submit();
-        const grad = await gpu.readFloat32(G ?? Z, rows * V2);
-        const m = await loss.readMetrics();
-        [Z, R, G].forEach((x) => x?.destroy());
-        loss.destroy();
-        const ref = crossEntropyRef(logits, V2, b);
-        assert(
-          toleranceRatio(grad, ref.grad, 1e-6 * maxAbs(ref.grad), 1e-4) <= 1,
-          "dL/dlogits differs",
-        );
-        near(m.loss, ref.loss, 1e-5, "loss");
-        near(m.entropy, ref.entropy, 1e-5, "entropy");
-        near(m.meanNll, ref.meanNll, 1e-5, "mean nll");
-        near(m.tokens, weights.filter((w) => w > 0).length, 0, "tokens");
-      });
+    const cases = [["mean over weights, in place", undefined, true], [
+      "normalizer 20",
+      20,
+      false,
+    ]] as const;
+    for (const [label0, normalizer, inPlace] of cases) {
+      for (const workgroupSize of [64, 256]) {
+        const label = `${label0}, ${workgroupSize} lanes a row`;
+        await t.step(label, async () => {
+          const loss = await CrossEntropyLoss.create(gpu, {
+            maxRows: rows,
+            vocabSize: V2,
+            workgroupSize,
+          });
+          const b = { targets, weights, normalizer };
+          const Z = gpu.upload(logits),
+            R = gpu.upload(loss.pack(b)),
+            G = inPlace ? undefined : gpu.zeros(rows * V2);
+          const rec = gpu.recorder();
+          loss.encode(rec, { rows, rowData: R, logits: Z, dlogits: G ?? "in-place" });
+          rec.submit();
+          const grad = await gpu.readFloat32(G ?? Z, rows * V2);
+          const m = await loss.readMetrics();
+          [Z, R, G].forEach((x) => x?.destroy());
+          loss.destroy();
+          const ref = crossEntropyRef(logits, V2, b);
+          assert(
+            toleranceRatio(grad, ref.grad, 1e-6 * maxAbs(ref.grad), 1e-4) <= 1,
+            "dL/dlogits differs",
+          );
+          near(m.loss, ref.loss, 1e-5, "loss");
+          near(m.entropy, ref.entropy, 1e-5, "entropy");
+          near(m.meanNll, ref.meanNll, 1e-5, "mean nll");
+          near(m.tokens, weights.filter((w) => w > 0).length, 0, "tokens");
+        });
+      }
     }
   } finally {
     gpu.destroy();
@@ -426,6 +434,8 @@ Deno.test("loss inputs and settings are checked with named errors", async () => 
         [{ aggregation: "seq-sum" as LossAggMode }, "aggregation"],
         [{ klCoef: -1 }, "klCoef"],
         [{ temperature: 0 }, "temperature"],
+        [{ workgroupSize: 96 }, "workgroupSize"],
+        [{ workgroupSize: 512 }, "workgroupSize"],
       ] as const
     ) {
       const err = await PolicyLoss.create(gpu, { ...HEAD, ...cfg }).then(
