@@ -61,6 +61,11 @@ fn online(acc: vec4<f32>, z: f32) -> vec4<f32> {
   return vec4<f32>(m, acc.y * scale + e, acc.z * scale + select(e * z, 0.0, e == 0.0), 0.0);
 }
 
+/** A lane's four logits c, c + WG, c + 2·WG, c + 3·WG of a row, loaded before any is used. */
+fn loadFour(base: u32, c: u32) -> vec4<f32> {
+  return vec4<f32>(Z[base + c], Z[base + c + WG], Z[base + c + 2u * WG], Z[base + c + 3u * WG]);
+}
+
 struct RowStats { lse: f32, entropy: f32, logp: f32 }
 
 fn rowStats(base: u32, tgt: u32, lid: u32) -> RowStats {
@@ -76,14 +81,11 @@ fn rowStats(base: u32, tgt: u32, lid: u32) -> RowStats {
   var a3 = a0;
   var c = lid;
   for (; c + 3u * WG < p.cols; c += 4u * WG) {
-    let z0 = Z[base + c];
-    let z1 = Z[base + c + WG];
-    let z2 = Z[base + c + 2u * WG];
-    let z3 = Z[base + c + 3u * WG];
-    a0 = online(a0, z0 * p.inv_temp);
-    a1 = online(a1, z1 * p.inv_temp);
-    a2 = online(a2, z2 * p.inv_temp);
-    a3 = online(a3, z3 * p.inv_temp);
+    let z = loadFour(base, c) * p.inv_temp;
+    a0 = online(a0, z.x);
+    a1 = online(a1, z.y);
+    a2 = online(a2, z.z);
+    a3 = online(a3, z.w);
   }
   for (; c < p.cols; c += WG) { a0 = online(a0, Z[base + c] * p.inv_temp); }
   red[lid] = merge(merge(a0, a1), merge(a2, a3));
@@ -109,14 +111,11 @@ fn writeGrad(base: u32, tgt: u32, lse: f32, scale: f32, lid: u32) {
   // so in place is safe): one load in flight at a time made this pass a latency chain too.
   var c = lid;
   for (; c + 3u * WG < p.cols; c += 4u * WG) {
-    let z0 = Z[base + c];
-    let z1 = Z[base + c + WG];
-    let z2 = Z[base + c + 2u * WG];
-    let z3 = Z[base + c + 3u * WG];
-    gradAt(base, c, tgt, z0, lse, s);
-    gradAt(base, c + WG, tgt, z1, lse, s);
-    gradAt(base, c + 2u * WG, tgt, z2, lse, s);
-    gradAt(base, c + 3u * WG, tgt, z3, lse, s);
+    let z = loadFour(base, c);
+    gradAt(base, c, tgt, z.x, lse, s);
+    gradAt(base, c + WG, tgt, z.y, lse, s);
+    gradAt(base, c + 2u * WG, tgt, z.z, lse, s);
+    gradAt(base, c + 3u * WG, tgt, z.w, lse, s);
   }
   for (; c < p.cols; c += WG) { gradAt(base, c, tgt, Z[base + c], lse, s); }
 }

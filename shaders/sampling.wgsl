@@ -17,8 +17,9 @@
 //   draw     otherwise one pass sums each thread's kept mass in token order and one thread walks
 //            the chunk the draw lands in.
 // Every pass over storage loads four units before it works through them in token order (the
-// same arithmetic as one at a time): a GPU lane that waits for each load in turn spent ~250 µs a
-// step on a 151k vocabulary's stats pass on an H100, 593 units a lane at 64 lanes a row.
+// stats pass into four running stats, merged at the end): a GPU lane that waits for each load in
+// turn spent ~250 µs a step on a 151k vocabulary's stats pass on an H100, 593 units a lane at 64
+// lanes a row.
 // Thresholds are found on keys: float bits mapped to an order-preserving u32. Workgroups share
 // nothing, so a row's result does not depend on the rest of the batch. Barriers only sit under
 // uniform control flow: row parameters from read-only storage, or values broadcast with
@@ -110,17 +111,23 @@ fn markSeen(row: u32, base: u32, vocab: u32, lid: u32) {
 struct Stats { m: f32, s: f32, arg: u32, kmin: u32, kmax: u32 }
 
 fn statsPass(r: Row) -> Stats {
-  var st = Stats(ninf(), 0.0, NONE, NONE, 0u);
+  // Four running stats, one per unit of a quad, merged at the end (statsMerge keeps the lowest id
+  // among tied maxima): one running max and sum made the pass a chain of dependent updates, an
+  // exp deep each, of (ce − cs) steps.
+  var s0 = Stats(ninf(), 0.0, NONE, NONE, 0u);
+  var s1 = s0;
+  var s2 = s0;
+  var s3 = s0;
   var u = r.cs;
   for (; u + 4u <= r.ce; u += 4u) {
     let t = loadQuad(r, u);
-    statsUnit(&st, t[0]);
-    statsUnit(&st, t[1]);
-    statsUnit(&st, t[2]);
-    statsUnit(&st, t[3]);
+    statsUnit(&s0, t[0]);
+    statsUnit(&s1, t[1]);
+    statsUnit(&s2, t[2]);
+    statsUnit(&s3, t[3]);
   }
-  for (; u < r.ce; u++) { statsUnit(&st, loadUnit(r, u)); }
-  return st;
+  for (; u < r.ce; u++) { statsUnit(&s0, loadUnit(r, u)); }
+  return statsMerge(statsMerge(s0, s1), statsMerge(s2, s3));
 }
 
 // One unit of the stats pass, in token order.
