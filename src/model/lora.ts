@@ -355,7 +355,7 @@ export class LoraAdapters {
     const b: BindingKind[] = [u, ro, ro, ro, rw];
     const k: Record<string, Kernel> = {};
     // The scalar kernels only for modules the vec4 ones cannot take (each pipeline is start-up
-    // time: ~0.5 s apiece on a CPU adapter such as SwiftShader).
+    // time, compiled one at a time by Chrome's SwiftShader).
     const vec4s = layout.entries.some((e) => vec4Entry(e, layout.cfg.rank));
     const scalars = layout.entries.some((e) => !vec4Entry(e, layout.cfg.rank));
     const entries = (shader: string, names: readonly string[]) =>

@@ -107,8 +107,8 @@ export class Elementwise {
   ) {}
 
   /**
-   * Compiles the kernels of `ops` (a model needs only "add": a pipeline costs ~0.5 s to compile on
-   * a CPU adapter such as Chrome's SwiftShader); asking for another op then is a
+   * Compiles the kernels of `ops` (a model needs only "add": every pipeline is start-up time, and
+   * Chrome's SwiftShader compiles them one at a time); asking for another op then is a
    * KernelArgumentError.
    */
   static async create(

@@ -44,8 +44,8 @@ export async function createOps(gpu: Gpu, opts: OpsOptions = {}): Promise<Ops> {
 
 /**
  * A model's: the matmuls and only the elementwise "add". Each pipeline compiled is start-up time
- * (~0.5 s each on Chrome's SwiftShader): the unary, other binary, softmax and reduce kernels a
- * model never records were about a third of a LoRA trainer's.
+ * (Chrome's SwiftShader compiles them one at a time): the unary, other binary, softmax and reduce
+ * kernels a model never records were 29 of a LoRA trainer's 85 pipelines.
  */
 export async function createModelOps(gpu: Gpu, opts: OpsOptions = {}): Promise<ModelOps> {
   const [matmul, elementwise] = await Promise.all([
