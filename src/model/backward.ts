@@ -256,7 +256,7 @@ export class ModelBackward {
     m.gpt2!.layernormBwd(rec, N, C, dy, x, m.p(w), mean, rstd, dx, acc, wb);
   }
 
-  /** The backward of one GPT2Block (GpuModel.encodeGpt2Layer reversed). */
+  /** The backward of one GPT2Block (encodeGpt2Block, gpt2_block.ts, reversed). */
   private encodeGpt2LayerBwd(rec: Recorder, l: number, N: number) {
     const m = this.model,
       c = m.config,

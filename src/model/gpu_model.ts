@@ -28,6 +28,7 @@ import { SplitKernels } from "./split_kernels.ts";
 import type { ModelWeights, ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
 import { Gpt2Kernels } from "./gpt2_kernels.ts";
+import { encodeGpt2Block } from "./gpt2_block.ts";
 
 export interface ModelRow {
   token: number;
@@ -384,84 +385,6 @@ export class GpuModel {
   }
 
   /**
-   * One GPT2Block: res[l] → res[l+1]. ln_1 → c_attn (q, k, v side by side) → the three split
-   * out, k and v stored in the cache (rope_store with the identity table) → causal attention →
-   * attn.c_proj + residual; ln_2 → c_fc → gelu_new → mlp.c_proj + residual. Every projection has
-   * a bias and takes its LoRA adapter (modules qkv, o, up, down).
-   */
-  private encodeGpt2Layer(rec: Recorder, l: number, N: number, context: number) {
-    const c = this.config,
-      s = this.scratch,
-      a = this.acts[l],
-      lv = this.weights.layout.layerView(l);
-    const C = c.hiddenSize, D = c.headDim, NH = c.numHeads, I = c.intermediateSize;
-    const K = this.kernels, g2 = this.gpt2!, sp = this.split!, P = this.projections;
-    g2.layernorm(
-      rec,
-      N,
-      C,
-      c.rmsNormEps,
-      this.res[l],
-      this.p(lv.inputNorm),
-      this.p(lv.inputNormBias),
-      a.xn1,
-      a.mean1,
-      a.rstd1,
-    );
-    P.linear(rec, N, a.xn1, lv.qkv!, lv.qkvBias, a.qkv);
-    sp.gatherCols(rec, N, C, 3 * C, 0, a.qkv, a.q);
-    sp.gatherCols(rec, N, C, 3 * C, C, a.qkv, a.k);
-    sp.gatherCols(rec, N, C, 3 * C, 2 * C, a.qkv, a.v);
-    K.ropeStore(
-      rec,
-      N,
-      NH,
-      NH,
-      D,
-      s.meta,
-      a.q,
-      a.k,
-      a.v,
-      this.cos,
-      this.sin,
-      this.kCache[l],
-      this.vCache[l],
-    );
-    K.attn.attention(
-      rec,
-      N,
-      NH,
-      NH,
-      D,
-      s.meta,
-      a.q,
-      this.kCache[l],
-      this.vCache[l],
-      a.att,
-      a.lse,
-      s.attnParts,
-      context,
-    );
-    const xmid = this.savesForBackward ? a.xmid : this.res[l];
-    P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
-    g2.layernorm(
-      rec,
-      N,
-      C,
-      c.rmsNormEps,
-      xmid,
-      this.p(lv.postNorm),
-      this.p(lv.postNormBias),
-      a.xn2,
-      a.mean2,
-      a.rstd2,
-    );
-    P.linear(rec, N, a.xn2, lv.up, lv.upBias, a.gate);
-    g2.gelu(rec, N * I, a.gate, a.h);
-    P.residual(rec, N, a.h, lv.down, lv.downBias, xmid, this.res[l + 1]);
-  }
-
-  /**
    * One decoder layer: res[l] → res[l+1]. Input RMSNorm → q, k, v → (Qwen3 q/k norms) → RoPE,
    * k and v into the cache → causal attention → o_proj + residual; post-attention RMSNorm → gate,
    * up → SwiGLU → down_proj + residual. `P` does the projections (a decode backend's own on its
@@ -644,7 +567,7 @@ export class GpuModel {
     if (g2) {
       // GPT-2: hidden = wte(ids) + wpe(position_ids), then its blocks, ln_f and the head.
       g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
-      for (let l = 0; l < L; l++) this.encodeGpt2Layer(rec, l, N, context);
+      for (let l = 0; l < L; l++) encodeGpt2Block(this, rec, l, N, context);
     } else {
       for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P, context, decode);
     }
