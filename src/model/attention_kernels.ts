@@ -93,6 +93,31 @@ export function scoresFit(gpu: Gpu, positions: number, vec4: boolean, extra = 0)
 }
 
 /** What AttentionKernels.create builds (ModelKernels.create takes these options too). */
+/** One forward attention call (AttentionKernels.attention): shapes, buffers and options. */
+export interface AttentionCall {
+  /** Rows, query heads, kv heads, head dim. */
+  N: number;
+  NH: number;
+  KV: number;
+  D: number;
+  /** Each row's (slot, pos). */
+  meta: BufferRef;
+  /** q [N, NH·D]. */
+  q: BufferRef;
+  /** The K and V caches [S, KV, P, D]. */
+  kc: BufferRef;
+  vc: BufferRef;
+  /** out [N, NH·D] and lse [N, NH]. */
+  out: BufferRef;
+  lse: BufferRef;
+  /** The split decode attention's scratch (splitScratchFloats); none: never split. */
+  parts?: { o: BufferRef; ml: BufferRef } | null;
+  /** The most positions any row attends to (default and cap: the cache's). */
+  context?: number;
+  /** A decode step's folded inputs (see attention). */
+  fold?: FoldedInputs;
+}
+
 export interface AttentionOptions {
   /** The model's head_dim: vec4 kernels where it is a multiple of 4, at most 256. */
   headDim?: number;
@@ -300,28 +325,14 @@ export class AttentionKernels {
    * "qk-norm"), k and v written into the caches at (slot, pos), all in the attention's dispatch;
    * q and k are left as they are.
    */
-  attention(
-    rec: Recorder,
-    N: number,
-    NH: number,
-    KV: number,
-    D: number,
-    meta: BufferRef,
-    q: BufferRef,
-    kc: BufferRef,
-    vc: BufferRef,
-    out: BufferRef,
-    lse: BufferRef,
-    parts: { o: BufferRef; ml: BufferRef } | null = null,
-    context = this.cachePositions,
-    fold?: FoldedInputs,
-  ) {
+  attention(rec: Recorder, call: AttentionCall) {
+    const { N, NH, KV, D, meta, q, kc, vc, out, lse, parts, fold } = call;
     if (fold) {
-      this.attentionFolded(rec, N, NH, KV, D, meta, q, fold, kc, vc, out, lse, parts, context);
+      this.attentionFolded(rec, call, fold);
       return;
     }
     const { attnPart, attnMerge } = this.k;
-    const splits = this.splitsFor(N, NH, parts, context);
+    const splits = this.splitsFor(call);
     if (parts && attnPart && attnMerge && splits > 1) {
       const u = this.attnUniform(N, NH, KV, D);
       rec.dispatch(attnPart, [null, meta, q, kc, vc, parts.o, parts.ml], [NH, N, splits], u);
@@ -352,15 +363,10 @@ export class AttentionKernels {
   }
 
   /** Splits of the split decode attention for this call (0 or 1: one workgroup per (head, row)). */
-  private splitsFor(
-    N: number,
-    NH: number,
-    parts: { o: BufferRef; ml: BufferRef } | null,
-    context: number,
-  ): number {
+  private splitsFor(call: AttentionCall): number {
     const { span } = this.attnSplit;
-    if (!parts || span === 0 || N * NH > SPLIT_ROW_HEADS) return 0;
-    return Math.ceil(Math.min(context, this.cachePositions) / span);
+    if (!call.parts || span === 0 || call.N * call.NH > SPLIT_ROW_HEADS) return 0;
+    return Math.ceil(Math.min(call.context ?? Infinity, this.cachePositions) / span);
   }
 
   /**
@@ -373,22 +379,8 @@ export class AttentionKernels {
   private maxBinding = 0;
 
   /** attention's folded form (its `fold`): attention4_rope(_bias, _qkn).wgsl. */
-  private attentionFolded(
-    rec: Recorder,
-    N: number,
-    NH: number,
-    KV: number,
-    D: number,
-    meta: BufferRef,
-    q: BufferRef,
-    qkv: FoldedInputs,
-    kc: BufferRef,
-    vc: BufferRef,
-    out: BufferRef,
-    lse: BufferRef,
-    parts: { o: BufferRef; ml: BufferRef } | null = null,
-    context = this.cachePositions,
-  ) {
+  private attentionFolded(rec: Recorder, call: AttentionCall, qkv: FoldedInputs) {
+    const { N, NH, KV, D, meta, q, kc, vc, out, lse, parts } = call;
     const { attnRope, attnRopePart, attnMerge } = this.k;
     if (!attnRope) {
       throw new KernelArgumentError(
@@ -430,7 +422,7 @@ export class AttentionKernels {
     });
     const tail = norms ? [norms.range] : biases ? [biases.range] : [];
     const inputs = [meta, q, qkv.k, qkv.v, rope.range, kc, vc];
-    const splits = this.splitsFor(N, NH, parts, context);
+    const splits = this.splitsFor(call);
     if (parts && attnRopePart && attnMerge && splits > 1) {
       const partials = [parts.o, parts.ml];
       rec.dispatch(attnRopePart, [null, ...inputs, ...partials, ...tail], [NH, N, splits], uf);

@@ -55,21 +55,20 @@ export function encodeGpt2Block(
     m.kCache[l],
     m.vCache[l],
   );
-  K.attn.attention(
-    rec,
+  K.attn.attention(rec, {
     N,
     NH,
-    NH,
+    KV: NH,
     D,
-    s.meta,
-    a.q,
-    m.kCache[l],
-    m.vCache[l],
-    a.att,
-    a.lse,
-    s.attnParts,
+    meta: s.meta,
+    q: a.q,
+    kc: m.kCache[l],
+    vc: m.vCache[l],
+    out: a.att,
+    lse: a.lse,
+    parts: s.attnParts,
     context,
-  );
+  });
   const xmid = m.savesForBackward ? a.xmid : m.res[l];
   P.residual(rec, N, a.att, lv.o, lv.oBias, m.res[l], xmid);
   g2.layernorm(

@@ -408,22 +408,23 @@ export class GpuModel {
     const biases = fold === "rope-bias"
       ? { q: this.p(lv.qBias), k: this.p(lv.kBias), v: this.p(lv.vBias) }
       : undefined;
-    this.kernels.attn.attention(
-      rec,
+    this.kernels.attn.attention(rec, {
       N,
-      c.numHeads,
-      c.numKvHeads,
-      c.headDim,
-      this.scratch.meta,
+      NH: c.numHeads,
+      KV: c.numKvHeads,
+      D: c.headDim,
+      meta: this.scratch.meta,
       q,
-      this.kCache[l],
-      this.vCache[l],
-      a.att,
-      a.lse,
-      this.scratch.attnParts,
+      kc: this.kCache[l],
+      vc: this.vCache[l],
+      out: a.att,
+      lse: a.lse,
+      parts: this.scratch.attnParts,
       context,
-      fold === "none" ? undefined : { k, v: a.v, cos: this.cos, sin: this.sin, norms, biases },
-    );
+      fold: fold === "none"
+        ? undefined
+        : { k, v: a.v, cos: this.cos, sin: this.sin, norms, biases },
+    });
     // Training keeps the layer's input, middle and output apart for the backward; inference has
     // one residual stream (res[l] = xmid = res[l+1]) updated in place.
     const xmid = this.savesForBackward ? a.xmid : this.res[l];
