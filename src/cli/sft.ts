@@ -7,13 +7,8 @@
 
 import { defineCli, parseArgsOrExit, runMain, usage, UsageError } from "./cli_args.ts";
 import { joinPath } from "../io/deno_files.ts";
-import {
-  applySets,
-  loadSftConfig,
-  runSft,
-  type SftControl,
-  type SftProgress,
-} from "../train/sft.ts";
+import { runSft, type SftControl, type SftProgress } from "../train/sft.ts";
+import { applySets, loadSftConfig } from "../train/sft_config.ts";
 
 export const SFT_CLI = defineCli({
   command: "npx deno task sft",

@@ -1,5 +1,5 @@
 // Typed config fields, shared by the RL run config (src/rl/config_schema.ts, config.ts) and the SFT
-// config (src/train/sft.ts): a schema is a tree of sections whose leaves are FieldSpecs (type,
+// config (src/train/sft_config.ts): a schema is a tree of sections whose leaves are FieldSpecs (type,
 // default, range, effect). What is here walks such a tree: defaults, validation that collects
 // every bad field with the reason, `--set a.b=c` applied to raw JSON, and the reference table's
 // type column. Each config keeps its own error class, cross-field rules and --set coercion.

@@ -15,14 +15,14 @@ import { referenceLogprobs } from "../../src/model/reference.ts";
 import { ByteTokenizer, loadTokenizer, type Tokenizer } from "../../src/model/tokenizer.ts";
 import { loadModel } from "../../src/model/weights.ts";
 import { listCheckpoints } from "../../src/train/checkpoint_dir.ts";
+import { runSft } from "../../src/train/sft.ts";
 import {
   describeSftConfigMarkdown,
   loadSftConfig,
   parseSftConfig,
-  runSft,
   type SftConfig,
   SftConfigError,
-} from "../../src/train/sft.ts";
+} from "../../src/train/sft_config.ts";
 import {
   DataOrder,
   encodeRecord,
