@@ -528,7 +528,8 @@ fn decode_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
 fn decode_sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let g = wid.x;
   setup(g);
-  shape = Shape(p.rows, 4u * p.V4, 0u, 0u);
+  shape.rows = p.rows; // the rest stay 0: no history, no flags, unsplit rows
+  shape.vocab = 4u * p.V4;
   for (var it = 0u; it < max(p.inner, 1u); it++) {
     curStep = p.step + it;
     forwardStep(g, lid);

@@ -1,4 +1,6 @@
-// Token sampling over logits [rows, vocab], one workgroup per row, all in one dispatch:
+// Token sampling over logits [rows, vocab], one workgroup per row, all in one dispatch (or, for
+// large vocabularies on GPUs, a row's passes split over several workgroups and merged: see
+// "Split rows" below, sample_chunks then sample_merge):
 //   repetition penalty (HF) → temperature → top-k → top-p → one Philox draw keyed by
 //   (seed, sequence, step) → ids[row] and logprobs[row] = log softmax(z)[id] over the full
 //   vocabulary, z = penalty(x) / T (T = 1 for greedy); optionally also the log-prob under the
@@ -31,6 +33,8 @@ const MAX_PASSES = 40u;         // safety net: key-space splits alone finish wit
 
 override WG: u32 = 64u;
 override CAP: u32 = 1024u;      // candidates held in workgroup memory
+override KSLOTS: u32 = 32u;     // split rows: top-k candidates a chunk hands on (chunks ≤ CAP / KSLOTS)
+const CHUNK_HEAD = 8u;
 const TABLE_ROWS = 16u;         // a split pass reduces its 64 accumulators 16 at a time
 
 @group(0) @binding(0) var<uniform> shape: Shape;
@@ -41,6 +45,9 @@ const TABLE_ROWS = 16u;         // a split pass reduces its 64 accumulators 16 a
 @group(0) @binding(5) var<storage, read_write> seen: array<atomic<u32>>; // 1 bit per logit
 @group(0) @binding(6) var<storage, read_write> out_ids: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out_logp: array<f32>;     // [rows] or [2, rows]
+// Split rows (sample_chunks → sample_merge): per (row, chunk), CHUNK_HEAD words (the chunk's
+// Stats, its candidate count, its top-k threshold key) then KSLOTS candidate z bits and ids.
+@group(0) @binding(8) var<storage, read_write> chunk_out: array<u32>;
 
 // ws: gathered z bits at [0, CAP), their ids at [CAP, 2·CAP), reduction table after 2·CAP.
 var<workgroup> ws: array<u32, 2u * CAP + TABLE_ROWS * WG>;
@@ -86,11 +93,13 @@ fn loadQuad(r: Row, u: u32) -> array<Unit, 4> {
 // Repetition penalty: mark each seen id in the bitmap. Bits are idempotent, so repeated ids in
 // the history need no de-duplication. Only this row's bits are touched: rows share edge words.
 
-fn markSeen(row: u32, base: u32, vocab: u32, lid: u32) {
-  let last = (base + vocab - 1u) >> 5u;
-  for (var w = (base >> 5u) + lid; w <= last; w += WG) {
-    let lo = max(base, w * 32u) - w * 32u;
-    let hi = min(base + vocab, w * 32u + 32u) - w * 32u;
+// The bits of logits [e0, e1) (a row, or one chunk of it: the split kernels' workgroups each mark
+// their own chunk, so no two touch the same bit).
+fn markSeen(row: u32, base: u32, e0: u32, e1: u32, lid: u32) {
+  let last = (max(e1, e0 + 1u) - 1u) >> 5u;
+  for (var w = (e0 >> 5u) + lid; w <= last && e1 > e0; w += WG) {
+    let lo = max(e0, w * 32u) - w * 32u;
+    let hi = min(e1, w * 32u + 32u) - w * 32u;
     if (hi - lo == 32u) { atomicStore(&seen[w], 0u); } else {
       atomicAnd(&seen[w], ~(((1u << (hi - lo)) - 1u) << lo));
     }
@@ -99,7 +108,10 @@ fn markSeen(row: u32, base: u32, vocab: u32, lid: u32) {
   let n = min(hist_counts[row], shape.hist_cap);
   for (var j = lid; j < n; j += WG) {
     let id = hist_ids[row * shape.hist_cap + j];
-    if (id < vocab) { let e = base + id; atomicOr(&seen[e >> 5u], 1u << (e & 31u)); }
+    if (id < shape.vocab) {
+      let e = base + id;
+      if (e >= e0 && e < e1) { atomicOr(&seen[e >> 5u], 1u << (e & 31u)); }
+    }
   }
   storageBarrier();
 }
@@ -432,6 +444,24 @@ fn search(r: Row, lid: u32, by_mass: bool, need_mass: bool, goal: f32, t0: Tail,
   return Found(t, mem, counted);
 }
 
+// The warpers' thresholds: stage 0 is top-k, stage 1 top-p over the top-k survivors {key ≥ τ_k},
+// from the candidates f0 describes (a whole row's, or the split rows' gathered in memory); the
+// result's tail.lo is τ. Each entry point has one call site of search through here: llvmpipe
+// inlines every call and pays for each copy's coroutine state in every workgroup, run or not.
+fn warp(r: Row, lid: u32, rp: RowParams, f0: Found, kmax: u32, m: f32) -> Found {
+  let k_on = rp.top_k > 0u && rp.top_k < shape.vocab;
+  let p_on = rp.top_p < 1.0;
+  var f = f0;
+  for (var stage = select(1u, 0u, k_on); stage < select(1u, 2u, p_on); stage++) {
+    let by_mass = stage == 1u;
+    let goal = select(f32(rp.top_k), rp.top_p * f.tail.ge_w, by_mass);
+    f = search(r, lid, by_mass, p_on, goal, f.tail, f.mem, f.counted, m);
+    if (f.counted) { my_in += my_above; my_above = 0u; }
+    f.tail = Tail(f.tail.lo, kmax, f.tail.ge_c, f.tail.ge_w, 0.0, 0.0);
+  }
+  return f;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Output and the draw.
 
@@ -472,8 +502,11 @@ fn drawMemory(row: u32, n: u32, tau: u32, u: f32, m: f32, log_z: f32) {
 
 // The kept set {key ≥ tau} is not in workgroup memory: every thread sums its chunk's kept mass
 // in token order (unless the stats pass left it in chunk_w), thread 0 finds the chunk the draw
-// lands in, and that chunk's owner walks it.
-fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m: f32, log_z: f32) {
+// lands in, and that chunk's owner walks it. The threads' chunks are the whole row (whole < 0:
+// the kept mass is their sum), or one chunk of a split row (sample_merge): the draw's goal in the
+// row's mass `whole` less the mass `before` that chunk.
+fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m: f32, log_z: f32,
+              before: f32, whole: f32) {
   if (sum_chunks) {
     var w = 0.0;
     var i = r.cs;
@@ -491,7 +524,8 @@ fn drawChunks(r: Row, row: u32, lid: u32, tau: u32, sum_chunks: bool, u: f32, m:
   if (lid == 0u) {
     var zt = 0.0;
     for (var t = 0u; t < WG; t++) { zt += chunk_w[t]; }
-    let goal = u * zt;
+    var goal = u * zt;
+    if (whole >= 0.0) { goal = u * whole - before; zt = whole; }
     var acc = 0.0; var sel = 0u; var rest = 0.0;
     for (var t = 0u; t < WG; t++) {
       let w = chunk_w[t];
@@ -559,7 +593,7 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   let base = row * vocab;
   let greedy = rp.temperature <= 0.0;
   let pen_on = rp.penalty != 1.0 && shape.hist_cap > 0u;
-  if (pen_on) { markSeen(row, base, vocab, lid); }
+  if (pen_on) { markSeen(row, base, base, base + vocab, lid); }
 
   let u0 = base / 4u;
   let u1 = (base + vocab + 3u) / 4u;
@@ -582,19 +616,11 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   var tau = 0u; // keep every token
   var mem = Mem(false, 0u, 0u, 0u);
   if (k_on || p_on) {
-    // Every thread's candidates are its valid logits. Stage 0 is top-k, stage 1 top-p over the
-    // top-k survivors {key ≥ τ_k}. One call site for search: llvmpipe inlines every call and
-    // pays for each copy's coroutine state in every workgroup, run or not.
+    // Every thread's candidates are its valid logits.
     my_above = 0u;
-    my_in = u32(max(i32(min(4u * ce, base + vocab)) - i32(max(4u * cs, base)), 0));
-    var f = Found(Tail(tot.kmin, tot.kmax, f32(vocab), tot.s, 0.0, 0.0), mem, true);
-    for (var stage = select(1u, 0u, k_on); stage < select(1u, 2u, p_on); stage++) {
-      let by_mass = stage == 1u;
-      let goal = select(f32(rp.top_k), rp.top_p * f.tail.ge_w, by_mass);
-      f = search(r, lid, by_mass, p_on, goal, f.tail, f.mem, f.counted, m);
-      if (f.counted) { my_in += my_above; my_above = 0u; }
-      f.tail = Tail(f.tail.lo, tot.kmax, f.tail.ge_c, f.tail.ge_w, 0.0, 0.0);
-    }
+    my_in = validIn(r);
+    let f = warp(r, lid, rp, Found(Tail(tot.kmin, tot.kmax, f32(vocab), tot.s, 0.0, 0.0), mem, true),
+                 tot.kmax, m);
     tau = f.tail.lo;
     mem = f.mem;
   } else {
@@ -604,7 +630,230 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   if (mem.on && mem.lo <= tau && mem.hi == NONE) {
     if (lid == 0u) { drawMemory(row, mem.n, tau, u, m, log_z); }
   } else {
-    drawChunks(r, row, lid, tau, k_on || p_on, u, m, log_z);
+    drawChunks(r, row, lid, tau, k_on || p_on, u, m, log_z, 0.0, -1.0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split rows: a row's stats pass and top-k search spread over shape.chunks workgroups
+// (sample_chunks), then one workgroup a row merges them and draws (sample_merge). One workgroup
+// of WG threads walks a 151,936-word row in ~600 units a lane; split, each lane walks its chunk's
+// share and the merge walks one chunk. Same semantics as sample: greedy and plain temperature
+// rows need only the chunks' stats (and one chunk's walk); top-k rows with top_k ≤ KSLOTS draw
+// from the union of each chunk's top-k (which holds the row's top-k, ties included); any other
+// row (top-p alone, a larger k, a chunk whose ties overflow KSLOTS) searches the whole row as
+// sample does, from the merged stats.
+
+// Chunk c of a row's vec4 units [u0, u1): contiguous, in order, ⌈units / chunks⌉ each (the last
+// ones may be shorter or empty).
+fn chunkUnits(u0: u32, u1: u32, c: u32) -> vec2<u32> {
+  let per = (u1 - u0 + shape.chunks - 1u) / shape.chunks;
+  let c0 = min(u0 + c * per, u1);
+  return vec2(c0, min(c0 + per, u1));
+}
+
+// This thread's share of units [c0, c1), as sample splits a whole row.
+fn rowPart(base: u32, vocab: u32, c0: u32, c1: u32, lid: u32, temp: f32, pen: f32, pen_on: bool) -> Row {
+  let per = (c1 - c0 + WG - 1u) / WG;
+  let cs = min(c0 + lid * per, c1);
+  return Row(base, vocab, cs, min(cs + per, c1), temp, pen, pen_on);
+}
+
+// Valid logits in this thread's units.
+fn validIn(r: Row) -> u32 {
+  return u32(max(i32(min(4u * r.ce, r.base + r.vocab)) - i32(max(4u * r.cs, r.base)), 0));
+}
+
+// Tokens of this thread's units with key ≥ tau (the gather's per-thread count).
+fn countAtLeast(r: Row, tau: u32) -> u32 {
+  var n = 0u;
+  for (var u = r.cs; u < r.ce; u++) {
+    let t = loadUnit(r, u);
+    n += dot(select(vec4(0u), vec4(1u), t.ok & (keyOf4(t.z) >= vec4(tau))), vec4(1u));
+  }
+  return n;
+}
+
+@compute @workgroup_size(WG)
+fn sample_chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+  let q = wid.x + wid.y * nwg.x; // (row, chunk) = (q / chunks, q % chunks)
+  if (q >= shape.rows * shape.chunks) { return; }
+  let row = q / shape.chunks;
+  let rp = params[row];
+  let vocab = shape.vocab;
+  let base = row * vocab;
+  let greedy = rp.temperature <= 0.0;
+  let pen_on = rp.penalty != 1.0 && shape.hist_cap > 0u;
+  let c = chunkUnits(base / 4u, (base + vocab + 3u) / 4u, q % shape.chunks);
+  if (pen_on) { markSeen(row, base, max(4u * c.x, base), min(4u * c.y, base + vocab), lid); }
+  let r = rowPart(base, vocab, c.x, c.y, lid, select(rp.temperature, 1.0, greedy), rp.penalty, pen_on);
+  let tot = reduceStats(statsPass(r), lid);
+  let o = q * (CHUNK_HEAD + 2u * KSLOTS);
+  if (lid == 0u) {
+    chunk_out[o] = bitcast<u32>(tot.m); chunk_out[o + 1u] = bitcast<u32>(tot.s);
+    chunk_out[o + 2u] = tot.arg; chunk_out[o + 3u] = tot.kmin; chunk_out[o + 4u] = tot.kmax;
+    chunk_out[o + 5u] = NONE; // no candidates handed on
+    chunk_out[o + 6u] = NONE;
+  }
+  if (greedy || rp.top_k == 0u || rp.top_k >= vocab || rp.top_k > KSLOTS) { return; }
+  // The chunk's top-k threshold τ (all of it when it holds no more than k tokens), then every
+  // token with key ≥ τ in token order, as the sampler's gather copies them.
+  let nv = u32(max(i32(min(4u * c.y, base + vocab)) - i32(max(4u * c.x, base)), 0));
+  var tau = tot.kmin;
+  var mem = Mem(false, 0u, 0u, 0u);
+  if (nv > rp.top_k) {
+    my_above = 0u;
+    my_in = validIn(r);
+    let f = search(r, lid, false, false, f32(rp.top_k), Tail(tot.kmin, tot.kmax, f32(nv), tot.s, 0.0, 0.0),
+                   mem, true, tot.m);
+    tau = f.tail.lo;
+    mem = f.mem;
+  }
+  if (!(mem.on && mem.lo <= tau && mem.hi == NONE)) { mem = gather(r, lid, tau, NONE, countAtLeast(r, tau)); }
+  // Hand on ws's tokens with key ≥ τ, in order: each thread counts a slice, offsets by prefix.
+  let per = (mem.n + WG - 1u) / WG;
+  let i0 = min(lid * per, mem.n);
+  let i1 = min(i0 + per, mem.n);
+  var mine = 0u;
+  for (var i = i0; i < i1; i++) { mine += select(0u, 1u, keyOf(bitcast<f32>(ws[i])) >= tau); }
+  workgroupBarrier(); // gather's offsets may still be read
+  offs[lid] = mine;
+  workgroupBarrier();
+  if (lid == 0u) {
+    var acc = 0u;
+    for (var t = 0u; t < WG; t++) { let n = offs[t]; offs[t] = acc; acc += n; }
+    chunk_out[o + 5u] = acc; // > KSLOTS: ties overflowed; the merge searches the whole row
+    chunk_out[o + 6u] = tau;
+  }
+  workgroupBarrier();
+  var slot = offs[lid];
+  for (var i = i0; i < i1; i++) {
+    let z = ws[i];
+    if (keyOf(bitcast<f32>(z)) >= tau) {
+      if (slot < KSLOTS) {
+        chunk_out[o + CHUNK_HEAD + slot] = z;
+        chunk_out[o + CHUNK_HEAD + KSLOTS + slot] = ws[CAP + i];
+      }
+      slot += 1u;
+    }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn sample_merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= shape.rows) { return; }
+  let rp = params[row];
+  let vocab = shape.vocab;
+  let base = row * vocab;
+  let greedy = rp.temperature <= 0.0;
+  let pen_on = rp.penalty != 1.0 && shape.hist_cap > 0u; // the chunks marked the history
+  let stride = CHUNK_HEAD + 2u * KSLOTS;
+  let o0 = row * shape.chunks * stride;
+  var st = Stats(ninf(), 0.0, NONE, NONE, 0u);
+  var n_c = 0u;
+  if (lid < shape.chunks) {
+    let o = o0 + lid * stride;
+    st = Stats(bitcast<f32>(chunk_out[o]), bitcast<f32>(chunk_out[o + 1u]), chunk_out[o + 2u],
+               chunk_out[o + 3u], chunk_out[o + 4u]);
+    n_c = chunk_out[o + 5u];
+  }
+  let tot = reduceStats(st, lid);
+  let m = tot.m;
+  let log_z = log(tot.s);
+  if (greedy) {
+    if (lid == 0u) { finish(row, Pick(select(tot.arg, 0u, tot.arg == NONE), m), m, log_z, 0.0); }
+    return;
+  }
+  let u = drawUniform(rp);
+  let k_on = rp.top_k > 0u && rp.top_k < vocab;
+  let p_on = rp.top_p < 1.0;
+  let u0 = base / 4u;
+  let u1 = (base + vocab + 3u) / 4u;
+  let temp = rp.temperature;
+  var r = rowPart(base, vocab, u0, u1, lid, temp, rp.penalty, pen_on);
+  var tau = 0u;
+  var mem = Mem(false, 0u, 0u, 0u);
+  var before = 0.0;
+  var whole = -1.0;
+  if (!k_on && !p_on) {
+    // Plain temperature: the chunk the draw lands in, by the chunks' masses, then a walk of it.
+    chunk_w[lid] = select(st.s * exp(st.m - m), 0.0, st.s == 0.0);
+    workgroupBarrier();
+    if (lid == 0u) {
+      let goal = u * tot.s;
+      var acc = 0.0; var sel = 0u; var prior = 0.0;
+      for (var t = 0u; t < shape.chunks; t++) {
+        let w = chunk_w[t];
+        if (w > 0.0) {
+          sel = t; prior = acc;
+          acc += w;
+          if (acc > goal) { break; }
+        }
+      }
+      sh_u[0] = sel; sh_f[4] = prior;
+    }
+    let sel = workgroupUniformLoad(&sh_u[0]);
+    before = workgroupUniformLoad(&sh_f[4]);
+    whole = tot.s;
+    let c = chunkUnits(u0, u1, sel);
+    r = rowPart(base, vocab, c.x, c.y, lid, temp, rp.penalty, pen_on);
+  } else {
+    // Top-k within KSLOTS and no chunk overflowed: the chunks' candidates, in token order, are
+    // a superset of the top-k set; the search then runs in workgroup memory. Else the whole
+    // row, as sample searches it.
+    offs[lid] = select(0u, n_c, lid < shape.chunks);
+    workgroupBarrier();
+    if (lid == 0u) {
+      var acc = 0u; var fits = k_on && rp.top_k <= KSLOTS;
+      for (var t = 0u; t < shape.chunks; t++) {
+        let n = offs[t]; offs[t] = acc; acc += n;
+        fits = fits && n <= KSLOTS;
+      }
+      sh_u[0] = select(NONE, acc, fits);
+    }
+    let n_all = workgroupUniformLoad(&sh_u[0]);
+    var t0 = Tail(tot.kmin, tot.kmax, f32(vocab), tot.s, 0.0, 0.0);
+    var counted = true;
+    if (n_all != NONE) {
+      var lo = NONE;
+      if (lid < shape.chunks && n_c > 0u) {
+        let o = o0 + lid * stride;
+        lo = chunk_out[o + 6u];
+        for (var i = 0u; i < n_c; i++) {
+          ws[offs[lid] + i] = chunk_out[o + CHUNK_HEAD + i];
+          ws[CAP + offs[lid] + i] = chunk_out[o + CHUNK_HEAD + KSLOTS + i];
+        }
+      }
+      workgroupBarrier();
+      // The candidates' lowest key and their mass (top-p's goal when the top-k stage is done at once).
+      var w = 0.0;
+      for (var i = lid; i < n_all; i += WG) { w += weight(bitcast<f32>(ws[i]), m); }
+      red[lid] = Stats(0.0, w, 0u, lo, 0u);
+      workgroupBarrier();
+      if (lid == 0u) {
+        var tw = 0.0; var tl = NONE;
+        for (var t = 0u; t < WG; t++) { tw += red[t].s; tl = min(tl, red[t].kmin); }
+        sh_f[0] = tw; sh_u[1] = tl;
+      }
+      let lo_all = workgroupUniformLoad(&sh_u[1]);
+      t0 = Tail(lo_all, tot.kmax, f32(n_all), workgroupUniformLoad(&sh_f[0]), 0.0, 0.0);
+      mem = Mem(true, n_all, lo_all, NONE);
+      counted = false;
+    } else {
+      my_above = 0u;
+      my_in = validIn(r);
+    }
+    let f = warp(r, lid, rp, Found(t0, mem, counted), tot.kmax, m);
+    tau = f.tail.lo;
+    mem = f.mem;
+  }
+  if (mem.on && mem.lo <= tau && mem.hi == NONE) {
+    if (lid == 0u) { drawMemory(row, mem.n, tau, u, m, log_z); }
+  } else {
+    drawChunks(r, row, lid, tau, true, u, m, log_z, before, whole);
   }
 }
 

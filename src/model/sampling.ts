@@ -1,9 +1,11 @@
 // Token sampling on the GPU: repetition penalty → temperature → top-k → top-p → one draw of a
 // counter-based RNG keyed by (seed, sequence, step), with the sampled token's log-prob. One
-// dispatch per call, recorded into a Recorder with no readback, so a decode loop chains
+// dispatch per call (two for split rows), recorded into a Recorder with no readback, so a decode loop chains
 // forward → sample → forward and reads back only the ids. The kernels are shaders/sampling.wgsl
-// (one workgroup per row) and, for CPU adapters, shaders/sampling_lane.wgsl (one invocation per
-// row, no barriers; same semantics and bindings); the float64 oracle is sampling_reference.ts.
+// (one workgroup per row; on GPUs a large vocabulary's row split over several workgroups, then
+// merged: two dispatches, see SPLIT_MIN_VOCAB) and, for CPU adapters, shaders/sampling_lane.wgsl
+// (one invocation per row, no barriers; same semantics and bindings); the float64 oracle is
+// sampling_reference.ts.
 //
 // Semantics (HF transformers' warpers, in HF's order):
 //   z = penalty(x) / T over the full vocabulary. penalty: each distinct id in the row's history,
@@ -52,14 +54,16 @@ export interface SamplingParams {
 
 /**
  * The samplers' shape (shaders/sampling_common.wgsl's Shape, the uniform of sampling.wgsl and
- * sampling_lane.wgsl): rows, vocabulary, history capacity per row, and flags (truncated
- * log-probs, append to the history).
+ * sampling_lane.wgsl): rows, vocabulary, history capacity per row, flags (truncated log-probs,
+ * append to the history) and the chunks a split row takes (sampling.wgsl's sample_chunks and
+ * sample_merge; 1 elsewhere).
  */
 export const SamplingShapeParams = uniformStruct("sampling_shape_params", "Shape", [
   ["rows", "u32"],
   ["vocab", "u32"],
   ["hist_cap", "u32"],
   ["flags", "u32"],
+  ["chunks", "u32"],
 ]);
 
 /** 32-bit words per row in the params buffer (see packSamplingParams for the layout). */
@@ -176,6 +180,23 @@ export function laneLoopBound(vocab: number, historyCapacity: number): number {
     perPass * (3 + 2 * LANE_MAX_PASSES);
 }
 
+/**
+ * Split rows (GPU-class adapters, "auto"): a row of at least SPLIT_MIN_VOCAB words is sampled by
+ * ⌊units / SPLIT_UNITS⌋ workgroups (units = ⌈vocab / 4⌉, vec4s) and a merge, at most
+ * capacity / SPLIT_SLOTS. One workgroup of 64 lanes took ~256 µs a row of a 151,936-word
+ * vocabulary on an H100 (2026-11-27), at batch 1 and 8 alike: the rows are latency-bound walks,
+ * and a batch of a few rows leaves most of the GPU idle. The thresholds are estimates, not yet
+ * timed on a GPU. Every workgroup's share depends on the vocabulary only, never on the batch, so
+ * a row's sample does not depend on the rest of the batch.
+ */
+export const SPLIT_MIN_VOCAB = 16384;
+/** vec4 units a chunk of a split row takes ("auto"): 8 a lane at 64 lanes. */
+export const SPLIT_UNITS = 512;
+/** Top-k candidates a chunk hands to the merge (sampling.wgsl's KSLOTS): top-k ≤ this draws from them. */
+export const SPLIT_SLOTS = 32;
+/** Words per (row, chunk) in the split kernels' scratch: sampling.wgsl's CHUNK_HEAD + 2·KSLOTS. */
+const CHUNK_WORDS = 8 + 2 * SPLIT_SLOTS;
+
 export interface SamplerOptions {
   /**
    * Which kernel samples (default "auto"; tests pin either). "lane" still falls back to the
@@ -194,6 +215,14 @@ export interface SamplerOptions {
   /** Candidates held in workgroup memory (8 bytes each); a power of two ≥ 64. */
   capacity?: number;
   /**
+   * Workgroups a row of the workgroup kernel is split over (sample_chunks, then sample_merge):
+   * "auto" (default) splits rows of SPLIT_MIN_VOCAB words or more on GPU-class adapters into
+   * ⌊⌈vocab / 4⌉ / SPLIT_UNITS⌋ chunks, never on CPU adapters (llvmpipe runs a workgroup on one
+   * core: a split only adds passes); a number splits every workgroup-kernel row into that many
+   * (tests); 1 never splits. At most capacity / SPLIT_SLOTS and ⌈vocab / 4⌉.
+   */
+  rowChunks?: number | "auto";
+  /**
    * Compile the sampling kernels only when `prepare` asks for them (default false: both now).
    * A generator whose steps sample inside the fused decode step never runs either, and on a CPU
    * adapter each costs seconds to compile.
@@ -211,6 +240,7 @@ const BINDINGS: readonly BindingKind[] = [
   "storage",
   "storage",
 ];
+const SPLIT_BINDINGS: readonly BindingKind[] = [...BINDINGS, "storage"];
 const FLAG_TRUNCATED = 1, FLAG_APPEND = 2;
 
 function isPow2(n: number): boolean {
@@ -233,20 +263,26 @@ export class Sampler {
   private retired: GPUBuffer[] = [];
   private dummies: GPUBuffer[];
 
-  /** The kernels prepare has compiled (both at once unless the sampler is lazy). */
-  private sampleKernel: Kernel | null = null;
-  private laneKernel: Kernel | null = null;
+  /** Split rows' per-chunk stats and candidates, grown on demand (outgrown ones retire too). */
+  private chunkScratch: GPUBuffer;
+
+  /** The kernels prepare has compiled (all at once unless the sampler is lazy). */
+  private compiled = new Map<KernelSpec, Kernel>();
 
   private constructor(
     private gpu: Gpu,
     private sampleSpec: KernelSpec,
     private drawKernel: Kernel,
     private laneSpec: KernelSpec | null,
+    private splitSpecs: readonly [KernelSpec, KernelSpec],
     private laneWg: number,
     private laneMaxVocab: number,
+    private rowChunks: number | "auto",
+    private maxChunks: number,
   ) {
     this.dummies = [0, 1, 2, 3].map((i) => gpu.zeros(4, `sampler:dummy${i}`));
     this.seen = gpu.zeros(4, "sampler:seen");
+    this.chunkScratch = gpu.zeros(4, "sampler:chunks");
   }
 
   static async create(gpu: Gpu, options: SamplerOptions = {}): Promise<Sampler> {
@@ -278,6 +314,12 @@ export class Sampler {
     if (!isPow2(cap) || cap < 64) {
       throw new KernelArgumentError(`Sampler: capacity ${cap} must be a power of two ≥ 64`);
     }
+    const rowChunks = options.rowChunks ?? "auto";
+    if (rowChunks !== "auto" && !(Number.isInteger(rowChunks) && rowChunks >= 1)) {
+      throw new KernelArgumentError(
+        `Sampler: rowChunks ${rowChunks} must be "auto" or an integer ≥ 1 (1 = never split)`,
+      );
+    }
     // ws (2·CAP + 16·WG words), red (5 words per thread), chunk_w and offs, res_f/res_u, sh_*.
     const bytes = 4 * (2 * cap + 16 * wg) + 28 * wg + 256 + 40;
     const limit = gpu.device.limits.maxComputeWorkgroupStorageSize;
@@ -301,24 +343,65 @@ export class Sampler {
         constants: { WG: laneWg },
       }
       : null;
+    const split = (entry: string): KernelSpec => ({
+      shader: "sampling",
+      entry,
+      bindings: SPLIT_BINDINGS,
+      constants: { WG: wg, CAP: cap, KSLOTS: SPLIT_SLOTS },
+    });
     const draws = await gpu.kernel({ shader: "sampling", entry: "draws", bindings: BINDINGS });
-    const s = new Sampler(gpu, sampleSpec, draws, laneSpec, laneWg, laneMaxVocab);
-    if (!options.lazy) await Promise.all([s.compile(sampleSpec), laneSpec && s.compile(laneSpec)]);
+    const s = new Sampler(
+      gpu,
+      sampleSpec,
+      draws,
+      laneSpec,
+      [split("sample_chunks"), split("sample_merge")],
+      laneWg,
+      laneMaxVocab,
+      rowChunks,
+      cap / SPLIT_SLOTS, // the merge holds every chunk's candidates in CAP slots
+    );
+    if (!options.lazy) {
+      // Split kernels only where some vocabulary would take them.
+      const splits = rowChunks === 1 || (rowChunks === "auto" && gpu.adapterClass === "cpu")
+        ? []
+        : s.splitSpecs;
+      await Promise.all(
+        [sampleSpec, ...(laneSpec ? [laneSpec] : []), ...splits].map((k) => s.compile(k)),
+      );
+    }
     return s;
   }
 
   /** Compiles what encode needs for this vocabulary and history capacity (a lazy sampler's step). */
   async prepare(vocab: number, historyCapacity = 0): Promise<void> {
-    await this.compile(
-      this.variantFor(vocab, historyCapacity) === "lane" ? this.laneSpec! : this.sampleSpec,
-    );
+    await Promise.all(this.specsFor(vocab, historyCapacity).map((k) => this.compile(k)));
+  }
+
+  /** The kernels a call at this vocabulary and history capacity dispatches, in order. */
+  private specsFor(vocab: number, historyCapacity: number): readonly KernelSpec[] {
+    if (this.variantFor(vocab, historyCapacity) === "lane") return [this.laneSpec!];
+    return this.chunksFor(vocab) > 1 ? this.splitSpecs : [this.sampleSpec];
   }
 
   /** The pipeline cache compiles a spec once; this keeps it where encode finds it. */
   private async compile(spec: KernelSpec): Promise<void> {
-    const kernel = await this.gpu.kernel(spec);
-    if (spec === this.laneSpec) this.laneKernel = kernel;
-    else this.sampleKernel = kernel;
+    this.compiled.set(spec, await this.gpu.kernel(spec));
+  }
+
+  /**
+   * Workgroups each row of this vocabulary is split over (1: the one-workgroup kernel), by the
+   * rowChunks option; the lane kernel's rows are never split. Depends on the vocabulary only.
+   */
+  chunksFor(vocab: number, historyCapacity = 0): number {
+    if (this.variantFor(vocab, historyCapacity) === "lane") return 1;
+    const units = Math.ceil(vocab / 4);
+    const want = this.rowChunks !== "auto"
+      ? this.rowChunks
+      : this.gpu.adapterClass === "cpu" || vocab < SPLIT_MIN_VOCAB
+      ? 1
+      : Math.floor(units / SPLIT_UNITS);
+    return Math.max(1, Math.min(want, this.maxChunks, units));
   }
 
   /**
@@ -360,7 +443,9 @@ export class Sampler {
       need("history.counts", h.counts, rows * 4);
     }
     const flags = (a.truncatedLogprobs ? FLAG_TRUNCATED : 0) | (h?.append ? FLAG_APPEND : 0);
-    const u = SamplingShapeParams.pack({ rows, vocab, hist_cap: cap, flags });
+    const lane = this.variantFor(vocab, cap) === "lane";
+    const chunks = this.chunksFor(vocab, cap);
+    const u = SamplingShapeParams.pack({ rows, vocab, hist_cap: cap, flags, chunks });
     const bindings = [
       null,
       this.vec4Binding(a.logits, rows * vocab),
@@ -372,9 +457,8 @@ export class Sampler {
       a.logprobs,
     ];
     const maxDim = this.gpu.device.limits.maxComputeWorkgroupsPerDimension;
-    const lane = this.variantFor(vocab, cap) === "lane";
-    const kernel = lane ? this.laneKernel : this.sampleKernel;
-    if (!kernel) {
+    const kernels = this.specsFor(vocab, cap).map((k) => this.compiled.get(k));
+    if (kernels.some((k) => !k)) {
       throw new KernelArgumentError(
         `sampling: the ${lane ? "lane" : "workgroup"} kernel is not compiled yet; ` +
           `await sampler.prepare(${vocab}${
@@ -382,7 +466,18 @@ export class Sampler {
           }) before recording (a lazy sampler)`,
       );
     }
-    rec.dispatch(kernel, bindings, grid1d(lane ? Math.ceil(rows / this.laneWg) : rows, maxDim), u);
+    if (chunks > 1) {
+      const split = [...bindings, this.scratchFor(rows * chunks)];
+      rec.dispatch(kernels[0]!, split, grid1d(rows * chunks, maxDim), u);
+      rec.dispatch(kernels[1]!, split, grid1d(rows, maxDim), u);
+      return;
+    }
+    rec.dispatch(
+      kernels[0]!,
+      bindings,
+      grid1d(lane ? Math.ceil(rows / this.laneWg) : rows, maxDim),
+      u,
+    );
   }
 
   /** Records the uniform draw of each row into out[rows] f32 (to check the RNG against the CPU). */
@@ -393,7 +488,7 @@ export class Sampler {
     this.need("params", params, rows * PARAM_WORDS * 4);
     this.need("out", out, rows * 4);
     const [d0, d1, d2, d3] = this.dummies;
-    const u = SamplingShapeParams.pack({ rows, vocab: 1, hist_cap: 0, flags: 0 });
+    const u = SamplingShapeParams.pack({ rows, vocab: 1, hist_cap: 0, flags: 0, chunks: 1 });
     rec.dispatch(
       this.drawKernel,
       [null, d0, params, d1, d2, this.seen, d3, out],
@@ -403,8 +498,18 @@ export class Sampler {
   }
 
   destroy(): void {
-    for (const b of [this.seen, ...this.retired, ...this.dummies]) b.destroy();
+    for (const b of [this.seen, this.chunkScratch, ...this.retired, ...this.dummies]) b.destroy();
     this.retired = [];
+  }
+
+  /** The split kernels' scratch for this many (row, chunk) pairs, grown on demand. */
+  private scratchFor(pairs: number): GPUBuffer {
+    const bytes = pairs * CHUNK_WORDS * 4;
+    if (this.chunkScratch.size < bytes) {
+      this.retired.push(this.chunkScratch);
+      this.chunkScratch = this.gpu.zeros(bytes / 4, "sampler:chunks");
+    }
+    return this.chunkScratch;
   }
 
   /** The penalty bitmap (one bit per logit), grown on demand and reused across calls. */

@@ -365,6 +365,10 @@ function largeVocabCases(): SamplingCase[] {
     { repetitionPenalty: 1.3, topP: 0.8 },
     { topK: 1, temperature: 0.7 },
     { temperature: 1.3, topP: 0.5 },
+    // Split rows (GPUs) draw these from the chunks' top-k candidates: the HF configs' setting,
+    // and k at the chunks' candidate slots (SPLIT_SLOTS) with the penalty.
+    { topK: 20, topP: 0.9, temperature: 0.7 },
+    { topK: 32, repetitionPenalty: 1.2 },
   ];
   const special = (vocab: number): Float32Array => {
     const x = normalLogits(4 * vocab, 71, 2);
@@ -375,16 +379,18 @@ function largeVocabCases(): SamplingCase[] {
     return x;
   };
   return [
-    referenceCase(`mixed warpers V=${LARGE_V} B=8`, () => ({
+    referenceCase(`mixed warpers V=${LARGE_V} B=10`, () => ({
       vocab: LARGE_V,
-      logits: normalLogits(8 * LARGE_V, 81, 3),
-      params: rowsOf(8, mixed),
-      history: historiesOf(8, LARGE_V, 13, 40),
+      logits: normalLogits(10 * LARGE_V, 81, 3),
+      params: rowsOf(10, mixed),
+      history: historiesOf(10, LARGE_V, 13, 40),
     })),
     referenceCase(`plateau, uniform, −inf-masked and one-hot rows V=${LARGE_V}`, () => ({
       vocab: LARGE_V,
       logits: special(LARGE_V),
-      params: rowsOf(4, [{ topK: 50 }, { topP: 0.5 }, { topK: 100, topP: 0.9 }, {
+      // Row 0's top-k ties overflow a split row's candidate slots (its merge searches the
+      // whole row); row 2's top-k candidates include masked logits.
+      params: rowsOf(4, [{ topK: 20 }, { topP: 0.5 }, { topK: 20, topP: 0.9 }, {
         topP: 0.9,
         temperature: 0.8,
       }]),

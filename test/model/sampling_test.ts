@@ -2,13 +2,15 @@
 // hand-made rows, argument errors, and every GPU case of sampling_cases.ts against the float64
 // reference on the WebGPU adapter Deno finds, once per kernel variant (workgroup and lane).
 
-import { assert, assertEquals, assertThrows } from "../assert.ts";
+import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import {
   packSamplingParams,
   PARAM_WORDS,
   Sampler,
   type SamplerVariant,
+  SPLIT_MIN_VOCAB,
+  SPLIT_SLOTS,
 } from "../../src/model/sampling.ts";
 import {
   applyRepetitionPenalty,
@@ -136,11 +138,18 @@ Deno.test("packSamplingParams: layout and named errors", () => {
 });
 
 // Pinned to "lane", vocabularies past llvmpipe's loop limit (the V = 152064 cases) still run the
-// workgroup kernel: Sampler.variantFor, tested in sampling_lane_test.ts.
-for (const variant of ["workgroup", "lane"] as const satisfies readonly SamplerVariant[]) {
-  Deno.test(`sampler on the real adapter (${variant} kernel)`, async (t) => {
+// workgroup kernel: Sampler.variantFor, tested in sampling_lane_test.ts. "split rows" runs the
+// workgroup kernel with every row over 5 workgroups and a merge (sample_chunks, sample_merge),
+// as GPUs split large vocabularies; the tiny vocabularies leave some chunks empty.
+const CONFIGS: readonly [string, { variant: SamplerVariant; rowChunks?: number }][] = [
+  ["workgroup kernel", { variant: "workgroup", rowChunks: 1 }],
+  ["lane kernel", { variant: "lane" }],
+  ["split rows", { variant: "workgroup", rowChunks: 5 }],
+];
+for (const [label, options] of CONFIGS) {
+  const variant = options.variant;
+  Deno.test(`sampler on the real adapter (${label})`, async (t) => {
     const gpu = await Gpu.create();
-    const options = { variant };
     try {
       await t.step("the HF penalty on a hand-made row, on the GPU", async () => {
         // Penalised logits [1, −2, 0.5, −3, 1]: greedy takes id 0 (tied with 4, lower id).
@@ -194,6 +203,35 @@ for (const variant of ["workgroup", "lane"] as const satisfies readonly SamplerV
     }
   });
 }
+
+Deno.test("split rows: GPUs split large vocabularies by vocabulary alone; CPU adapters never", async () => {
+  const cpu = await Gpu.create({ adapterClass: "cpu" });
+  const gpuClass = await Gpu.create({ adapterClass: "gpu" });
+  try {
+    const onCpu = await Sampler.create(cpu, { lazy: true });
+    const onGpu = await Sampler.create(gpuClass, { lazy: true });
+    const forced = await Sampler.create(cpu, { lazy: true, variant: "workgroup", rowChunks: 5 });
+    const small = await Sampler.create(gpuClass, { lazy: true, rowChunks: 40, capacity: 128 });
+    assertEquals([151936, 49152, 5003].map((v) => onCpu.chunksFor(v)), [1, 1, 1]);
+    // ⌊⌈V / 4⌉ / SPLIT_UNITS⌋ from SPLIT_MIN_VOCAB words on, at most capacity / SPLIT_SLOTS.
+    assertEquals(
+      [151936, 49152, SPLIT_MIN_VOCAB, SPLIT_MIN_VOCAB - 1, 5003].map((v) => onGpu.chunksFor(v)),
+      [1024 / SPLIT_SLOTS, 24, 8, 1, 1],
+    );
+    // A fixed count splits any workgroup-kernel row, at most one chunk per vec4 unit.
+    assertEquals([5003, 7, 1].map((v) => forced.chunksFor(v)), [5, 2, 1]);
+    assertEquals(small.chunksFor(151936), 128 / SPLIT_SLOTS);
+    await assertRejects(
+      () => Sampler.create(cpu, { rowChunks: 0 }),
+      "KernelArgumentError",
+      "rowChunks 0",
+    );
+    for (const s of [onCpu, onGpu, forced, small]) s.destroy();
+  } finally {
+    cpu.destroy();
+    gpuClass.destroy();
+  }
+});
 
 Deno.test("a lazy sampler compiles only what prepare asks for; before it, encode is a named error", async () => {
   const gpu = await Gpu.create();

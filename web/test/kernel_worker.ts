@@ -49,6 +49,15 @@ const api = {
       const gpuClass = await Gpu.create({ adapterClass: "gpu" });
       try {
         results.push(...await run(gpuClassCases(), "decode: ", gpuClass));
+        // Rows of a 152k vocabulary split over 32 workgroups and merged (sample_chunks,
+        // sample_merge): GPUs' default there, compiled by Chrome's WGSL compiler too.
+        results.push(
+          ...await run(
+            samplingCases().filter((c) => c.name.includes("V=152064")),
+            "sampling (split rows): ",
+            gpuClass,
+          ),
+        );
       } finally {
         gpuClass.destroy();
       }
