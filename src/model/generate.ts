@@ -8,7 +8,13 @@ import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import type { GpuModel, ModelRow } from "./gpu_model.ts";
-import { packSamplingParams, PARAM_WORDS, Sampler, type SamplingParams } from "./sampling.ts";
+import {
+  packSamplingParams,
+  PARAM_WORDS,
+  Sampler,
+  type SamplerOptions,
+  type SamplingParams,
+} from "./sampling.ts";
 
 /**
  * shaders/decode.wgsl's parameters (advance): rows, the cache positions, words per row of the
@@ -96,6 +102,8 @@ export interface GeneratorOptions {
    * (forward, sample, advance). Default true; tests turn it off to compare.
    */
   fuseSampling?: boolean;
+  /** The sampler's options (lazy always): e.g. `{ rowChunks: 1 }` never splits a row (benches). */
+  sampler?: SamplerOptions;
 }
 
 export class Generator {
@@ -109,7 +117,7 @@ export class Generator {
   static async create(model: GpuModel, opts: GeneratorOptions = {}): Promise<Generator> {
     const fuse = opts.fuseSampling ?? true;
     const [sampler, advance] = await Promise.all([
-      Sampler.create(model.gpu, { lazy: true }),
+      Sampler.create(model.gpu, { ...opts.sampler, lazy: true }),
       model.gpu.kernel({
         shader: "decode",
         entry: "advance",

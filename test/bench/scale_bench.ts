@@ -22,6 +22,7 @@ import { writeFilesAtomic } from "../../src/io/deno_files.ts";
 import { denoFolder } from "../../src/io/deno_files.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { Generator } from "../../src/model/generate.ts";
+import { Sampler, type SamplerOptions } from "../../src/model/sampling.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { hfFolderFiles, initModel, Rng } from "../../src/model/init.ts";
 import type { LoraConfig } from "../../src/model/lora.ts";
@@ -81,6 +82,12 @@ export interface ScaleBenchOptions {
    * flash-decoding gains on a long context.
    */
   readonly longContext?: number;
+  /**
+   * The sampler of every measured decode (default: the adapter's own). Where it splits a row of
+   * the shape's vocabulary (Sampler.chunksFor > 1), decode at FOLD_BATCHES is also timed with
+   * one workgroup a row, greedy and with the HF configs' top-k / top-p (`sampler_split_gain*`).
+   */
+  readonly sampler?: SamplerOptions;
 }
 
 /**
@@ -88,6 +95,12 @@ export interface ScaleBenchOptions {
  * only): the inference rows' `fold_gain`.
  */
 const FOLD_BATCHES = [1, 8];
+
+/**
+ * The HF configs' sampling (configs/hf/*.json): decode with it too, where the sampler splits this
+ * vocabulary's rows (GPU adapters), with the split and without (`sampler_split_gain*`).
+ */
+const HF_SAMPLING = { temperature: 0.7, topK: 20, topP: 0.9 } as const;
 
 /** The batch sizes of the long-context rows (ScaleBenchOptions.longContext). */
 const LONG_BATCHES = [1, 4];
@@ -232,6 +245,10 @@ async function oursInference(
     /** Off: decode without the split-K folds and the attention folds (GpuModelOptions). */
     folds?: boolean;
     profile?: boolean;
+    /** Decode with these sampling params instead of greedy. */
+    sampling?: typeof HF_SAMPLING;
+    /** The sampler's row split (SamplerOptions.rowChunks): 1 = one workgroup a row. */
+    rowChunks?: number;
   } = {},
 ) {
   const promptLen = at.promptLen ?? o.promptLen;
@@ -251,13 +268,15 @@ async function oursInference(
   );
   const create_s = seconds(t0);
   try {
-    const gen = await Generator.create(model);
+    const gen = await Generator.create(model, {
+      sampler: { ...o.sampler, ...(at.rowChunks ? { rowChunks: at.rowChunks } : {}) },
+    });
     const prompts = tokens(B, promptLen, w.config.vocabSize, 11);
     const reqs = prompts.map((prompt, i) => ({
       prompt,
       maxNewTokens: o.newTokens,
       sequence: i,
-      sampling: { temperature: 0 },
+      sampling: at.sampling ?? { temperature: 0 },
     }));
     const prefill: number[] = [], decode: number[] = [];
     let first_generate_s = 0;
@@ -290,6 +309,16 @@ async function oursInference(
     };
   } finally {
     model.destroy();
+  }
+}
+
+/** Workgroups the default sampler splits a row of this vocabulary over on this adapter. */
+async function samplerChunks(gpu: Gpu, vocab: number, opts?: SamplerOptions): Promise<number> {
+  const s = await Sampler.create(gpu, { ...opts, lazy: true });
+  try {
+    return s.chunksFor(vocab);
+  } finally {
+    s.destroy();
   }
 }
 
@@ -460,12 +489,38 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
           `${shape.name} B${B}: decode ${unfused.decode_tok_s} tok/s without the split-K and RoPE folds (${unfused.decode_forward_dispatches} dispatches a step, against ${r.decode_forward_dispatches})`,
         );
       }
+      // The sampler's split rows (Sampler.chunksFor: GPU adapters, large vocabularies), greedy
+      // and with the HF configs' top-k / top-p, against one workgroup a row.
+      let sampler = null;
+      const chunks = await samplerChunks(gpu, w.config.vocabSize, o.sampler);
+      if (chunks > 1 && FOLD_BATCHES.includes(B)) {
+        const quiet = { profile: false };
+        const one = await oursInference(gpu, w, B, o, { ...quiet, rowChunks: 1 });
+        const hf = await oursInference(gpu, w, B, o, { ...quiet, sampling: HF_SAMPLING });
+        const hfOne = await oursInference(gpu, w, B, o, {
+          ...quiet,
+          sampling: HF_SAMPLING,
+          rowChunks: 1,
+        });
+        log(
+          `${shape.name} B${B}: decode with rows split over ${chunks} sampler workgroups ${r.decode_tok_s} tok/s greedy, ${hf.decode_tok_s} top-k/top-p; one workgroup a row ${one.decode_tok_s}, ${hfOne.decode_tok_s}`,
+        );
+        sampler = {
+          sampler_chunks: chunks,
+          decode_tok_s_one_sampler_workgroup: one.decode_tok_s,
+          decode_tok_s_top_k_p: hf.decode_tok_s,
+          decode_tok_s_top_k_p_one_sampler_workgroup: hfOne.decode_tok_s,
+          sampler_split_gain: ratio(r.decode_tok_s, one.decode_tok_s),
+          sampler_split_gain_top_k_p: ratio(hf.decode_tok_s, hfOne.decode_tok_s),
+        };
+      }
       inference.push({
         batch: B,
         ...r,
         decode_tok_s_unfused: unfused?.decode_tok_s ?? null,
         decode_forward_dispatches_unfused: unfused?.decode_forward_dispatches ?? null,
         fold_gain: ratio(r.decode_tok_s, unfused?.decode_tok_s),
+        ...sampler,
       });
     }
     const long_context = [];

@@ -23,6 +23,9 @@ Deno.test("scale bench: a tiny Qwen2 shape written as an HF folder, measured, no
       python: "./no-such-python",
       profile: true,
       longContext: 140,
+      // Rows split over 3 sampler workgroups (GPUs split large vocabularies): the B 1 decode is
+      // also timed with one workgroup a row.
+      sampler: { variant: "workgroup", rowChunks: 3 },
     }, () => {});
     const s = r.shapes[0];
     const names = [...Deno.readDirSync(`${dir}/tiny`)].map((e) => e.name).sort();
@@ -41,6 +44,17 @@ Deno.test("scale bench: a tiny Qwen2 shape written as an HF folder, measured, no
       // llvmpipe lists timestamp-query: the profile names the LM head's matmul among the kernels.
       assert(x.profile && x.profile.gpu_ms > 0 && x.profile.top.length > 0, JSON.stringify(x));
     }
+    const [b1, b3] = s.inference;
+    assertEquals([b1.sampler_chunks, b3.sampler_chunks], [3, undefined]);
+    for (
+      const k of [
+        "decode_tok_s_one_sampler_workgroup",
+        "decode_tok_s_top_k_p",
+        "decode_tok_s_top_k_p_one_sampler_workgroup",
+        "sampler_split_gain",
+        "sampler_split_gain_top_k_p",
+      ] as const
+    ) assert(b1[k]! > 0, `${k}: ${JSON.stringify(b1)}`);
     // Decode after 140-token prompts (two 128-position splits where the workgroup attention
     // runs; llvmpipe's lane kernel has none), split and not.
     assertEquals(s.long_context.map((x) => [x.batch, x.prompt_len]), [[1, 140], [4, 140]]);
