@@ -140,13 +140,19 @@ Deno.test("packSamplingParams: layout and named errors", () => {
 // Pinned to "lane", vocabularies past llvmpipe's loop limit (the V = 152064 cases) still run the
 // workgroup kernel: Sampler.variantFor, tested in sampling_lane_test.ts. "split rows" runs the
 // workgroup kernel with every row over 5 workgroups and a merge (sample_chunks, sample_merge),
-// as GPUs split large vocabularies; the tiny vocabularies leave some chunks empty.
-const CONFIGS: readonly [string, { variant: SamplerVariant; rowChunks?: number }][] = [
-  ["workgroup kernel", { variant: "workgroup", rowChunks: 1 }],
-  ["lane kernel", { variant: "lane" }],
-  ["split rows", { variant: "workgroup", rowChunks: 5 }],
+// as GPUs split large vocabularies; the tiny vocabularies leave some chunks empty. It leaves out
+// the χ² frequency cases (thousands of draws, CI time): every reference case already checks that
+// each row's token is the one whose float64 CDF interval holds the row's uniform draw.
+const CONFIGS: readonly [
+  string,
+  { variant: SamplerVariant; rowChunks?: number },
+  (name: string) => boolean,
+][] = [
+  ["workgroup kernel", { variant: "workgroup", rowChunks: 1 }, () => true],
+  ["lane kernel", { variant: "lane" }, () => true],
+  ["split rows", { variant: "workgroup", rowChunks: 5 }, (n) => !n.includes("frequencies match")],
 ];
-for (const [label, options] of CONFIGS) {
+for (const [label, options, runs] of CONFIGS) {
   const variant = options.variant;
   Deno.test(`sampler on the real adapter (${label})`, async (t) => {
     const gpu = await Gpu.create();
@@ -192,7 +198,7 @@ for (const [label, options] of CONFIGS) {
         sampler.destroy();
       });
 
-      for (const c of samplingCases()) {
+      for (const c of samplingCases().filter((c) => runs(c.name))) {
         await t.step(c.name, async () => {
           const ratio = await c.run(gpu, options);
           assert(ratio <= 1, `${c.name}: error is ${ratio.toFixed(2)}× the tolerance`);
