@@ -1,11 +1,11 @@
 // Token sampling on the GPU: repetition penalty → temperature → top-k → top-p → one draw of a
 // counter-based RNG keyed by (seed, sequence, step), with the sampled token's log-prob. One
-// dispatch per call (two for split rows), recorded into a Recorder with no readback, so a decode loop chains
-// forward → sample → forward and reads back only the ids. The kernels are shaders/sampling.wgsl
-// (one workgroup per row; on GPUs a large vocabulary's row split over several workgroups, then
-// merged: two dispatches, see SPLIT_MIN_VOCAB) and, for CPU adapters, shaders/sampling_lane.wgsl
-// (one invocation per row, no barriers; same semantics and bindings); the float64 oracle is
-// sampling_reference.ts.
+// dispatch per call (two for split rows), recorded into a Recorder with no readback, so a decode
+// loop chains forward → sample → forward and reads back only the ids. The kernels are
+// shaders/sampling.wgsl (one workgroup per row; on GPUs a large vocabulary's row split over
+// several workgroups, then merged: see SPLIT_MIN_VOCAB) and, for CPU adapters,
+// shaders/sampling_lane.wgsl (one invocation per row, no barriers; same semantics and bindings);
+// the float64 oracle is sampling_reference.ts.
 //
 // Semantics (HF transformers' warpers, in HF's order):
 //   z = penalty(x) / T over the full vocabulary. penalty: each distinct id in the row's history,
