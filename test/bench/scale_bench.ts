@@ -476,6 +476,8 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
     const params = w.layout.tensors.reduce((s, t) => s + t.size, 0);
     log(`${shape.name}: ${params} parameters, written in ${write_s} s, read in ${load_s} s`);
     const inference = [];
+    // Workgroups the sampler splits this vocabulary's rows over (the same at every batch size).
+    const chunks = await samplerChunks(gpu, w.config.vocabSize, o.sampler);
     for (const B of o.batches) {
       const r = await oursInference(gpu, w, B, o);
       log(
@@ -492,7 +494,6 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
       // The sampler's split rows (Sampler.chunksFor: GPU adapters, large vocabularies), greedy
       // and with the HF configs' top-k / top-p, against one workgroup a row.
       let sampler = null;
-      const chunks = await samplerChunks(gpu, w.config.vocabSize, o.sampler);
       if (chunks > 1 && FOLD_BATCHES.includes(B)) {
         const quiet = { profile: false };
         const one = await oursInference(gpu, w, B, o, { ...quiet, rowChunks: 1 });
