@@ -1,11 +1,13 @@
 // `npx deno task tune`: measure the matmul variants on this device at a model's products and keep
-// the fastest per form and shape bucket (src/ops/autotune.ts), in the picks file every later run
-// on this adapter reads (src/ops/tuned_picks.ts). Reads only the model's config.json.
+// the fastest per form and shape bucket (src/ops/autotune.ts), and on GPUs how many workgroups
+// sample a row of the model's vocabulary (src/model/sampler_tune.ts), in the picks file every
+// later run on this adapter reads (src/ops/tuned_picks.ts). Reads only the model's config.json.
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { parseModelConfig } from "../model/config.ts";
+import { samplerEntry, type SamplerTuneMode, tuneSamplerIf } from "../model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
 import { defaultLogitRows } from "../train/trainer.ts";
 import {
@@ -19,7 +21,7 @@ import {
 export const TUNE_CLI = defineCli({
   command: "npx deno task tune",
   summary:
-    "Time the matmul kernels on this device at a model's products and keep the fastest for every later run on this adapter.",
+    "Time the matmul kernels on this device at a model's products, and the sampler's row split at its vocabulary, and keep the fastest for every later run on this adapter.",
   flags: {
     model: {
       type: "string",
@@ -54,6 +56,14 @@ export const TUNE_CLI = defineCli({
       metavar: "auto|on|off",
       help:
         "time the half-float twins of a frozen base (update.halfBase); auto: as a LoRA run's default, on GPU-class adapters without --full",
+    },
+    sampler: {
+      type: "string",
+      choices: ["auto", "on", "off"],
+      default: "auto",
+      metavar: "auto|on|off",
+      help:
+        "time how many workgroups sample a row of the vocabulary at the decode rows; auto: on GPU-class adapters (CPU adapters never split a row unless tuned to)",
     },
     variants: {
       type: "string",
@@ -159,7 +169,28 @@ if (import.meta.main) {
       if (r.refused.length) {
         console.log(`refused (wrong against the float64 reference): ${r.refused.join(", ")}`);
       }
-      console.log(`\n${r.seconds.toFixed(1)} s`);
+      const sampler = await tuneSamplerIf(gpu, args.sampler as SamplerTuneMode, {
+        vocab: cfg.vocabSize,
+        rows: decodeRows,
+        minMs: args.minMs,
+        log: (l) => console.log(l),
+      });
+      if (sampler) {
+        console.log("\n| workgroups a row | ms a step |");
+        console.log("|---|---|");
+        for (const t of sampler.times) {
+          console.log(
+            `| ${t.chunks}${
+              [t.chunks === sampler.current && "built-in", t.chunks === sampler.best && "tuned"]
+                .filter(Boolean).map((w) => ` (${w})`).join("")
+            } | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
+          );
+        }
+        for (const x of sampler.refused) {
+          console.log(`refused split ${x.chunks} (wrong against the float64 reference): ${x.why}`);
+        }
+      }
+      console.log(`\n${(r.seconds + (sampler?.seconds ?? 0)).toFixed(1)} s`);
       const entry = {
         adapter: adapterKey(gpu.ctx.info),
         kernels: kernelSetId(),
@@ -169,6 +200,7 @@ if (import.meta.main) {
         }, train rows ${args.trainRows}${args.full ? ", full" : ""}${half ? ", half base" : ""})`,
         date: new Date().toISOString(),
         buckets: r.buckets,
+        ...(sampler ? samplerEntry(sampler) : {}),
       };
       if (!args.dryRun) {
         const path = out!;
@@ -185,7 +217,14 @@ if (import.meta.main) {
         console.log(`picks written to ${path}: later runs on this adapter use them`);
       }
       if (args.json) {
-        console.log(JSON.stringify({ ...entry, refused: r.refused, seconds: r.seconds }));
+        console.log(
+          JSON.stringify({
+            ...entry,
+            refused: r.refused,
+            seconds: r.seconds,
+            ...(sampler ? { sampler } : {}),
+          }),
+        );
       }
     } finally {
       gpu.destroy();

@@ -32,6 +32,7 @@ import type { BindingKind, Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
+import { tunedPicksFor } from "../ops/tuned_picks.ts";
 import { ModelError } from "./errors.ts";
 
 /** Per-row sampling parameters (HF names in camelCase). */
@@ -187,7 +188,8 @@ export function laneLoopBound(vocab: number, historyCapacity: number): number {
  * vocabulary on an H100 (2026-11-27), at batch 1 and 8 alike: the rows are latency-bound walks,
  * and a batch of a few rows leaves most of the GPU idle. The thresholds are estimates, not yet
  * timed on a GPU. Every workgroup's share depends on the vocabulary only, never on the batch, so
- * a row's sample does not depend on the rest of the batch.
+ * a row's sample does not depend on the rest of the batch. `npx deno task tune` measures the split
+ * on the user's GPU instead (src/model/sampler_tune.ts); its pick goes over this rule.
  */
 export const SPLIT_MIN_VOCAB = 16384;
 /** vec4 units a chunk of a split row takes ("auto"): 8 a lane at 64 lanes. */
@@ -196,6 +198,17 @@ export const SPLIT_UNITS = 512;
 export const SPLIT_SLOTS = 32;
 /** Words per (row, chunk) in the split kernels' scratch: sampling.wgsl's CHUNK_HEAD + 2·KSLOTS. */
 const CHUNK_WORDS = 8 + 2 * SPLIT_SLOTS;
+
+/**
+ * The built-in split of "auto" (before the clamp to the sampler's capacity and the row's vec4s):
+ * ⌊⌈vocab / 4⌉ / SPLIT_UNITS⌋ workgroups a row on GPU-class adapters from SPLIT_MIN_VOCAB words,
+ * else 1.
+ */
+export function builtInRowChunks(adapterClass: "cpu" | "gpu", vocab: number): number {
+  return adapterClass === "cpu" || vocab < SPLIT_MIN_VOCAB
+    ? 1
+    : Math.floor(Math.ceil(vocab / 4) / SPLIT_UNITS);
+}
 
 export interface SamplerOptions {
   /**
@@ -216,10 +229,12 @@ export interface SamplerOptions {
   capacity?: number;
   /**
    * Workgroups a row of the workgroup kernel is split over (sample_chunks, then sample_merge):
-   * "auto" (default) splits rows of SPLIT_MIN_VOCAB words or more on GPU-class adapters into
-   * ⌊⌈vocab / 4⌉ / SPLIT_UNITS⌋ chunks, never on CPU adapters (llvmpipe runs a workgroup on one
-   * core: a split only adds passes); a number splits every workgroup-kernel row into that many
-   * (tests); 1 never splits. At most capacity / SPLIT_SLOTS and ⌈vocab / 4⌉.
+   * "auto" (default) takes the split the tuner measured on this adapter for the vocabulary
+   * (src/ops/tuned_picks.ts), else splits rows of SPLIT_MIN_VOCAB words or more on GPU-class
+   * adapters into ⌊⌈vocab / 4⌉ / SPLIT_UNITS⌋ chunks and never on CPU adapters (llvmpipe runs a
+   * workgroup on one core: a split only adds passes); a number splits every workgroup-kernel row
+   * into that many (tests, the tuner); 1 never splits. At most capacity / SPLIT_SLOTS and
+   * ⌈vocab / 4⌉.
    */
   rowChunks?: number | "auto";
   /**
@@ -279,6 +294,8 @@ export class Sampler {
     private laneMaxVocab: number,
     private rowChunks: number | "auto",
     private maxChunks: number,
+    /** "auto": the tuned split per vocabulary on this adapter (tuned_picks.ts), read at create. */
+    private tunedChunks: Readonly<Record<string, number>>,
   ) {
     this.dummies = [0, 1, 2, 3].map((i) => gpu.zeros(4, `sampler:dummy${i}`));
     this.seen = gpu.zeros(4, "sampler:seen");
@@ -350,6 +367,9 @@ export class Sampler {
       constants: { WG: wg, CAP: cap, KSLOTS: SPLIT_SLOTS },
     });
     const draws = await gpu.kernel({ shader: "sampling", entry: "draws", bindings: BINDINGS });
+    const tuned = rowChunks === "auto"
+      ? tunedPicksFor(gpu.ctx.info)?.entry.samplerChunks ?? {}
+      : {};
     const s = new Sampler(
       gpu,
       sampleSpec,
@@ -360,10 +380,13 @@ export class Sampler {
       laneMaxVocab,
       rowChunks,
       cap / SPLIT_SLOTS, // the merge holds every chunk's candidates in CAP slots
+      tuned,
     );
     if (!options.lazy) {
       // Split kernels only where some vocabulary would take them.
-      const splits = rowChunks === 1 || (rowChunks === "auto" && gpu.adapterClass === "cpu")
+      const splits = rowChunks === 1 ||
+          (rowChunks === "auto" && gpu.adapterClass === "cpu" &&
+            !Object.values(tuned).some((c) => c > 1))
         ? []
         : s.splitSpecs;
       await Promise.all(
@@ -391,17 +414,15 @@ export class Sampler {
 
   /**
    * Workgroups each row of this vocabulary is split over (1: the one-workgroup kernel), by the
-   * rowChunks option; the lane kernel's rows are never split. Depends on the vocabulary only.
+   * rowChunks option ("auto": the tuned split, else builtInRowChunks); the lane kernel's rows are
+   * never split. Depends on the vocabulary only.
    */
   chunksFor(vocab: number, historyCapacity = 0): number {
     if (this.variantFor(vocab, historyCapacity) === "lane") return 1;
-    const units = Math.ceil(vocab / 4);
     const want = this.rowChunks !== "auto"
       ? this.rowChunks
-      : this.gpu.adapterClass === "cpu" || vocab < SPLIT_MIN_VOCAB
-      ? 1
-      : Math.floor(units / SPLIT_UNITS);
-    return Math.max(1, Math.min(want, this.maxChunks, units));
+      : this.tunedChunks[String(vocab)] ?? builtInRowChunks(this.gpu.adapterClass, vocab);
+    return Math.max(1, Math.min(want, this.maxChunks, Math.ceil(vocab / 4)));
   }
 
   /**

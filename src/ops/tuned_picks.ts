@@ -1,8 +1,10 @@
-// Matmul picks the tuner measured on this device (src/ops/autotune.ts), kept per adapter: a JSON
-// file in Deno (`npx deno task tune` writes it; every Matmul created on that adapter afterwards
-// reads it through matmulPicks), or registered in memory where there is no file (a browser page
-// that tuned itself). An entry names the adapter (class and adapter text) and the kernel set it
-// was measured with; another adapter's entry, or one from an older kernel set, is not used.
+// Kernel picks the tuner measured on this device, kept per adapter: the matmul variant of each
+// form and shape bucket (src/ops/autotune.ts) and how many workgroups sample a row of each
+// vocabulary (src/model/sampler_tune.ts). A JSON file in Deno (`npx deno task tune` writes it;
+// every Matmul and Sampler created on that adapter afterwards reads it), or registered in memory
+// where there is no file (a browser page that tuned itself). An entry names the adapter (class and
+// adapter text) and the kernel set it was measured with; another adapter's entry, or one from an
+// older kernel set, is not used.
 
 import { type AdapterDescription, adapterText } from "../gpu/device.ts";
 import { GpuError } from "../gpu/errors.ts";
@@ -30,6 +32,24 @@ export interface TunedPicksEntry {
   date: string;
   /** The measurement: each bucket's score before and after (ms a step). */
   buckets?: TunedBucket[];
+  /**
+   * Workgroups a row of each vocabulary is sampled by (vocabulary → chunks, 1: one workgroup):
+   * the Sampler's "auto" rowChunks uses it over the built-in rule (src/model/sampling.ts).
+   */
+  samplerChunks?: Record<string, number>;
+  /** The sampler's measurement per vocabulary (ms a step at the tuned batch sizes). */
+  samplerTimes?: TunedSampler[];
+}
+
+/** One vocabulary's sampler tuning: the built-in split and the tuned one, with their times. */
+export interface TunedSampler {
+  vocab: number;
+  /** Decode rows (batch sizes) it was timed at. */
+  rows: number[];
+  current: number;
+  currentMs: number;
+  best: number;
+  bestMs: number;
 }
 
 export interface TunedPicksFile {
@@ -87,16 +107,40 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
       typeof e.kernels === "string" && typeof e.picks === "object" && e.picks !== null &&
       Object.entries(e.picks).every(([k, v]) => KEY.test(k) && typeof v === "string");
     if (!ok) throw bad(`entry ${i} lacks adapter, kernels or "form:bucket" picks`);
+    const chunks = e.samplerChunks;
+    if (
+      chunks !== undefined && (typeof chunks !== "object" || chunks === null ||
+        !Object.entries(chunks).every(([k, v]) =>
+          /^[1-9][0-9]*$/.test(k) && Number.isInteger(v) && (v as number) >= 1
+        ))
+    ) {
+      throw bad(`entry ${i}'s "samplerChunks" is not vocabulary → chunk count (integers ≥ 1)`);
+    }
   }
   return f as TunedPicksFile;
 }
 
-/** `file` with `entry` in place of any entry of the same adapter and kernel set. */
+/**
+ * `file` with `entry` in place of any entry of the same adapter and kernel set. The sampler's
+ * picks of vocabularies `entry` did not tune are kept from the entry it replaces (tuning one model
+ * leaves another model's sampler split as it was); its matmul picks are replaced.
+ */
 export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): TunedPicksFile {
-  const rest = (file?.entries ?? []).filter((e) =>
-    e.adapter !== entry.adapter || e.kernels !== entry.kernels
-  );
-  return { format: FORMAT, version: 1, entries: [...rest, entry] };
+  const same = (e: TunedPicksEntry) => e.adapter === entry.adapter && e.kernels === entry.kernels;
+  const old = (file?.entries ?? []).find(same);
+  const rest = (file?.entries ?? []).filter((e) => !same(e));
+  const chunks = { ...old?.samplerChunks, ...entry.samplerChunks };
+  const tuned = new Set((entry.samplerTimes ?? []).map((t) => t.vocab));
+  const times = [
+    ...(old?.samplerTimes ?? []).filter((t) => !tuned.has(t.vocab)),
+    ...(entry.samplerTimes ?? []),
+  ];
+  const merged: TunedPicksEntry = {
+    ...entry,
+    ...(Object.keys(chunks).length ? { samplerChunks: chunks } : {}),
+    ...(times.length ? { samplerTimes: times } : {}),
+  };
+  return { format: FORMAT, version: 1, entries: [...rest, merged] };
 }
 
 // In memory: entries registered here (useTunedPicks) and the file's, read once.
@@ -151,6 +195,19 @@ export function tunedPicksFor(
 }
 
 /**
+ * The tuned number of workgroups a row of this vocabulary is sampled by on this adapter, with
+ * where it came from; null where the sampler's split was not tuned at this vocabulary.
+ */
+export function tunedSamplerChunks(
+  info: AdapterDescription,
+  vocab: number,
+): { chunks: number; source: string } | null {
+  const t = tunedPicksFor(info);
+  const chunks = t?.entry.samplerChunks?.[String(vocab)];
+  return t && chunks !== undefined ? { chunks, source: t.source } : null;
+}
+
+/**
  * One line for logs: where this adapter's matmul picks come from; `howToTune` says how to
  * measure them where they are the built-in ones.
  */
@@ -160,7 +217,15 @@ export function describeTunedPicks(
 ): string {
   const t = tunedPicksFor(info);
   if (!t) return `matmul picks: built-in (${howToTune})`;
+  const split = Object.entries(t.entry.samplerChunks ?? {});
   return `matmul picks: tuned on this adapter ${
     t.entry.date.slice(0, 10)
-  } for ${t.entry.tunedFor} (${t.source})`;
+  } for ${t.entry.tunedFor} (${t.source})${
+    split.length
+      ? `; sampler split tuned: ${
+        split.map(([v, c]) => `${c} workgroup${c > 1 ? "s" : ""} a row at vocabulary ${v}`)
+          .join(", ")
+      }`
+      : ""
+  }`;
 }

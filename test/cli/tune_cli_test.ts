@@ -92,3 +92,87 @@ Deno.test("tune CLI: writes this adapter's picks; a later process runs them; a b
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+// A fresh process's Sampler on the same adapter: its split of the tuned vocabulary.
+const SAMPLER_PROBE = `
+import { Gpu } from "./src/gpu/mod.ts";
+import { Sampler } from "./src/model/sampling.ts";
+import { describeTunedPicks } from "./src/ops/tuned_picks.ts";
+const gpu = await Gpu.create();
+const s = await Sampler.create(gpu, { lazy: true });
+console.log(describeTunedPicks(gpu.ctx.info));
+console.log(s.chunksFor(5000));
+gpu.destroy();
+`;
+
+Deno.test("tune CLI: --sampler on times the sampler's row split at the model's vocabulary; a later Sampler uses it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tune_cli_sampler_" });
+  try {
+    const file = `${dir}/picks.json`, model = `${dir}/config.json`;
+    const config = JSON.parse(await Deno.readTextFile(`${repo}configs/models/tiny-llama.json`));
+    await Deno.writeTextFile(model, JSON.stringify({ ...config, vocab_size: 5000 }));
+    const r = await deno([
+      "run",
+      "-A",
+      "src/cli/tune.ts",
+      "--model",
+      model,
+      "--decode-rows",
+      "1,3",
+      "--train-rows",
+      "0",
+      "--variants",
+      "^r8c8_wg8x1$",
+      "--min-ms",
+      "5",
+      "--sampler",
+      "on",
+      "--out",
+      file,
+      "--json",
+    ]);
+    assertEquals(r.code, 0, r.out + r.err);
+    assert(r.out.includes("| workgroups a row | ms a step |"), r.out);
+    const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
+    assertEquals(last.sampler.vocab, 5000);
+    assertEquals(last.sampler.rows, [1, 3]);
+    // Every power of two up to the capacity's 32 chunks was timed, and the built-in split.
+    assertEquals(last.sampler.times.map((t: { chunks: number }) => t.chunks), [1, 2, 4, 8, 16, 32]);
+    const best = last.sampler.best;
+    const saved = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(saved.entries[0].samplerChunks, { "5000": best });
+
+    const probe = await deno(["eval", SAMPLER_PROBE], { PETTINGLLMS_TUNED_PICKS: file });
+    assertEquals(probe.code, 0, probe.err);
+    const [line, chunks] = probe.out.trim().split("\n");
+    assert(line.includes(`sampler split tuned: ${best} workgroup`) && line.includes("5000"), line);
+    assertEquals(Number(chunks), best);
+
+    // Tuning again without the sampler (off; auto, on CPU adapters) keeps the file's split.
+    const again = await deno([
+      "run",
+      "-A",
+      "src/cli/tune.ts",
+      "--model",
+      model,
+      "--decode-rows",
+      "1",
+      "--train-rows",
+      "0",
+      "--variants",
+      "^r8c8_wg8x1$",
+      "--min-ms",
+      "5",
+      "--sampler",
+      "off",
+      "--out",
+      file,
+    ]);
+    assertEquals(again.code, 0, again.out + again.err);
+    assert(!again.out.includes("workgroups a row"), again.out);
+    const kept = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(kept.entries[0].samplerChunks, { "5000": best });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

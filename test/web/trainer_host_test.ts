@@ -349,6 +349,16 @@ Deno.test("TrainerHost", async (t) => {
         tuned.buckets.map((b) => b.key).sort(),
       );
       for (const b of tuned.buckets) assertEquals(matmulPicks(gpu.ctx.info)[b.key], b.best);
+      // The sampler's row split is tuned by default on GPUs only; on CPU adapters the lane
+      // kernel samples tiny-llama's 264 words, which is never split, and the log says so.
+      assertEquals(tuned.sampler === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
+      if (tuned.sampler) {
+        assertEquals(file.entries[0].samplerChunks, { "264": tuned.sampler.best });
+      } else {
+        const asked = await host.tuneKernels({ variants: "^r8c8_wg8x1$", minMs: 5, sampler: "on" });
+        assertEquals(asked.sampler, null);
+        assert(ev.logs(mark).some((l) => l.includes("nothing to tune")), ev.logs(mark).join(" | "));
+      }
       assert(ev.logs(mark).some((l) => l.startsWith("tune nt:vector:")), ev.logs(mark).join(" | "));
       assert(
         ev.logs(mark).at(-1)?.includes("the next start or resume runs them"),

@@ -329,7 +329,20 @@ async function main() {
     try {
       const r = await api.tuneKernels();
       probe.tune = r;
-      const rows = r.buckets.map((b) => {
+      // The sampler's row split (GPUs) is one more row: workgroups a row, built-in and tuned.
+      const split = (n: number) => `${n} workgroup${n > 1 ? "s" : ""} a row`;
+      const lines = [
+        ...r.buckets,
+        ...(r.sampler
+          ? [{
+            ...r.sampler,
+            key: `sampler (${r.sampler.vocab} words)`,
+            current: split(r.sampler.current),
+            best: split(r.sampler.best),
+          }]
+          : []),
+      ];
+      const rows = lines.map((b) => {
         const tr = document.createElement("tr");
         for (
           const v of [

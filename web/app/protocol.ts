@@ -7,6 +7,8 @@ import type { CheckpointInfo, ModelSourceSpec, RunInfo } from "../../src/browser
 import type { StepMetrics } from "../../src/rl/session.ts";
 import type { Rendered } from "../../src/envs/types.ts";
 import type { TunedBucket } from "../../src/ops/autotune.ts";
+import type { SamplerTuneMode } from "../../src/model/sampler_tune.ts";
+import type { TunedSampler } from "../../src/ops/tuned_picks.ts";
 
 export type RunState =
   | "idle"
@@ -159,11 +161,18 @@ export interface TuneRequest {
   variants?: string;
   /** Wall time of each final timing per product (ms). */
   minMs?: number;
+  /**
+   * Time the sampler's row split at the model's vocabulary (src/model/sampler_tune.ts); "auto"
+   * (default): on GPU-class adapters.
+   */
+  sampler?: SamplerTuneMode;
 }
 
 /** What tuneKernels found: per bucket the built-in pick and the tuned one, ms a step each. */
 export interface TuneReport {
   buckets: TunedBucket[];
+  /** The sampler's split at the model's vocabulary, where it was tuned. */
+  sampler: TunedSampler | null;
   /** Variants that computed a wrong product on this device (never picked). */
   refused: string[];
   seconds: number;

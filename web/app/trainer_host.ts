@@ -39,6 +39,7 @@ import {
   RunStore,
   StoreRunSink,
 } from "../../src/browser/run_store.ts";
+import { samplerEntry, tuneSamplerIf } from "../../src/model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../../src/ops/autotune.ts";
 import {
   adapterKey,
@@ -506,11 +507,17 @@ export class TrainerHost implements TrainerService {
       half ? ", half-float base" : ""
     })`;
     this.#emit({ type: "log", line: `tuning the matmul kernels for ${tunedFor}` });
+    const log = (line: string) => this.#emit({ type: "log", line: `tune ${line}` });
     const r = await this.#gpuJob(() =>
-      tuneMatmuls(gpu, workload, {
-        variants,
+      tuneMatmuls(gpu, workload, { variants, minMs: req.minMs, log })
+    );
+    // The sampler's row split at the rollout's batch sizes (GPUs; see src/model/sampler_tune.ts).
+    const sampler = await this.#gpuJob(() =>
+      tuneSamplerIf(gpu, req.sampler ?? "auto", {
+        vocab: base.weights.config.vocabSize,
+        rows: decodeRows,
         minMs: req.minMs,
-        log: (line) => this.#emit({ type: "log", line: `tune ${line}` }),
+        log,
       })
     );
     const entry: TunedPicksEntry = {
@@ -520,9 +527,14 @@ export class TrainerHost implements TrainerService {
       tunedFor,
       date: new Date(this.#now()).toISOString(),
       buckets: r.buckets,
+      ...(sampler ? samplerEntry(sampler) : {}),
     };
-    useTunedPicks([entry], `${this.#store.name}/${PICKS_FILE}`);
+    // The stored entry keeps the sampler splits of vocabularies tuned before (withEntry).
     const file = withEntry(await this.#readPicks(), entry);
+    useTunedPicks(
+      file.entries.filter((e) => e.adapter === entry.adapter && e.kernels === entry.kernels),
+      `${this.#store.name}/${PICKS_FILE}`,
+    );
     await this.#store.write(
       PICKS_FILE,
       new TextEncoder().encode(JSON.stringify(file, null, 2) + "\n"),
@@ -533,8 +545,9 @@ export class TrainerHost implements TrainerService {
     });
     return {
       buckets: r.buckets,
+      sampler: sampler ? samplerEntry(sampler).samplerTimes[0] : null,
       refused: r.refused,
-      seconds: r.seconds,
+      seconds: r.seconds + (sampler?.seconds ?? 0),
       tunedFor,
     };
   }

@@ -1,0 +1,352 @@
+// The sampler's tuner: how many workgroups should sample one row of a vocabulary on this device.
+// On GPUs the sampler splits a large vocabulary's row over several workgroups and merges them
+// (src/model/sampling.ts, SPLIT_MIN_VOCAB); the built-in rule is an estimate from one H100
+// profile. This times the split on the user's own GPU, at the batch sizes and sampling settings
+// generation runs, and `npx deno task tune` keeps the fastest beside the matmul picks
+// (src/ops/tuned_picks.ts), where every later Sampler on that adapter reads it.
+//
+// Each candidate is first checked against the float64 reference (sampling_reference.ts) on rows
+// of this vocabulary, so a split that samples wrongly on this device is never picked. Then, as
+// the matmul tuner does: every candidate screened with short timings, the best few and the
+// built-in split timed again at length; a candidate's score is Σ over batch sizes and settings
+// of ms a call.
+
+import type { Gpu } from "../gpu/mod.ts";
+import { readUint32 } from "../gpu/buffers.ts";
+import { timeIt } from "../gpu/timing.ts";
+import { seededValues } from "../ops/reference.ts";
+import type { TunedPicksEntry, TunedSampler } from "../ops/tuned_picks.ts";
+import { ModelError } from "./errors.ts";
+import { sampleRef } from "./sampling_reference.ts";
+import {
+  builtInRowChunks,
+  packSamplingParams,
+  type SampleArgs,
+  Sampler,
+  type SamplerOptions,
+  type SamplingParams,
+} from "./sampling.ts";
+
+/** The tuner cannot run here (every candidate wrong, bad options); the message says why. */
+export class SamplerTuneError extends ModelError {}
+
+/**
+ * What generation samples with, each timed at every batch size: greedy (evaluation), plain
+ * temperature (RL rollouts) and HF chat models' generation config (top-k 20, top-p 0.9, T 0.7).
+ */
+export const SAMPLER_TUNE_SETTINGS: readonly Omit<SamplingParams, "sequence">[] = [
+  { temperature: 0, seed: 1, step: 0 },
+  { temperature: 1, seed: 2, step: 0 },
+  { temperature: 0.7, topK: 20, topP: 0.9, seed: 3, step: 0 },
+];
+
+export interface SamplerTuneOptions {
+  vocab: number;
+  /** Rows a decode step samples: the batch sizes generation runs at (default 1, 8, 32). */
+  rows?: readonly number[];
+  /** Settings each batch size is timed with (default SAMPLER_TUNE_SETTINGS). */
+  settings?: readonly Omit<SamplingParams, "sequence">[];
+  /**
+   * Workgroups a row to try (default 1, the powers of two up to the sampler's limit, and the
+   * built-in split); the built-in split is always timed.
+   */
+  candidates?: readonly number[];
+  /** Wall time of a final timing per batch size and setting (ms); a screening takes a fifth. */
+  minMs?: number;
+  /** Candidates kept from screening for the final timing (the built-in split too). */
+  keep?: number;
+  log?: (line: string) => void;
+  /** The sampler's own options (workgroup size, capacity) as generation creates it. */
+  sampler?: Omit<SamplerOptions, "rowChunks" | "lazy">;
+  /**
+   * What samples for a candidate (default: a Sampler with that rowChunks). Tests plant a wrong
+   * sampler here: the reference check must refuse it.
+   */
+  samplerFor?: (gpu: Gpu, chunks: number) => Promise<SamplerLike>;
+}
+
+/** The part of a Sampler the tuner drives. */
+export interface SamplerLike {
+  prepare(vocab: number): Promise<void>;
+  encode: Sampler["encode"];
+  chunksFor(vocab: number): number;
+  destroy(): void;
+}
+
+export interface SamplerTuneResult extends TunedSampler {
+  /** ms a step of every candidate at its final (or, if not a finalist, screening) timing. */
+  times: { chunks: number; ms: number; final: boolean }[];
+  /** Candidates that sampled wrongly on this device, with the first wrong row: never picked. */
+  refused: { chunks: number; why: string }[];
+  seconds: number;
+}
+
+/** Seeded logits like a language model's: normal, sd 3 (Box–Muller on seeded uniforms). */
+function normalLogits(n: number, seed: number): Float32Array {
+  const a = seededValues(n, seed, 0, 1), b = seededValues(n, seed + 1, 0, 1);
+  return a.map((v, i) => 3 * Math.sqrt(-2 * Math.log(1 - v)) * Math.cos(2 * Math.PI * b[i]));
+}
+
+// The sampling tests' tolerances (test/model/sampling_cases.ts): float32 sums over a 152k-word
+// row differ from float64 by ~1e-6 of the mass.
+const DRAW_TOL = 2e-5, CUT_MARGIN = 2e-5, LOGP_ATOL = 1e-4, LOGP_RTOL = 1e-5;
+
+/**
+ * Why the sampled row is wrong against the float64 reference, or null where it is right: greedy
+ * rows the argmax (up to a float32 near tie), sampled rows a token of the support whose CDF
+ * interval holds the draw (up to DRAW_TOL), and the token's log-prob.
+ */
+export function rowError(
+  logits: ArrayLike<number>,
+  p: SamplingParams,
+  id: number,
+  logprob: number,
+): string | null {
+  const ref = sampleRef(logits, p);
+  const { scores: z, probs } = ref;
+  if (!(id < z.length)) return `sampled ${id}, not a token id`;
+  if ((p.temperature ?? 1) === 0) {
+    if (id !== ref.id && z[id] < z[ref.id] - 1e-6 * Math.max(1, Math.abs(z[ref.id]))) {
+      return `sampled ${id}, not the argmax ${ref.id}`;
+    }
+  } else {
+    if (probs[id] === 0 && ref.cutMargin >= CUT_MARGIN) {
+      return `sampled ${id}, outside the top-k/top-p support (reference ${ref.id})`;
+    }
+    let lo = 0;
+    for (let i = 0; i < id; i++) lo += probs[i];
+    const d = ref.u < lo ? lo - ref.u : ref.u >= lo + probs[id] ? ref.u - lo - probs[id] : 0;
+    if (d > DRAW_TOL) {
+      return `sampled ${id}: the draw ${ref.u} is ${
+        d.toExponential(2)
+      } outside its CDF interval (reference ${ref.id})`;
+    }
+  }
+  let m = -Infinity, s = 0;
+  for (let i = 0; i < z.length; i++) m = Math.max(m, z[i]);
+  for (let i = 0; i < z.length; i++) s += Math.exp(z[i] - m);
+  const want = z[id] - (m + Math.log(s));
+  if (!(Math.abs(logprob - want) <= LOGP_ATOL + LOGP_RTOL * Math.abs(want))) {
+    return `log-prob ${logprob} of token ${id}, reference ${want}`;
+  }
+  return null;
+}
+
+/** Rows of the check: each setting twice (two draws), the last ones with a masked tail. */
+async function checkSampler(
+  gpu: Gpu,
+  s: SamplerLike,
+  vocab: number,
+  settings: readonly Omit<SamplingParams, "sequence">[],
+): Promise<string | null> {
+  const params = [...settings, ...settings].map((p, r) => ({ ...p, sequence: r }));
+  const rows = params.length;
+  const x = normalLogits(rows * vocab, 11);
+  // The last row's top tenth masked (−inf), as constrained decoding leaves a row.
+  x.fill(-Infinity, rows * vocab - Math.ceil(vocab / 10));
+  const bufs = {
+    logits: gpu.upload(x),
+    params: gpu.upload(packSamplingParams(params)),
+    ids: gpu.zeros(rows),
+    logprobs: gpu.zeros(rows),
+  };
+  try {
+    const rec = gpu.recorder("sampler tune check");
+    s.encode(rec, { rows, vocab, ...bufs });
+    rec.submit();
+    const ids = await readUint32(gpu.device, bufs.ids, rows);
+    const lp = await gpu.readFloat32(bufs.logprobs, rows);
+    for (let r = 0; r < rows; r++) {
+      const why = rowError(x.subarray(r * vocab, (r + 1) * vocab), params[r], ids[r], lp[r]);
+      if (why) return `row ${r} ${JSON.stringify(params[r])}: ${why}`;
+    }
+    return null;
+  } finally {
+    Object.values(bufs).forEach((b) => b.destroy());
+  }
+}
+
+/**
+ * Times the sampler's row split at this vocabulary and returns the fastest, beside the built-in
+ * split. Seconds on a GPU (three kernels to compile, a few hundred timings); run it once per
+ * device and vocabulary (`npx deno task tune`), not per run.
+ */
+export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<SamplerTuneResult> {
+  const t0 = performance.now();
+  const { vocab } = o;
+  const rows = [...new Set(o.rows ?? [1, 8, 32])];
+  const settings = o.settings ?? SAMPLER_TUNE_SETTINGS;
+  const minMs = o.minMs ?? 60, keep = o.keep ?? 3;
+  const log = o.log ?? (() => {});
+  if (!(Number.isInteger(vocab) && vocab > 0)) {
+    throw new SamplerTuneError(`tuneSampler: vocab ${vocab} must be a positive integer`);
+  }
+  if (!rows.length || rows.some((r) => !(Number.isInteger(r) && r > 0))) {
+    throw new SamplerTuneError(`tuneSampler: rows ${rows} must be positive integers`);
+  }
+  const make = o.samplerFor ??
+    ((g: Gpu, chunks: number) =>
+      Sampler.create(g, { ...o.sampler, rowChunks: chunks, lazy: true }));
+  // What "auto" would run without tuned picks, clamped as the sampler clamps it.
+  const probe = await make(gpu, 1 << 30);
+  const most = probe.chunksFor(vocab);
+  probe.destroy();
+  if (most < 2) {
+    throw new SamplerTuneError(
+      `rows of vocabulary ${vocab} are not split on this adapter (the lane kernel samples them, or a row is one vec4): nothing to tune`,
+    );
+  }
+  const builtIn = Math.max(1, Math.min(builtInRowChunks(gpu.adapterClass, vocab), most));
+  const wanted = o.candidates ??
+    [1, ...Array.from({ length: 6 }, (_, i) => 2 ** (i + 1)).filter((c) => c <= most)];
+  for (const c of wanted) {
+    if (!(Number.isInteger(c) && c >= 1)) {
+      throw new SamplerTuneError(`tuneSampler: candidate ${c} must be an integer ≥ 1`);
+    }
+  }
+  const candidates = [...new Set([...wanted.map((c) => Math.min(c, most)), builtIn])].sort((
+    a,
+    b,
+  ) => a - b);
+  const samplers = new Map<number, SamplerLike>();
+  const refused: SamplerTuneResult["refused"] = [];
+  const maxRows = Math.max(...rows);
+  const logits = gpu.upload(normalLogits(maxRows * vocab, 7));
+  const ids = gpu.zeros(maxRows), logprobs = gpu.zeros(maxRows);
+  const paramsOf = new Map<string, GPUBuffer>();
+  const params = (r: number, i: number) => {
+    const key = `${r}|${i}`;
+    if (!paramsOf.has(key)) {
+      const rowsOf = Array.from({ length: r }, (_, q) => ({ ...settings[i], sequence: q }));
+      paramsOf.set(key, gpu.upload(packSamplingParams(rowsOf)));
+    }
+    return paramsOf.get(key)!;
+  };
+  const score = async (c: number, ms: number, rounds: number) => {
+    const s = samplers.get(c)!;
+    let total = 0;
+    for (const r of rows) {
+      for (let i = 0; i < settings.length; i++) {
+        const args: SampleArgs = { rows: r, vocab, logits, params: params(r, i), ids, logprobs };
+        const t = await timeIt(
+          async (reps) => {
+            const rec = gpu.recorder("sampler tune");
+            for (let k = 0; k < reps; k++) s.encode(rec, args);
+            rec.submit();
+            await gpu.sync();
+          },
+          ms,
+          rounds,
+        );
+        total += t.msPerRep;
+      }
+    }
+    return total;
+  };
+  try {
+    for (const c of candidates) {
+      const s = await make(gpu, c);
+      await s.prepare(vocab);
+      const why = await checkSampler(gpu, s, vocab, settings);
+      if (why) {
+        refused.push({ chunks: c, why });
+        log(`sampler split ${c}: refused, wrong against the float64 reference: ${why}`);
+        s.destroy();
+      } else samplers.set(c, s);
+    }
+    if (!samplers.size) {
+      throw new SamplerTuneError(
+        `every sampler split was wrong against the float64 reference at vocabulary ${vocab}: ${
+          refused.map((r) => `${r.chunks}: ${r.why}`).join("; ")
+        }`,
+      );
+    }
+    const times = new Map<number, { ms: number; final: boolean }>();
+    for (const c of samplers.keys()) {
+      times.set(c, { ms: await score(c, minMs / 5, 1), final: false });
+    }
+    const finalists = [...times].sort((a, b) => a[1].ms - b[1].ms).slice(0, keep).map(([c]) => c);
+    if (samplers.has(builtIn) && !finalists.includes(builtIn)) finalists.push(builtIn);
+    let best = finalists[0], bestMs = Infinity;
+    for (const c of finalists) {
+      const ms = await score(c, minMs, 3);
+      times.set(c, { ms, final: true });
+      if (ms < bestMs) [best, bestMs] = [c, ms];
+    }
+    const currentMs = times.get(builtIn)?.ms ?? NaN;
+    log(
+      `sampler at vocabulary ${vocab}: ${best} workgroup${best > 1 ? "s" : ""} a row ${
+        bestMs.toFixed(3)
+      } ms a step against the built-in ${builtIn} ${currentMs.toFixed(3)} ms (rows ${
+        rows.join(",")
+      }, ${settings.length} settings; tried ${candidates.join(", ")})`,
+    );
+    return {
+      vocab,
+      rows,
+      current: builtIn,
+      currentMs,
+      best,
+      bestMs,
+      times: [...times].map(([chunks, t]) => ({ chunks, ...t })).sort((a, b) =>
+        a.chunks - b.chunks
+      ),
+      refused,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  } finally {
+    samplers.forEach((s) => s.destroy());
+    [logits, ids, logprobs, ...paramsOf.values()].forEach((b) => b.destroy());
+  }
+}
+
+/** When to tune the sampler: "auto" on GPU-class adapters (CPU adapters never split by default). */
+export type SamplerTuneMode = "auto" | "on" | "off";
+
+/**
+ * tuneSampler where `mode` asks for it and this vocabulary's rows can be split here; else null,
+ * with a log line saying why where it was asked for.
+ */
+export async function tuneSamplerIf(
+  gpu: Gpu,
+  mode: SamplerTuneMode,
+  o: SamplerTuneOptions,
+): Promise<SamplerTuneResult | null> {
+  if (mode === "off" || (mode === "auto" && gpu.adapterClass !== "gpu")) return null;
+  if (!(await samplerSplits(gpu, o.vocab, o.sampler))) {
+    o.log?.(
+      `sampler: the lane kernel samples a ${o.vocab}-word row on this adapter, which is never split: nothing to tune`,
+    );
+    return null;
+  }
+  o.log?.(`timing the sampler's row split at vocabulary ${o.vocab}`);
+  return await tuneSampler(gpu, o);
+}
+
+/** The picks-file fields of a tuning: the split to use at its vocabulary, and its times. */
+export function samplerEntry(
+  r: SamplerTuneResult,
+): Required<Pick<TunedPicksEntry, "samplerChunks" | "samplerTimes">> {
+  const { vocab, rows, current, currentMs, best, bestMs } = r;
+  return {
+    samplerChunks: { [String(vocab)]: best },
+    samplerTimes: [{ vocab, rows, current, currentMs, best, bestMs }],
+  };
+}
+
+/**
+ * Whether rows of this vocabulary can be split on this adapter: not where "auto" samples with the
+ * lane kernel (CPU adapters, small vocabularies), nor a row of one vec4.
+ */
+export async function samplerSplits(
+  gpu: Gpu,
+  vocab: number,
+  options: Omit<SamplerOptions, "rowChunks" | "lazy"> = {},
+): Promise<boolean> {
+  const s = await Sampler.create(gpu, { ...options, rowChunks: 2, lazy: true });
+  try {
+    return s.chunksFor(vocab) > 1;
+  } finally {
+    s.destroy();
+  }
+}
