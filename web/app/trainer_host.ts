@@ -39,22 +39,10 @@ import {
   RunStore,
   StoreRunSink,
 } from "../../src/browser/run_store.ts";
-import { samplerEntry, tuneSamplerIf } from "../../src/model/sampler_tune.ts";
-import { matmulWorkload, tuneMatmuls } from "../../src/ops/autotune.ts";
-import {
-  adapterKey,
-  describeTunedPicks,
-  kernelSetId,
-  parseTunedPicks,
-  type TunedPicksEntry,
-  type TunedPicksFile,
-  useTunedPicks,
-  withEntry,
-} from "../../src/ops/tuned_picks.ts";
-import { halfBaseFor } from "../../src/rl/policies.ts";
-import { defaultLogitRows } from "../../src/train/trainer.ts";
+import { describeTunedPicks } from "../../src/ops/tuned_picks.ts";
 import type { LoadedBase } from "./model_source.ts";
 import { PhaseReporter } from "./phase_reporter.ts";
+import { TUNE_HINT, tuneForRun, useStoredPicks } from "./kernel_tuning.ts";
 import { completionLogprobs, promptLogits, TicTacToeDemo } from "./trainer_demos.ts";
 import { checkpointAdapterNames, checkpointZip } from "../../src/browser/checkpoint_export.ts";
 import type {
@@ -73,10 +61,6 @@ import type {
   TuneReport,
   TuneRequest,
 } from "./protocol.ts";
-
-/** The store's file of tuned matmul picks (src/ops/tuned_picks.ts's format), beside runs/. */
-const PICKS_FILE = "matmul_picks.json";
-const TUNE_HINT = "“Tune kernels” measures this GPU's";
 
 /** Environments whose rollouts the viewer gets per step (board replays cost tool executions). */
 const VIEW_ENVS = 4;
@@ -425,8 +409,7 @@ export class TrainerHost implements TrainerService {
     this.#opfs = persistent;
     this.#store = store;
     this.#runs = new RunStore(store);
-    const picks = await this.#readPicks();
-    if (picks) useTunedPicks(picks.entries, `${store.name}/${PICKS_FILE}`);
+    await useStoredPicks(store, (line) => this.#emit({ type: "log", line }));
     try {
       const g = await this.#ensureGpu();
       return {
@@ -449,107 +432,26 @@ export class TrainerHost implements TrainerService {
     }
   }
 
-  /** The stored picks file; a broken one is reported in the log and left unused (tune again). */
-  async #readPicks(): Promise<TunedPicksFile | null> {
-    const bytes = await this.#store.read(PICKS_FILE);
-    if (!bytes) return null;
-    try {
-      return parseTunedPicks(new TextDecoder().decode(bytes), `${this.#store.name}/${PICKS_FILE}`);
-    } catch (e) {
-      this.#emit({
-        type: "log",
-        line: `${errorInfo(e).name}: ${
-          errorInfo(e).message
-        } (the built-in picks run until the kernels are tuned again)`,
-      });
-      return null;
-    }
-  }
-
   async tuneKernels(req: TuneRequest = {}): Promise<TuneReport> {
     if (BUSY.includes(this.#state)) {
       throw named("BusyError", "a run is in progress: pause or stop it, then tune");
     }
-    const base = this.#base, c = this.#cfg;
-    if (!base || !c) {
+    const base = this.#base, config = this.#cfg;
+    if (!base || !config) {
       throw named(
         "NoSessionError",
         "no model is loaded: start or resume a run first (the kernels are tuned at its model's products)",
       );
     }
-    let variants: RegExp | undefined;
-    try {
-      variants = req.variants === undefined ? undefined : new RegExp(req.variants);
-    } catch (e) {
-      throw named("TuneRequestError", `variants: ${errorInfo(e).message}`);
-    }
-    const gpu = await this.#ensureGpu();
-    const full = c.update.mode === "full";
-    const half = halfBaseFor(c, c.update.mode, gpu.adapterClass, base.weights);
-    const decodeRows = [...new Set([1, c.rollout.envsPerStep * c.rollout.k])];
-    // A rollout prefills its tasks' prompts together (candidates share theirs), in chunks.
-    const prefill = Math.min(c.update.chunkRows, c.rollout.envsPerStep * c.rollout.maxPromptTokens);
-    const workload = matmulWorkload(base.weights.config, {
-      decodeRows,
-      prefillRows: [prefill],
-      trainRows: c.update.chunkRows,
-      logitRows: c.update.logitRows || defaultLogitRows(
-        c.update.chunkRows,
-        base.weights.config.vocabSize,
-        gpu.device.limits.maxStorageBufferBindingSize,
-      ),
-      full,
-      halfB: half,
-    });
-    const tunedFor = `${base.label} (decode at ${
-      decodeRows.join(" and ")
-    } rows, a ${c.update.chunkRows}-row ${full ? "full" : "LoRA"} update${
-      half ? ", half-float base" : ""
-    })`;
-    this.#emit({ type: "log", line: `tuning the matmul kernels for ${tunedFor}` });
-    const log = (line: string) => this.#emit({ type: "log", line: `tune ${line}` });
-    const r = await this.#gpuJob(() =>
-      tuneMatmuls(gpu, workload, { variants, minMs: req.minMs, log })
-    );
-    // The sampler's row split at the rollout's batch sizes (GPUs; see src/model/sampler_tune.ts).
-    const sampler = await this.#gpuJob(() =>
-      tuneSamplerIf(gpu, req.sampler ?? "auto", {
-        vocab: base.weights.config.vocabSize,
-        rows: decodeRows,
-        minMs: req.minMs,
-        log,
-      })
-    );
-    const entry: TunedPicksEntry = {
-      adapter: adapterKey(gpu.ctx.info),
-      kernels: kernelSetId(),
-      picks: r.picks,
-      tunedFor,
-      date: new Date(this.#now()).toISOString(),
-      buckets: r.buckets,
-      ...(sampler ? samplerEntry(sampler) : {}),
-    };
-    // The stored entry keeps the sampler splits of vocabularies tuned before (withEntry).
-    const file = withEntry(await this.#readPicks(), entry);
-    useTunedPicks(
-      file.entries.filter((e) => e.adapter === entry.adapter && e.kernels === entry.kernels),
-      `${this.#store.name}/${PICKS_FILE}`,
-    );
-    await this.#store.write(
-      PICKS_FILE,
-      new TextEncoder().encode(JSON.stringify(file, null, 2) + "\n"),
-    );
-    this.#emit({
-      type: "log",
-      line: `${describeTunedPicks(gpu.ctx.info)}: the next start or resume runs them`,
-    });
-    return {
-      buckets: r.buckets,
-      sampler: sampler ? samplerEntry(sampler).samplerTimes[0] : null,
-      refused: r.refused,
-      seconds: r.seconds + (sampler?.seconds ?? 0),
-      tunedFor,
-    };
+    return await tuneForRun({
+      gpu: await this.#ensureGpu(),
+      base,
+      config,
+      store: this.#store,
+      now: this.#now,
+      log: (line) => this.#emit({ type: "log", line }),
+      gpuJob: (fn) => this.#gpuJob(fn),
+    }, req);
   }
 
   async start(req: StartRequest): Promise<{ runId: string }> {

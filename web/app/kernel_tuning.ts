@@ -1,0 +1,139 @@
+// The app's "Tune kernels for this GPU": the matmul tuner (src/ops/autotune.ts) at a run's
+// products, and on GPUs the sampler's row split at its vocabulary (src/model/sampler_tune.ts),
+// kept in the store's picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
+// for the next start or resume. TrainerHost decides when it may run; this decides what it times.
+
+import type { Gpu } from "../../src/gpu/mod.ts";
+import type { DirStore } from "../../src/browser/run_store.ts";
+import { samplerEntry, tuneSamplerIf } from "../../src/model/sampler_tune.ts";
+import { matmulWorkload, tuneMatmuls } from "../../src/ops/autotune.ts";
+import {
+  adapterKey,
+  describeTunedPicks,
+  kernelSetId,
+  parseTunedPicks,
+  type TunedPicksEntry,
+  type TunedPicksFile,
+  useTunedPicks,
+  withEntry,
+} from "../../src/ops/tuned_picks.ts";
+import type { RunConfig } from "../../src/rl/config.ts";
+import { halfBaseFor } from "../../src/rl/policies.ts";
+import { defaultLogitRows } from "../../src/train/trainer.ts";
+import type { LoadedBase } from "./model_source.ts";
+import type { TuneReport, TuneRequest } from "./protocol.ts";
+
+/** The store's file of tuned kernel picks, beside runs/. */
+export const PICKS_FILE = "matmul_picks.json";
+/** How the footer's picks line says where tuned picks would come from. */
+export const TUNE_HINT = "“Tune kernels” measures this GPU's";
+
+const named = (name: string, message: string) => Object.assign(new Error(message), { name });
+const message = (e: unknown) => e instanceof Error ? e : new Error(String(e));
+
+/** The stored picks file; a broken one is reported through `log` and left unused (tune again). */
+export async function readStoredPicks(
+  store: DirStore,
+  log: (line: string) => void,
+): Promise<TunedPicksFile | null> {
+  const bytes = await store.read(PICKS_FILE);
+  if (!bytes) return null;
+  try {
+    return parseTunedPicks(new TextDecoder().decode(bytes), `${store.name}/${PICKS_FILE}`);
+  } catch (e) {
+    const err = message(e);
+    log(`${err.name}: ${err.message} (the built-in picks run until the kernels are tuned again)`);
+    return null;
+  }
+}
+
+/** Registers the stored picks for this process (a page's start-up). */
+export async function useStoredPicks(store: DirStore, log: (line: string) => void) {
+  const picks = await readStoredPicks(store, log);
+  if (picks) useTunedPicks(picks.entries, `${store.name}/${PICKS_FILE}`);
+}
+
+/** What a tuning needs from the host. */
+export interface TuneContext {
+  gpu: Gpu;
+  base: LoadedBase;
+  config: RunConfig;
+  store: DirStore;
+  now: () => number;
+  log: (line: string) => void;
+  /** Runs GPU work when training is not using the device. */
+  gpuJob: <T>(fn: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * Tunes at the run's products: its model, its rollout batch (envs per step × K) and single
+ * rows, its prompts' prefill (up to the chunk rows) and its update chunk, with the half-float
+ * base where the run has one; writes the store's picks file and registers its entry.
+ */
+export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<TuneReport> {
+  const { gpu, base, config: c, store, log } = ctx;
+  let variants: RegExp | undefined;
+  try {
+    variants = req.variants === undefined ? undefined : new RegExp(req.variants);
+  } catch (e) {
+    throw named("TuneRequestError", `variants: ${message(e).message}`);
+  }
+  const full = c.update.mode === "full";
+  const half = halfBaseFor(c, c.update.mode, gpu.adapterClass, base.weights);
+  const decodeRows = [...new Set([1, c.rollout.envsPerStep * c.rollout.k])];
+  // A rollout prefills its tasks' prompts together (candidates share theirs), in chunks.
+  const prefill = Math.min(c.update.chunkRows, c.rollout.envsPerStep * c.rollout.maxPromptTokens);
+  const vocab = base.weights.config.vocabSize;
+  const workload = matmulWorkload(base.weights.config, {
+    decodeRows,
+    prefillRows: [prefill],
+    trainRows: c.update.chunkRows,
+    logitRows: c.update.logitRows ||
+      defaultLogitRows(c.update.chunkRows, vocab, gpu.device.limits.maxStorageBufferBindingSize),
+    full,
+    halfB: half,
+  });
+  const tunedFor = `${base.label} (decode at ${
+    decodeRows.join(" and ")
+  } rows, a ${c.update.chunkRows}-row ${full ? "full" : "LoRA"} update${
+    half ? ", half-float base" : ""
+  })`;
+  ctx.log(`tuning the matmul kernels for ${tunedFor}`);
+  const tuneLog = (line: string) => log(`tune ${line}`);
+  const r = await ctx.gpuJob(() =>
+    tuneMatmuls(gpu, workload, { variants, minMs: req.minMs, log: tuneLog })
+  );
+  // The sampler's row split at the rollout's batch sizes (GPUs; see src/model/sampler_tune.ts).
+  const sampler = await ctx.gpuJob(() =>
+    tuneSamplerIf(gpu, req.sampler ?? "auto", {
+      vocab,
+      rows: decodeRows,
+      minMs: req.minMs,
+      log: tuneLog,
+    })
+  );
+  const entry: TunedPicksEntry = {
+    adapter: adapterKey(gpu.ctx.info),
+    kernels: kernelSetId(),
+    picks: r.picks,
+    tunedFor,
+    date: new Date(ctx.now()).toISOString(),
+    buckets: r.buckets,
+    ...(sampler ? samplerEntry(sampler) : {}),
+  };
+  // The stored entry keeps the sampler splits of vocabularies tuned before (withEntry).
+  const file = withEntry(await readStoredPicks(store, log), entry);
+  useTunedPicks(
+    file.entries.filter((e) => e.adapter === entry.adapter && e.kernels === entry.kernels),
+    `${store.name}/${PICKS_FILE}`,
+  );
+  await store.write(PICKS_FILE, new TextEncoder().encode(JSON.stringify(file, null, 2) + "\n"));
+  log(`${describeTunedPicks(gpu.ctx.info)}: the next start or resume runs them`);
+  return {
+    buckets: r.buckets,
+    sampler: sampler ? samplerEntry(sampler).samplerTimes[0] : null,
+    refused: r.refused,
+    seconds: r.seconds + (sampler?.seconds ?? 0),
+    tunedFor,
+  };
+}
