@@ -12,8 +12,10 @@ import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
 import { defaultLogitRows } from "../train/trainer.ts";
 import {
   adapterKey,
+  describeSamplerPick,
   kernelSetId,
   parseTunedPicks,
+  type SamplerPick,
   tunedPicksPath,
   withEntry,
 } from "../ops/tuned_picks.ts";
@@ -176,18 +178,22 @@ if (import.meta.main) {
         log: (l) => console.log(l),
       });
       if (sampler) {
-        console.log("\n| workgroups a row | ms a step |");
-        console.log("|---|---|");
+        console.log("\n| workgroups a row | threads a workgroup | ms a step |");
+        console.log("|---|---|---|");
+        const same = (a: SamplerPick, b: SamplerPick) =>
+          a.rowChunks === b.rowChunks && a.workgroupSize === b.workgroupSize;
         for (const t of sampler.times) {
           console.log(
-            `| ${t.chunks}${
-              [t.chunks === sampler.current && "built-in", t.chunks === sampler.best && "tuned"]
+            `| ${t.rowChunks}${
+              [same(t, sampler.current) && "built-in", same(t, sampler.best) && "tuned"]
                 .filter(Boolean).map((w) => ` (${w})`).join("")
-            } | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
+            } | ${t.workgroupSize} | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
           );
         }
         for (const x of sampler.refused) {
-          console.log(`refused split ${x.chunks} (wrong against the float64 reference): ${x.why}`);
+          console.log(
+            `refused ${describeSamplerPick(x)} (wrong against the float64 reference): ${x.why}`,
+          );
         }
       }
       console.log(`\n${(r.seconds + (sampler?.seconds ?? 0)).toFixed(1)} s`);

@@ -117,7 +117,7 @@ export class Generator {
   static async create(model: GpuModel, opts: GeneratorOptions = {}): Promise<Generator> {
     const fuse = opts.fuseSampling ?? true;
     const [sampler, advance] = await Promise.all([
-      Sampler.create(model.gpu, { ...opts.sampler, lazy: true }),
+      Sampler.create(model.gpu, { vocab: model.config.vocabSize, ...opts.sampler, lazy: true }),
       model.gpu.kernel({
         shader: "decode",
         entry: "advance",

@@ -1,9 +1,10 @@
-// The sampler's tuner: how many workgroups should sample one row of a vocabulary on this device.
-// On GPUs the sampler splits a large vocabulary's row over several workgroups and merges them
-// (src/model/sampling.ts, SPLIT_MIN_VOCAB); the built-in rule is an estimate from one H100
-// profile. This times the split on the user's own GPU, at the batch sizes and sampling settings
-// generation runs, and `npx deno task tune` keeps the fastest beside the matmul picks
-// (src/ops/tuned_picks.ts), where every later Sampler on that adapter reads it.
+// The sampler's tuner: how many workgroups, of how many threads, should sample one row of a
+// vocabulary on this device. On GPUs the sampler splits a large vocabulary's row over several
+// workgroups and merges them (src/model/sampling.ts, SPLIT_MIN_VOCAB), 64 threads each; both
+// rules are estimates from one H100 profile. This times splits and workgroup sizes on the user's
+// own GPU, at the batch sizes and sampling settings generation runs, and `npx deno task tune`
+// keeps the fastest beside the matmul picks (src/ops/tuned_picks.ts), where every later Sampler
+// on that adapter reads it.
 //
 // Each candidate is first checked against the float64 reference (sampling_reference.ts) on rows
 // of this vocabulary, so a split that samples wrongly on this device is never picked. Then, as
@@ -15,7 +16,13 @@ import type { Gpu } from "../gpu/mod.ts";
 import { readUint32 } from "../gpu/buffers.ts";
 import { timeIt } from "../gpu/timing.ts";
 import { seededValues } from "../ops/reference.ts";
-import type { TunedPicksEntry, TunedSampler } from "../ops/tuned_picks.ts";
+import {
+  describeSamplerPick,
+  type SamplerPick,
+  type TunedPicksEntry,
+  type TunedSampler,
+} from "../ops/tuned_picks.ts";
+import { GpuLimitError } from "../gpu/errors.ts";
 import { ModelError } from "./errors.ts";
 import { sampleRef } from "./sampling_reference.ts";
 import {
@@ -48,21 +55,26 @@ export interface SamplerTuneOptions {
   settings?: readonly Omit<SamplingParams, "sequence">[];
   /**
    * Workgroups a row to try (default 1, the powers of two up to the sampler's limit, and the
-   * built-in split); the built-in split is always timed.
+   * built-in split); the built-in pick is always timed.
    */
   candidates?: readonly number[];
+  /**
+   * Threads a workgroup to try, each with every split (default: the sampler option's, else 32 on
+   * CPU adapters and 64, 128 and 256 on GPUs, those the device's workgroup memory allows).
+   */
+  workgroupSizes?: readonly number[];
   /** Wall time of a final timing per batch size and setting (ms); a screening takes a fifth. */
   minMs?: number;
-  /** Candidates kept from screening for the final timing (the built-in split too). */
+  /** Candidates kept from screening for the final timing (the built-in pick too). */
   keep?: number;
   log?: (line: string) => void;
-  /** The sampler's own options (workgroup size, capacity) as generation creates it. */
-  sampler?: Omit<SamplerOptions, "rowChunks" | "lazy">;
+  /** The sampler's own options (capacity, variant) as generation creates it. */
+  sampler?: Omit<SamplerOptions, "rowChunks" | "lazy" | "vocab">;
   /**
-   * What samples for a candidate (default: a Sampler with that rowChunks). Tests plant a wrong
-   * sampler here: the reference check must refuse it.
+   * What samples for a candidate (default: a Sampler with that split and workgroup size). Tests
+   * plant a wrong sampler here: the reference check must refuse it.
    */
-  samplerFor?: (gpu: Gpu, chunks: number) => Promise<SamplerLike>;
+  samplerFor?: (gpu: Gpu, pick: SamplerPick) => Promise<SamplerLike>;
 }
 
 /** The part of a Sampler the tuner drives. */
@@ -75,9 +87,9 @@ export interface SamplerLike {
 
 export interface SamplerTuneResult extends TunedSampler {
   /** ms a step of every candidate at its final (or, if not a finalist, screening) timing. */
-  times: { chunks: number; ms: number; final: boolean }[];
+  times: (SamplerPick & { ms: number; final: boolean })[];
   /** Candidates that sampled wrongly on this device, with the first wrong row: never picked. */
-  refused: { chunks: number; why: string }[];
+  refused: (SamplerPick & { why: string })[];
   seconds: number;
 }
 
@@ -168,7 +180,7 @@ async function checkSampler(
 
 /**
  * Times the sampler's row split at this vocabulary and returns the fastest, beside the built-in
- * split. Seconds on a GPU (three kernels to compile, a few hundred timings); run it once per
+ * split. Seconds on a GPU (three kernels a workgroup size to compile, a few hundred timings); run it once per
  * device and vocabulary (`npx deno task tune`), not per run.
  */
 export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<SamplerTuneResult> {
@@ -184,11 +196,11 @@ export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<Samp
   if (!rows.length || rows.some((r) => !(Number.isInteger(r) && r > 0))) {
     throw new SamplerTuneError(`tuneSampler: rows ${rows} must be positive integers`);
   }
+  const defaultWg = o.sampler?.workgroupSize ?? (gpu.adapterClass === "cpu" ? 32 : 64);
   const make = o.samplerFor ??
-    ((g: Gpu, chunks: number) =>
-      Sampler.create(g, { ...o.sampler, rowChunks: chunks, lazy: true }));
-  // What "auto" would run without tuned picks, clamped as the sampler clamps it.
-  const probe = await make(gpu, 1 << 30);
+    ((g: Gpu, p: SamplerPick) => Sampler.create(g, { ...o.sampler, ...p, lazy: true }));
+  // The most chunks the sampler takes at this vocabulary (its capacity, the row's vec4s).
+  const probe = await make(gpu, { rowChunks: 1 << 30, workgroupSize: defaultWg });
   const most = probe.chunksFor(vocab);
   probe.destroy();
   if (most < 2) {
@@ -196,34 +208,46 @@ export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<Samp
       `rows of vocabulary ${vocab} are not split on this adapter (the lane kernel samples them, or a row is one vec4): nothing to tune`,
     );
   }
-  const builtIn = Math.max(1, Math.min(builtInRowChunks(gpu.adapterClass, vocab), most));
+  // What "auto" runs without tuned picks, clamped as the sampler clamps it.
+  const builtIn: SamplerPick = {
+    rowChunks: Math.max(1, Math.min(builtInRowChunks(gpu.adapterClass, vocab), most)),
+    workgroupSize: defaultWg,
+  };
   const wanted = o.candidates ??
     [1, ...Array.from({ length: 6 }, (_, i) => 2 ** (i + 1)).filter((c) => c <= most)];
-  for (const c of wanted) {
+  const sizes = o.workgroupSizes ??
+    (o.sampler?.workgroupSize !== undefined || gpu.adapterClass === "cpu"
+      ? [defaultWg]
+      : [64, 128, 256]);
+  for (const c of [...wanted, ...sizes]) {
     if (!(Number.isInteger(c) && c >= 1)) {
       throw new SamplerTuneError(`tuneSampler: candidate ${c} must be an integer ≥ 1`);
     }
   }
-  const candidates = [...new Set([...wanted.map((c) => Math.min(c, most)), builtIn])].sort((
-    a,
-    b,
-  ) => a - b);
-  const samplers = new Map<number, SamplerLike>();
+  const key = (p: SamplerPick) => `${p.rowChunks}x${p.workgroupSize}`;
+  const candidates = new Map<string, SamplerPick>([[key(builtIn), builtIn]]);
+  for (const workgroupSize of sizes) {
+    for (const c of wanted) {
+      const p = { rowChunks: Math.min(c, most), workgroupSize };
+      candidates.set(key(p), p);
+    }
+  }
+  const samplers = new Map<string, { pick: SamplerPick; s: SamplerLike }>();
   const refused: SamplerTuneResult["refused"] = [];
   const maxRows = Math.max(...rows);
   const logits = gpu.upload(normalLogits(maxRows * vocab, 7));
   const ids = gpu.zeros(maxRows), logprobs = gpu.zeros(maxRows);
   const paramsOf = new Map<string, GPUBuffer>();
   const params = (r: number, i: number) => {
-    const key = `${r}|${i}`;
-    if (!paramsOf.has(key)) {
+    const k = `${r}|${i}`;
+    if (!paramsOf.has(k)) {
       const rowsOf = Array.from({ length: r }, (_, q) => ({ ...settings[i], sequence: q }));
-      paramsOf.set(key, gpu.upload(packSamplingParams(rowsOf)));
+      paramsOf.set(k, gpu.upload(packSamplingParams(rowsOf)));
     }
-    return paramsOf.get(key)!;
+    return paramsOf.get(k)!;
   };
-  const score = async (c: number, ms: number, rounds: number) => {
-    const s = samplers.get(c)!;
+  const score = async (k: string, ms: number, rounds: number) => {
+    const { s } = samplers.get(k)!;
     let total = 0;
     for (const r of rows) {
       for (let i = 0; i < settings.length; i++) {
@@ -231,7 +255,7 @@ export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<Samp
         const t = await timeIt(
           async (reps) => {
             const rec = gpu.recorder("sampler tune");
-            for (let k = 0; k < reps; k++) s.encode(rec, args);
+            for (let n = 0; n < reps; n++) s.encode(rec, args);
             rec.submit();
             await gpu.sync();
           },
@@ -243,59 +267,76 @@ export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<Samp
     }
     return total;
   };
+  const skipped = new Set<number>();
   try {
-    for (const c of candidates) {
-      const s = await make(gpu, c);
+    for (const [k, pick] of candidates) {
+      if (skipped.has(pick.workgroupSize)) continue;
+      let s: SamplerLike;
+      try {
+        s = await make(gpu, pick);
+      } catch (e) {
+        // A workgroup size whose workgroup memory this device does not have: not a candidate.
+        if (!(e instanceof GpuLimitError)) throw e;
+        skipped.add(pick.workgroupSize);
+        log(`sampler: ${pick.workgroupSize} threads a workgroup skipped: ${e.message}`);
+        continue;
+      }
       await s.prepare(vocab);
       const why = await checkSampler(gpu, s, vocab, settings);
       if (why) {
-        refused.push({ chunks: c, why });
-        log(`sampler split ${c}: refused, wrong against the float64 reference: ${why}`);
+        refused.push({ ...pick, why });
+        log(
+          `sampler ${
+            describeSamplerPick(pick)
+          }: refused, wrong against the float64 reference: ${why}`,
+        );
         s.destroy();
-      } else samplers.set(c, s);
+      } else samplers.set(k, { pick, s });
     }
     if (!samplers.size) {
       throw new SamplerTuneError(
         `every sampler split was wrong against the float64 reference at vocabulary ${vocab}: ${
-          refused.map((r) => `${r.chunks}: ${r.why}`).join("; ")
+          refused.map((r) => `${describeSamplerPick(r)}: ${r.why}`).join("; ")
         }`,
       );
     }
-    const times = new Map<number, { ms: number; final: boolean }>();
-    for (const c of samplers.keys()) {
-      times.set(c, { ms: await score(c, minMs / 5, 1), final: false });
+    const times = new Map<string, { ms: number; final: boolean }>();
+    for (const k of samplers.keys()) {
+      times.set(k, { ms: await score(k, minMs / 5, 1), final: false });
     }
-    const finalists = [...times].sort((a, b) => a[1].ms - b[1].ms).slice(0, keep).map(([c]) => c);
-    if (samplers.has(builtIn) && !finalists.includes(builtIn)) finalists.push(builtIn);
+    const finalists = [...times].sort((a, b) => a[1].ms - b[1].ms).slice(0, keep).map(([k]) => k);
+    const base = key(builtIn);
+    if (samplers.has(base) && !finalists.includes(base)) finalists.push(base);
     let best = finalists[0], bestMs = Infinity;
-    for (const c of finalists) {
-      const ms = await score(c, minMs, 3);
-      times.set(c, { ms, final: true });
-      if (ms < bestMs) [best, bestMs] = [c, ms];
+    for (const k of finalists) {
+      const ms = await score(k, minMs, 3);
+      times.set(k, { ms, final: true });
+      if (ms < bestMs) [best, bestMs] = [k, ms];
     }
-    const currentMs = times.get(builtIn)?.ms ?? NaN;
+    const currentMs = times.get(base)?.ms ?? NaN;
+    const bestPick = samplers.get(best)!.pick;
     log(
-      `sampler at vocabulary ${vocab}: ${best} workgroup${best > 1 ? "s" : ""} a row ${
+      `sampler at vocabulary ${vocab}: ${describeSamplerPick(bestPick)} ${
         bestMs.toFixed(3)
-      } ms a step against the built-in ${builtIn} ${currentMs.toFixed(3)} ms (rows ${
-        rows.join(",")
-      }, ${settings.length} settings; tried ${candidates.join(", ")})`,
+      } ms a step against the built-in ${describeSamplerPick(builtIn)} ${
+        currentMs.toFixed(3)
+      } ms (rows ${rows.join(",")}, ${settings.length} settings, ${samplers.size} candidates)`,
     );
     return {
       vocab,
       rows,
       current: builtIn,
       currentMs,
-      best,
+      best: bestPick,
       bestMs,
-      times: [...times].map(([chunks, t]) => ({ chunks, ...t })).sort((a, b) =>
-        a.chunks - b.chunks
+      times: [...times].map(([k, t]) => ({ ...samplers.get(k)!.pick, ...t })).sort((a, b) =>
+        a.workgroupSize - b.workgroupSize || a.rowChunks - b.rowChunks
       ),
       refused,
       seconds: (performance.now() - t0) / 1000,
     };
   } finally {
-    samplers.forEach((s) => s.destroy());
+    samplers.forEach(({ s }) => s.destroy());
     [logits, ids, logprobs, ...paramsOf.values()].forEach((b) => b.destroy());
   }
 }
@@ -323,13 +364,13 @@ export async function tuneSamplerIf(
   return await tuneSampler(gpu, o);
 }
 
-/** The picks-file fields of a tuning: the split to use at its vocabulary, and its times. */
+/** The picks-file fields of a tuning: the pick to use at its vocabulary, and its times. */
 export function samplerEntry(
   r: SamplerTuneResult,
-): Required<Pick<TunedPicksEntry, "samplerChunks" | "samplerTimes">> {
+): Required<Pick<TunedPicksEntry, "samplerPicks" | "samplerTimes">> {
   const { vocab, rows, current, currentMs, best, bestMs } = r;
   return {
-    samplerChunks: { [String(vocab)]: best },
+    samplerPicks: { [String(vocab)]: best },
     samplerTimes: [{ vocab, rows, current, currentMs, best, bestMs }],
   };
 }
@@ -341,7 +382,7 @@ export function samplerEntry(
 export async function samplerSplits(
   gpu: Gpu,
   vocab: number,
-  options: Omit<SamplerOptions, "rowChunks" | "lazy"> = {},
+  options: Omit<SamplerOptions, "rowChunks" | "lazy" | "vocab"> = {},
 ): Promise<boolean> {
   const s = await Sampler.create(gpu, { ...options, rowChunks: 2, lazy: true });
   try {

@@ -221,16 +221,22 @@ export interface SamplerOptions {
   /** Largest vocabulary "auto" samples with the lane kernel on CPU adapters. */
   laneMaxVocab?: number;
   /**
-   * Threads per row of the workgroup kernel. Default 32 on CPU adapters (llvmpipe runs a row on one core, so more
-   * threads only add barrier and reduction work), 64 on GPUs.
+   * Threads per row of the workgroup kernel. Default: the size the tuner picked on this adapter
+   * for `vocab` (src/model/sampler_tune.ts), else 32 on CPU adapters (llvmpipe runs a row on one
+   * core, so more threads only add barrier and reduction work) and 64 on GPUs.
    */
   workgroupSize?: number;
+  /**
+   * The vocabulary this sampler will mostly sample (a generator's model's): the tuned workgroup
+   * size for it is the default. Any vocabulary can still be sampled.
+   */
+  vocab?: number;
   /** Candidates held in workgroup memory (8 bytes each); a power of two ≥ 64. */
   capacity?: number;
   /**
    * Workgroups a row of the workgroup kernel is split over (sample_chunks, then sample_merge):
-   * "auto" (default) takes the split the tuner measured on this adapter for the vocabulary
-   * (src/ops/tuned_picks.ts), else splits rows of SPLIT_MIN_VOCAB words or more on GPU-class
+   * "auto" (default) takes the split the tuner measured on this adapter for the vocabulary at
+   * this sampler's workgroup size (src/ops/tuned_picks.ts), else splits rows of SPLIT_MIN_VOCAB words or more on GPU-class
    * adapters into ⌊⌈vocab / 4⌉ / SPLIT_UNITS⌋ chunks and never on CPU adapters (llvmpipe runs a
    * workgroup on one core: a split only adds passes); a number splits every workgroup-kernel row
    * into that many (tests, the tuner); 1 never splits. At most capacity / SPLIT_SLOTS and
@@ -296,6 +302,8 @@ export class Sampler {
     private maxChunks: number,
     /** "auto": the tuned split per vocabulary on this adapter (tuned_picks.ts), read at create. */
     private tunedChunks: Readonly<Record<string, number>>,
+    /** Threads a row of the workgroup kernels. */
+    readonly workgroupSize: number,
   ) {
     this.dummies = [0, 1, 2, 3].map((i) => gpu.zeros(4, `sampler:dummy${i}`));
     this.seen = gpu.zeros(4, "sampler:seen");
@@ -303,7 +311,11 @@ export class Sampler {
   }
 
   static async create(gpu: Gpu, options: SamplerOptions = {}): Promise<Sampler> {
-    const wg = options.workgroupSize ?? (gpu.adapterClass === "cpu" ? 32 : 64),
+    // The tuner's picks for this adapter, by vocabulary (tuned_picks.ts).
+    const tuned = tunedPicksFor(gpu.ctx.info)?.entry.samplerPicks ?? {};
+    const wg = options.workgroupSize ??
+        (options.vocab !== undefined ? tuned[String(options.vocab)]?.workgroupSize : undefined) ??
+        (gpu.adapterClass === "cpu" ? 32 : 64),
       cap = options.capacity ?? 1024;
     const variant = options.variant ?? "auto";
     const laneWg = options.laneWorkgroupSize ?? 8;
@@ -367,9 +379,11 @@ export class Sampler {
       constants: { WG: wg, CAP: cap, KSLOTS: SPLIT_SLOTS },
     });
     const draws = await gpu.kernel({ shader: "sampling", entry: "draws", bindings: BINDINGS });
-    const tuned = rowChunks === "auto"
-      ? tunedPicksFor(gpu.ctx.info)?.entry.samplerChunks ?? {}
-      : {};
+    // "auto" splits a vocabulary's rows as tuned where the tuner measured this workgroup size.
+    const tunedChunks: Record<string, number> = {};
+    for (const [v, p] of Object.entries(tuned)) {
+      if (rowChunks === "auto" && p.workgroupSize === wg) tunedChunks[v] = p.rowChunks;
+    }
     const s = new Sampler(
       gpu,
       sampleSpec,
@@ -380,13 +394,14 @@ export class Sampler {
       laneMaxVocab,
       rowChunks,
       cap / SPLIT_SLOTS, // the merge holds every chunk's candidates in CAP slots
-      tuned,
+      tunedChunks,
+      wg,
     );
     if (!options.lazy) {
       // Split kernels only where some vocabulary would take them.
       const splits = rowChunks === 1 ||
           (rowChunks === "auto" && gpu.adapterClass === "cpu" &&
-            !Object.values(tuned).some((c) => c > 1))
+            !Object.values(tunedChunks).some((c) => c > 1))
         ? []
         : s.splitSpecs;
       await Promise.all(

@@ -33,23 +33,38 @@ export interface TunedPicksEntry {
   /** The measurement: each bucket's score before and after (ms a step). */
   buckets?: TunedBucket[];
   /**
-   * Workgroups a row of each vocabulary is sampled by (vocabulary → chunks, 1: one workgroup):
-   * the Sampler's "auto" rowChunks uses it over the built-in rule (src/model/sampling.ts).
+   * How the sampler samples a row of each vocabulary (vocabulary → pick): Sampler's "auto"
+   * rowChunks and default workgroup size use it over the built-in rules (src/model/sampling.ts).
    */
-  samplerChunks?: Record<string, number>;
+  samplerPicks?: Record<string, SamplerPick>;
   /** The sampler's measurement per vocabulary (ms a step at the tuned batch sizes). */
   samplerTimes?: TunedSampler[];
 }
 
-/** One vocabulary's sampler tuning: the built-in split and the tuned one, with their times. */
+/** How the sampler's workgroup kernel samples a row of one vocabulary. */
+export interface SamplerPick {
+  /** Workgroups a row is split over (1: one workgroup, no merge). */
+  rowChunks: number;
+  /** Threads of each workgroup (a power of two in [32, 256]). */
+  workgroupSize: number;
+}
+
+/** One vocabulary's sampler tuning: the built-in pick and the tuned one, with their times. */
 export interface TunedSampler {
   vocab: number;
   /** Decode rows (batch sizes) it was timed at. */
   rows: number[];
-  current: number;
+  current: SamplerPick;
   currentMs: number;
-  best: number;
+  best: SamplerPick;
   bestMs: number;
+}
+
+/** "16 workgroups of 128 threads a row". */
+export function describeSamplerPick(p: SamplerPick): string {
+  return `${p.rowChunks} workgroup${
+    p.rowChunks > 1 ? "s" : ""
+  } of ${p.workgroupSize} threads a row`;
 }
 
 export interface TunedPicksFile {
@@ -107,14 +122,20 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
       typeof e.kernels === "string" && typeof e.picks === "object" && e.picks !== null &&
       Object.entries(e.picks).every(([k, v]) => KEY.test(k) && typeof v === "string");
     if (!ok) throw bad(`entry ${i} lacks adapter, kernels or "form:bucket" picks`);
-    const chunks = e.samplerChunks;
+    const sp = e.samplerPicks;
+    const pow2 = (n: unknown) =>
+      Number.isInteger(n) && (n as number) >= 32 &&
+      (n as number) <= 256 && ((n as number) & ((n as number) - 1)) === 0;
     if (
-      chunks !== undefined && (typeof chunks !== "object" || chunks === null ||
-        !Object.entries(chunks).every(([k, v]) =>
-          /^[1-9][0-9]*$/.test(k) && Number.isInteger(v) && (v as number) >= 1
+      sp !== undefined && (typeof sp !== "object" || sp === null || Array.isArray(sp) ||
+        !Object.entries(sp).every(([k, v]) =>
+          /^[1-9][0-9]*$/.test(k) && typeof v === "object" && v !== null &&
+          Number.isInteger(v.rowChunks) && v.rowChunks >= 1 && pow2(v.workgroupSize)
         ))
     ) {
-      throw bad(`entry ${i}'s "samplerChunks" is not vocabulary → chunk count (integers ≥ 1)`);
+      throw bad(
+        `entry ${i}'s "samplerPicks" is not vocabulary → { rowChunks ≥ 1, workgroupSize a power of two in [32, 256] }`,
+      );
     }
   }
   return f as TunedPicksFile;
@@ -129,7 +150,7 @@ export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): 
   const same = (e: TunedPicksEntry) => e.adapter === entry.adapter && e.kernels === entry.kernels;
   const old = (file?.entries ?? []).find(same);
   const rest = (file?.entries ?? []).filter((e) => !same(e));
-  const chunks = { ...old?.samplerChunks, ...entry.samplerChunks };
+  const picks = { ...old?.samplerPicks, ...entry.samplerPicks };
   const tuned = new Set((entry.samplerTimes ?? []).map((t) => t.vocab));
   const times = [
     ...(old?.samplerTimes ?? []).filter((t) => !tuned.has(t.vocab)),
@@ -137,7 +158,7 @@ export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): 
   ];
   const merged: TunedPicksEntry = {
     ...entry,
-    ...(Object.keys(chunks).length ? { samplerChunks: chunks } : {}),
+    ...(Object.keys(picks).length ? { samplerPicks: picks } : {}),
     ...(times.length ? { samplerTimes: times } : {}),
   };
   return { format: FORMAT, version: 1, entries: [...rest, merged] };
@@ -195,16 +216,16 @@ export function tunedPicksFor(
 }
 
 /**
- * The tuned number of workgroups a row of this vocabulary is sampled by on this adapter, with
- * where it came from; null where the sampler's split was not tuned at this vocabulary.
+ * How the tuner found the sampler best samples a row of this vocabulary on this adapter, with
+ * where it came from; null where the sampler was not tuned at this vocabulary.
  */
-export function tunedSamplerChunks(
+export function tunedSamplerPick(
   info: AdapterDescription,
   vocab: number,
-): { chunks: number; source: string } | null {
+): { pick: SamplerPick; source: string } | null {
   const t = tunedPicksFor(info);
-  const chunks = t?.entry.samplerChunks?.[String(vocab)];
-  return t && chunks !== undefined ? { chunks, source: t.source } : null;
+  const pick = t?.entry.samplerPicks?.[String(vocab)];
+  return t && pick ? { pick, source: t.source } : null;
 }
 
 /**
@@ -217,14 +238,13 @@ export function describeTunedPicks(
 ): string {
   const t = tunedPicksFor(info);
   if (!t) return `matmul picks: built-in (${howToTune})`;
-  const split = Object.entries(t.entry.samplerChunks ?? {});
+  const sampler = Object.entries(t.entry.samplerPicks ?? {});
   return `matmul picks: tuned on this adapter ${
     t.entry.date.slice(0, 10)
   } for ${t.entry.tunedFor} (${t.source})${
-    split.length
-      ? `; sampler split tuned: ${
-        split.map(([v, c]) => `${c} workgroup${c > 1 ? "s" : ""} a row at vocabulary ${v}`)
-          .join(", ")
+    sampler.length
+      ? `; sampler tuned: ${
+        sampler.map(([v, p]) => `${describeSamplerPick(p)} at vocabulary ${v}`).join(", ")
       }`
       : ""
   }`;

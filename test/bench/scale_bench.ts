@@ -312,11 +312,18 @@ async function oursInference(
   }
 }
 
-/** Workgroups the default sampler splits a row of this vocabulary over on this adapter. */
-async function samplerChunks(gpu: Gpu, vocab: number, opts?: SamplerOptions): Promise<number> {
-  const s = await Sampler.create(gpu, { ...opts, lazy: true });
+/**
+ * Workgroups the default sampler splits a row of this vocabulary over on this adapter, and its
+ * threads a workgroup (as a generator's sampler: tuned picks apply).
+ */
+async function samplerShape(
+  gpu: Gpu,
+  vocab: number,
+  opts?: SamplerOptions,
+): Promise<{ chunks: number; workgroupSize: number }> {
+  const s = await Sampler.create(gpu, { vocab, ...opts, lazy: true });
   try {
-    return s.chunksFor(vocab);
+    return { chunks: s.chunksFor(vocab), workgroupSize: s.workgroupSize };
   } finally {
     s.destroy();
   }
@@ -477,7 +484,7 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
     log(`${shape.name}: ${params} parameters, written in ${write_s} s, read in ${load_s} s`);
     const inference = [];
     // Workgroups the sampler splits this vocabulary's rows over (the same at every batch size).
-    const chunks = await samplerChunks(gpu, w.config.vocabSize, o.sampler);
+    const { chunks, workgroupSize } = await samplerShape(gpu, w.config.vocabSize, o.sampler);
     for (const B of o.batches) {
       const r = await oursInference(gpu, w, B, o);
       log(
@@ -504,10 +511,11 @@ export async function benchScale(gpu: Gpu, o: ScaleBenchOptions, log: (s: string
           rowChunks: 1,
         });
         log(
-          `${shape.name} B${B}: decode with rows split over ${chunks} sampler workgroups ${r.decode_tok_s} tok/s greedy, ${hf.decode_tok_s} top-k/top-p; one workgroup a row ${one.decode_tok_s}, ${hfOne.decode_tok_s}`,
+          `${shape.name} B${B}: decode with rows split over ${chunks} sampler workgroups of ${workgroupSize} threads ${r.decode_tok_s} tok/s greedy, ${hf.decode_tok_s} top-k/top-p; one workgroup a row ${one.decode_tok_s}, ${hfOne.decode_tok_s}`,
         );
         sampler = {
           sampler_chunks: chunks,
+          sampler_workgroup_size: workgroupSize,
           decode_tok_s_one_sampler_workgroup: one.decode_tok_s,
           decode_tok_s_top_k_p: hf.decode_tok_s,
           decode_tok_s_top_k_p_one_sampler_workgroup: hfOne.decode_tok_s,

@@ -46,6 +46,7 @@ Deno.test("scale bench: a tiny Qwen2 shape written as an HF folder, measured, no
     }
     const [b1, b3] = s.inference;
     assertEquals([b1.sampler_chunks, b3.sampler_chunks], [3, undefined]);
+    assert([32, 64, 128, 256].includes(b1.sampler_workgroup_size!), JSON.stringify(b1));
     for (
       const k of [
         "decode_tok_s_one_sampler_workgroup",

@@ -3,6 +3,7 @@
 // stops a run at start-up with a named error that says what to do.
 
 import { assert, assertEquals } from "../assert.ts";
+import type { SamplerPick } from "../../src/ops/tuned_picks.ts";
 
 const repo = new URL("../../", import.meta.url).pathname;
 const dec = new TextDecoder();
@@ -93,15 +94,16 @@ Deno.test("tune CLI: writes this adapter's picks; a later process runs them; a b
   }
 });
 
-// A fresh process's Sampler on the same adapter: its split of the tuned vocabulary.
+// A fresh process's Sampler on the same adapter, made for the tuned vocabulary: its split and
+// its workgroup size.
 const SAMPLER_PROBE = `
 import { Gpu } from "./src/gpu/mod.ts";
 import { Sampler } from "./src/model/sampling.ts";
 import { describeTunedPicks } from "./src/ops/tuned_picks.ts";
 const gpu = await Gpu.create();
-const s = await Sampler.create(gpu, { lazy: true });
+const s = await Sampler.create(gpu, { lazy: true, vocab: 5000 });
 console.log(describeTunedPicks(gpu.ctx.info));
-console.log(s.chunksFor(5000));
+console.log(JSON.stringify([s.chunksFor(5000), s.workgroupSize]));
 gpu.destroy();
 `;
 
@@ -132,21 +134,31 @@ Deno.test("tune CLI: --sampler on times the sampler's row split at the model's v
       "--json",
     ]);
     assertEquals(r.code, 0, r.out + r.err);
-    assert(r.out.includes("| workgroups a row | ms a step |"), r.out);
+    assert(r.out.includes("| workgroups a row | threads a workgroup | ms a step |"), r.out);
     const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
     assertEquals(last.sampler.vocab, 5000);
     assertEquals(last.sampler.rows, [1, 3]);
-    // Every power of two up to the capacity's 32 chunks was timed, and the built-in split.
-    assertEquals(last.sampler.times.map((t: { chunks: number }) => t.chunks), [1, 2, 4, 8, 16, 32]);
-    const best = last.sampler.best;
+    // Every power of two up to the capacity's 32 chunks was timed at the CPU adapters' 32
+    // threads a workgroup (GPUs: 64, 128 and 256).
+    const gpuClass = /^adapter: .*\[gpu/m.test(r.out);
+    const sizes = gpuClass ? [64, 128, 256] : [32];
+    assertEquals(
+      last.sampler.times.map((t: SamplerPick) => `${t.rowChunks}x${t.workgroupSize}`),
+      sizes.flatMap((wg) => [1, 2, 4, 8, 16, 32].map((c) => `${c}x${wg}`)),
+    );
+    const best: SamplerPick = last.sampler.best;
     const saved = JSON.parse(await Deno.readTextFile(file));
-    assertEquals(saved.entries[0].samplerChunks, { "5000": best });
+    assertEquals(saved.entries[0].samplerPicks, { "5000": best });
 
     const probe = await deno(["eval", SAMPLER_PROBE], { PETTINGLLMS_TUNED_PICKS: file });
     assertEquals(probe.code, 0, probe.err);
-    const [line, chunks] = probe.out.trim().split("\n");
-    assert(line.includes(`sampler split tuned: ${best} workgroup`) && line.includes("5000"), line);
-    assertEquals(Number(chunks), best);
+    const [line, shape] = probe.out.trim().split("\n");
+    assert(
+      line.includes(`sampler tuned: ${best.rowChunks} workgroup`) &&
+        line.includes(`of ${best.workgroupSize} threads a row at vocabulary 5000`),
+      line,
+    );
+    assertEquals(JSON.parse(shape), [best.rowChunks, best.workgroupSize]);
 
     // Tuning again without the sampler (off; auto, on CPU adapters) keeps the file's split.
     const again = await deno([
@@ -171,7 +183,7 @@ Deno.test("tune CLI: --sampler on times the sampler's row split at the model's v
     assertEquals(again.code, 0, again.out + again.err);
     assert(!again.out.includes("workgroups a row"), again.out);
     const kept = JSON.parse(await Deno.readTextFile(file));
-    assertEquals(kept.entries[0].samplerChunks, { "5000": best });
+    assertEquals(kept.entries[0].samplerPicks, { "5000": best });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -353,7 +353,7 @@ Deno.test("TrainerHost", async (t) => {
       // kernel samples tiny-llama's 264 words, which is never split, and the log says so.
       assertEquals(tuned.sampler === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
       if (tuned.sampler) {
-        assertEquals(file.entries[0].samplerChunks, { "264": tuned.sampler.best });
+        assertEquals(file.entries[0].samplerPicks, { "264": tuned.sampler.best });
       } else {
         const asked = await host.tuneKernels({ variants: "^r8c8_wg8x1$", minMs: 5, sampler: "on" });
         assertEquals(asked.sampler, null);

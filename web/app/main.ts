@@ -329,16 +329,17 @@ async function main() {
     try {
       const r = await api.tuneKernels();
       probe.tune = r;
-      // The sampler's row split (GPUs) is one more row: workgroups a row, built-in and tuned.
-      const split = (n: number) => `${n} workgroup${n > 1 ? "s" : ""} a row`;
+      // The sampler (GPUs) is one more row: its workgroups a row and their size, built-in and tuned.
+      const pick = (p: { rowChunks: number; workgroupSize: number }) =>
+        `${p.rowChunks} workgroup${p.rowChunks > 1 ? "s" : ""} of ${p.workgroupSize} threads a row`;
       const lines = [
         ...r.buckets,
         ...(r.sampler
           ? [{
             ...r.sampler,
             key: `sampler (${r.sampler.vocab} words)`,
-            current: split(r.sampler.current),
-            best: split(r.sampler.best),
+            current: pick(r.sampler.current),
+            best: pick(r.sampler.best),
           }]
           : []),
       ];
