@@ -12,7 +12,8 @@ import type { Recorder } from "../gpu/recorder.ts";
 import type { MatmulShape } from "../ops/matmul.ts";
 import { BackwardKernels } from "./backward_kernels.ts";
 import { allocParams, type GpuParams } from "./gpu_params.ts";
-import type { GpuModel, ModelRow } from "./gpu_model.ts";
+import type { GpuModel } from "./gpu_model.ts";
+import type { ModelRow } from "./gpu_model_options.ts";
 import type { ParamTensor } from "./weights.ts";
 
 export interface BackwardOptions {

@@ -10,7 +10,8 @@ import type { Recorder } from "../gpu/recorder.ts";
 import type { ModelOps } from "../ops/mod.ts";
 import { CpuAdapterDecode } from "./cpu_adapter/decode.ts";
 import type { DecodeForwardOptions } from "./cpu_adapter/decode_forward.ts";
-import type { GpuModel, GpuModelOptions } from "./gpu_model.ts";
+import type { GpuModel } from "./gpu_model.ts";
+import type { GpuModelOptions } from "./gpu_model_options.ts";
 import type { Projections } from "./projections.ts";
 import type { ModelWeights } from "./weights.ts";
 

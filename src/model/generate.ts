@@ -7,7 +7,8 @@
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
-import type { GpuModel, ModelRow } from "./gpu_model.ts";
+import type { GpuModel } from "./gpu_model.ts";
+import type { ModelRow } from "./gpu_model_options.ts";
 import {
   packSamplingParams,
   PARAM_WORDS,

@@ -6,7 +6,8 @@
 // same start (not from the checkpoint), so a resumed run has the same reference.
 
 import type { Gpu } from "../gpu/mod.ts";
-import { GpuModel, type ModelRow } from "../model/gpu_model.ts";
+import { GpuModel } from "../model/gpu_model.ts";
+import type { ModelRow } from "../model/gpu_model_options.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import { LoraAdapters } from "../model/lora.ts";
 import { CrossEntropyLoss } from "../train/losses.ts";

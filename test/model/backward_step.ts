@@ -6,7 +6,8 @@
 import type { BufferRef } from "../../src/gpu/buffers.ts";
 import type { Gpu } from "../../src/gpu/mod.ts";
 import type { ModelBackward } from "../../src/model/backward.ts";
-import type { GpuModel, ModelRow } from "../../src/model/gpu_model.ts";
+import type { GpuModel } from "../../src/model/gpu_model.ts";
+import type { ModelRow } from "../../src/model/gpu_model_options.ts";
 
 /** Gradients of L = Σ dlogits ⊙ logits over `rows` (dlogits [rows, V]) into bwd.grads and the LoRA's. */
 export function backwardStep(

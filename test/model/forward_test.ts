@@ -8,7 +8,8 @@ import { Gpu } from "../../src/gpu/mod.ts";
 import { memoryFolder } from "../../src/io/bytesource.ts";
 import type { FloatDtype } from "../../src/io/dtypes.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
-import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
+import type { ModelRow } from "../../src/model/gpu_model_options.ts";
 import { FOLD_WORKGROUP_BYTES } from "../../src/model/attention_fold.ts";
 import {
   attentionSplits,

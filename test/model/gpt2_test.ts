@@ -16,7 +16,8 @@ import { ModelBackward } from "../../src/model/backward.ts";
 import { backwardStep } from "./backward_step.ts";
 import { Generator } from "../../src/model/generate.ts";
 import { Gpt2Kernels } from "../../src/model/gpt2_kernels.ts";
-import { GpuModel, type ModelRow } from "../../src/model/gpu_model.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
+import type { ModelRow } from "../../src/model/gpu_model_options.ts";
 import { hfFolderFiles, initModel, Rng } from "../../src/model/init.ts";
 import { LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
 import {

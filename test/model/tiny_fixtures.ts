@@ -2,7 +2,7 @@
 // model (split_tensors_test.ts, half_base_test.ts): the same weights, rows and trainer settings.
 
 import { parseModelConfig } from "../../src/model/config.ts";
-import { isBaseMatrix, type ModelRow } from "../../src/model/gpu_model.ts";
+import { isBaseMatrix, type ModelRow } from "../../src/model/gpu_model_options.ts";
 import { initModel } from "../../src/model/init.ts";
 import { type ModelWeights, slice } from "../../src/model/weights.ts";
 import { roundToHalf } from "../../src/ops/matmul_half.ts";

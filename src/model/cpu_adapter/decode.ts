@@ -13,7 +13,8 @@ import type { Recorder } from "../../gpu/recorder.ts";
 import { textureBuckets } from "../../ops/mod.ts";
 import type { ModelConfig } from "../config.ts";
 import type { DecodeBackend, DecodeSampleStep } from "../decode_backend.ts";
-import type { GpuModel, GpuModelOptions } from "../gpu_model.ts";
+import type { GpuModel } from "../gpu_model.ts";
+import type { GpuModelOptions } from "../gpu_model_options.ts";
 import type { GpuParams } from "../gpu_params.ts";
 import type { Projections } from "../projections.ts";
 import {

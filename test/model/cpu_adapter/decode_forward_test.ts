@@ -14,7 +14,8 @@ import {
   decodeForwardLoopBound,
   decodeForwardUnfit,
 } from "../../../src/model/cpu_adapter/decode_forward.ts";
-import { GpuModel, type GpuModelOptions, type ModelRow } from "../../../src/model/gpu_model.ts";
+import { GpuModel } from "../../../src/model/gpu_model.ts";
+import type { GpuModelOptions, ModelRow } from "../../../src/model/gpu_model_options.ts";
 import { initModel } from "../../../src/model/init.ts";
 import { LORA_MODULES, LoraAdapters, LoraLayout, mergeLora } from "../../../src/model/lora.ts";
 import { referenceForward } from "../../../src/model/reference.ts";
