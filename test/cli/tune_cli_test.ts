@@ -19,6 +19,17 @@ async function deno(args: string[], env: Record<string, string> = {}) {
   return { code: r.code, out: dec.decode(r.stdout), err: dec.decode(r.stderr) };
 }
 
+/** `tune` at one variant and short timings, inference only: the quick form every test runs. */
+function tune(model: string, out: string, decodeRows: string, ...more: string[]) {
+  return deno([
+    "run",
+    "-A",
+    "src/cli/tune.ts",
+    ...["--model", model, "--decode-rows", decodeRows, "--train-rows", "0"],
+    ...["--variants", "^r8c8_wg8x1$", "--min-ms", "5", "--out", out, ...more],
+  ]);
+}
+
 // Prints what a fresh process makes of the picks file: its log line and the nt:vector pick.
 const PROBE = `
 import { Gpu } from "./src/gpu/mod.ts";
@@ -34,24 +45,7 @@ Deno.test("tune CLI: writes this adapter's picks; a later process runs them; a b
   const dir = await Deno.makeTempDir({ prefix: "tune_cli_" });
   try {
     const file = `${dir}/picks.json`;
-    const r = await deno([
-      "run",
-      "-A",
-      "src/cli/tune.ts",
-      "--model",
-      "configs/models/tiny-llama.json",
-      "--decode-rows",
-      "1",
-      "--train-rows",
-      "0",
-      "--variants",
-      "^r8c8_wg8x1$",
-      "--min-ms",
-      "5",
-      "--out",
-      file,
-      "--json",
-    ]);
+    const r = await tune("configs/models/tiny-llama.json", file, "1", "--json");
     assertEquals(r.code, 0, r.out + r.err);
     assert(r.out.includes("| nt:vector |"), r.out);
     const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
@@ -113,26 +107,7 @@ Deno.test("tune CLI: --sampler on times the sampler's row split at the model's v
     const file = `${dir}/picks.json`, model = `${dir}/config.json`;
     const config = JSON.parse(await Deno.readTextFile(`${repo}configs/models/tiny-llama.json`));
     await Deno.writeTextFile(model, JSON.stringify({ ...config, vocab_size: 5000 }));
-    const r = await deno([
-      "run",
-      "-A",
-      "src/cli/tune.ts",
-      "--model",
-      model,
-      "--decode-rows",
-      "1,3",
-      "--train-rows",
-      "0",
-      "--variants",
-      "^r8c8_wg8x1$",
-      "--min-ms",
-      "5",
-      "--sampler",
-      "on",
-      "--out",
-      file,
-      "--json",
-    ]);
+    const r = await tune(model, file, "1,3", "--sampler", "on", "--json");
     assertEquals(r.code, 0, r.out + r.err);
     assert(r.out.includes("| workgroups a row | threads a workgroup | ms a step |"), r.out);
     const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
@@ -161,25 +136,7 @@ Deno.test("tune CLI: --sampler on times the sampler's row split at the model's v
     assertEquals(JSON.parse(shape), [best.rowChunks, best.workgroupSize]);
 
     // Tuning again without the sampler (off; auto, on CPU adapters) keeps the file's split.
-    const again = await deno([
-      "run",
-      "-A",
-      "src/cli/tune.ts",
-      "--model",
-      model,
-      "--decode-rows",
-      "1",
-      "--train-rows",
-      "0",
-      "--variants",
-      "^r8c8_wg8x1$",
-      "--min-ms",
-      "5",
-      "--sampler",
-      "off",
-      "--out",
-      file,
-    ]);
+    const again = await tune(model, file, "1", "--sampler", "off");
     assertEquals(again.code, 0, again.out + again.err);
     assert(!again.out.includes("workgroups a row"), again.out);
     const kept = JSON.parse(await Deno.readTextFile(file));
