@@ -73,5 +73,6 @@ export { ByteTokenizer, loadTokenizer, type Tokenizer } from "./model/tokenizer.
 export { GpuModel } from "./model/gpu_model.ts";
 export type { GpuModelOptions, ModelRow } from "./model/gpu_model_options.ts";
 export { type GenerateRequest, type GenerateResult, Generator } from "./model/generate.ts";
-export { LoraAdapters, LoraLayout, mergeLora, mergeLoraFloat64 } from "./model/lora.ts";
+export { LoraAdapters } from "./model/lora.ts";
+export { LoraLayout, mergeLora, mergeLoraFloat64 } from "./model/lora_layout.ts";
 export { ModelTrainer, type TrainerOptions, type TrainSequence } from "./train/trainer.ts";

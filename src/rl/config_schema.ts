@@ -7,7 +7,7 @@ import type { Difficulty } from "../envs/types.ts";
 import * as Fields from "../io/config_fields.ts";
 import type { BaseFieldType } from "../io/config_fields.ts";
 import type { FloatDtype } from "../io/dtypes.ts";
-import { LORA_MODULES, type LoraModule } from "../model/lora.ts";
+import { LORA_MODULES, type LoraModule } from "../model/lora_layout.ts";
 import { POLICY_LOSS_DEFAULTS } from "../train/losses.ts";
 import { LOSS_AGG_MODES, type LossAggMode } from "../train/loss_rows.ts";
 import type { ScheduleKind } from "../train/schedule.ts";

@@ -10,7 +10,7 @@
 
 import type { AgentId } from "../envs/types.ts";
 import { envForConfig } from "./env_for.ts";
-import type { LoraConfig } from "../model/lora.ts";
+import type { LoraConfig } from "../model/lora_layout.ts";
 import type { TrainMode } from "../train/trainer.ts";
 import { ConfigError, type Level, LEVELS, type RunConfig } from "./config.ts";
 

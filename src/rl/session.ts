@@ -13,7 +13,7 @@ import type { Gpu } from "../gpu/mod.ts";
 import type { AnyEnvDefinition, CodeExecutor } from "../envs/types.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 import type { ModelWeights } from "../model/weights.ts";
-import { LoraLayout } from "../model/lora.ts";
+import { LoraLayout } from "../model/lora_layout.ts";
 import type { CheckpointContents, LoadedCheckpoint } from "../train/checkpoint.ts";
 import { fromPeftAdapter, toPeftAdapter } from "../train/lora_peft.ts";
 import type { LoraAdapter } from "../train/peft.ts";

@@ -2,7 +2,7 @@
 // (src/train/peft.ts), for checkpoints that PEFT and vLLM load.
 
 import type { ModelConfig } from "../model/config.ts";
-import { type LoraLayout, type LoraModule, peftModuleName } from "../model/lora.ts";
+import { type LoraLayout, type LoraModule, peftModuleName } from "../model/lora_layout.ts";
 import type { LoraAdapter, LoraTarget } from "./peft.ts";
 import { CheckpointMismatchError } from "./errors.ts";
 

@@ -21,7 +21,7 @@ import { denoFolder, joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { parseModelConfig } from "../model/config.ts";
 import { hfFolderFiles, initModel } from "../model/init.ts";
-import { LoraLayout, mergeLora } from "../model/lora.ts";
+import { LoraLayout, mergeLora } from "../model/lora_layout.ts";
 import { ByteTokenizer, loadTokenizer, type Tokenizer } from "../model/tokenizer.ts";
 import { loadModel, type ModelWeights } from "../model/weights.ts";
 import { type CheckpointContents, TOKENIZER_FILES } from "./checkpoint.ts";

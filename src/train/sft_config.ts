@@ -21,7 +21,7 @@ import {
   type Section,
   setNumber,
 } from "../io/config_fields.ts";
-import { LORA_MODULES } from "../model/lora.ts";
+import { LORA_MODULES } from "../model/lora_layout.ts";
 import { TrainError } from "./errors.ts";
 
 const { int, num, text, oneOf, listOf, paths, nullable } = Fields;

@@ -16,7 +16,8 @@ import { ModelBackward } from "../model/backward.ts";
 import { GpuModel } from "../model/gpu_model.ts";
 import type { ModelRow } from "../model/gpu_model_options.ts";
 import { readParamTensor } from "../model/gpu_params.ts";
-import { LoraAdapters, type LoraConfig, LoraLayout } from "../model/lora.ts";
+import { LoraAdapters } from "../model/lora.ts";
+import { type LoraConfig, LoraLayout } from "../model/lora_layout.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import {
   AdamW,

@@ -25,7 +25,7 @@ import { Generator } from "../../src/model/generate.ts";
 import { Sampler, type SamplerOptions } from "../../src/model/sampling.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { hfFolderFiles, initModel, Rng } from "../../src/model/init.ts";
-import type { LoraConfig } from "../../src/model/lora.ts";
+import type { LoraConfig } from "../../src/model/lora_layout.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
 import { ModelTrainer, type TrainerOptions, type TrainMode } from "../../src/train/trainer.ts";
 import { createOps } from "../../src/ops/mod.ts";

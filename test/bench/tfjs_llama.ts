@@ -15,7 +15,7 @@
 
 import * as tf from "@tensorflow/tfjs-core";
 import type { ModelConfig } from "../../src/model/config.ts";
-import type { LoraLayout, LoraModule } from "../../src/model/lora.ts";
+import type { LoraLayout, LoraModule } from "../../src/model/lora_layout.ts";
 import { ropeInvFreq } from "../../src/model/reference.ts";
 import type { ModelWeights, ParamTensor } from "../../src/model/weights.ts";
 import { hfDecays } from "../../src/train/adamw.ts";

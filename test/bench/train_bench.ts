@@ -13,7 +13,7 @@ import * as tf from "@tensorflow/tfjs-core";
 import type { Gpu } from "../../src/gpu/mod.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import { initModel, Rng } from "../../src/model/init.ts";
-import { type LoraConfig, LoraLayout } from "../../src/model/lora.ts";
+import { type LoraConfig, LoraLayout } from "../../src/model/lora_layout.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { ModelTrainer, type TrainerOptions, type TrainMode } from "../../src/train/trainer.ts";

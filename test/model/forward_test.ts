@@ -19,7 +19,8 @@ import {
   VEC4_ATTENTION_BYTES,
 } from "../../src/model/model_kernels.ts";
 import { hfFolderFiles, initModel } from "../../src/model/init.ts";
-import { LORA_MODULES, LoraAdapters, LoraLayout } from "../../src/model/lora.ts";
+import { LoraAdapters } from "../../src/model/lora.ts";
+import { LORA_MODULES, LoraLayout } from "../../src/model/lora_layout.ts";
 import { referenceForward } from "../../src/model/reference.ts";
 import { loadModel, type ModelWeights } from "../../src/model/weights.ts";
 import { toleranceRatio } from "../../src/ops/reference.ts";

@@ -10,7 +10,8 @@ import { GpuModel } from "../../src/model/gpu_model.ts";
 import { initModel } from "../../src/model/init.ts";
 import { referenceGreedy, referenceLogprobs } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
-import { LORA_MODULES, LoraAdapters, LoraLayout } from "../../src/model/lora.ts";
+import { LoraAdapters } from "../../src/model/lora.ts";
+import { LORA_MODULES, LoraLayout } from "../../src/model/lora_layout.ts";
 
 async function tiny(name: string): Promise<ModelWeights> {
   const json = JSON.parse(

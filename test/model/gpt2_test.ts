@@ -19,7 +19,8 @@ import { Gpt2Kernels } from "../../src/model/gpt2_kernels.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import type { ModelRow } from "../../src/model/gpu_model_options.ts";
 import { hfFolderFiles, initModel, Rng } from "../../src/model/init.ts";
-import { LoraAdapters, LoraLayout, mergeLora } from "../../src/model/lora.ts";
+import { LoraAdapters } from "../../src/model/lora.ts";
+import { LoraLayout, mergeLora } from "../../src/model/lora_layout.ts";
 import {
   geluNew,
   geluNewGrad,

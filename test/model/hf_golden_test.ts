@@ -7,7 +7,7 @@
 
 import { assert, assertEquals, maxAbsDiff } from "../assert.ts";
 import { denoFolder } from "../../src/io/deno_files.ts";
-import { mergeLoraFloat64 } from "../../src/model/lora.ts";
+import { mergeLoraFloat64 } from "../../src/model/lora_layout.ts";
 import { referenceForward, referenceGreedy } from "../../src/model/reference.ts";
 import { loadModel } from "../../src/model/weights.ts";
 import { microAdapter } from "../fixtures/make_fixtures.ts";

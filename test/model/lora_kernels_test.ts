@@ -12,10 +12,10 @@ import {
   LORA_FORWARD_ENV,
   LoraAdapters,
   loraForwardFor,
-  LoraLayout,
   type LoraReduce,
   vec4Entry,
 } from "../../src/model/lora.ts";
+import { LoraLayout } from "../../src/model/lora_layout.ts";
 import { seededValues, toleranceRatio } from "../../src/ops/reference.ts";
 
 const tinyJson = JSON.parse(

@@ -18,7 +18,7 @@ import {
   presetPath,
   type RunConfig,
 } from "../../src/rl/config.ts";
-import { LORA_MODULES } from "../../src/model/lora.ts";
+import { LORA_MODULES } from "../../src/model/lora_layout.ts";
 import { lrAt } from "../../src/train/schedule.ts";
 
 /** parseConfig must throw a ConfigError whose path is `path` and whose message names it and says `why`. */

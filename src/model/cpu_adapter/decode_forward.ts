@@ -15,12 +15,8 @@ import { uniformStruct } from "../../gpu/uniforms.ts";
 import type { ModelConfig } from "../config.ts";
 import type { BufferRange, GpuParams } from "../gpu_params.ts";
 import type { ParamLayout, ParamTensor } from "../weights.ts";
-import {
-  LLAMA_LORA_MODULES as LORA_MODULES,
-  type LoraAdapters,
-  type LoraLayout,
-  vec4Entry,
-} from "../lora.ts";
+import { type LoraAdapters, vec4Entry } from "../lora.ts";
+import { LLAMA_LORA_MODULES as LORA_MODULES, type LoraLayout } from "../lora_layout.ts";
 import { ParamAtlas } from "./param_atlas.ts";
 import { ropeTable } from "../rope_table.ts";
 import { laneLoopBound } from "../sampling.ts";

@@ -17,7 +17,8 @@ import {
 import { GpuModel } from "../../../src/model/gpu_model.ts";
 import type { GpuModelOptions, ModelRow } from "../../../src/model/gpu_model_options.ts";
 import { initModel } from "../../../src/model/init.ts";
-import { LORA_MODULES, LoraAdapters, LoraLayout, mergeLora } from "../../../src/model/lora.ts";
+import { LoraAdapters } from "../../../src/model/lora.ts";
+import { LORA_MODULES, LoraLayout, mergeLora } from "../../../src/model/lora_layout.ts";
 import { referenceForward } from "../../../src/model/reference.ts";
 import type { ModelWeights } from "../../../src/model/weights.ts";
 import { toleranceRatio } from "../../../src/ops/reference.ts";
