@@ -236,11 +236,11 @@ export interface SamplerOptions {
   /**
    * Workgroups a row of the workgroup kernel is split over (sample_chunks, then sample_merge):
    * "auto" (default) takes the split the tuner measured on this adapter for the vocabulary at
-   * this sampler's workgroup size (src/ops/tuned_picks.ts), else splits rows of SPLIT_MIN_VOCAB words or more on GPU-class
-   * adapters into ⌊⌈vocab / 4⌉ / SPLIT_UNITS⌋ chunks and never on CPU adapters (llvmpipe runs a
-   * workgroup on one core: a split only adds passes); a number splits every workgroup-kernel row
-   * into that many (tests, the tuner); 1 never splits. At most capacity / SPLIT_SLOTS and
-   * ⌈vocab / 4⌉.
+   * this sampler's workgroup size (src/ops/tuned_picks.ts), else splits rows of SPLIT_MIN_VOCAB
+   * words or more on GPU-class adapters into ⌊⌈vocab / 4⌉ / SPLIT_UNITS⌋ chunks and never on CPU
+   * adapters (llvmpipe runs a workgroup on one core: a split only adds passes); a number splits
+   * every workgroup-kernel row into that many (tests, the tuner); 1 never splits. At most
+   * capacity / SPLIT_SLOTS and ⌈vocab / 4⌉.
    */
   rowChunks?: number | "auto";
   /**
