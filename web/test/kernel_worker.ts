@@ -10,6 +10,14 @@ import { decodeCases, gpuClassCases } from "../../test/model/decode_cases.ts";
 import { normCases } from "../../test/model/norm_cases.ts";
 import { runtimeKind } from "../../src/runtime.ts";
 
+/** The sampling cases also run at 256 threads a workgroup (names containing one of these). */
+const WIDE_SAMPLER_CASES = [
+  "top-k then top-p V=5003 B=37 (ties at thresholds)",
+  "top-p V=5003 B=37 (ties at thresholds)",
+  "repetition penalty with every warper V=5003",
+  "V=152064",
+];
+
 /** Cases in flight at once: their pipelines compile side by side. */
 const CONCURRENCY = 4;
 
@@ -60,6 +68,26 @@ const api = {
         );
       } finally {
         gpuClass.destroy();
+      }
+      // The sampler at 256 threads a workgroup, a row in one workgroup and split 5 ways: the
+      // sampler's tuner may pick either on a GPU (src/model/sampler_tune.ts), and llvmpipe takes
+      // ~14 minutes to compile them, so they are checked here, where Chrome's compiler also sees
+      // them. The cases with ties at the top-k/top-p thresholds, every warper, and the 152k
+      // vocabulary's (all 66 cases passed at both on 2026-11-28; 5 minutes of this page).
+      for (const rowChunks of [1, 5]) {
+        const options = { variant: "workgroup", workgroupSize: 256, rowChunks } as const;
+        const prefix = `sampling (256 threads${rowChunks > 1 ? `, split ${rowChunks}` : ""}): `;
+        results.push(
+          ...await runCases(
+            samplingCases().filter((c) =>
+              WIDE_SAMPLER_CASES.some((w) => c.name.includes(w)) &&
+              (prefix + c.name).includes(only)
+            ),
+            (c) => c.run(gpu, options),
+            CONCURRENCY,
+            prefix,
+          ),
+        );
       }
       // The switch that turns them off.
       const noSubgroups = await Gpu.create({ disableFeatures: ["subgroups"] });
