@@ -154,7 +154,7 @@ async function checkSampler(
   const params = [...settings, ...settings].map((p, r) => ({ ...p, sequence: r }));
   const rows = params.length;
   const x = normalLogits(rows * vocab, 11);
-  // The last row's top tenth masked (−inf), as constrained decoding leaves a row.
+  // The last row's highest tenth of ids masked (−inf), as constrained decoding leaves a row.
   x.fill(-Infinity, rows * vocab - Math.ceil(vocab / 10));
   const bufs = {
     logits: gpu.upload(x),
@@ -179,9 +179,9 @@ async function checkSampler(
 }
 
 /**
- * Times the sampler's row split at this vocabulary and returns the fastest, beside the built-in
- * split. Seconds on a GPU (three kernels a workgroup size to compile, a few hundred timings); run it once per
- * device and vocabulary (`npx deno task tune`), not per run.
+ * Times the sampler's row splits and workgroup sizes at this vocabulary and returns the fastest,
+ * beside the built-in pick. Seconds on a GPU (three kernels a workgroup size to compile, a few
+ * hundred timings); run it once per device and vocabulary (`npx deno task tune`), not per run.
  */
 export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<SamplerTuneResult> {
   const t0 = performance.now();
