@@ -12,7 +12,8 @@ import { type BufferRef, resolveRange } from "../gpu/buffers.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { registerShaderGenerators, registerShaderTransforms } from "../gpu/shaders.ts";
-import { isRopeTile, MATMUL_SHADERS, MatmulGroupParams, MatmulParams } from "./matmul_gen.ts";
+import { MATMUL_SHADERS, MatmulGroupParams, MatmulParams } from "./matmul_gen.ts";
+import { isRopeTile } from "./matmul_tex_gen.ts";
 import { HALF_B, HALF_B_SHADERS } from "./matmul_half.ts";
 import {
   encodeGroupTextureWith,

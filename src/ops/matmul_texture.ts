@@ -7,7 +7,7 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import type { Recorder, TextureBinding } from "../gpu/recorder.ts";
-import { isRopeTile, isTexTile, MatmulTexGroupParams, MatmulTexParams } from "./matmul_gen.ts";
+import { isRopeTile, isTexTile, MatmulTexGroupParams, MatmulTexParams } from "./matmul_tex_gen.ts";
 import type { MatmulVariant, ShapeBucket } from "./matmul_variants.ts";
 
 /**

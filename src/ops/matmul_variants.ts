@@ -7,7 +7,8 @@
 
 import { KernelArgumentError } from "../gpu/errors.ts";
 import type { KernelSpec } from "../gpu/pipelines.ts";
-import { isBigRegTile, isGroupTile, isRegTile, isTexTile } from "./matmul_gen.ts";
+import { isBigRegTile, isGroupTile, isRegTile } from "./matmul_gen.ts";
+import { isTexTile } from "./matmul_tex_gen.ts";
 import { SMEM_TILES, type SmemTile, smemTileName, smemWorkgroup } from "./matmul_smem_gen.ts";
 import { HALF_B } from "./matmul_half.ts";
 

@@ -14,14 +14,8 @@ import {
   textureSpec,
   variantSupports,
 } from "../../src/ops/matmul.ts";
-import {
-  BIG_TILES,
-  GROUP_TILES,
-  MATMUL_SHADERS,
-  REG_TILES,
-  ROPE_TILES,
-  TEX_TILES,
-} from "../../src/ops/matmul_gen.ts";
+import { BIG_TILES, GROUP_TILES, MATMUL_SHADERS, REG_TILES } from "../../src/ops/matmul_gen.ts";
+import { ROPE_TILES, TEX_TILES } from "../../src/ops/matmul_tex_gen.ts";
 import { checkSmemTile, SMEM_TILES } from "../../src/ops/matmul_smem_gen.ts";
 
 const entries = (wgsl: string) => new Set([...wgsl.matchAll(/\bfn (\w+)\(/g)].map((m) => m[1]));
