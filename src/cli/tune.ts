@@ -1,12 +1,14 @@
 // `npx deno task tune`: measure the matmul variants on this device at a model's products and keep
 // the fastest per form and shape bucket (src/ops/autotune.ts), and on GPUs how many workgroups
-// sample a row of the model's vocabulary (src/model/sampler_tune.ts), in the picks file every
-// later run on this adapter reads (src/ops/tuned_picks.ts). Reads only the model's config.json.
+// sample a row of the model's vocabulary (src/model/sampler_tune.ts) and how far the fused LoRA
+// forward splits a group's columns (src/model/lora_tune.ts), in the picks file every later run on
+// this adapter reads (src/ops/tuned_picks.ts). Reads only the model's config.json.
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { parseModelConfig } from "../model/config.ts";
+import { loraFusedEntry, type LoraTuneMode, tuneLoraFusedIf } from "../model/lora_tune.ts";
 import { samplerEntry, type SamplerTuneMode, tuneSamplerIf } from "../model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
 import { defaultLogitRows } from "../train/trainer.ts";
@@ -23,7 +25,7 @@ import {
 export const TUNE_CLI = defineCli({
   command: "npx deno task tune",
   summary:
-    "Time the matmul kernels on this device at a model's products, and the sampler's row split at its vocabulary, and keep the fastest for every later run on this adapter.",
+    "Time the matmul kernels on this device at a model's products, the sampler's row split at its vocabulary and the fused LoRA forward's column split, and keep the fastest for every later run on this adapter.",
   flags: {
     model: {
       type: "string",
@@ -65,7 +67,15 @@ export const TUNE_CLI = defineCli({
       default: "auto",
       metavar: "auto|on|off",
       help:
-        "time how many workgroups sample a row of the vocabulary at the decode rows; auto: on GPU-class adapters (CPU adapters never split a row unless tuned to)",
+        "time the sampler at the decode rows: how many workgroups a row of the vocabulary is split over, and how many threads each (64, 128, 256 on GPUs); auto: on GPU-class adapters (CPU adapters never split a row unless tuned to)",
+    },
+    lora: {
+      type: "string",
+      choices: ["auto", "on", "off"],
+      default: "auto",
+      metavar: "auto|on|off",
+      help:
+        "time how many workgroups the fused LoRA forward fills before splitting a group's output columns, at the decode rows (rank 16 on every projection); auto: on GPU-class adapters, where the fused forward is the default",
     },
     variants: {
       type: "string",
@@ -196,7 +206,39 @@ if (import.meta.main) {
           );
         }
       }
-      console.log(`\n${(r.seconds + (sampler?.seconds ?? 0)).toFixed(1)} s`);
+      const lora = await tuneLoraFusedIf(gpu, args.lora as LoraTuneMode, {
+        config: cfg,
+        rows: decodeRows,
+        minMs: args.minMs,
+        log: (l) => console.log(l),
+      });
+      if (lora) {
+        console.log("\n| fused LoRA: workgroups a dispatch | ms a step |");
+        console.log("|---|---|");
+        for (const t of lora.times) {
+          console.log(
+            `| ${t.target}${
+              [t.target === lora.current && "built-in", t.target === lora.best && "tuned"]
+                .filter(Boolean).map((w) => ` (${w})`).join("")
+            } | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
+          );
+        }
+        if (lora.same.length) {
+          console.log(
+            `the same column split as another: ${
+              lora.same.map((x) => `${x.target} as ${x.as}`).join(", ")
+            }`,
+          );
+        }
+        for (const x of lora.refused) {
+          console.log(
+            `refused fused LoRA target ${x.target} (wrong against the float64 reference): ${x.why}`,
+          );
+        }
+      }
+      console.log(
+        `\n${(r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0)).toFixed(1)} s`,
+      );
       const entry = {
         adapter: adapterKey(gpu.ctx.info),
         kernels: kernelSetId(),
@@ -207,6 +249,7 @@ if (import.meta.main) {
         date: new Date().toISOString(),
         buckets: r.buckets,
         ...(sampler ? samplerEntry(sampler) : {}),
+        ...(lora ? loraFusedEntry(lora) : {}),
       };
       if (!args.dryRun) {
         const path = out!;
@@ -229,6 +272,7 @@ if (import.meta.main) {
             refused: r.refused,
             seconds: r.seconds,
             ...(sampler ? { sampler } : {}),
+            ...(lora ? { lora } : {}),
           }),
         );
       }

@@ -12,6 +12,7 @@ import type { BindingKind, Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
+import { tunedLoraFusedTarget } from "../ops/tuned_picks.ts";
 import { align64, type LoraEntry, type LoraLayout } from "./lora_layout.ts";
 import { envVar } from "../runtime.ts";
 
@@ -100,19 +101,27 @@ export const LoraGroupParams = uniformStruct("lora_group_params", "GroupParams",
 const FUSED_ROWS = 4, FUSED_UCAP = 1024;
 /** lora_fused.wgsl's workgroup size (its WG override). */
 const FUSED_WG = 256;
-/** Workgroups a fused LoRA dispatch aims for before splitting output columns (fusedColumnChunks). */
+/**
+ * Workgroups a fused LoRA dispatch aims for before splitting output columns (fusedColumnChunks):
+ * the built-in target, an estimate from one H100's 132 SMs; `npx deno task tune` measures the
+ * user's GPU's (src/model/lora_tune.ts) and LoraAdapters then use that.
+ */
 export const FUSED_TARGET_WORKGROUPS = 128;
 
 /**
  * Workgroups each row tile of lora_fused.wgsl splits its `outs` output columns over: 1 where the
- * row tiles alone fill FUSED_TARGET_WORKGROUPS (training), else enough to reach it, at most one
+ * row tiles alone fill `target` workgroups (training), else enough to reach it, at most one
  * per FUSED_WG column quads. At a decode step's 1–8 rows one workgroup per 4 rows did all of a
  * group's up half alone (a gate/up group's whole B read by one SM: 17 µs a call on an H100);
  * each chunk recomputes its rows' U, rank × in multiply-adds a row.
  */
-export function fusedColumnChunks(rowTiles: number, outs: number): number {
+export function fusedColumnChunks(
+  rowTiles: number,
+  outs: number,
+  target = FUSED_TARGET_WORKGROUPS,
+): number {
   const most = Math.max(1, Math.ceil(outs / 4 / FUSED_WG));
-  return Math.min(most, Math.max(1, Math.ceil(FUSED_TARGET_WORKGROUPS / rowTiles)));
+  return Math.min(most, Math.max(1, Math.ceil(target / rowTiles)));
 }
 
 /** One module of a group for encodeForwardGroup: the module and its output y [N, out]. */
@@ -144,6 +153,12 @@ export class LoraAdapters {
   private spare: GPUBuffer[]; // the fused kernel's unused output slots
   private du: GPUBuffer;
   private rangesValid = false;
+  /**
+   * Workgroups the fused forward fills before splitting output columns (fusedColumnChunks): this
+   * adapter's tuned target (src/ops/tuned_picks.ts), else FUSED_TARGET_WORKGROUPS. The tuner sets
+   * it per candidate.
+   */
+  fusedTarget: number;
 
   private constructor(
     private gpu: Gpu,
@@ -172,6 +187,7 @@ export class LoraAdapters {
       });
     }
     this.spare = [gpu.zeros(4, "lora.spare1"), gpu.zeros(4, "lora.spare2")];
+    this.fusedTarget = tunedLoraFusedTarget(gpu.ctx.info) ?? FUSED_TARGET_WORKGROUPS;
   }
 
   static async create(
@@ -395,7 +411,14 @@ export class LoraAdapters {
         { buffer: us[0].buffer, offset: uStart, size: uEnd - uStart },
         ...ys,
       ],
-      [...tiles, fusedColumnChunks(tiles[0] * tiles[1], used.reduce((s, q) => s + q.e.outDim, 0))],
+      [
+        ...tiles,
+        fusedColumnChunks(
+          tiles[0] * tiles[1],
+          used.reduce((s, q) => s + q.e.outDim, 0),
+          this.fusedTarget,
+        ),
+      ],
       u,
     );
   }

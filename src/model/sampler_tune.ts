@@ -24,7 +24,14 @@ import {
 } from "../ops/tuned_picks.ts";
 import { GpuLimitError } from "../gpu/errors.ts";
 import { ModelError } from "./errors.ts";
-import { sampleRef } from "./sampling_reference.ts";
+import {
+  cdfIntervalDistance,
+  CUT_MARGIN,
+  DRAW_TOL,
+  LOGP_ATOL,
+  LOGP_RTOL,
+  sampleRef,
+} from "./sampling_reference.ts";
 import {
   builtInRowChunks,
   packSamplingParams,
@@ -99,10 +106,6 @@ function normalLogits(n: number, seed: number): Float32Array {
   return a.map((v, i) => 3 * Math.sqrt(-2 * Math.log(1 - v)) * Math.cos(2 * Math.PI * b[i]));
 }
 
-// The sampling tests' tolerances (test/model/sampling_cases.ts): float32 sums over a 152k-word
-// row differ from float64 by ~1e-6 of the mass.
-const DRAW_TOL = 2e-5, CUT_MARGIN = 2e-5, LOGP_ATOL = 1e-4, LOGP_RTOL = 1e-5;
-
 /**
  * Why the sampled row is wrong against the float64 reference, or null where it is right: greedy
  * rows the argmax (up to a float32 near tie), sampled rows a token of the support whose CDF
@@ -125,19 +128,14 @@ export function rowError(
     if (probs[id] === 0 && ref.cutMargin >= CUT_MARGIN) {
       return `sampled ${id}, outside the top-k/top-p support (reference ${ref.id})`;
     }
-    let lo = 0;
-    for (let i = 0; i < id; i++) lo += probs[i];
-    const d = ref.u < lo ? lo - ref.u : ref.u >= lo + probs[id] ? ref.u - lo - probs[id] : 0;
+    const d = cdfIntervalDistance(probs, id, ref.u);
     if (d > DRAW_TOL) {
       return `sampled ${id}: the draw ${ref.u} is ${
         d.toExponential(2)
       } outside its CDF interval (reference ${ref.id})`;
     }
   }
-  let m = -Infinity, s = 0;
-  for (let i = 0; i < z.length; i++) m = Math.max(m, z[i]);
-  for (let i = 0; i < z.length; i++) s += Math.exp(z[i] - m);
-  const want = z[id] - (m + Math.log(s));
+  const want = z[id] - (z[ref.id] - ref.logprob); // log-softmax over the full row
   if (!(Math.abs(logprob - want) <= LOGP_ATOL + LOGP_RTOL * Math.abs(want))) {
     return `log-prob ${logprob} of token ${id}, reference ${want}`;
   }
@@ -184,25 +182,59 @@ async function checkSampler(
  * hundred timings); run it once per device and vocabulary (`npx deno task tune`), not per run.
  */
 export async function tuneSampler(gpu: Gpu, o: SamplerTuneOptions): Promise<SamplerTuneResult> {
+  return await tuneSplits(gpu, o, await maxRowChunks(gpu, o));
+}
+
+/** The sampler's default threads a workgroup here (the sampler option's, else by adapter class). */
+function defaultWorkgroupSize(gpu: Gpu, o: Pick<SamplerTuneOptions, "sampler">): number {
+  return o.sampler?.workgroupSize ?? (gpu.adapterClass === "cpu" ? 32 : 64);
+}
+
+function samplerMaker(o: Pick<SamplerTuneOptions, "sampler" | "samplerFor">) {
+  return o.samplerFor ??
+    ((g: Gpu, p: SamplerPick) => Sampler.create(g, { ...o.sampler, ...p, lazy: true }));
+}
+
+/**
+ * The most workgroups a row of this vocabulary can be split over on this adapter (its capacity,
+ * the row's vec4s); 1 where rows are never split (the lane kernel samples them, or a row is one
+ * vec4): there is nothing to tune.
+ */
+export async function maxRowChunks(
+  gpu: Gpu,
+  o: Pick<SamplerTuneOptions, "vocab" | "sampler" | "samplerFor">,
+): Promise<number> {
+  if (!(Number.isInteger(o.vocab) && o.vocab > 0)) {
+    throw new SamplerTuneError(`tuneSampler: vocab ${o.vocab} must be a positive integer`);
+  }
+  const probe = await samplerMaker(o)(gpu, {
+    rowChunks: 1 << 30,
+    workgroupSize: defaultWorkgroupSize(gpu, o),
+  });
+  try {
+    return probe.chunksFor(o.vocab);
+  } finally {
+    probe.destroy();
+  }
+}
+
+/** tuneSampler, given the most workgroups a row may be split over (maxRowChunks). */
+async function tuneSplits(
+  gpu: Gpu,
+  o: SamplerTuneOptions,
+  most: number,
+): Promise<SamplerTuneResult> {
   const t0 = performance.now();
   const { vocab } = o;
   const rows = [...new Set(o.rows ?? [1, 8, 32])];
   const settings = o.settings ?? SAMPLER_TUNE_SETTINGS;
   const minMs = o.minMs ?? 60, keep = o.keep ?? 3;
   const log = o.log ?? (() => {});
-  if (!(Number.isInteger(vocab) && vocab > 0)) {
-    throw new SamplerTuneError(`tuneSampler: vocab ${vocab} must be a positive integer`);
-  }
   if (!rows.length || rows.some((r) => !(Number.isInteger(r) && r > 0))) {
     throw new SamplerTuneError(`tuneSampler: rows ${rows} must be positive integers`);
   }
-  const defaultWg = o.sampler?.workgroupSize ?? (gpu.adapterClass === "cpu" ? 32 : 64);
-  const make = o.samplerFor ??
-    ((g: Gpu, p: SamplerPick) => Sampler.create(g, { ...o.sampler, ...p, lazy: true }));
-  // The most chunks the sampler takes at this vocabulary (its capacity, the row's vec4s).
-  const probe = await make(gpu, { rowChunks: 1 << 30, workgroupSize: defaultWg });
-  const most = probe.chunksFor(vocab);
-  probe.destroy();
+  const defaultWg = defaultWorkgroupSize(gpu, o);
+  const make = samplerMaker(o);
   if (most < 2) {
     throw new SamplerTuneError(
       `rows of vocabulary ${vocab} are not split on this adapter (the lane kernel samples them, or a row is one vec4): nothing to tune`,
@@ -354,14 +386,15 @@ export async function tuneSamplerIf(
   o: SamplerTuneOptions,
 ): Promise<SamplerTuneResult | null> {
   if (mode === "off" || (mode === "auto" && gpu.adapterClass !== "gpu")) return null;
-  if (!(await samplerSplits(gpu, o.vocab, o.sampler))) {
+  const most = await maxRowChunks(gpu, o);
+  if (most < 2) {
     o.log?.(
       `sampler: the lane kernel samples a ${o.vocab}-word row on this adapter, which is never split: nothing to tune`,
     );
     return null;
   }
   o.log?.(`timing the sampler's row split at vocabulary ${o.vocab}`);
-  return await tuneSampler(gpu, o);
+  return await tuneSplits(gpu, o, most);
 }
 
 /** The picks-file fields of a tuning: the pick to use at its vocabulary, and its times. */
@@ -373,21 +406,4 @@ export function samplerEntry(
     samplerPicks: { [String(vocab)]: best },
     samplerTimes: [{ vocab, rows, current, currentMs, best, bestMs }],
   };
-}
-
-/**
- * Whether rows of this vocabulary can be split on this adapter: not where "auto" samples with the
- * lane kernel (CPU adapters, small vocabularies), nor a row of one vec4.
- */
-export async function samplerSplits(
-  gpu: Gpu,
-  vocab: number,
-  options: Omit<SamplerOptions, "rowChunks" | "lazy" | "vocab"> = {},
-): Promise<boolean> {
-  const s = await Sampler.create(gpu, { ...options, rowChunks: 2, lazy: true });
-  try {
-    return s.chunksFor(vocab) > 1;
-  } finally {
-    s.destroy();
-  }
 }

@@ -32,7 +32,7 @@ import type { BindingKind, Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
-import { tunedPicksFor } from "../ops/tuned_picks.ts";
+import { isSamplerWorkgroupSize, tunedSamplerPicks } from "../ops/tuned_picks.ts";
 import { ModelError } from "./errors.ts";
 
 /** Per-row sampling parameters (HF names in camelCase). */
@@ -312,7 +312,7 @@ export class Sampler {
 
   static async create(gpu: Gpu, options: SamplerOptions = {}): Promise<Sampler> {
     // The tuner's picks for this adapter, by vocabulary (tuned_picks.ts).
-    const tuned = tunedPicksFor(gpu.ctx.info)?.entry.samplerPicks ?? {};
+    const tuned = tunedSamplerPicks(gpu.ctx.info);
     const wg = options.workgroupSize ??
         (options.vocab !== undefined ? tuned[String(options.vocab)]?.workgroupSize : undefined) ??
         (gpu.adapterClass === "cpu" ? 32 : 64),
@@ -335,7 +335,7 @@ export class Sampler {
         `Sampler: laneWorkgroupSize ${laneWg} must be a power of two in [1, 256]`,
       );
     }
-    if (!isPow2(wg) || wg < 32 || wg > 256) {
+    if (!isSamplerWorkgroupSize(wg)) {
       throw new KernelArgumentError(
         `Sampler: workgroupSize ${wg} must be a power of two in [32, 256]`,
       );

@@ -16,6 +16,14 @@ const M0 = 0xd2511f53n, M1 = 0xcd9e8d57n;
 const W0 = 0x9e3779b9, W1 = 0xbb67ae85;
 const MASK32 = 0xffffffffn;
 
+/**
+ * How closely a float32 sampler must match this reference (the sampler's tests, and the tuner's
+ * check of each candidate): its draw may lie DRAW_TOL outside the token's CDF interval (float32
+ * sums over a 152k-word row differ from float64 by ~1e-6 of the mass); a top-k/top-p cut within
+ * CUT_MARGIN of flipping may fall on either side; log-probs within LOGP_ATOL + LOGP_RTOL·|ref|.
+ */
+export const DRAW_TOL = 2e-5, CUT_MARGIN = 2e-5, LOGP_ATOL = 1e-4, LOGP_RTOL = 1e-5;
+
 /** Domain tag in the second Philox key word, so sampling never reuses another consumer's stream. */
 export const SAMPLING_RNG_DOMAIN = 0x53414d50; // "SAMP"
 
@@ -226,6 +234,14 @@ export function sampleRef(
     scores: z,
     probs,
   };
+}
+
+/** How far the draw u lies outside token `id`'s interval of the CDF `probs` (0 inside). */
+export function cdfIntervalDistance(probs: ArrayLike<number>, id: number, u: number): number {
+  let lo = 0;
+  for (let i = 0; i < id; i++) lo += probs[i];
+  const hi = lo + probs[id];
+  return u < lo ? lo - u : u >= hi ? u - hi : 0;
 }
 
 /** The truncated distribution itself (0 outside the support), for frequency tests. */

@@ -39,7 +39,30 @@ export interface TunedPicksEntry {
   samplerPicks?: Record<string, SamplerPick>;
   /** The sampler's measurement per vocabulary (ms a step at the tuned batch sizes). */
   samplerTimes?: TunedSampler[];
+  /**
+   * Workgroups the fused LoRA forward fills before it splits a group's output columns over more
+   * (src/model/lora.ts fusedColumnChunks), over the built-in FUSED_TARGET_WORKGROUPS.
+   */
+  loraFusedTarget?: number;
+  /** Its measurement (src/model/lora_tune.ts). */
+  loraFusedTimes?: TunedLoraFused;
 }
+
+/** The fused LoRA forward's tuning: the built-in target and the tuned one, with their times. */
+export interface TunedLoraFused {
+  /** The model's products it was timed at ("hidden 896, q 896, kv 128, intermediate 4864"). */
+  shape: string;
+  rank: number;
+  /** Decode rows (batch sizes) it was timed at. */
+  rows: number[];
+  current: number;
+  currentMs: number;
+  best: number;
+  bestMs: number;
+}
+
+/** Largest fused LoRA target a picks file may hold (workgroups a dispatch). */
+export const MAX_LORA_FUSED_TARGET = 1 << 16;
 
 /** How the sampler's workgroup kernel samples a row of one vocabulary. */
 export interface SamplerPick {
@@ -47,6 +70,12 @@ export interface SamplerPick {
   rowChunks: number;
   /** Threads of each workgroup (a power of two in [32, 256]). */
   workgroupSize: number;
+}
+
+/** Whether n is a sampler workgroup size: a power of two in [32, 256]. */
+export function isSamplerWorkgroupSize(n: unknown): n is number {
+  return Number.isInteger(n) && (n as number) >= 32 && (n as number) <= 256 &&
+    ((n as number) & ((n as number) - 1)) === 0;
 }
 
 /** One vocabulary's sampler tuning: the built-in pick and the tuned one, with their times. */
@@ -123,18 +152,24 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
       Object.entries(e.picks).every(([k, v]) => KEY.test(k) && typeof v === "string");
     if (!ok) throw bad(`entry ${i} lacks adapter, kernels or "form:bucket" picks`);
     const sp = e.samplerPicks;
-    const pow2 = (n: unknown) =>
-      Number.isInteger(n) && (n as number) >= 32 &&
-      (n as number) <= 256 && ((n as number) & ((n as number) - 1)) === 0;
     if (
       sp !== undefined && (typeof sp !== "object" || sp === null || Array.isArray(sp) ||
         !Object.entries(sp).every(([k, v]) =>
           /^[1-9][0-9]*$/.test(k) && typeof v === "object" && v !== null &&
-          Number.isInteger(v.rowChunks) && v.rowChunks >= 1 && pow2(v.workgroupSize)
+          Number.isInteger(v.rowChunks) && v.rowChunks >= 1 &&
+          isSamplerWorkgroupSize(v.workgroupSize)
         ))
     ) {
       throw bad(
         `entry ${i}'s "samplerPicks" is not vocabulary → { rowChunks ≥ 1, workgroupSize a power of two in [32, 256] }`,
+      );
+    }
+    const lt = e.loraFusedTarget;
+    if (lt !== undefined && !(Number.isInteger(lt) && lt >= 1 && lt <= MAX_LORA_FUSED_TARGET)) {
+      throw bad(
+        `entry ${i}'s "loraFusedTarget" ${
+          JSON.stringify(lt)
+        } is not a whole number of workgroups in [1, ${MAX_LORA_FUSED_TARGET}]`,
       );
     }
   }
@@ -144,7 +179,8 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
 /**
  * `file` with `entry` in place of any entry of the same adapter and kernel set. The sampler's
  * picks of vocabularies `entry` did not tune are kept from the entry it replaces (tuning one model
- * leaves another model's sampler split as it was); its matmul picks are replaced.
+ * leaves another model's sampler split as it was), and so is the fused LoRA target where `entry`
+ * has none; its matmul picks are replaced.
  */
 export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): TunedPicksFile {
   const same = (e: TunedPicksEntry) => e.adapter === entry.adapter && e.kernels === entry.kernels;
@@ -160,6 +196,9 @@ export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): 
     ...entry,
     ...(Object.keys(picks).length ? { samplerPicks: picks } : {}),
     ...(times.length ? { samplerTimes: times } : {}),
+    ...(entry.loraFusedTarget === undefined && old?.loraFusedTarget !== undefined
+      ? { loraFusedTarget: old.loraFusedTarget, loraFusedTimes: old.loraFusedTimes }
+      : {}),
   };
   return { format: FORMAT, version: 1, entries: [...rest, merged] };
 }
@@ -216,16 +255,16 @@ export function tunedPicksFor(
 }
 
 /**
- * How the tuner found the sampler best samples a row of this vocabulary on this adapter, with
- * where it came from; null where the sampler was not tuned at this vocabulary.
+ * The tuner's sampler picks for this adapter, by vocabulary ({} where the sampler was not tuned
+ * here).
  */
-export function tunedSamplerPick(
-  info: AdapterDescription,
-  vocab: number,
-): { pick: SamplerPick; source: string } | null {
-  const t = tunedPicksFor(info);
-  const pick = t?.entry.samplerPicks?.[String(vocab)];
-  return t && pick ? { pick, source: t.source } : null;
+export function tunedSamplerPicks(info: AdapterDescription): Readonly<Record<string, SamplerPick>> {
+  return tunedPicksFor(info)?.entry.samplerPicks ?? {};
+}
+
+/** The fused LoRA target the tuner measured on this adapter; undefined where it was not tuned. */
+export function tunedLoraFusedTarget(info: AdapterDescription): number | undefined {
+  return tunedPicksFor(info)?.entry.loraFusedTarget;
 }
 
 /**
@@ -247,5 +286,9 @@ export function describeTunedPicks(
         sampler.map(([v, p]) => `${describeSamplerPick(p)} at vocabulary ${v}`).join(", ")
       }`
       : ""
+  }${
+    t.entry.loraFusedTarget === undefined
+      ? ""
+      : `; fused LoRA tuned: ${t.entry.loraFusedTarget} workgroups a dispatch`
   }`;
 }

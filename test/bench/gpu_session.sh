@@ -27,9 +27,10 @@
 #            do to a whole model before they go into src/ops/tuning.ts (not in the default)
 #   tune     deno task tune at Qwen2.5-0.5B's products at the scale bench's sizes (decode at 1,
 #            8, 32 rows, prefill of 64-token prompts, a LoRA step's 1024 rows): every matmul
-#            variant timed on this device, the fastest per bucket, and the sampler's row split
-#            at its 151,936-word vocabulary (src/model/sampler_tune.ts), written to OUTDIR's
-#            picks.json (src/ops/autotune.ts); ~1-2 minutes (not in the default)
+#            variant timed on this device, the fastest per bucket, the sampler's row split
+#            at its 151,936-word vocabulary (src/model/sampler_tune.ts) and the fused LoRA
+#            forward's column split (src/model/lora_tune.ts), written to OUTDIR's picks.json
+#            (src/ops/autotune.ts); ~1-2 minutes (not in the default)
 #   scaletuned  after tune: the scale bench of qwen2.5-0.5b with those picks
 #            (PETTINGLLMS_TUNED_PICKS), against scale's built-in picks (not in the default)
 #   scalehalf  the scale bench of qwen2.5-0.5b with --half-base (the frozen base in half floats:

@@ -145,3 +145,58 @@ Deno.test("tune CLI: --sampler on times the sampler's row split at the model's v
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+// A fresh process's LoRA adapters on the same adapter: the fused forward's target.
+const LORA_PROBE = `
+import { Gpu } from "./src/gpu/mod.ts";
+import { parseModelConfig } from "./src/model/config.ts";
+import { LoraAdapters } from "./src/model/lora.ts";
+import { LoraLayout } from "./src/model/lora_layout.ts";
+import { describeTunedPicks } from "./src/ops/tuned_picks.ts";
+const gpu = await Gpu.create();
+const cfg = parseModelConfig(JSON.parse(Deno.readTextFileSync("configs/models/tiny-llama.json")));
+const layout = new LoraLayout(cfg, { rank: 4, alpha: 8, targets: ["q"], adapters: ["a"] });
+const lora = await LoraAdapters.create(gpu, layout, 4);
+console.log(describeTunedPicks(gpu.ctx.info));
+console.log(lora.fusedTarget);
+lora.destroy();
+gpu.destroy();
+`;
+
+Deno.test("tune CLI: --lora on times the fused LoRA forward's column split; later adapters use it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tune_cli_lora_" });
+  try {
+    const file = `${dir}/picks.json`, model = `${dir}/config.json`;
+    // A gate/up group of 2600 outputs, which the fused forward splits over up to 3 workgroups.
+    const config = JSON.parse(await Deno.readTextFile(`${repo}configs/models/tiny-llama.json`));
+    await Deno.writeTextFile(
+      model,
+      JSON.stringify({ ...config, hidden_size: 288, intermediate_size: 1300 }),
+    );
+    const r = await tune(model, file, "1,5", "--sampler", "off", "--lora", "on", "--json");
+    assertEquals(r.code, 0, r.out + r.err);
+    assert(r.out.includes("| fused LoRA: workgroups a dispatch | ms a step |"), r.out);
+    const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
+    // At 1 and 2 row tiles: targets 1 (1, 1), 8 (3, 3: as the built-in 128) and 1024 (3, 3).
+    assertEquals(last.lora.times.map((t: { target: number }) => t.target), [1, 128]);
+    assertEquals(last.lora.rows, [1, 5]);
+    const saved = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(saved.entries[0].loraFusedTarget, last.lora.best);
+    assertEquals(saved.entries[0].loraFusedTimes.best, last.lora.best);
+
+    const probe = await deno(["eval", LORA_PROBE], { PETTINGLLMS_TUNED_PICKS: file });
+    assertEquals(probe.code, 0, probe.err);
+    const [line, target] = probe.out.trim().split("\n");
+    assert(line.includes(`fused LoRA tuned: ${last.lora.best} workgroups a dispatch`), line);
+    assertEquals(Number(target), last.lora.best);
+
+    // Tuning again without it (off; auto, on CPU adapters) keeps the file's target.
+    const again = await tune(model, file, "1", "--sampler", "off", "--lora", "off");
+    assertEquals(again.code, 0, again.out + again.err);
+    assert(!again.out.includes("fused LoRA:"), again.out);
+    const kept = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(kept.entries[0].loraFusedTarget, last.lora.best);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -5,10 +5,10 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import {
+  maxRowChunks,
   rowError,
   samplerEntry,
   type SamplerLike,
-  samplerSplits,
   tuneSampler,
 } from "../../src/model/sampler_tune.ts";
 import { Sampler } from "../../src/model/sampling.ts";
@@ -20,7 +20,7 @@ import {
   resetTunedPicks,
   type SamplerPick,
   type TunedPicksEntry,
-  tunedSamplerPick,
+  tunedSamplerPicks,
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
@@ -114,14 +114,14 @@ Deno.test("sampler tuner: refuses a wrong split, picks the fastest of the rest, 
     assertEquals(big.times.map(tried), ["1x32"]);
     // The lane kernel samples small vocabularies on CPU adapters: nothing to split.
     if (gpu.adapterClass === "cpu") {
-      assertEquals(await samplerSplits(gpu, 264), false);
+      assertEquals(await maxRowChunks(gpu, { vocab: 264 }), 1);
       await assertRejects(
         () => tuneSampler(gpu, { vocab: 264, rows: [1] }),
         "SamplerTuneError",
         "nothing to tune",
       );
     }
-    assertEquals(await samplerSplits(gpu, VOCAB, OPTIONS), true);
+    assert((await maxRowChunks(gpu, { vocab: VOCAB, sampler: OPTIONS })) > 1);
 
     // Sampler's defaults take this adapter's tuned pick for that vocabulary: its workgroup size
     // where the sampler is created for the vocabulary, and its split at that size only.
@@ -136,7 +136,7 @@ Deno.test("sampler tuner: refuses a wrong split, picks the fastest of the rest, 
     resetTunedPicks();
     try {
       useTunedPicks([entry]);
-      assertEquals(tunedSamplerPick(gpu.ctx.info, VOCAB)?.pick, {
+      assertEquals(tunedSamplerPicks(gpu.ctx.info)[String(VOCAB)], {
         rowChunks: 4,
         workgroupSize: 128,
       });

@@ -21,6 +21,11 @@ import {
   type SamplingParams,
 } from "../../src/model/sampling.ts";
 import {
+  cdfIntervalDistance,
+  CUT_MARGIN,
+  DRAW_TOL,
+  LOGP_ATOL,
+  LOGP_RTOL,
   sampleRef,
   samplingUniform,
   truncatedProbsRef,
@@ -33,8 +38,6 @@ export interface SamplingCase {
   run(gpu: Gpu, options?: SamplerOptions): Promise<number>;
 }
 
-const DRAW_TOL = 2e-5, CUT_MARGIN = 2e-5;
-const LOGP_ATOL = 1e-4, LOGP_RTOL = 1e-5;
 const LARGE_V = 152064; // Qwen2's padded vocabulary
 
 // ---------------------------------------------------------------------------------------------
@@ -134,14 +137,6 @@ function rowOf(b: Batch, r: number): Float32Array {
   return b.logits.subarray(r * b.vocab, (r + 1) * b.vocab);
 }
 
-/** Where u falls relative to token `id`'s interval of the CDF `probs` (0 inside). */
-function distanceFromInterval(probs: Float64Array, id: number, u: number): number {
-  let lo = 0;
-  for (let i = 0; i < id; i++) lo += probs[i];
-  const hi = lo + probs[id];
-  return u < lo ? lo - u : u >= hi ? u - hi : 0;
-}
-
 function checkRow(b: Batch, r: number, got: GpuResult): { ratio: number; exact: boolean } {
   const p = b.params[r];
   const ref = sampleRef(rowOf(b, r), p, b.history?.[r] ?? []);
@@ -164,7 +159,7 @@ function checkRow(b: Batch, r: number, got: GpuResult): { ratio: number; exact: 
     if (probs[id] === 0 && ref.cutMargin >= CUT_MARGIN) {
       throw fail("outside the top-k/top-p support");
     }
-    const d = distanceFromInterval(probs, id, ref.u);
+    const d = cdfIntervalDistance(probs, id, ref.u);
     if (d > DRAW_TOL) {
       throw fail(`the draw is ${d.toExponential(2)} outside the token's CDF interval`);
     }
@@ -172,7 +167,7 @@ function checkRow(b: Batch, r: number, got: GpuResult): { ratio: number; exact: 
   // The reference's log-probs for the token the GPU picked (the same token almost always). Where
   // a top-k/top-p cut was within CUT_MARGIN of flipping, float32's sums may keep the other side of
   // it, whose renormalised (truncated) log-probs differ: only the full one is compared there.
-  const full = z[id] - logSumExp(z);
+  const full = z[id] - (z[ref.id] - ref.logprob); // log-softmax over the full row
   if (!greedy && ref.cutMargin < CUT_MARGIN) {
     return {
       ratio: toleranceRatio([got.logprobs[r]], [full], LOGP_ATOL, LOGP_RTOL),
@@ -189,13 +184,6 @@ function checkRow(b: Batch, r: number, got: GpuResult): { ratio: number; exact: 
     ),
     exact: id === ref.id,
   };
-}
-
-function logSumExp(z: ArrayLike<number>): number {
-  let m = -Infinity, s = 0;
-  for (let i = 0; i < z.length; i++) m = Math.max(m, z[i]);
-  for (let i = 0; i < z.length; i++) s += Math.exp(z[i] - m);
-  return m === -Infinity ? m : m + Math.log(s);
 }
 
 /** Worst log-prob error ratio over the rows; throws when a row's token is wrong. */

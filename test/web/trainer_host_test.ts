@@ -351,13 +351,23 @@ Deno.test("TrainerHost", async (t) => {
       for (const b of tuned.buckets) assertEquals(matmulPicks(gpu.ctx.info)[b.key], b.best);
       // The sampler's row split is tuned by default on GPUs only; on CPU adapters the lane
       // kernel samples tiny-llama's 264 words, which is never split, and the log says so.
+      // So is the fused LoRA forward's column split (a LoRA run): asked for, on CPU adapters too.
       assertEquals(tuned.sampler === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
+      assertEquals(tuned.lora === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
       if (tuned.sampler) {
         assertEquals(file.entries[0].samplerPicks, { "264": tuned.sampler.best });
       } else {
-        const asked = await host.tuneKernels({ variants: "^r8c8_wg8x1$", minMs: 5, sampler: "on" });
+        const asked = await host.tuneKernels({
+          variants: "^r8c8_wg8x1$",
+          minMs: 5,
+          sampler: "on",
+          lora: "on",
+        });
         assertEquals(asked.sampler, null);
         assert(ev.logs(mark).some((l) => l.includes("nothing to tune")), ev.logs(mark).join(" | "));
+        assert(asked.lora !== null && asked.lora.rows.join() === "1,4", JSON.stringify(asked));
+        const again = await json(store, "matmul_picks.json");
+        assertEquals(again.entries[0].loraFusedTarget, asked.lora.best);
       }
       assert(ev.logs(mark).some((l) => l.startsWith("tune nt:vector:")), ev.logs(mark).join(" | "));
       assert(

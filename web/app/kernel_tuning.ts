@@ -1,10 +1,12 @@
 // The app's "Tune kernels for this GPU": the matmul tuner (src/ops/autotune.ts) at a run's
-// products, and on GPUs the sampler's row split at its vocabulary (src/model/sampler_tune.ts),
-// kept in the store's picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
+// products, and on GPUs the sampler's row split at its vocabulary (src/model/sampler_tune.ts) and,
+// for LoRA runs, the fused LoRA forward's column split (src/model/lora_tune.ts), kept in the store's
+// picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
 // for the next start or resume. TrainerHost decides when it may run; this decides what it times.
 
 import type { Gpu } from "../../src/gpu/mod.ts";
 import type { DirStore } from "../../src/browser/run_store.ts";
+import { loraFusedEntry, tuneLoraFusedIf } from "../../src/model/lora_tune.ts";
 import { samplerEntry, tuneSamplerIf } from "../../src/model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../../src/ops/autotune.ts";
 import {
@@ -112,6 +114,16 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
       log: tuneLog,
     })
   );
+  // The fused LoRA forward's column split at the run's rank (LoRA runs on GPUs; lora_tune.ts).
+  const lora = full ? null : await ctx.gpuJob(() =>
+    tuneLoraFusedIf(gpu, req.lora ?? "auto", {
+      config: base.weights.config,
+      rank: c.update.lora.rank,
+      rows: decodeRows,
+      minMs: req.minMs,
+      log: tuneLog,
+    })
+  );
   const entry: TunedPicksEntry = {
     adapter: adapterKey(gpu.ctx.info),
     kernels: kernelSetId(),
@@ -120,8 +132,10 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     date: new Date(ctx.now()).toISOString(),
     buckets: r.buckets,
     ...(sampler ? samplerEntry(sampler) : {}),
+    ...(lora ? loraFusedEntry(lora) : {}),
   };
-  // The stored entry keeps the sampler splits of vocabularies tuned before (withEntry).
+  // The stored entry keeps the sampler splits of vocabularies tuned before, and the fused LoRA
+  // target where this tuning had none (withEntry).
   const file = withEntry(await readStoredPicks(store, log), entry);
   useTunedPicks(
     file.entries.filter((e) => e.adapter === entry.adapter && e.kernels === entry.kernels),
@@ -132,8 +146,9 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
   return {
     buckets: r.buckets,
     sampler: sampler ? samplerEntry(sampler).samplerTimes[0] : null,
+    lora: lora ? loraFusedEntry(lora).loraFusedTimes : null,
     refused: r.refused,
-    seconds: r.seconds + (sampler?.seconds ?? 0),
+    seconds: r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0),
     tunedFor,
   };
 }

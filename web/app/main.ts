@@ -342,6 +342,15 @@ async function main() {
             best: pick(r.sampler.best),
           }]
           : []),
+        // And the fused LoRA forward (LoRA runs on GPUs): workgroups a dispatch before it splits.
+        ...(r.lora
+          ? [{
+            ...r.lora,
+            key: `fused LoRA (rank ${r.lora.rank})`,
+            current: `${r.lora.current} workgroups a dispatch`,
+            best: `${r.lora.best} workgroups a dispatch`,
+          }]
+          : []),
       ];
       const rows = lines.map((b) => {
         const tr = document.createElement("tr");

@@ -7,8 +7,9 @@ import type { CheckpointInfo, ModelSourceSpec, RunInfo } from "../../src/browser
 import type { StepMetrics } from "../../src/rl/session.ts";
 import type { Rendered } from "../../src/envs/types.ts";
 import type { TunedBucket } from "../../src/ops/autotune.ts";
+import type { LoraTuneMode } from "../../src/model/lora_tune.ts";
 import type { SamplerTuneMode } from "../../src/model/sampler_tune.ts";
-import type { TunedSampler } from "../../src/ops/tuned_picks.ts";
+import type { TunedLoraFused, TunedSampler } from "../../src/ops/tuned_picks.ts";
 
 export type RunState =
   | "idle"
@@ -166,6 +167,11 @@ export interface TuneRequest {
    * (default): on GPU-class adapters.
    */
   sampler?: SamplerTuneMode;
+  /**
+   * Time the fused LoRA forward's column split at the run's rank (src/model/lora_tune.ts; LoRA
+   * runs only); "auto" (default): on GPU-class adapters.
+   */
+  lora?: LoraTuneMode;
 }
 
 /** What tuneKernels found: per bucket the built-in pick and the tuned one, ms a step each. */
@@ -173,6 +179,8 @@ export interface TuneReport {
   buckets: TunedBucket[];
   /** The sampler's split at the model's vocabulary, where it was tuned. */
   sampler: TunedSampler | null;
+  /** The fused LoRA forward's target, where it was tuned. */
+  lora: TunedLoraFused | null;
   /** Variants that computed a wrong product on this device (never picked). */
   refused: string[];
   seconds: number;
