@@ -36,3 +36,29 @@ export async function timeIt(
   per.sort((a, b) => a - b);
   return { msPerRep: per[Math.floor(per.length / 2)], reps, rounds };
 }
+
+/**
+ * How the tuners choose (matmul variants, sampler splits, the fused LoRA target): every candidate
+ * is screened with one short timing (minMs / 5); the `keep` fastest, and `base` (what runs today,
+ * where it is valid here), are timed again at minMs over 3 rounds, and the fastest of those final
+ * timings wins, so a pick is never slower than `base` in the figures it was chosen by.
+ */
+export async function screenThenTime<T>(
+  candidates: readonly T[],
+  base: T | undefined,
+  score: (candidate: T, minMs: number, rounds: number) => Promise<number>,
+  o: { minMs: number; keep: number },
+): Promise<{ best: T; bestMs: number; times: Map<T, { ms: number; final: boolean }> }> {
+  const times = new Map<T, { ms: number; final: boolean }>();
+  for (const c of candidates) times.set(c, { ms: await score(c, o.minMs / 5, 1), final: false });
+  const finalists = [...times].sort((a, b) => a[1].ms - b[1].ms).slice(0, o.keep).map(([c]) => c);
+  if (base !== undefined && !finalists.includes(base)) finalists.push(base);
+  if (!finalists.length) throw new RangeError("screenThenTime: no candidate to time");
+  let best = finalists[0], bestMs = Infinity;
+  for (const c of finalists) {
+    const ms = await score(c, o.minMs, 3);
+    times.set(c, { ms, final: true });
+    if (ms < bestMs) [best, bestMs] = [c, ms];
+  }
+  return { best, bestMs, times };
+}

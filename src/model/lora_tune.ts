@@ -9,10 +9,9 @@
 // Each candidate's outputs are first checked against a float64 reference of y + scale·B(A·x) on
 // every group; a wrong one is refused and never picked.
 
-import type { BufferRef } from "../gpu/buffers.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { timeIt } from "../gpu/timing.ts";
+import { screenThenTime, timeIt } from "../gpu/timing.ts";
 import { seededValues, toleranceRatio } from "../ops/reference.ts";
 import type { TunedLoraFused } from "../ops/tuned_picks.ts";
 import type { ModelConfig } from "./config.ts";
@@ -29,19 +28,10 @@ import { LORA_MODULES, type LoraEntry, LoraLayout, type LoraModule } from "./lor
 export class LoraTuneError extends ModelError {}
 
 /** The part of LoraAdapters the tuner drives. */
-export interface LoraLike {
-  fusedTarget: number;
-  readonly forward: LoraAdapters["forward"];
-  setRows(adapterIds: readonly number[]): void;
-  encodeForwardGroup(
-    rec: Recorder,
-    N: number,
-    layer: number,
-    parts: readonly LoraGroupPart[],
-    x: BufferRef,
-  ): void;
-  destroy(): void;
-}
+export type LoraLike = Pick<
+  LoraAdapters,
+  "fusedTarget" | "forward" | "setRows" | "encodeForwardGroup" | "destroy"
+>;
 
 export interface LoraTuneOptions {
   /** The model whose LoRA groups are timed (one layer of them: every layer has the same). */
@@ -255,18 +245,12 @@ export async function tuneLoraFused(gpu: Gpu, o: LoraTuneOptions): Promise<LoraT
       }
       return total;
     };
-    const times = new Map<number, { ms: number; final: boolean }>();
-    for (const c of ok) times.set(c, { ms: await score(c, minMs / 5, 1), final: false });
-    const finalists = [...times].sort((a, b) => a[1].ms - b[1].ms).slice(0, keep).map(([c]) => c);
-    if (ok.includes(FUSED_TARGET_WORKGROUPS) && !finalists.includes(FUSED_TARGET_WORKGROUPS)) {
-      finalists.push(FUSED_TARGET_WORKGROUPS);
-    }
-    let best = finalists[0], bestMs = Infinity;
-    for (const c of finalists) {
-      const ms = await score(c, minMs, 3);
-      times.set(c, { ms, final: true });
-      if (ms < bestMs) [best, bestMs] = [c, ms];
-    }
+    const { best, bestMs, times } = await screenThenTime(
+      ok,
+      ok.includes(FUSED_TARGET_WORKGROUPS) ? FUSED_TARGET_WORKGROUPS : undefined,
+      score,
+      { minMs, keep },
+    );
     const currentMs = times.get(FUSED_TARGET_WORKGROUPS)?.ms ?? NaN;
     log(
       `fused LoRA: ${best} workgroups a dispatch ${

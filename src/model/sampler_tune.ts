@@ -14,7 +14,7 @@
 
 import type { Gpu } from "../gpu/mod.ts";
 import { readUint32 } from "../gpu/buffers.ts";
-import { timeIt } from "../gpu/timing.ts";
+import { screenThenTime, timeIt } from "../gpu/timing.ts";
 import { seededValues } from "../ops/reference.ts";
 import {
   describeSamplerPick,
@@ -332,19 +332,13 @@ async function tuneSplits(
         }`,
       );
     }
-    const times = new Map<string, { ms: number; final: boolean }>();
-    for (const k of samplers.keys()) {
-      times.set(k, { ms: await score(k, minMs / 5, 1), final: false });
-    }
-    const finalists = [...times].sort((a, b) => a[1].ms - b[1].ms).slice(0, keep).map(([k]) => k);
     const base = key(builtIn);
-    if (samplers.has(base) && !finalists.includes(base)) finalists.push(base);
-    let best = finalists[0], bestMs = Infinity;
-    for (const k of finalists) {
-      const ms = await score(k, minMs, 3);
-      times.set(k, { ms, final: true });
-      if (ms < bestMs) [best, bestMs] = [k, ms];
-    }
+    const { best, bestMs, times } = await screenThenTime(
+      [...samplers.keys()],
+      samplers.has(base) ? base : undefined,
+      score,
+      { minMs, keep },
+    );
     const currentMs = times.get(base)?.ms ?? NaN;
     const bestPick = samplers.get(best)!.pick;
     log(

@@ -11,7 +11,7 @@
 // runs a stand-in bucket's pick or the fallback), the fallback's time counts for it.
 
 import type { Gpu } from "../gpu/mod.ts";
-import { timeIt } from "../gpu/timing.ts";
+import { screenThenTime, timeIt } from "../gpu/timing.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { encodeMatmulWith } from "./matmul.ts";
 import {
@@ -355,20 +355,15 @@ export async function tuneMatmuls(
       }
       // What runs today: the current pick, or the fallback where that is not a candidate.
       const base = candidates.find((v) => v.name === now) ?? fb;
-      // Screening: one short round per shape; the best `keep`, and what runs today, go on.
-      const screened: [MatmulVariant, number][] = [];
-      for (const v of candidates) screened.push([v, await score(v, ws, minMs / 5, 1)]);
-      screened.sort((a, b) => a[1] - b[1]);
-      const finalists = screened.slice(0, keep).map(([v]) => v);
-      if (!finalists.includes(base)) finalists.push(base);
-      // One final round times every finalist, today's kernel among them, so a pick is never
-      // slower than today's in the figures it was chosen by.
-      let best = base, bestMs = Infinity, nowMs = NaN;
-      for (const v of finalists) {
-        const ms = await score(v, ws, minMs, 3);
-        if (v === base) nowMs = ms;
-        if (ms < bestMs) [best, bestMs] = [v, ms];
-      }
+      // Screened with one short round per shape; the best `keep`, and what runs today, timed
+      // again at length.
+      const { best, bestMs, times } = await screenThenTime(
+        candidates,
+        base,
+        (v, ms, rounds) => score(v, ws, ms, rounds),
+        { minMs, keep },
+      );
+      const nowMs = times.get(base)!.ms;
       result.picks[key] = best.name;
       result.buckets.push({
         key,
