@@ -1,19 +1,26 @@
 // `npx deno task tune`: measure the matmul variants on this device at a model's products and keep
 // the fastest per form and shape bucket (src/ops/autotune.ts), and on GPUs how many workgroups
-// sample a row of the model's vocabulary (src/model/sampler_tune.ts) and how far the fused LoRA
-// forward splits a group's columns (src/model/lora_tune.ts), in the picks file every later run on
-// this adapter reads (src/ops/tuned_picks.ts). Reads only the model's config.json.
+// sample a row of the model's vocabulary (src/model/sampler_tune.ts), how far the fused LoRA
+// forward splits a group's columns (src/model/lora_tune.ts) and when decode attention splits over
+// positions (src/model/attention_tune.ts), in the picks file every later run on this adapter reads
+// (src/ops/tuned_picks.ts). Reads only the model's config.json.
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { parseModelConfig } from "../model/config.ts";
+import {
+  attentionSplitEntry,
+  type AttentionTuneMode,
+  tuneAttentionSplitIf,
+} from "../model/attention_tune.ts";
 import { loraFusedEntry, type LoraTuneMode, tuneLoraFusedIf } from "../model/lora_tune.ts";
 import { samplerEntry, type SamplerTuneMode, tuneSamplerIf } from "../model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
 import { defaultLogitRows } from "../train/trainer.ts";
 import {
   adapterKey,
+  describeAttentionSplit,
   describeSamplerPick,
   kernelSetId,
   parseTunedPicks,
@@ -25,7 +32,7 @@ import {
 export const TUNE_CLI = defineCli({
   command: "npx deno task tune",
   summary:
-    "Time the matmul kernels on this device at a model's products, the sampler's row split at its vocabulary and the fused LoRA forward's column split, and keep the fastest for every later run on this adapter.",
+    "Time the matmul kernels on this device at a model's products, the sampler's row split at its vocabulary, the fused LoRA forward's column split and decode attention's split over positions, and keep the fastest for every later run on this adapter.",
   flags: {
     model: {
       type: "string",
@@ -76,6 +83,22 @@ export const TUNE_CLI = defineCli({
       metavar: "auto|on|off",
       help:
         "time how many workgroups the fused LoRA forward fills before splitting a group's output columns, at the decode rows (rank 16 on every projection); auto: on GPU-class adapters, where the fused forward is the default",
+    },
+    attention: {
+      type: "string",
+      choices: ["auto", "on", "off"],
+      default: "auto",
+      metavar: "auto|on|off",
+      help:
+        "time decode attention at the decode rows over a long cache, one workgroup per (head, row) against the split over positions at spans of 128 to 1024: when to split; auto: on GPU-class adapters (CPU adapters run the lane kernel, never split)",
+    },
+    context: {
+      type: "number",
+      integer: true,
+      min: 2,
+      default: 2048,
+      help:
+        "cache positions each row attends to when timing decode attention (at most the model's)",
     },
     variants: {
       type: "string",
@@ -236,9 +259,41 @@ if (import.meta.main) {
           );
         }
       }
-      console.log(
-        `\n${(r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0)).toFixed(1)} s`,
-      );
+      const attention = await tuneAttentionSplitIf(gpu, args.attention as AttentionTuneMode, {
+        config: cfg,
+        context: args.context,
+        rows: decodeRows,
+        minMs: args.minMs,
+        log: (l) => console.log(l),
+      });
+      if (attention) {
+        console.log(
+          `\n| decode attention at ${attention.context} positions: rows | rows × heads | one workgroup per (head, row) ms | ${
+            attention.spans.map((s) => `split ${s.span} ms`).join(" | ")
+          } |`,
+        );
+        console.log(`|---|---|---|${attention.spans.map(() => "---|").join("")}`);
+        attention.calls.forEach((c, i) => {
+          console.log(
+            `| ${c.rows} | ${c.rowHeads} | ${c.unsplitMs.toFixed(3)} | ${
+              attention.spans.map((s) => s.splitMs[i].toFixed(3)).join(" | ")
+            } |`,
+          );
+        });
+        console.log(
+          `built-in: ${describeAttentionSplit(attention.current)}; tuned: ${
+            describeAttentionSplit(attention.best)
+          }`,
+        );
+        for (const x of attention.refused) {
+          console.log(
+            `refused the split of ${x.span} positions (wrong against the float64 reference): ${x.why}`,
+          );
+        }
+      }
+      const seconds = r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0) +
+        (attention?.seconds ?? 0);
+      console.log(`\n${seconds.toFixed(1)} s`);
       const entry = {
         adapter: adapterKey(gpu.ctx.info),
         kernels: kernelSetId(),
@@ -250,6 +305,7 @@ if (import.meta.main) {
         buckets: r.buckets,
         ...(sampler ? samplerEntry(sampler) : {}),
         ...(lora ? loraFusedEntry(lora) : {}),
+        ...(attention ? attentionSplitEntry(attention) : {}),
       };
       if (!args.dryRun) {
         const path = out!;
@@ -273,6 +329,7 @@ if (import.meta.main) {
             seconds: r.seconds,
             ...(sampler ? { sampler } : {}),
             ...(lora ? { lora } : {}),
+            ...(attention ? { attention } : {}),
           }),
         );
       }

@@ -13,6 +13,7 @@ import type { Recorder } from "../gpu/recorder.ts";
 import { registerSubgroupTwins, SUBGROUP_TWIN } from "../gpu/shaders.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
+import { tunedAttentionSplit } from "../ops/tuned_picks.ts";
 import {
   ATTENTION_FIELDS,
   type AttentionFold,
@@ -50,15 +51,22 @@ export const FLASH_TILE = 256;
  * (head, row) would leave a GPU idle for a long context's whole loop) and the cache holds more
  * than SPLIT_MIN_SPAN positions; splits past a row's context return at once. Positions per
  * split: SPLIT_MIN_SPAN, or more so that a row has at most SPLIT_MAX splits (their partials are
- * scratch memory).
+ * scratch memory). Both thresholds are estimates for an H100; `npx deno task tune --attention`
+ * measures a device's (src/model/attention_tune.ts), which AttentionKernels then use.
  */
 export const SPLIT_ROW_HEADS = 64;
-const SPLIT_MIN_SPAN = 128;
+export const SPLIT_MIN_SPAN = 128;
 const SPLIT_MAX = 64;
-/** Positions per split and splits per (row, head) for a cache of P positions (0 splits: none). */
-export function attentionSplits(P: number): { span: number; splits: number } {
-  if (P <= SPLIT_MIN_SPAN) return { span: P, splits: 0 };
-  const span = Math.max(SPLIT_MIN_SPAN, Math.ceil(P / SPLIT_MAX / 64) * 64);
+/**
+ * Positions per split and splits per (row, head) for a cache of P positions (0 splits: none),
+ * splits of at least `minSpan` positions (a multiple of 64).
+ */
+export function attentionSplits(
+  P: number,
+  minSpan = SPLIT_MIN_SPAN,
+): { span: number; splits: number } {
+  if (P <= minSpan) return { span: P, splits: 0 };
+  const span = Math.max(minSpan, Math.ceil(P / SPLIT_MAX / 64) * 64);
   return { span, splits: Math.ceil(P / span) };
 }
 
@@ -131,6 +139,13 @@ export interface AttentionOptions {
    */
   attentionSplit?: boolean;
   /**
+   * The split's thresholds: calls of at most `splitRowHeads` rows × heads split (0: none), over
+   * splits of at least `splitMinSpan` positions (a multiple of 64). Default: this adapter's tuned
+   * pick (src/ops/tuned_picks.ts), else SPLIT_ROW_HEADS and SPLIT_MIN_SPAN.
+   */
+  splitRowHeads?: number;
+  splitMinSpan?: number;
+  /**
    * Also decode attention with the most of this folded in that the model and adapter allow
    * (attention's `fold`; default "none"): "rope", RoPE and the cache write (attention4_rope.wgsl:
    * the workgroup vec4 kernels, ROPE_FOLD_STORAGE storage buffers a stage); "rope-bias", on a
@@ -161,6 +176,8 @@ export class AttentionKernels {
    * it is off (lane attention, scalar heads, short caches, `attentionSplit: false`).
    */
   attnSplit = { span: 0, splits: 0 };
+  /** The most rows × heads a call may have to be split (the split scratch holds this many). */
+  splitRowHeads = SPLIT_ROW_HEADS;
   /** Query heads one lane of the lane attention takes (2 for its pair entry), else 1. */
   private laneGroup = 1;
   /** The forward attention kernel in use; the backward's dQ kernel follows it. */
@@ -170,7 +187,7 @@ export class AttentionKernels {
 
   /** Floats of the split attention's partial outputs and (max, Σ exp) pairs (0 where off). */
   splitScratchFloats(headDim: number): { o: number; ml: number } {
-    const n = SPLIT_ROW_HEADS * this.attnSplit.splits;
+    const n = this.splitRowHeads * this.attnSplit.splits;
     return { o: n * headDim, ml: 2 * n };
   }
 
@@ -234,8 +251,19 @@ export class AttentionKernels {
           MAXP: cachePositions,
         })
     );
-    const split = vec4Attention && !lane && (opts.attentionSplit ?? true)
-      ? attentionSplits(cachePositions)
+    const tuned = tunedAttentionSplit(gpu.ctx.info);
+    const rowHeads = opts.splitRowHeads ?? tuned?.rowHeads ?? SPLIT_ROW_HEADS;
+    const minSpan = opts.splitMinSpan ?? tuned?.minSpan ?? SPLIT_MIN_SPAN;
+    if (
+      !(Number.isInteger(rowHeads) && rowHeads >= 0) ||
+      !(Number.isInteger(minSpan) && minSpan >= 64 && minSpan % 64 === 0)
+    ) {
+      throw new KernelArgumentError(
+        `attention split: splitRowHeads ${rowHeads} must be an integer ≥ 0 and splitMinSpan ${minSpan} a multiple of 64`,
+      );
+    }
+    const split = vec4Attention && !lane && (opts.attentionSplit ?? true) && rowHeads > 0
+      ? attentionSplits(cachePositions, minSpan)
       : { span: 0, splits: 0 };
     const [attnPart, attnMerge] = split.splits > 0
       ? await Promise.all([
@@ -295,6 +323,7 @@ export class AttentionKernels {
       cachePositions,
     );
     k.attnSplit = split;
+    k.splitRowHeads = rowHeads;
     k.attentionFold = fold;
     k.maxBinding = gpu.maxBindingBytes;
     k.attentionVariant = lane ? "lane" : flash ? "flash" : "workgroup";
@@ -365,7 +394,7 @@ export class AttentionKernels {
   /** Splits of the split decode attention for this call (0 or 1: one workgroup per (head, row)). */
   private splitsFor(call: AttentionCall): number {
     const { span } = this.attnSplit;
-    if (!call.parts || span === 0 || call.N * call.NH > SPLIT_ROW_HEADS) return 0;
+    if (!call.parts || span === 0 || call.N * call.NH > this.splitRowHeads) return 0;
     return Math.ceil(Math.min(call.context ?? Infinity, this.cachePositions) / span);
   }
 

@@ -46,6 +46,37 @@ export interface TunedPicksEntry {
   loraFusedTarget?: number;
   /** Its measurement (src/model/lora_tune.ts). */
   loraFusedTimes?: TunedLoraFused;
+  /**
+   * When decode attention splits over positions (src/model/attention_kernels.ts): calls of at
+   * most `rowHeads` rows × heads, over splits of at least `minSpan` positions; over the built-in
+   * SPLIT_ROW_HEADS and SPLIT_MIN_SPAN.
+   */
+  attentionSplit?: AttentionSplitPick;
+  /** Its measurement (src/model/attention_tune.ts). */
+  attentionSplitTimes?: TunedAttentionSplit;
+}
+
+/** When decode attention splits over positions. */
+export interface AttentionSplitPick {
+  /** The most rows × heads a call may have to be split (0: never split). */
+  rowHeads: number;
+  /** Positions per split at least (a multiple of 64). */
+  minSpan: number;
+}
+
+/** The attention split's tuning: each timed call with and without the split, and the pick. */
+export interface TunedAttentionSplit {
+  /** Heads and head size timed ("14 heads over 2 kv heads of 64"). */
+  shape: string;
+  /** Cache positions every row attends to. */
+  context: number;
+  current: AttentionSplitPick;
+  /** One call at each batch size, split where the pick says so (ms). */
+  currentMs: number;
+  best: AttentionSplitPick;
+  bestMs: number;
+  /** Per decode batch size: ms a call unsplit, and split at the picked span. */
+  calls: { rows: number; rowHeads: number; unsplitMs: number; splitMs: number }[];
 }
 
 /** The fused LoRA forward's tuning: the built-in target and the tuned one, with their times. */
@@ -60,6 +91,9 @@ export interface TunedLoraFused {
   best: number;
   bestMs: number;
 }
+
+/** Largest attention split threshold a picks file may hold (rows × heads). */
+export const MAX_SPLIT_ROW_HEADS = 4096;
 
 /** Largest fused LoRA target a picks file may hold (workgroups a dispatch). */
 export const MAX_LORA_FUSED_TARGET = 1 << 16;
@@ -164,6 +198,19 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
         `entry ${i}'s "samplerPicks" is not vocabulary → { rowChunks ≥ 1, workgroupSize a power of two in [32, 256] }`,
       );
     }
+    const as = e.attentionSplit;
+    if (
+      as !== undefined &&
+      !(typeof as === "object" && as !== null && Number.isInteger(as.rowHeads) &&
+        as.rowHeads >= 0 && as.rowHeads <= MAX_SPLIT_ROW_HEADS && Number.isInteger(as.minSpan) &&
+        as.minSpan >= 64 && as.minSpan % 64 === 0)
+    ) {
+      throw bad(
+        `entry ${i}'s "attentionSplit" ${
+          JSON.stringify(as)
+        } is not { rowHeads in [0, ${MAX_SPLIT_ROW_HEADS}], minSpan a multiple of 64 }`,
+      );
+    }
     const lt = e.loraFusedTarget;
     if (lt !== undefined && !(Number.isInteger(lt) && lt >= 1 && lt <= MAX_LORA_FUSED_TARGET)) {
       throw bad(
@@ -180,7 +227,7 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
  * `file` with `entry` in place of any entry of the same adapter and kernel set. The sampler's
  * picks of vocabularies `entry` did not tune are kept from the entry it replaces (tuning one model
  * leaves another model's sampler split as it was), and so is the fused LoRA target where `entry`
- * has none; its matmul picks are replaced.
+ * has none, and the attention split likewise; its matmul picks are replaced.
  */
 export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): TunedPicksFile {
   const same = (e: TunedPicksEntry) => e.adapter === entry.adapter && e.kernels === entry.kernels;
@@ -198,6 +245,9 @@ export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): 
     ...(times.length ? { samplerTimes: times } : {}),
     ...(entry.loraFusedTarget === undefined && old?.loraFusedTarget !== undefined
       ? { loraFusedTarget: old.loraFusedTarget, loraFusedTimes: old.loraFusedTimes }
+      : {}),
+    ...(entry.attentionSplit === undefined && old?.attentionSplit !== undefined
+      ? { attentionSplit: old.attentionSplit, attentionSplitTimes: old.attentionSplitTimes }
       : {}),
   };
   return { format: FORMAT, version: 1, entries: [...rest, merged] };
@@ -267,6 +317,18 @@ export function tunedLoraFusedTarget(info: AdapterDescription): number | undefin
   return tunedPicksFor(info)?.entry.loraFusedTarget;
 }
 
+/** The attention split the tuner measured on this adapter; undefined where it was not tuned. */
+export function tunedAttentionSplit(info: AdapterDescription): AttentionSplitPick | undefined {
+  return tunedPicksFor(info)?.entry.attentionSplit;
+}
+
+/** "split at up to 32 rows × heads, 256 positions a split at least" (0: "never split"). */
+export function describeAttentionSplit(p: AttentionSplitPick): string {
+  return p.rowHeads === 0
+    ? "never split"
+    : `split at up to ${p.rowHeads} rows × heads, ${p.minSpan} positions a split at least`;
+}
+
 /**
  * One line for logs: where this adapter's matmul picks come from; `howToTune` says how to
  * measure them where they are the built-in ones.
@@ -290,5 +352,9 @@ export function describeTunedPicks(
     t.entry.loraFusedTarget === undefined
       ? ""
       : `; fused LoRA tuned: ${t.entry.loraFusedTarget} workgroups a dispatch`
+  }${
+    t.entry.attentionSplit === undefined
+      ? ""
+      : `; decode attention tuned: ${describeAttentionSplit(t.entry.attentionSplit)}`
   }`;
 }

@@ -200,3 +200,48 @@ Deno.test("tune CLI: --lora on times the fused LoRA forward's column split; late
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+// A fresh process's attention kernels on the same adapter, at a 600-position cache.
+const ATTENTION_PROBE = `
+import { Gpu } from "./src/gpu/mod.ts";
+import { AttentionKernels } from "./src/model/attention_kernels.ts";
+import { describeTunedPicks } from "./src/ops/tuned_picks.ts";
+const gpu = await Gpu.create();
+const k = await AttentionKernels.create(gpu, 600, { headDim: 16, attentionVariant: "workgroup" });
+console.log(describeTunedPicks(gpu.ctx.info));
+console.log(JSON.stringify([k.splitRowHeads, k.attnSplit]));
+gpu.destroy();
+`;
+
+Deno.test("tune CLI: --attention on times decode attention split and not; later attention kernels split as tuned", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tune_cli_attention_" });
+  try {
+    const file = `${dir}/picks.json`;
+    const r = await tune(
+      "configs/models/tiny-llama.json",
+      file,
+      "1,3",
+      ...["--sampler", "off", "--attention", "on", "--context", "600", "--json"],
+    );
+    assertEquals(r.code, 0, r.out + r.err);
+    assert(r.out.includes("| decode attention at 600 positions: rows | rows × heads |"), r.out);
+    const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
+    // Spans 128 and 256 split a 600-position cache (512 in 2, 1024 not at all: 3 spans timed).
+    assertEquals(last.attention.spans.map((s: { span: number }) => s.span), [128, 256, 512]);
+    assertEquals(last.attention.calls.map((c: { rows: number }) => c.rows), [1, 3]);
+    const best = last.attention.best;
+    const saved = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(saved.entries[0].attentionSplit, best);
+
+    const probe = await deno(["eval", ATTENTION_PROBE], { PETTINGLLMS_TUNED_PICKS: file });
+    assertEquals(probe.code, 0, probe.err);
+    const [line, shape] = probe.out.trim().split("\n");
+    assert(line.includes("decode attention tuned: "), line);
+    const [rowHeads, split] = JSON.parse(shape);
+    assertEquals(rowHeads, best.rowHeads);
+    assertEquals(split.splits > 0, best.rowHeads > 0);
+    if (split.splits > 0) assertEquals(split.span, best.minSpan);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -354,6 +354,7 @@ Deno.test("TrainerHost", async (t) => {
       // So is the fused LoRA forward's column split (a LoRA run): asked for, on CPU adapters too.
       assertEquals(tuned.sampler === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
       assertEquals(tuned.lora === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
+      assertEquals(tuned.attention === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
       if (tuned.sampler) {
         assertEquals(file.entries[0].samplerPicks, { "264": tuned.sampler.best });
       } else {
@@ -362,12 +363,16 @@ Deno.test("TrainerHost", async (t) => {
           minMs: 5,
           sampler: "on",
           lora: "on",
+          attention: "on",
         });
         assertEquals(asked.sampler, null);
         assert(ev.logs(mark).some((l) => l.includes("nothing to tune")), ev.logs(mark).join(" | "));
         assert(asked.lora !== null && asked.lora.rows.join() === "1,4", JSON.stringify(asked));
         const again = await json(store, "matmul_picks.json");
         assertEquals(again.entries[0].loraFusedTarget, asked.lora.best);
+        // Decode attention at the rollout's longest context: a 128-token prompt and 8 new tokens.
+        assertEquals(asked.attention?.context, 136, JSON.stringify(asked));
+        assertEquals(again.entries[0].attentionSplit, asked.attention!.best);
       }
       assert(ev.logs(mark).some((l) => l.startsWith("tune nt:vector:")), ev.logs(mark).join(" | "));
       assert(

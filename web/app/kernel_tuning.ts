@@ -1,11 +1,12 @@
 // The app's "Tune kernels for this GPU": the matmul tuner (src/ops/autotune.ts) at a run's
 // products, and on GPUs the sampler's row split at its vocabulary (src/model/sampler_tune.ts) and,
-// for LoRA runs, the fused LoRA forward's column split (src/model/lora_tune.ts), kept in the store's
-// picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
+// for LoRA runs, the fused LoRA forward's column split (src/model/lora_tune.ts), and decode
+// attention's split over positions (src/model/attention_tune.ts), kept in the store's picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
 // for the next start or resume. TrainerHost decides when it may run; this decides what it times.
 
 import type { Gpu } from "../../src/gpu/mod.ts";
 import type { DirStore } from "../../src/browser/run_store.ts";
+import { attentionSplitEntry, tuneAttentionSplitIf } from "../../src/model/attention_tune.ts";
 import { loraFusedEntry, tuneLoraFusedIf } from "../../src/model/lora_tune.ts";
 import { samplerEntry, tuneSamplerIf } from "../../src/model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../../src/ops/autotune.ts";
@@ -124,6 +125,18 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
       log: tuneLog,
     })
   );
+  // Decode attention's split over positions at the rollout's longest context (GPUs;
+  // attention_tune.ts): a prompt and every turn's new tokens.
+  const context = c.rollout.maxPromptTokens + c.rollout.maxTurns * c.rollout.maxNewTokens;
+  const attention = await ctx.gpuJob(() =>
+    tuneAttentionSplitIf(gpu, req.attention ?? "auto", {
+      config: base.weights.config,
+      context,
+      rows: decodeRows,
+      minMs: req.minMs,
+      log: tuneLog,
+    })
+  );
   const entry: TunedPicksEntry = {
     adapter: adapterKey(gpu.ctx.info),
     kernels: kernelSetId(),
@@ -133,6 +146,7 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     buckets: r.buckets,
     ...(sampler ? samplerEntry(sampler) : {}),
     ...(lora ? loraFusedEntry(lora) : {}),
+    ...(attention ? attentionSplitEntry(attention) : {}),
   };
   // The stored entry keeps the sampler splits of vocabularies tuned before, and the fused LoRA
   // target where this tuning had none (withEntry).
@@ -147,8 +161,10 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     buckets: r.buckets,
     sampler: sampler ? samplerEntry(sampler).samplerTimes[0] : null,
     lora: lora ? loraFusedEntry(lora).loraFusedTimes : null,
+    attention: attention ? attentionSplitEntry(attention).attentionSplitTimes : null,
     refused: r.refused,
-    seconds: r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0),
+    seconds: r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0) +
+      (attention?.seconds ?? 0),
     tunedFor,
   };
 }

@@ -332,6 +332,10 @@ async function main() {
       // The sampler (GPUs) is one more row: its workgroups a row and their size, built-in and tuned.
       const pick = (p: { rowChunks: number; workgroupSize: number }) =>
         `${p.rowChunks} workgroup${p.rowChunks > 1 ? "s" : ""} of ${p.workgroupSize} threads a row`;
+      const split = (p: { rowHeads: number; minSpan: number }) =>
+        p.rowHeads === 0
+          ? "never split"
+          : `split up to ${p.rowHeads} rows × heads, ${p.minSpan} positions a split`;
       const lines = [
         ...r.buckets,
         ...(r.sampler
@@ -349,6 +353,15 @@ async function main() {
             key: `fused LoRA (rank ${r.lora.rank})`,
             current: `${r.lora.current} workgroups a dispatch`,
             best: `${r.lora.best} workgroups a dispatch`,
+          }]
+          : []),
+        // And decode attention (GPUs): when it splits over positions, at the rollout's context.
+        ...(r.attention
+          ? [{
+            ...r.attention,
+            key: `decode attention (${r.attention.context} positions)`,
+            current: split(r.attention.current),
+            best: split(r.attention.best),
           }]
           : []),
       ];

@@ -7,9 +7,14 @@ import type { CheckpointInfo, ModelSourceSpec, RunInfo } from "../../src/browser
 import type { StepMetrics } from "../../src/rl/session.ts";
 import type { Rendered } from "../../src/envs/types.ts";
 import type { TunedBucket } from "../../src/ops/autotune.ts";
+import type { AttentionTuneMode } from "../../src/model/attention_tune.ts";
 import type { LoraTuneMode } from "../../src/model/lora_tune.ts";
 import type { SamplerTuneMode } from "../../src/model/sampler_tune.ts";
-import type { TunedLoraFused, TunedSampler } from "../../src/ops/tuned_picks.ts";
+import type {
+  TunedAttentionSplit,
+  TunedLoraFused,
+  TunedSampler,
+} from "../../src/ops/tuned_picks.ts";
 
 export type RunState =
   | "idle"
@@ -172,6 +177,11 @@ export interface TuneRequest {
    * runs only); "auto" (default): on GPU-class adapters.
    */
   lora?: LoraTuneMode;
+  /**
+   * Time decode attention split over positions at the rollout's longest context
+   * (src/model/attention_tune.ts); "auto" (default): on GPU-class adapters.
+   */
+  attention?: AttentionTuneMode;
 }
 
 /** What tuneKernels found: per bucket the built-in pick and the tuned one, ms a step each. */
@@ -181,6 +191,8 @@ export interface TuneReport {
   sampler: TunedSampler | null;
   /** The fused LoRA forward's target, where it was tuned. */
   lora: TunedLoraFused | null;
+  /** When decode attention splits over positions, where it was tuned. */
+  attention: TunedAttentionSplit | null;
   /** Variants that computed a wrong product on this device (never picked). */
   refused: string[];
   seconds: number;
