@@ -2,7 +2,8 @@
 // the fastest per form and shape bucket (src/ops/autotune.ts), and on GPUs how many workgroups
 // sample a row of the model's vocabulary (src/model/sampler_tune.ts), how far the fused LoRA
 // forward splits a group's columns (src/model/lora_tune.ts) and when decode attention splits over
-// positions (src/model/attention_tune.ts), in the picks file every later run on this adapter reads
+// positions (src/model/attention_tune.ts) and how many lanes a loss head gives a row
+// (src/train/loss_tune.ts), in the picks file every later run on this adapter reads
 // (src/ops/tuned_picks.ts). Reads only the model's config.json.
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
@@ -17,6 +18,7 @@ import {
 import { loraFusedEntry, type LoraTuneMode, tuneLoraFusedIf } from "../model/lora_tune.ts";
 import { samplerEntry, type SamplerTuneMode, tuneSamplerIf } from "../model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
+import { lossEntry, type LossTuneMode, tuneLossHeadIf } from "../train/loss_tune.ts";
 import { defaultLogitRows } from "../train/trainer.ts";
 import {
   adapterKey,
@@ -32,7 +34,7 @@ import {
 export const TUNE_CLI = defineCli({
   command: "npx deno task tune",
   summary:
-    "Time the matmul kernels on this device at a model's products, the sampler's row split at its vocabulary, the fused LoRA forward's column split and decode attention's split over positions, and keep the fastest for every later run on this adapter.",
+    "Time the matmul kernels on this device at a model's products, the sampler's row split at its vocabulary, the fused LoRA forward's column split, decode attention's split over positions and the loss heads' lanes, and keep the fastest for every later run on this adapter.",
   flags: {
     model: {
       type: "string",
@@ -91,6 +93,14 @@ export const TUNE_CLI = defineCli({
       metavar: "auto|on|off",
       help:
         "time decode attention at the decode rows over a long cache, one workgroup per (head, row) against the split over positions at spans of 128 to 1024: when to split; auto: on GPU-class adapters (CPU adapters run the lane kernel, never split)",
+    },
+    loss: {
+      type: "string",
+      choices: ["auto", "on", "off"],
+      default: "auto",
+      metavar: "auto|on|off",
+      help:
+        "time the loss heads' lanes a row (32 to 256) at the vocabulary and the trainer's logit rows (not with --train-rows 0); auto: on GPU-class adapters",
     },
     context: {
       type: "number",
@@ -170,15 +180,16 @@ if (import.meta.main) {
       console.log(`adapter: ${gpu.describe()}`);
       const half = args.half === "on" ||
         (args.half === "auto" && gpu.adapterClass === "gpu" && !args.full);
+      const logitRows = defaultLogitRows(
+        args.trainRows,
+        cfg.vocabSize,
+        gpu.device.limits.maxStorageBufferBindingSize,
+      );
       const workload = matmulWorkload(cfg, {
         decodeRows,
         prefillRows,
         trainRows: args.trainRows,
-        logitRows: defaultLogitRows(
-          args.trainRows,
-          cfg.vocabSize,
-          gpu.device.limits.maxStorageBufferBindingSize,
-        ),
+        logitRows,
         full: args.full,
         halfB: half,
       });
@@ -291,8 +302,37 @@ if (import.meta.main) {
           );
         }
       }
+      // The loss heads at the trainer's logit rows (training only).
+      const loss = args.trainRows > 0
+        ? await tuneLossHeadIf(gpu, args.loss as LossTuneMode, {
+          vocab: cfg.vocabSize,
+          rows: logitRows,
+          minMs: args.minMs,
+          log: (l) => console.log(l),
+        })
+        : null;
+      if (loss) {
+        console.log("\n| loss head: lanes a row | ms a call |");
+        console.log("|---|---|");
+        for (const t of loss.times) {
+          console.log(
+            `| ${t.workgroupSize}${
+              [
+                t.workgroupSize === loss.current && "built-in",
+                t.workgroupSize === loss.best && "tuned",
+              ]
+                .filter(Boolean).map((w) => ` (${w})`).join("")
+            } | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
+          );
+        }
+        for (const x of loss.refused) {
+          console.log(
+            `refused ${x.workgroupSize} lanes a row (wrong against the float64 reference): ${x.why}`,
+          );
+        }
+      }
       const seconds = r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0) +
-        (attention?.seconds ?? 0);
+        (attention?.seconds ?? 0) + (loss?.seconds ?? 0);
       console.log(`\n${seconds.toFixed(1)} s`);
       const entry = {
         adapter: adapterKey(gpu.ctx.info),
@@ -306,6 +346,7 @@ if (import.meta.main) {
         ...(sampler ? samplerEntry(sampler) : {}),
         ...(lora ? loraFusedEntry(lora) : {}),
         ...(attention ? attentionSplitEntry(attention) : {}),
+        ...(loss ? lossEntry(loss) : {}),
       };
       if (!args.dryRun) {
         const path = out!;
@@ -330,6 +371,7 @@ if (import.meta.main) {
             ...(sampler ? { sampler } : {}),
             ...(lora ? { lora } : {}),
             ...(attention ? { attention } : {}),
+            ...(loss ? { loss } : {}),
           }),
         );
       }

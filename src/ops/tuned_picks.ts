@@ -1,7 +1,11 @@
 // Kernel picks the tuner measured on this device, kept per adapter: the matmul variant of each
-// form and shape bucket (src/ops/autotune.ts) and how many workgroups sample a row of each
-// vocabulary (src/model/sampler_tune.ts). A JSON file in Deno (`npx deno task tune` writes it;
-// every Matmul and Sampler created on that adapter afterwards reads it), or registered in memory
+// form and shape bucket (src/ops/autotune.ts), how many workgroups sample a row of each
+// vocabulary (src/model/sampler_tune.ts), the fused LoRA forward's column-split target
+// (src/model/lora_tune.ts), when decode attention splits over positions
+// (src/model/attention_tune.ts) and the loss heads' lanes a row per vocabulary
+// (src/train/loss_tune.ts). A JSON file in Deno (`npx deno task tune` writes it; every Matmul,
+// Sampler, LoraAdapters, AttentionKernels and loss head created on that adapter afterwards reads
+// it), or registered in memory
 // where there is no file (a browser page that tuned itself). An entry names the adapter (class and
 // adapter text) and the kernel set it was measured with; another adapter's entry, or one from an
 // older kernel set, is not used.
@@ -54,6 +58,24 @@ export interface TunedPicksEntry {
   attentionSplit?: AttentionSplitPick;
   /** Its measurement (src/model/attention_tune.ts). */
   attentionSplitTimes?: TunedAttentionSplit;
+  /**
+   * The loss heads' lanes a row per vocabulary (vocabulary → a power of two in [32, 256]): loss
+   * heads of that width use it over the built-in LOSS_WG (src/train/losses.ts).
+   */
+  lossPicks?: Record<string, number>;
+  /** Its measurement per vocabulary (src/train/loss_tune.ts). */
+  lossTimes?: TunedLoss[];
+}
+
+/** One vocabulary's loss-head tuning: lanes a row, built-in and tuned, ms a call each. */
+export interface TunedLoss {
+  vocab: number;
+  /** Rows of logits a call. */
+  rows: number;
+  current: number;
+  currentMs: number;
+  best: number;
+  bestMs: number;
 }
 
 /** When decode attention splits over positions. */
@@ -198,6 +220,15 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
         `entry ${i}'s "samplerPicks" is not vocabulary → { rowChunks ≥ 1, workgroupSize a power of two in [32, 256] }`,
       );
     }
+    const lp = e.lossPicks;
+    if (
+      lp !== undefined && (typeof lp !== "object" || lp === null || Array.isArray(lp) ||
+        !Object.entries(lp).every(([k, v]) => /^[1-9][0-9]*$/.test(k) && isSamplerWorkgroupSize(v)))
+    ) {
+      throw bad(
+        `entry ${i}'s "lossPicks" is not vocabulary → lanes a row (a power of two in [32, 256])`,
+      );
+    }
     const as = e.attentionSplit;
     if (
       as !== undefined &&
@@ -225,7 +256,7 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
 
 /**
  * `file` with `entry` in place of any entry of the same adapter and kernel set. The sampler's
- * picks of vocabularies `entry` did not tune are kept from the entry it replaces (tuning one model
+ * and loss-head picks of vocabularies `entry` did not tune are kept from the entry it replaces (tuning one model
  * leaves another model's sampler split as it was), and so is the fused LoRA target where `entry`
  * has none, and the attention split likewise; its matmul picks are replaced.
  */
@@ -239,10 +270,18 @@ export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): 
     ...(old?.samplerTimes ?? []).filter((t) => !tuned.has(t.vocab)),
     ...(entry.samplerTimes ?? []),
   ];
+  const losses = { ...old?.lossPicks, ...entry.lossPicks };
+  const lossTuned = new Set((entry.lossTimes ?? []).map((t) => t.vocab));
+  const lossTimes = [
+    ...(old?.lossTimes ?? []).filter((t) => !lossTuned.has(t.vocab)),
+    ...(entry.lossTimes ?? []),
+  ];
   const merged: TunedPicksEntry = {
     ...entry,
     ...(Object.keys(picks).length ? { samplerPicks: picks } : {}),
     ...(times.length ? { samplerTimes: times } : {}),
+    ...(Object.keys(losses).length ? { lossPicks: losses } : {}),
+    ...(lossTimes.length ? { lossTimes } : {}),
     ...(entry.loraFusedTarget === undefined && old?.loraFusedTarget !== undefined
       ? { loraFusedTarget: old.loraFusedTarget, loraFusedTimes: old.loraFusedTimes }
       : {}),
@@ -317,6 +356,14 @@ export function tunedLoraFusedTarget(info: AdapterDescription): number | undefin
   return tunedPicksFor(info)?.entry.loraFusedTarget;
 }
 
+/** The loss heads' lanes a row the tuner measured here at this vocabulary; else undefined. */
+export function tunedLossWorkgroupSize(
+  info: AdapterDescription,
+  vocab: number,
+): number | undefined {
+  return tunedPicksFor(info)?.entry.lossPicks?.[String(vocab)];
+}
+
 /** The attention split the tuner measured on this adapter; undefined where it was not tuned. */
 export function tunedAttentionSplit(info: AdapterDescription): AttentionSplitPick | undefined {
   return tunedPicksFor(info)?.entry.attentionSplit;
@@ -356,5 +403,12 @@ export function describeTunedPicks(
     t.entry.attentionSplit === undefined
       ? ""
       : `; decode attention tuned: ${describeAttentionSplit(t.entry.attentionSplit)}`
+  }${
+    Object.keys(t.entry.lossPicks ?? {}).length
+      ? `; loss heads tuned: ${
+        Object.entries(t.entry.lossPicks!).map(([v, wg]) => `${wg} lanes a row at vocabulary ${v}`)
+          .join(", ")
+      }`
+      : ""
   }`;
 }

@@ -14,6 +14,7 @@ import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
+import { tunedLossWorkgroupSize } from "../ops/tuned_picks.ts";
 import { TrainConfigError } from "./errors.ts";
 import {
   type CrossEntropyBatch,
@@ -84,7 +85,10 @@ export interface LossHeadOptions {
    * distribution an RL rollout sampled from at that temperature (its old log-probs are of it too).
    */
   readonly temperature?: number;
-  /** Lanes per row, a power of two in [32, 256] (default LOSS_WG of the adapter's class). */
+  /**
+   * Lanes per row, a power of two in [32, 256] (default: this adapter's tuned pick at this
+   * vocabulary, src/train/loss_tune.ts, else LOSS_WG of the adapter's class).
+   */
   readonly workgroupSize?: number;
 }
 
@@ -96,6 +100,8 @@ interface HeadParts {
   readonly maxRows: number;
   readonly vocabSize: number;
   readonly temperature: number;
+  /** Lanes a row. */
+  readonly workgroupSize: number;
   /** Per-row stats [maxRows, 8]; see shaders/losses.wgsl for the columns. */
   readonly rowStats: GPUBuffer;
   /** [8] column sums. */
@@ -121,7 +127,8 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
       `${temperature} must be a finite number > 0 (the sampling temperature; greedy rollouts have no log-probs to compare)`,
     );
   }
-  const WG = o.workgroupSize ?? LOSS_WG[gpu.adapterClass];
+  const WG = o.workgroupSize ?? tunedLossWorkgroupSize(gpu.ctx.info, o.vocabSize) ??
+    LOSS_WG[gpu.adapterClass];
   if (!Number.isInteger(WG) || WG < 32 || WG > 256 || (WG & (WG - 1)) !== 0) {
     throw new TrainConfigError("workgroupSize", `${WG} must be a power of two in [32, 256]`);
   }
@@ -147,6 +154,7 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
     maxRows: o.maxRows,
     vocabSize: o.vocabSize,
     temperature,
+    workgroupSize: WG,
     rowStats: gpu.zeros(o.maxRows * ROW_FLOATS, "loss:row-stats"),
     totals: gpu.zeros(8, "loss:totals"),
     dummy: gpu.zeros(4, "loss:no-dlogits"),
@@ -163,6 +171,11 @@ abstract class LossHead {
 
   get vocabSize(): number {
     return this.parts.vocabSize;
+  }
+
+  /** Lanes a row (the option, else this adapter's tuned pick at this vocabulary, else LOSS_WG). */
+  get workgroupSize(): number {
+    return this.parts.workgroupSize;
   }
 
   /** Per-row stats [maxRows, 8] of the last encode (column 7: log-prob of the target). */

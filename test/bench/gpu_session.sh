@@ -29,8 +29,9 @@
 #            8, 32 rows, prefill of 64-token prompts, a LoRA step's 1024 rows): every matmul
 #            variant timed on this device, the fastest per bucket, the sampler's row split
 #            at its 151,936-word vocabulary (src/model/sampler_tune.ts), the fused LoRA
-#            forward's column split (src/model/lora_tune.ts) and decode attention's split over
-#            a 2048-position cache (src/model/attention_tune.ts), written to OUTDIR's picks.json
+#            forward's column split (src/model/lora_tune.ts), decode attention's split over
+#            a 2048-position cache (src/model/attention_tune.ts) and the loss heads' lanes a row
+#            (src/train/loss_tune.ts), written to OUTDIR's picks.json
 #            (src/ops/autotune.ts); ~1-2 minutes (not in the default)
 #   scaletuned  after tune: the scale bench of qwen2.5-0.5b with those picks
 #            (PETTINGLLMS_TUNED_PICKS), against scale's built-in picks (not in the default)

@@ -19,13 +19,14 @@ async function deno(args: string[], env: Record<string, string> = {}) {
   return { code: r.code, out: dec.decode(r.stdout), err: dec.decode(r.stderr) };
 }
 
-/** `tune` at one variant and short timings, inference only: the quick form every test runs. */
+/** `tune` at one variant and short timings, inference only unless `more` gives --train-rows. */
 function tune(model: string, out: string, decodeRows: string, ...more: string[]) {
   return deno([
     "run",
     "-A",
     "src/cli/tune.ts",
-    ...["--model", model, "--decode-rows", decodeRows, "--train-rows", "0"],
+    ...["--model", model, "--decode-rows", decodeRows],
+    ...(more.includes("--train-rows") ? [] : ["--train-rows", "0"]),
     ...["--variants", "^r8c8_wg8x1$", "--min-ms", "5", "--out", out, ...more],
   ]);
 }
@@ -241,6 +242,47 @@ Deno.test("tune CLI: --attention on times decode attention split and not; later 
     assertEquals(rowHeads, best.rowHeads);
     assertEquals(split.splits > 0, best.rowHeads > 0);
     if (split.splits > 0) assertEquals(split.span, best.minSpan);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+// A fresh process's policy loss head at tiny-llama's vocabulary on the same adapter.
+const LOSS_PROBE = `
+import { Gpu } from "./src/gpu/mod.ts";
+import { PolicyLoss } from "./src/train/losses.ts";
+const gpu = await Gpu.create();
+const head = await PolicyLoss.create(gpu, { maxRows: 4, vocabSize: 264 });
+console.log(head.workgroupSize);
+head.destroy();
+gpu.destroy();
+`;
+
+Deno.test("tune CLI: --loss on times the loss heads' lanes a row at the logit rows; later heads use it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tune_cli_loss_" });
+  try {
+    const file = `${dir}/picks.json`;
+    const r = await tune(
+      "configs/models/tiny-llama.json",
+      file,
+      "1",
+      ...["--train-rows", "64", "--sampler", "off", "--loss", "on", "--json"],
+    );
+    assertEquals(r.code, 0, r.out + r.err);
+    assert(r.out.includes("| loss head: lanes a row | ms a call |"), r.out);
+    const last = JSON.parse(r.out.trim().split("\n").at(-1)!);
+    assertEquals(last.loss.times.map((t: { workgroupSize: number }) => t.workgroupSize), [
+      32,
+      64,
+      128,
+      256,
+    ]);
+    assertEquals(last.loss.rows, 64);
+    const saved = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(saved.entries[0].lossPicks, { "264": last.loss.best });
+    const probe = await deno(["eval", LOSS_PROBE], { PETTINGLLMS_TUNED_PICKS: file });
+    assertEquals(probe.code, 0, probe.err);
+    assertEquals(Number(probe.out.trim()), last.loss.best);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

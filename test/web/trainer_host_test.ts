@@ -355,6 +355,7 @@ Deno.test("TrainerHost", async (t) => {
       assertEquals(tuned.sampler === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
       assertEquals(tuned.lora === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
       assertEquals(tuned.attention === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
+      assertEquals(tuned.loss === null, gpu.adapterClass === "cpu", JSON.stringify(tuned));
       if (tuned.sampler) {
         assertEquals(file.entries[0].samplerPicks, { "264": tuned.sampler.best });
       } else {
@@ -364,6 +365,7 @@ Deno.test("TrainerHost", async (t) => {
           sampler: "on",
           lora: "on",
           attention: "on",
+          loss: "on",
         });
         assertEquals(asked.sampler, null);
         assert(ev.logs(mark).some((l) => l.includes("nothing to tune")), ev.logs(mark).join(" | "));
@@ -373,6 +375,7 @@ Deno.test("TrainerHost", async (t) => {
         // Decode attention at the rollout's longest context: a 128-token prompt and 8 new tokens.
         assertEquals(asked.attention?.context, 136, JSON.stringify(asked));
         assertEquals(again.entries[0].attentionSplit, asked.attention!.best);
+        assertEquals(again.entries[0].lossPicks, { "264": asked.loss!.best });
       }
       assert(ev.logs(mark).some((l) => l.startsWith("tune nt:vector:")), ev.logs(mark).join(" | "));
       assert(

@@ -1,7 +1,8 @@
 // The app's "Tune kernels for this GPU": the matmul tuner (src/ops/autotune.ts) at a run's
 // products, and on GPUs the sampler's row split at its vocabulary (src/model/sampler_tune.ts) and,
 // for LoRA runs, the fused LoRA forward's column split (src/model/lora_tune.ts), and decode
-// attention's split over positions (src/model/attention_tune.ts), kept in the store's picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
+// attention's split over positions (src/model/attention_tune.ts) and the loss heads' lanes a row
+// (src/train/loss_tune.ts), kept in the store's picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
 // for the next start or resume. TrainerHost decides when it may run; this decides what it times.
 
 import type { Gpu } from "../../src/gpu/mod.ts";
@@ -22,6 +23,7 @@ import {
 } from "../../src/ops/tuned_picks.ts";
 import type { RunConfig } from "../../src/rl/config.ts";
 import { halfBaseFor } from "../../src/rl/policies.ts";
+import { lossEntry, tuneLossHeadIf } from "../../src/train/loss_tune.ts";
 import { defaultLogitRows } from "../../src/train/trainer.ts";
 import type { LoadedBase } from "./model_source.ts";
 import type { TuneReport, TuneRequest } from "./protocol.ts";
@@ -87,12 +89,13 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
   // A rollout prefills its tasks' prompts together (candidates share theirs), in chunks.
   const prefill = Math.min(c.update.chunkRows, c.rollout.envsPerStep * c.rollout.maxPromptTokens);
   const vocab = base.weights.config.vocabSize;
+  const logitRows = c.update.logitRows ||
+    defaultLogitRows(c.update.chunkRows, vocab, gpu.device.limits.maxStorageBufferBindingSize);
   const workload = matmulWorkload(base.weights.config, {
     decodeRows,
     prefillRows: [prefill],
     trainRows: c.update.chunkRows,
-    logitRows: c.update.logitRows ||
-      defaultLogitRows(c.update.chunkRows, vocab, gpu.device.limits.maxStorageBufferBindingSize),
+    logitRows,
     full,
     halfB: half,
   });
@@ -137,6 +140,15 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
       log: tuneLog,
     })
   );
+  // The loss heads' lanes a row at the update's logit rows (GPUs; src/train/loss_tune.ts).
+  const loss = await ctx.gpuJob(() =>
+    tuneLossHeadIf(gpu, req.loss ?? "auto", {
+      vocab,
+      rows: logitRows,
+      minMs: req.minMs,
+      log: tuneLog,
+    })
+  );
   const entry: TunedPicksEntry = {
     adapter: adapterKey(gpu.ctx.info),
     kernels: kernelSetId(),
@@ -147,6 +159,7 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     ...(sampler ? samplerEntry(sampler) : {}),
     ...(lora ? loraFusedEntry(lora) : {}),
     ...(attention ? attentionSplitEntry(attention) : {}),
+    ...(loss ? lossEntry(loss) : {}),
   };
   // The stored entry keeps the sampler splits of vocabularies tuned before, and the fused LoRA
   // target where this tuning had none (withEntry).
@@ -162,9 +175,10 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     sampler: sampler ? samplerEntry(sampler).samplerTimes[0] : null,
     lora: lora ? loraFusedEntry(lora).loraFusedTimes : null,
     attention: attention ? attentionSplitEntry(attention).attentionSplitTimes : null,
+    loss: loss ? lossEntry(loss).lossTimes[0] : null,
     refused: r.refused,
     seconds: r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0) +
-      (attention?.seconds ?? 0),
+      (attention?.seconds ?? 0) + (loss?.seconds ?? 0),
     tunedFor,
   };
 }

@@ -364,6 +364,15 @@ async function main() {
             best: split(r.attention.best),
           }]
           : []),
+        // And the loss heads (GPUs): lanes a row at the model's vocabulary.
+        ...(r.loss
+          ? [{
+            ...r.loss,
+            key: `loss heads (${r.loss.vocab} words)`,
+            current: `${r.loss.current} lanes a row`,
+            best: `${r.loss.best} lanes a row`,
+          }]
+          : []),
       ];
       const rows = lines.map((b) => {
         const tr = document.createElement("tr");

@@ -9,10 +9,12 @@ import type { Rendered } from "../../src/envs/types.ts";
 import type { TunedBucket } from "../../src/ops/autotune.ts";
 import type { AttentionTuneMode } from "../../src/model/attention_tune.ts";
 import type { LoraTuneMode } from "../../src/model/lora_tune.ts";
+import type { LossTuneMode } from "../../src/train/loss_tune.ts";
 import type { SamplerTuneMode } from "../../src/model/sampler_tune.ts";
 import type {
   TunedAttentionSplit,
   TunedLoraFused,
+  TunedLoss,
   TunedSampler,
 } from "../../src/ops/tuned_picks.ts";
 
@@ -182,6 +184,11 @@ export interface TuneRequest {
    * (src/model/attention_tune.ts); "auto" (default): on GPU-class adapters.
    */
   attention?: AttentionTuneMode;
+  /**
+   * Time the loss heads' lanes a row at the update's logit rows (src/train/loss_tune.ts); "auto"
+   * (default): on GPU-class adapters.
+   */
+  loss?: LossTuneMode;
 }
 
 /** What tuneKernels found: per bucket the built-in pick and the tuned one, ms a step each. */
@@ -193,6 +200,8 @@ export interface TuneReport {
   lora: TunedLoraFused | null;
   /** When decode attention splits over positions, where it was tuned. */
   attention: TunedAttentionSplit | null;
+  /** The loss heads' lanes a row at the model's vocabulary, where it was tuned. */
+  loss: TunedLoss | null;
   /** Variants that computed a wrong product on this device (never picked). */
   refused: string[];
   seconds: number;
