@@ -18,7 +18,12 @@ import {
 import { loraFusedEntry, type LoraTuneMode, tuneLoraFusedIf } from "../model/lora_tune.ts";
 import { samplerEntry, type SamplerTuneMode, tuneSamplerIf } from "../model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
-import { lossEntry, type LossTuneMode, tuneLossHeadIf } from "../train/loss_tune.ts";
+import {
+  LOSS_TUNE_ROWS,
+  lossEntry,
+  type LossTuneMode,
+  tuneLossHeadIf,
+} from "../train/loss_tune.ts";
 import { defaultLogitRows } from "../train/trainer.ts";
 import {
   adapterKey,
@@ -306,7 +311,7 @@ if (import.meta.main) {
       const loss = args.trainRows > 0
         ? await tuneLossHeadIf(gpu, args.loss as LossTuneMode, {
           vocab: cfg.vocabSize,
-          rows: logitRows,
+          rows: Math.min(logitRows, LOSS_TUNE_ROWS),
           minMs: args.minMs,
           log: (l) => console.log(l),
         })

@@ -20,6 +20,12 @@ import { policyLossRef, rowSoftmaxRef } from "./reference.ts";
 /** The tuner cannot run here (every candidate wrong, bad options); the message says why. */
 export class LossTuneError extends TrainError {}
 
+/**
+ * Rows the tuner times at most: a row is one workgroup, so the lanes that run one fastest run 64
+ * fastest too, and the float64 reference of a 151,936-word row costs a few ms of JS.
+ */
+export const LOSS_TUNE_ROWS = 64;
+
 /** The part of a loss head the tuner drives. */
 export type LossHeadLike = Pick<PolicyLoss, "encode" | "pack" | "readMetrics" | "destroy">;
 

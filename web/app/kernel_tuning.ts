@@ -23,7 +23,7 @@ import {
 } from "../../src/ops/tuned_picks.ts";
 import type { RunConfig } from "../../src/rl/config.ts";
 import { halfBaseFor } from "../../src/rl/policies.ts";
-import { lossEntry, tuneLossHeadIf } from "../../src/train/loss_tune.ts";
+import { LOSS_TUNE_ROWS, lossEntry, tuneLossHeadIf } from "../../src/train/loss_tune.ts";
 import { defaultLogitRows } from "../../src/train/trainer.ts";
 import type { LoadedBase } from "./model_source.ts";
 import type { TuneReport, TuneRequest } from "./protocol.ts";
@@ -144,7 +144,7 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
   const loss = await ctx.gpuJob(() =>
     tuneLossHeadIf(gpu, req.loss ?? "auto", {
       vocab,
-      rows: logitRows,
+      rows: Math.min(logitRows, LOSS_TUNE_ROWS),
       minMs: req.minMs,
       log: tuneLog,
     })
