@@ -1,6 +1,9 @@
 // Wall-clock timing of GPU work: warm up, repeat until a minimum wall time, and take the median
 // of several rounds (machines are shared and noisy). The benchmarks and the matmul tuner use it.
 
+import type { Gpu } from "./mod.ts";
+import type { Recorder } from "./recorder.ts";
+
 export interface Timing {
   msPerRep: number;
   reps: number;
@@ -61,4 +64,27 @@ export async function screenThenTime<T>(
     if (ms < bestMs) [best, bestMs] = [c, ms];
   }
   return { best, bestMs, times };
+}
+
+/**
+ * Median ms of one `encode` (timeIt): `reps` encodes recorded into one submission, then a sync.
+ * What the kernel tuners time.
+ */
+export async function msPerEncode(
+  gpu: Gpu,
+  label: string,
+  encode: (rec: Recorder) => void,
+  minMs: number,
+  rounds: number,
+): Promise<number> {
+  return (await timeIt(
+    async (reps) => {
+      const rec = gpu.recorder(label);
+      for (let i = 0; i < reps; i++) encode(rec);
+      rec.submit();
+      await gpu.sync();
+    },
+    minMs,
+    rounds,
+  )).msPerRep;
 }

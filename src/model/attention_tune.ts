@@ -11,7 +11,7 @@
 // split is wrong is refused and never picked.
 
 import type { Gpu } from "../gpu/mod.ts";
-import { timeIt } from "../gpu/timing.ts";
+import { msPerEncode } from "../gpu/timing.ts";
 import { seededValues, toleranceRatio } from "../ops/reference.ts";
 import type { AttentionSplitPick, TunedAttentionSplit } from "../ops/tuned_picks.ts";
 import {
@@ -162,17 +162,8 @@ export async function tuneAttentionSplit(
         ? null
         : `output ${ro.toFixed(1)}×, lse ${rl.toFixed(1)}× the tolerance off`;
     };
-    const time = async (k: AttentionKernels, N: number, parts: AttentionCall["parts"]) =>
-      (await timeIt(
-        async (reps) => {
-          const rec = gpu.recorder("attention tune");
-          for (let i = 0; i < reps; i++) k.attention(rec, callOf(N, parts));
-          rec.submit();
-          await gpu.sync();
-        },
-        minMs,
-        3,
-      )).msPerRep;
+    const time = (k: AttentionKernels, N: number, parts: AttentionCall["parts"]) =>
+      msPerEncode(gpu, "attention tune", (rec) => k.attention(rec, callOf(N, parts)), minMs, 3);
     const create = (span: number) =>
       AttentionKernels.create(gpu, P, {
         headDim: D,

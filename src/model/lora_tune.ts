@@ -11,7 +11,7 @@
 
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { screenThenTime, timeIt } from "../gpu/timing.ts";
+import { msPerEncode, screenThenTime } from "../gpu/timing.ts";
 import { seededValues, toleranceRatio } from "../ops/reference.ts";
 import type { TunedLoraFused } from "../ops/tuned_picks.ts";
 import type { ModelConfig } from "./config.ts";
@@ -231,17 +231,7 @@ export async function tuneLoraFused(gpu: Gpu, o: LoraTuneOptions): Promise<LoraT
       let total = 0;
       for (const n of rows) {
         lora.setRows(idsOf(n));
-        const t = await timeIt(
-          async (reps) => {
-            const rec = gpu.recorder("lora tune");
-            for (let i = 0; i < reps; i++) encodeStep(rec, n);
-            rec.submit();
-            await gpu.sync();
-          },
-          ms,
-          rounds,
-        );
-        total += t.msPerRep;
+        total += await msPerEncode(gpu, "lora tune", (rec) => encodeStep(rec, n), ms, rounds);
       }
       return total;
     };

@@ -14,7 +14,7 @@
 
 import type { Gpu } from "../gpu/mod.ts";
 import { readUint32 } from "../gpu/buffers.ts";
-import { screenThenTime, timeIt } from "../gpu/timing.ts";
+import { msPerEncode, screenThenTime } from "../gpu/timing.ts";
 import { seededValues } from "../ops/reference.ts";
 import {
   describeSamplerPick,
@@ -284,17 +284,7 @@ async function tuneSplits(
     for (const r of rows) {
       for (let i = 0; i < settings.length; i++) {
         const args: SampleArgs = { rows: r, vocab, logits, params: params(r, i), ids, logprobs };
-        const t = await timeIt(
-          async (reps) => {
-            const rec = gpu.recorder("sampler tune");
-            for (let n = 0; n < reps; n++) s.encode(rec, args);
-            rec.submit();
-            await gpu.sync();
-          },
-          ms,
-          rounds,
-        );
-        total += t.msPerRep;
+        total += await msPerEncode(gpu, "sampler tune", (rec) => s.encode(rec, args), ms, rounds);
       }
     }
     return total;

@@ -10,7 +10,7 @@
 // (src/train/reference.ts); a wrong one is refused and never picked.
 
 import type { Gpu } from "../gpu/mod.ts";
-import { screenThenTime, timeIt } from "../gpu/timing.ts";
+import { msPerEncode, screenThenTime } from "../gpu/timing.ts";
 import { seededValues, toleranceRatio } from "../ops/reference.ts";
 import type { TunedLoss } from "../ops/tuned_picks.ts";
 import { TrainError } from "./errors.ts";
@@ -128,16 +128,7 @@ export async function tuneLossHead(gpu: Gpu, o: LossTuneOptions): Promise<LossTu
     }
     const score = async (wg: number, ms: number, rounds: number) => {
       const { head, args } = heads.get(wg)!;
-      return (await timeIt(
-        async (reps) => {
-          const rec = gpu.recorder("loss tune");
-          for (let i = 0; i < reps; i++) head.encode(rec, args);
-          rec.submit();
-          await gpu.sync();
-        },
-        ms,
-        rounds,
-      )).msPerRep;
+      return await msPerEncode(gpu, "loss tune", (rec) => head.encode(rec, args), ms, rounds);
     };
     const { best, bestMs, times } = await screenThenTime(
       [...heads.keys()],

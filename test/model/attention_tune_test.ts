@@ -18,7 +18,6 @@ import {
 } from "../../src/model/attention_tune.ts";
 import { parseModelConfig } from "../../src/model/config.ts";
 import {
-  adapterKey,
   describeTunedPicks,
   kernelSetId,
   parseTunedPicks,
@@ -27,6 +26,7 @@ import {
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
+import { entryFor } from "../ops/tuned_entry.ts";
 
 const tinyJson = JSON.parse(
   await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)),
@@ -76,14 +76,8 @@ Deno.test("attention split tuner: checks every split against float64, picks by i
 
     // AttentionKernels on this adapter take the tuned split; without it, the built-in one.
     const opts = { headDim: 16, attentionVariant: "workgroup" } as const;
-    const entry = (rowHeads: number, minSpan: number): TunedPicksEntry => ({
-      adapter: adapterKey(gpu.ctx.info),
-      kernels: kernelSetId(),
-      picks: {},
-      tunedFor: "test",
-      date: "2026-11-28T00:00:00.000Z",
-      ...attentionSplitEntry({ ...r, best: { rowHeads, minSpan } }),
-    });
+    const entry = (rowHeads: number, minSpan: number) =>
+      entryFor(gpu.ctx.info, attentionSplitEntry({ ...r, best: { rowHeads, minSpan } }));
     resetTunedPicks();
     try {
       useTunedPicks([entry(8, 256)]);

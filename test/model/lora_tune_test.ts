@@ -15,7 +15,6 @@ import {
   tuneLoraFused,
 } from "../../src/model/lora_tune.ts";
 import {
-  adapterKey,
   describeTunedPicks,
   kernelSetId,
   parseTunedPicks,
@@ -24,6 +23,7 @@ import {
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
+import { entryFor } from "../ops/tuned_entry.ts";
 
 const tinyJson = JSON.parse(
   await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)),
@@ -106,14 +106,7 @@ Deno.test("fused LoRA tuner: refuses a wrong target, times each chunking once, L
       targets: ["gate", "up"],
       adapters: ["a"],
     });
-    const entry: TunedPicksEntry = {
-      adapter: adapterKey(gpu.ctx.info),
-      kernels: kernelSetId(),
-      picks: {},
-      tunedFor: "test",
-      date: "2026-11-28T00:00:00.000Z",
-      ...loraFusedEntry({ ...r, best: 7 }),
-    };
+    const entry: TunedPicksEntry = entryFor(gpu.ctx.info, loraFusedEntry({ ...r, best: 7 }));
     resetTunedPicks();
     try {
       useTunedPicks([entry]);

@@ -14,7 +14,6 @@ import {
 import { Sampler } from "../../src/model/sampling.ts";
 import { sampleRef } from "../../src/model/sampling_reference.ts";
 import {
-  adapterKey,
   kernelSetId,
   parseTunedPicks,
   resetTunedPicks,
@@ -24,6 +23,7 @@ import {
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
+import { entryFor } from "../ops/tuned_entry.ts";
 
 // The workgroup kernel at the CPU adapters' default size, as sampling_test.ts's split
 // configuration compiles it (a warm shader cache on llvmpipe).
@@ -125,14 +125,10 @@ Deno.test("sampler tuner: refuses a wrong split, picks the fastest of the rest, 
 
     // Sampler's defaults take this adapter's tuned pick for that vocabulary: its workgroup size
     // where the sampler is created for the vocabulary, and its split at that size only.
-    const entry: TunedPicksEntry = {
-      adapter: adapterKey(gpu.ctx.info),
-      kernels: kernelSetId(),
-      picks: {},
-      tunedFor: "test",
-      date: "2026-11-28T00:00:00.000Z",
-      ...samplerEntry({ ...r, best: { rowChunks: 4, workgroupSize: 128 } }),
-    };
+    const entry: TunedPicksEntry = entryFor(
+      gpu.ctx.info,
+      samplerEntry({ ...r, best: { rowChunks: 4, workgroupSize: 128 } }),
+    );
     resetTunedPicks();
     try {
       useTunedPicks([entry]);

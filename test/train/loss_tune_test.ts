@@ -5,7 +5,6 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts";
 import { Gpu } from "../../src/gpu/mod.ts";
 import {
-  adapterKey,
   describeTunedPicks,
   kernelSetId,
   parseTunedPicks,
@@ -14,6 +13,7 @@ import {
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
+import { entryFor } from "../ops/tuned_entry.ts";
 import { lossEntry, tuneLossHead } from "../../src/train/loss_tune.ts";
 import { CrossEntropyLoss, LOSS_WG, PolicyLoss } from "../../src/train/losses.ts";
 
@@ -73,14 +73,7 @@ Deno.test("loss head tuner: refuses a wrong head, picks the fastest of the rest,
     // Heads of the tuned vocabulary take the pick; other vocabularies and explicit sizes do not.
     resetTunedPicks();
     try {
-      useTunedPicks([{
-        adapter: adapterKey(gpu.ctx.info),
-        kernels: kernelSetId(),
-        picks: {},
-        tunedFor: "test",
-        date: "2026-11-28T00:00:00.000Z",
-        ...lossEntry({ ...r, best: 128 }),
-      }]);
+      useTunedPicks([entryFor(gpu.ctx.info, lossEntry({ ...r, best: 128 }))]);
       const heads = [
         await PolicyLoss.create(gpu, { maxRows: 2, vocabSize: VOCAB }),
         await CrossEntropyLoss.create(gpu, { maxRows: 2, vocabSize: VOCAB }),
