@@ -19,14 +19,12 @@ import {
 import { parseModelConfig } from "../../src/model/config.ts";
 import {
   describeTunedPicks,
-  kernelSetId,
   parseTunedPicks,
   resetTunedPicks,
-  type TunedPicksEntry,
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
-import { entryFor } from "../ops/tuned_entry.ts";
+import { entryFor, OTHER_ADAPTER_ENTRY } from "../ops/tuned_entry.ts";
 
 const tinyJson = JSON.parse(
   await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)),
@@ -106,13 +104,7 @@ Deno.test("attention split tuner: checks every split against float64, picks by i
 });
 
 Deno.test("picks file: the attention split is validated and kept by tunings that do not retune it", () => {
-  const base: TunedPicksEntry = {
-    adapter: "gpu: test",
-    kernels: kernelSetId(),
-    picks: {},
-    tunedFor: "a",
-    date: "2026-11-28T00:00:00.000Z",
-  };
+  const base = OTHER_ADAPTER_ENTRY;
   const split = { rowHeads: 28, minSpan: 256 };
   const tuned = withEntry(null, { ...base, attentionSplit: split });
   const kept = withEntry(tuned, { ...base, tunedFor: "b" });

@@ -16,14 +16,13 @@ import {
 } from "../../src/model/lora_tune.ts";
 import {
   describeTunedPicks,
-  kernelSetId,
   parseTunedPicks,
   resetTunedPicks,
   type TunedPicksEntry,
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
-import { entryFor } from "../ops/tuned_entry.ts";
+import { entryFor, OTHER_ADAPTER_ENTRY } from "../ops/tuned_entry.ts";
 
 const tinyJson = JSON.parse(
   await Deno.readTextFile(new URL("../../configs/models/tiny-llama.json", import.meta.url)),
@@ -126,13 +125,7 @@ Deno.test("fused LoRA tuner: refuses a wrong target, times each chunking once, L
 });
 
 Deno.test("picks file: the fused LoRA target is validated and kept by tunings that do not retune it", () => {
-  const base: TunedPicksEntry = {
-    adapter: "gpu: test",
-    kernels: kernelSetId(),
-    picks: {},
-    tunedFor: "a",
-    date: "2026-11-28T00:00:00.000Z",
-  };
+  const base = OTHER_ADAPTER_ENTRY;
   const times = {
     shape: "hidden 8",
     rank: 16,

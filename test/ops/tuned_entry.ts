@@ -17,3 +17,12 @@ export function entryFor(
     ...fields,
   };
 }
+
+/** An entry of another adapter ("gpu: test"), for the picks-file tests that need no device. */
+export const OTHER_ADAPTER_ENTRY: TunedPicksEntry = {
+  adapter: "gpu: test",
+  kernels: kernelSetId(),
+  picks: {},
+  tunedFor: "a",
+  date: "2026-11-28T00:00:00.000Z",
+};

@@ -6,14 +6,12 @@ import { assert, assertEquals, assertRejects, assertThrows } from "../assert.ts"
 import { Gpu } from "../../src/gpu/mod.ts";
 import {
   describeTunedPicks,
-  kernelSetId,
   parseTunedPicks,
   resetTunedPicks,
-  type TunedPicksEntry,
   useTunedPicks,
   withEntry,
 } from "../../src/ops/tuned_picks.ts";
-import { entryFor } from "../ops/tuned_entry.ts";
+import { entryFor, OTHER_ADAPTER_ENTRY } from "../ops/tuned_entry.ts";
 import { lossEntry, tuneLossHead } from "../../src/train/loss_tune.ts";
 import { CrossEntropyLoss, LOSS_WG, PolicyLoss } from "../../src/train/losses.ts";
 
@@ -96,13 +94,7 @@ Deno.test("loss head tuner: refuses a wrong head, picks the fastest of the rest,
 });
 
 Deno.test("picks file: loss-head picks are kept per vocabulary and validated", () => {
-  const base: TunedPicksEntry = {
-    adapter: "gpu: test",
-    kernels: kernelSetId(),
-    picks: {},
-    tunedFor: "a",
-    date: "2026-11-28T00:00:00.000Z",
-  };
+  const base = OTHER_ADAPTER_ENTRY;
   const times = (vocab: number, best: number) => ({
     vocab,
     rows: 64,
