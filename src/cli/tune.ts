@@ -7,34 +7,24 @@
 // (src/ops/tuned_picks.ts). Reads only the model's config.json.
 
 import { defineCli, parseArgsOrExit, runMain, UsageError } from "./cli_args.ts";
+import { tunerTables } from "./tune_tables.ts";
 import { Gpu } from "../gpu/mod.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
+import type { AttentionTuneMode } from "../model/attention_tune.ts";
 import { parseModelConfig } from "../model/config.ts";
-import {
-  attentionSplitEntry,
-  type AttentionTuneMode,
-  tuneAttentionSplitIf,
-} from "../model/attention_tune.ts";
-import { loraFusedEntry, type LoraTuneMode, tuneLoraFusedIf } from "../model/lora_tune.ts";
-import { samplerEntry, type SamplerTuneMode, tuneSamplerIf } from "../model/sampler_tune.ts";
+import type { LoraTuneMode } from "../model/lora_tune.ts";
+import type { SamplerTuneMode } from "../model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../ops/autotune.ts";
 import {
-  LOSS_TUNE_ROWS,
-  lossEntry,
-  type LossTuneMode,
-  tuneLossHeadIf,
-} from "../train/loss_tune.ts";
-import { defaultLogitRows } from "../train/trainer.ts";
-import {
   adapterKey,
-  describeAttentionSplit,
-  describeSamplerPick,
   kernelSetId,
   parseTunedPicks,
-  type SamplerPick,
   tunedPicksPath,
   withEntry,
 } from "../ops/tuned_picks.ts";
+import { runKernelTuners } from "../train/kernel_tuners.ts";
+import type { LossTuneMode } from "../train/loss_tune.ts";
+import { defaultLogitRows } from "../train/trainer.ts";
 
 export const TUNE_CLI = defineCli({
   command: "npx deno task tune",
@@ -220,125 +210,23 @@ if (import.meta.main) {
       if (r.refused.length) {
         console.log(`refused (wrong against the float64 reference): ${r.refused.join(", ")}`);
       }
-      const sampler = await tuneSamplerIf(gpu, args.sampler as SamplerTuneMode, {
-        vocab: cfg.vocabSize,
-        rows: decodeRows,
-        minMs: args.minMs,
-        log: (l) => console.log(l),
-      });
-      if (sampler) {
-        console.log("\n| workgroups a row | threads a workgroup | ms a step |");
-        console.log("|---|---|---|");
-        const same = (a: SamplerPick, b: SamplerPick) =>
-          a.rowChunks === b.rowChunks && a.workgroupSize === b.workgroupSize;
-        for (const t of sampler.times) {
-          console.log(
-            `| ${t.rowChunks}${
-              [same(t, sampler.current) && "built-in", same(t, sampler.best) && "tuned"]
-                .filter(Boolean).map((w) => ` (${w})`).join("")
-            } | ${t.workgroupSize} | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
-          );
-        }
-        for (const x of sampler.refused) {
-          console.log(
-            `refused ${describeSamplerPick(x)} (wrong against the float64 reference): ${x.why}`,
-          );
-        }
-      }
-      const lora = await tuneLoraFusedIf(gpu, args.lora as LoraTuneMode, {
+      const tuned = await runKernelTuners(gpu, {
         config: cfg,
-        rows: decodeRows,
-        minMs: args.minMs,
-        log: (l) => console.log(l),
-      });
-      if (lora) {
-        console.log("\n| fused LoRA: workgroups a dispatch | ms a step |");
-        console.log("|---|---|");
-        for (const t of lora.times) {
-          console.log(
-            `| ${t.target}${
-              [t.target === lora.current && "built-in", t.target === lora.best && "tuned"]
-                .filter(Boolean).map((w) => ` (${w})`).join("")
-            } | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
-          );
-        }
-        if (lora.same.length) {
-          console.log(
-            `the same column split as another: ${
-              lora.same.map((x) => `${x.target} as ${x.as}`).join(", ")
-            }`,
-          );
-        }
-        for (const x of lora.refused) {
-          console.log(
-            `refused fused LoRA target ${x.target} (wrong against the float64 reference): ${x.why}`,
-          );
-        }
-      }
-      const attention = await tuneAttentionSplitIf(gpu, args.attention as AttentionTuneMode, {
-        config: cfg,
+        decodeRows,
+        loraRank: args.full ? null : 16,
         context: args.context,
-        rows: decodeRows,
+        logitRows: args.trainRows > 0 ? logitRows : 0,
+        modes: {
+          sampler: args.sampler as SamplerTuneMode,
+          lora: args.lora as LoraTuneMode,
+          attention: args.attention as AttentionTuneMode,
+          loss: args.loss as LossTuneMode,
+        },
         minMs: args.minMs,
         log: (l) => console.log(l),
       });
-      if (attention) {
-        console.log(
-          `\n| decode attention at ${attention.context} positions: rows | rows × heads | one workgroup per (head, row) ms | ${
-            attention.spans.map((s) => `split ${s.span} ms`).join(" | ")
-          } |`,
-        );
-        console.log(`|---|---|---|${attention.spans.map(() => "---|").join("")}`);
-        attention.calls.forEach((c, i) => {
-          console.log(
-            `| ${c.rows} | ${c.rowHeads} | ${c.unsplitMs.toFixed(3)} | ${
-              attention.spans.map((s) => s.splitMs[i].toFixed(3)).join(" | ")
-            } |`,
-          );
-        });
-        console.log(
-          `built-in: ${describeAttentionSplit(attention.current)}; tuned: ${
-            describeAttentionSplit(attention.best)
-          }`,
-        );
-        for (const x of attention.refused) {
-          console.log(
-            `refused the split of ${x.span} positions (wrong against the float64 reference): ${x.why}`,
-          );
-        }
-      }
-      // The loss heads at the trainer's logit rows (training only).
-      const loss = args.trainRows > 0
-        ? await tuneLossHeadIf(gpu, args.loss as LossTuneMode, {
-          vocab: cfg.vocabSize,
-          rows: Math.min(logitRows, LOSS_TUNE_ROWS),
-          minMs: args.minMs,
-          log: (l) => console.log(l),
-        })
-        : null;
-      if (loss) {
-        console.log("\n| loss head: lanes a row | ms a call |");
-        console.log("|---|---|");
-        for (const t of loss.times) {
-          console.log(
-            `| ${t.workgroupSize}${
-              [
-                t.workgroupSize === loss.current && "built-in",
-                t.workgroupSize === loss.best && "tuned",
-              ]
-                .filter(Boolean).map((w) => ` (${w})`).join("")
-            } | ${t.ms.toFixed(3)}${t.final ? "" : " (screening)"} |`,
-          );
-        }
-        for (const x of loss.refused) {
-          console.log(
-            `refused ${x.workgroupSize} lanes a row (wrong against the float64 reference): ${x.why}`,
-          );
-        }
-      }
-      const seconds = r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0) +
-        (attention?.seconds ?? 0) + (loss?.seconds ?? 0);
-      console.log(`\n${seconds.toFixed(1)} s`);
+      for (const line of tunerTables(tuned)) console.log(line);
+      console.log(`\n${(r.seconds + tuned.seconds).toFixed(1)} s`);
       const entry = {
         adapter: adapterKey(gpu.ctx.info),
         kernels: kernelSetId(),
@@ -348,10 +236,7 @@ if (import.meta.main) {
         }, train rows ${args.trainRows}${args.full ? ", full" : ""}${half ? ", half base" : ""})`,
         date: new Date().toISOString(),
         buckets: r.buckets,
-        ...(sampler ? samplerEntry(sampler) : {}),
-        ...(lora ? loraFusedEntry(lora) : {}),
-        ...(attention ? attentionSplitEntry(attention) : {}),
-        ...(loss ? lossEntry(loss) : {}),
+        ...tuned.entry,
       };
       if (!args.dryRun) {
         const path = out!;
@@ -373,10 +258,10 @@ if (import.meta.main) {
             ...entry,
             refused: r.refused,
             seconds: r.seconds,
-            ...(sampler ? { sampler } : {}),
-            ...(lora ? { lora } : {}),
-            ...(attention ? { attention } : {}),
-            ...(loss ? { loss } : {}),
+            ...(tuned.sampler ? { sampler: tuned.sampler } : {}),
+            ...(tuned.lora ? { lora: tuned.lora } : {}),
+            ...(tuned.attention ? { attention: tuned.attention } : {}),
+            ...(tuned.loss ? { loss: tuned.loss } : {}),
           }),
         );
       }

@@ -1,15 +1,10 @@
 // The app's "Tune kernels for this GPU": the matmul tuner (src/ops/autotune.ts) at a run's
-// products, and on GPUs the sampler's row split at its vocabulary (src/model/sampler_tune.ts) and,
-// for LoRA runs, the fused LoRA forward's column split (src/model/lora_tune.ts), and decode
-// attention's split over positions (src/model/attention_tune.ts) and the loss heads' lanes a row
-// (src/train/loss_tune.ts), kept in the store's picks file beside runs/ (src/ops/tuned_picks.ts's format) and registered
-// for the next start or resume. TrainerHost decides when it may run; this decides what it times.
+// products and, on GPUs, the other kernel tuners (src/train/kernel_tuners.ts: the sampler, the
+// fused LoRA forward, decode attention's split, the loss heads), kept in the store's picks file
+// beside runs/ (src/ops/tuned_picks.ts's format) and registered for the next start or resume. TrainerHost decides when it may run; this decides what it times.
 
 import type { Gpu } from "../../src/gpu/mod.ts";
 import type { DirStore } from "../../src/browser/run_store.ts";
-import { attentionSplitEntry, tuneAttentionSplitIf } from "../../src/model/attention_tune.ts";
-import { loraFusedEntry, tuneLoraFusedIf } from "../../src/model/lora_tune.ts";
-import { samplerEntry, tuneSamplerIf } from "../../src/model/sampler_tune.ts";
 import { matmulWorkload, tuneMatmuls } from "../../src/ops/autotune.ts";
 import {
   adapterKey,
@@ -23,7 +18,7 @@ import {
 } from "../../src/ops/tuned_picks.ts";
 import type { RunConfig } from "../../src/rl/config.ts";
 import { halfBaseFor } from "../../src/rl/policies.ts";
-import { LOSS_TUNE_ROWS, lossEntry, tuneLossHeadIf } from "../../src/train/loss_tune.ts";
+import { runKernelTuners } from "../../src/train/kernel_tuners.ts";
 import { defaultLogitRows } from "../../src/train/trainer.ts";
 import type { LoadedBase } from "./model_source.ts";
 import type { TuneReport, TuneRequest } from "./protocol.ts";
@@ -109,46 +104,20 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
   const r = await ctx.gpuJob(() =>
     tuneMatmuls(gpu, workload, { variants, minMs: req.minMs, log: tuneLog })
   );
-  // The sampler's row split at the rollout's batch sizes (GPUs; see src/model/sampler_tune.ts).
-  const sampler = await ctx.gpuJob(() =>
-    tuneSamplerIf(gpu, req.sampler ?? "auto", {
-      vocab,
-      rows: decodeRows,
-      minMs: req.minMs,
-      log: tuneLog,
-    })
-  );
-  // The fused LoRA forward's column split at the run's rank (LoRA runs on GPUs; lora_tune.ts).
-  const lora = full ? null : await ctx.gpuJob(() =>
-    tuneLoraFusedIf(gpu, req.lora ?? "auto", {
-      config: base.weights.config,
-      rank: c.update.lora.rank,
-      rows: decodeRows,
-      minMs: req.minMs,
-      log: tuneLog,
-    })
-  );
-  // Decode attention's split over positions at the rollout's longest context (GPUs;
-  // attention_tune.ts): a prompt and every turn's new tokens.
-  const context = c.rollout.maxPromptTokens + c.rollout.maxTurns * c.rollout.maxNewTokens;
-  const attention = await ctx.gpuJob(() =>
-    tuneAttentionSplitIf(gpu, req.attention ?? "auto", {
-      config: base.weights.config,
-      context,
-      rows: decodeRows,
-      minMs: req.minMs,
-      log: tuneLog,
-    })
-  );
-  // The loss heads' lanes a row at the update's logit rows (GPUs; src/train/loss_tune.ts).
-  const loss = await ctx.gpuJob(() =>
-    tuneLossHeadIf(gpu, req.loss ?? "auto", {
-      vocab,
-      rows: Math.min(logitRows, LOSS_TUNE_ROWS),
-      minMs: req.minMs,
-      log: tuneLog,
-    })
-  );
+  // On GPUs, the sampler's row split at the rollout's batch sizes, the fused LoRA forward's
+  // column split at the run's rank, decode attention's split at the rollout's longest context
+  // (a prompt and every turn's new tokens) and the loss heads at the update's logit rows.
+  const tuned = await runKernelTuners(gpu, {
+    config: base.weights.config,
+    decodeRows,
+    loraRank: full ? null : c.update.lora.rank,
+    context: c.rollout.maxPromptTokens + c.rollout.maxTurns * c.rollout.maxNewTokens,
+    logitRows,
+    modes: req,
+    minMs: req.minMs,
+    log: tuneLog,
+    gpuJob: ctx.gpuJob,
+  });
   const entry: TunedPicksEntry = {
     adapter: adapterKey(gpu.ctx.info),
     kernels: kernelSetId(),
@@ -156,10 +125,7 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     tunedFor,
     date: new Date(ctx.now()).toISOString(),
     buckets: r.buckets,
-    ...(sampler ? samplerEntry(sampler) : {}),
-    ...(lora ? loraFusedEntry(lora) : {}),
-    ...(attention ? attentionSplitEntry(attention) : {}),
-    ...(loss ? lossEntry(loss) : {}),
+    ...tuned.entry,
   };
   // The stored entry keeps the sampler splits of vocabularies tuned before, and the fused LoRA
   // target where this tuning had none (withEntry).
@@ -172,13 +138,12 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
   log(`${describeTunedPicks(gpu.ctx.info)}: the next start or resume runs them`);
   return {
     buckets: r.buckets,
-    sampler: sampler ? samplerEntry(sampler).samplerTimes[0] : null,
-    lora: lora ? loraFusedEntry(lora).loraFusedTimes : null,
-    attention: attention ? attentionSplitEntry(attention).attentionSplitTimes : null,
-    loss: loss ? lossEntry(loss).lossTimes[0] : null,
+    sampler: tuned.entry.samplerTimes?.[0] ?? null,
+    lora: tuned.entry.loraFusedTimes ?? null,
+    attention: tuned.entry.attentionSplitTimes ?? null,
+    loss: tuned.entry.lossTimes?.[0] ?? null,
     refused: r.refused,
-    seconds: r.seconds + (sampler?.seconds ?? 0) + (lora?.seconds ?? 0) +
-      (attention?.seconds ?? 0) + (loss?.seconds ?? 0),
+    seconds: r.seconds + tuned.seconds,
     tunedFor,
   };
 }
