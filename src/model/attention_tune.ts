@@ -4,8 +4,9 @@
 // (head, row) takes several workgroups of at least SPLIT_MIN_SPAN positions and a merge adds them.
 // The built-in thresholds (split up to 64 rows × heads, 128 positions a split at least) are
 // estimates for an H100. This times every decode batch size, at a long context, one workgroup
-// per (head, row) against the split at each span, and keeps the span and the largest batch at
-// which the split still wins (`npx deno task tune --attention`).
+// per (head, row) against the split at each span, and keeps the span and the threshold (split
+// up to a batch size's rows × heads, or never) whose calls take the least time in all
+// (`npx deno task tune --attention`).
 //
 // Every call timed is first checked against a float64 reference of the attention; a span whose
 // split is wrong is refused and never picked.
@@ -219,22 +220,18 @@ export async function tuneAttentionSplit(
         (s, N, i) => s + (splitMs && N * NH <= p.rowHeads ? splitMs[i] : unsplitMs[i]),
         0,
       );
-    // A span's threshold: the batch sizes from the smallest up at which the split wins.
-    const pickFor = ({ span, splitMs }: { span: number; splitMs: number[] }) => {
-      let rowHeads = 0;
-      for (const [i, N] of rows.entries()) {
-        if (!(splitMs[i] < unsplitMs[i])) break;
-        rowHeads = N * NH;
-      }
-      return { rowHeads, minSpan: span };
-    };
+    // Every threshold the timings can tell apart (split none, or up to each batch size's rows ×
+    // heads) at every span; the built-in pick splits as one of them, so the pick is never slower
+    // than it in these figures. Ties keep the earlier: no split, then smaller spans and thresholds.
     const current: AttentionSplitPick = { rowHeads: SPLIT_ROW_HEADS, minSpan: SPLIT_MIN_SPAN };
     const currentMs = score(current, timed.find((t) => t.span === SPLIT_MIN_SPAN)?.splitMs);
     let best: AttentionSplitPick = { rowHeads: 0, minSpan: SPLIT_MIN_SPAN };
     let bestMs = score(best, undefined), bestSplit: number[] | undefined;
     for (const t of timed) {
-      const p = pickFor(t), ms = score(p, t.splitMs);
-      if (ms < bestMs) [best, bestMs, bestSplit] = [p, ms, t.splitMs];
+      for (const N of rows) {
+        const p = { rowHeads: N * NH, minSpan: t.span }, ms = score(p, t.splitMs);
+        if (ms < bestMs) [best, bestMs, bestSplit] = [p, ms, t.splitMs];
+      }
     }
     log(
       `decode attention at ${P} positions (${attentionTuneShape(c)}): ${

@@ -57,6 +57,15 @@ Deno.test("attention split tuner: checks every split against float64, picks by i
     assert(r.bestMs <= unsplit + 1e-9, `${r.bestMs} > ${unsplit}`);
     assert([0, NH, 3 * NH].includes(r.best.rowHeads), JSON.stringify(r.best));
     assert(r.bestMs <= r.currentMs + 1e-9, JSON.stringify(r));
+    // Recomputed from the reported times: the least of every (span, threshold), each threshold
+    // splitting the batch sizes up to it (whatever the others do: not only a prefix of wins).
+    const scores = r.spans.flatMap((s) =>
+      [1, 3].map((N) =>
+        r.calls.reduce((t, c, i) => t + (c.rows <= N ? s.splitMs[i] : c.unsplitMs), 0)
+      )
+    );
+    const least = Math.min(unsplit, ...scores);
+    assert(Math.abs(r.bestMs - least) < 1e-9, `${r.bestMs} ≠ ${least}`);
     assertEquals(r.current, { rowHeads: SPLIT_ROW_HEADS, minSpan: SPLIT_MIN_SPAN });
     assert(lines.some((l) => l.startsWith("decode attention at 600 positions")), lines.join("\n"));
 
