@@ -177,7 +177,8 @@ export async function tuneAttentionSplit(
     // One workgroup per (head, row): the same kernels called without the split's scratch.
     const plain = await create(usable[0]);
     {
-      const rec = gpu.recorder("attention tune check");
+      // Cleared first: a call that writes nothing must not pass on the last one's output.
+      const rec = gpu.recorder("attention tune check").clear(bufs.out).clear(bufs.lse);
       plain.attention(rec, callOf(maxN, null));
       rec.submit();
       const why = await wrong();
@@ -194,7 +195,8 @@ export async function tuneAttentionSplit(
       const f = k.splitScratchFloats(D);
       const parts = { o: gpu.zeros(f.o), ml: gpu.zeros(f.ml) };
       scratch.push(parts.o, parts.ml);
-      const rec = gpu.recorder("attention tune check");
+      // Cleared first: a call that writes nothing must not pass on the last one's output.
+      const rec = gpu.recorder("attention tune check").clear(bufs.out).clear(bufs.lse);
       k.attention(rec, callOf(maxN, parts));
       rec.submit();
       const why = await wrong();

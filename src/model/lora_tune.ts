@@ -125,10 +125,7 @@ export async function tuneLoraFused(gpu: Gpu, o: LoraTuneOptions): Promise<LoraT
   if (!rows.length || rows.some((r) => !(Number.isInteger(r) && r > 0))) {
     throw new LoraTuneError(`tuneLoraFused: rows ${rows} must be positive integers`);
   }
-  const wanted = [
-    ...(o.candidates ?? [1, 8, 16, 32, 64, 128, 256, 512, 1024]),
-    FUSED_TARGET_WORKGROUPS,
-  ];
+  const wanted = o.candidates ?? [1, 8, 16, 32, 64, 128, 256, 512, 1024];
   for (const c of wanted) {
     if (!(Number.isInteger(c) && c >= 1)) {
       throw new LoraTuneError(`tuneLoraFused: candidate ${c} must be an integer ≥ 1`);
@@ -173,7 +170,8 @@ export async function tuneLoraFused(gpu: Gpu, o: LoraTuneOptions): Promise<LoraT
         "the fused LoRA forward is off here (PETTINGLLMS_LORA_FORWARD=split?): nothing to tune",
       );
     }
-    // Candidates that chunk every group alike at every batch size are one candidate.
+    // Candidates that chunk every group alike at every batch size are one candidate, the
+    // built-in first among them.
     const tilesOf = (n: number) => Math.ceil(n / 4);
     const chunking = (target: number) =>
       rows.map((n) =>

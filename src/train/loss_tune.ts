@@ -102,7 +102,8 @@ export async function tuneLossHead(gpu: Gpu, o: LossTuneOptions): Promise<LossTu
     for (const wg of candidates) {
       const head = await make(gpu, wg, rows, V);
       const args = { rows, rowData: gpu.upload(head.pack(batch)), logits: z, dlogits: dz };
-      const rec = gpu.recorder("loss tune check");
+      // Cleared first: a head that writes no gradient must not pass on the last one's.
+      const rec = gpu.recorder("loss tune check").clear(dz);
       head.encode(rec, args);
       rec.submit();
       const loss = (await head.readMetrics()).loss;

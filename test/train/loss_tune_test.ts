@@ -21,24 +21,36 @@ Deno.test("loss head tuner: refuses a wrong head, picks the fastest of the rest,
   const gpu = await Gpu.create();
   try {
     const builtIn = LOSS_WG[gpu.adapterClass];
-    // A planted fault: at 32 lanes the head reads the logits at temperature 2.
+    // Planted faults: at 32 lanes the head reads the logits at temperature 2 (a wrong loss); at
+    // 128 it computes the right loss but writes its gradient elsewhere (the check clears the
+    // gradient first, so the previous head's cannot pass for it).
     const lines: string[] = [];
+    const elsewhere = gpu.zeros(6 * VOCAB);
     const r = await tuneLossHead(gpu, {
       vocab: VOCAB,
       rows: 6,
-      candidates: [32, 64],
+      candidates: [32, 64, 128],
       minMs: 2,
       log: (l) => lines.push(l),
-      headFor: (g, wg, rows, vocab) =>
-        PolicyLoss.create(g, {
+      headFor: async (g, wg, rows, vocab) => {
+        const head = await PolicyLoss.create(g, {
           maxRows: rows,
           vocabSize: vocab,
           workgroupSize: wg,
           ...(wg === 32 ? { temperature: 2 } : {}),
-        }),
+        });
+        if (wg !== 128) return head;
+        return {
+          pack: head.pack.bind(head),
+          readMetrics: head.readMetrics.bind(head),
+          destroy: head.destroy.bind(head),
+          encode: (rec, args) => head.encode(rec, { ...args, dlogits: elsewhere }),
+        };
+      },
     });
-    assertEquals(r.refused.map((x) => x.workgroupSize), [32]);
-    assert(r.refused[0].why.includes("tolerance"), r.refused[0].why);
+    elsewhere.destroy();
+    assertEquals(r.refused.map((x) => x.workgroupSize), [32, 128]);
+    assert(r.refused[1].why.includes("dL/dlogits"), r.refused[1].why);
     const timed = [...new Set([64, builtIn])].sort((a, b) => a - b);
     assertEquals(r.times.map((t) => t.workgroupSize), timed);
     const fastest = r.times.filter((t) => t.final).reduce((a, b) => (b.ms < a.ms ? b : a));
