@@ -32,7 +32,7 @@ import type { BindingKind, Kernel, KernelSpec } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
-import { isSamplerWorkgroupSize, tunedSamplerPicks } from "../ops/tuned_picks.ts";
+import { isPow2In32To256, tunedSamplerPicks } from "../ops/tuned_picks.ts";
 import { ModelError } from "./errors.ts";
 
 /** Per-row sampling parameters (HF names in camelCase). */
@@ -335,7 +335,7 @@ export class Sampler {
         `Sampler: laneWorkgroupSize ${laneWg} must be a power of two in [1, 256]`,
       );
     }
-    if (!isSamplerWorkgroupSize(wg)) {
+    if (!isPow2In32To256(wg)) {
       throw new KernelArgumentError(
         `Sampler: workgroupSize ${wg} must be a power of two in [32, 256]`,
       );

@@ -128,8 +128,11 @@ export interface SamplerPick {
   workgroupSize: number;
 }
 
-/** Whether n is a sampler workgroup size: a power of two in [32, 256]. */
-export function isSamplerWorkgroupSize(n: unknown): n is number {
+/**
+ * Whether n is a power of two in [32, 256]: the workgroup sizes of the sampler's and the loss
+ * heads' row reductions.
+ */
+export function isPow2In32To256(n: unknown): n is number {
   return Number.isInteger(n) && (n as number) >= 32 && (n as number) <= 256 &&
     ((n as number) & ((n as number) - 1)) === 0;
 }
@@ -213,7 +216,7 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
         !Object.entries(sp).every(([k, v]) =>
           /^[1-9][0-9]*$/.test(k) && typeof v === "object" && v !== null &&
           Number.isInteger(v.rowChunks) && v.rowChunks >= 1 &&
-          isSamplerWorkgroupSize(v.workgroupSize)
+          isPow2In32To256(v.workgroupSize)
         ))
     ) {
       throw bad(
@@ -223,7 +226,7 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
     const lp = e.lossPicks;
     if (
       lp !== undefined && (typeof lp !== "object" || lp === null || Array.isArray(lp) ||
-        !Object.entries(lp).every(([k, v]) => /^[1-9][0-9]*$/.test(k) && isSamplerWorkgroupSize(v)))
+        !Object.entries(lp).every(([k, v]) => /^[1-9][0-9]*$/.test(k) && isPow2In32To256(v)))
     ) {
       throw bad(
         `entry ${i}'s "lossPicks" is not vocabulary → lanes a row (a power of two in [32, 256])`,
@@ -255,33 +258,30 @@ export function parseTunedPicks(text: string, path: string): TunedPicksFile {
 }
 
 /**
- * `file` with `entry` in place of any entry of the same adapter and kernel set. The sampler's
- * and loss-head picks of vocabularies `entry` did not tune are kept from the entry it replaces (tuning one model
- * leaves another model's sampler split as it was), and so is the fused LoRA target where `entry`
- * has none, and the attention split likewise; its matmul picks are replaced.
+ * `file` with `entry` in place of any entry of the same adapter and kernel set. The sampler's and
+ * the loss heads' picks of vocabularies `entry` did not tune are kept from the entry it replaces
+ * (tuning one model leaves another model's as they were), and so are the fused LoRA target and
+ * the attention split where `entry` has none; its matmul picks are replaced.
  */
 export function withEntry(file: TunedPicksFile | null, entry: TunedPicksEntry): TunedPicksFile {
   const same = (e: TunedPicksEntry) => e.adapter === entry.adapter && e.kernels === entry.kernels;
   const old = (file?.entries ?? []).find(same);
   const rest = (file?.entries ?? []).filter((e) => !same(e));
-  const picks = { ...old?.samplerPicks, ...entry.samplerPicks };
-  const tuned = new Set((entry.samplerTimes ?? []).map((t) => t.vocab));
-  const times = [
-    ...(old?.samplerTimes ?? []).filter((t) => !tuned.has(t.vocab)),
-    ...(entry.samplerTimes ?? []),
-  ];
-  const losses = { ...old?.lossPicks, ...entry.lossPicks };
-  const lossTuned = new Set((entry.lossTimes ?? []).map((t) => t.vocab));
-  const lossTimes = [
-    ...(old?.lossTimes ?? []).filter((t) => !lossTuned.has(t.vocab)),
-    ...(entry.lossTimes ?? []),
-  ];
+  // Per-vocabulary picks and times: the new vocabularies' over the old.
+  const byVocab = (pk: "samplerPicks" | "lossPicks", tk: "samplerTimes" | "lossTimes") => {
+    const picks = { ...old?.[pk], ...entry[pk] };
+    const oldTimes: { vocab: number }[] = old?.[tk] ?? [], newTimes = entry[tk] ?? [];
+    const tuned = new Set(newTimes.map((t) => t.vocab));
+    const times = [...oldTimes.filter((t) => !tuned.has(t.vocab)), ...newTimes];
+    return {
+      ...(Object.keys(picks).length ? { [pk]: picks } : {}),
+      ...(times.length ? { [tk]: times } : {}),
+    };
+  };
   const merged: TunedPicksEntry = {
     ...entry,
-    ...(Object.keys(picks).length ? { samplerPicks: picks } : {}),
-    ...(times.length ? { samplerTimes: times } : {}),
-    ...(Object.keys(losses).length ? { lossPicks: losses } : {}),
-    ...(lossTimes.length ? { lossTimes } : {}),
+    ...byVocab("samplerPicks", "samplerTimes"),
+    ...byVocab("lossPicks", "lossTimes"),
     ...(entry.loraFusedTarget === undefined && old?.loraFusedTarget !== undefined
       ? { loraFusedTarget: old.loraFusedTarget, loraFusedTimes: old.loraFusedTimes }
       : {}),

@@ -14,7 +14,7 @@ import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
-import { tunedLossWorkgroupSize } from "../ops/tuned_picks.ts";
+import { isPow2In32To256, tunedLossWorkgroupSize } from "../ops/tuned_picks.ts";
 import { TrainConfigError } from "./errors.ts";
 import {
   type CrossEntropyBatch,
@@ -129,7 +129,7 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
   }
   const WG = o.workgroupSize ?? tunedLossWorkgroupSize(gpu.ctx.info, o.vocabSize) ??
     LOSS_WG[gpu.adapterClass];
-  if (!Number.isInteger(WG) || WG < 32 || WG > 256 || (WG & (WG - 1)) !== 0) {
+  if (!isPow2In32To256(WG)) {
     throw new TrainConfigError("workgroupSize", `${WG} must be a power of two in [32, 256]`);
   }
   const constants = { WG };
