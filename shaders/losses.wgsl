@@ -7,8 +7,10 @@
 // computed on the CPU from the mask, so one kernel serves every aggregation mode.
 // One workgroup per row (WG lanes: 64 on CPU adapters, 256 on GPUs; src/train/losses.ts). The
 // row's max, Σe^(z−max) and Σe^(z−max)·z come from one online pass (one load per logit, four
-// loaded ahead into four running sums); the gradient pass loads each logit once more. With in_place the
-// gradient overwrites the logits (halving memory for large vocabularies); G is then a dummy.
+// loaded ahead into four running sums); the gradient pass loads each logit once more. With
+// in_place the gradient overwrites the logits (halving memory for large vocabularies); G is then
+// a dummy. Where the adapter has subgroups the heads run their subgroup twin (losses_sg: the
+// workgroup reductions of loss_reduce.wgsl through subgroup operations, loss_reduce_sg.wgsl).
 //
 // Stats row (8 f32): 0 coef·ℓ_pg | 1 coef·k3 | 2 mask·clipped | 3 mask·dual-clipped
 //                    4 mask·(old_logp − logp) | 5 mask·entropy | 6 mask | 7 logp(tgt)
@@ -39,8 +41,11 @@ override WG: u32 = 64u;
 @group(0) @binding(3) var<storage, read_write> G: array<f32>;
 @group(0) @binding(4) var<storage, read_write> S: array<f32>;
 
-var<workgroup> red: array<vec4<f32>, WG>;
-var<workgroup> red2: array<vec4<f32>, WG>;
+// mergeRow and sumPair: trees in workgroup memory; the subgroup twin (losses_sg) swaps in
+// loss_reduce_sg for subgroup operations.
+//! include loss_reduce
+
+struct Pair { a: vec4<f32>, b: vec4<f32> }
 
 const NEG_BIG: f32 = -3.402823e38;
 
@@ -88,13 +93,7 @@ fn rowStats(base: u32, tgt: u32, lid: u32) -> RowStats {
     a3 = online(a3, z.w);
   }
   for (; c < p.cols; c += WG) { a0 = online(a0, Z[base + c] * p.inv_temp); }
-  red[lid] = merge(merge(a0, a1), merge(a2, a3));
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) { red[lid] = merge(red[lid], red[lid + s]); }
-    workgroupBarrier();
-  }
-  let t = red[0];
+  let t = mergeRow(merge(merge(a0, a1), merge(a2, a3)), lid);
   let lse = t.x + log(t.y);
   // H = −Σ p log p = lse − E_p[z]
   return RowStats(lse, lse - t.z / t.y, zt - lse);
@@ -143,7 +142,8 @@ fn rowIndex(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 
 @compute @workgroup_size(WG)
 fn cross_entropy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
+                 lane: Lane) {
+  let lid = enterLane(lane);
   let row = rowIndex(wid, nwg);
   if (row >= p.rows) { return; }
   let r = R[row];
@@ -199,7 +199,8 @@ fn policyTerms(r: Row, logp: f32) -> Terms {
 
 @compute @workgroup_size(WG)
 fn policy_loss(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-               @builtin(local_invocation_index) lid: u32) {
+               lane: Lane) {
+  let lid = enterLane(lane);
   let row = rowIndex(wid, nwg);
   if (row >= p.rows) { return; }
   let r = R[row];
@@ -226,7 +227,8 @@ fn policy_loss(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 @group(0) @binding(2) var<storage, read_write> T: array<vec4<f32>>;
 
 @compute @workgroup_size(WG)
-fn loss_totals(@builtin(local_invocation_index) lid: u32) {
+fn loss_totals(lane: Lane) {
+  let lid = enterLane(lane);
   var a = vec4<f32>(0.0);
   var b = vec4<f32>(0.0);
   for (var i = lid; i < tp.rows; i += WG) {
@@ -235,23 +237,14 @@ fn loss_totals(@builtin(local_invocation_index) lid: u32) {
     // Column 7 is the raw logp; its total is the masked sum.
     b += vec4<f32>(s.x, s.y, s.z, s.w * s.z);
   }
-  red[lid] = a;
-  red2[lid] = b;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s /= 2u) {
-    if (lid < s) {
-      red[lid] += red[lid + s];
-      red2[lid] += red2[lid + s];
-    }
-    workgroupBarrier();
-  }
+  let t = sumPair(a, b, lid);
   if (lid == 0u) {
     if (tp.accumulate != 0u) {
-      T[0] += red[0];
-      T[1] += red2[0];
+      T[0] += t.a;
+      T[1] += t.b;
     } else {
-      T[0] = red[0];
-      T[1] = red2[0];
+      T[0] = t.a;
+      T[1] = t.b;
     }
   }
 }

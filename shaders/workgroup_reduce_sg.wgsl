@@ -3,27 +3,11 @@
 // subgroupMax, one lane of each writes the result at its subgroup_id, and after one barrier every
 // lane combines them in subgroup order (a workgroup that is one subgroup, 32 lanes on most GPUs,
 // has its result already). One barrier a reduce where the tree takes log2(WG) + 1; consecutive
-// reduces write alternate halves of `red`, as the tree's do. A subgroup has ≥ 4 invocations (WebGPU's minimum), so a
-// workgroup of ≤ 256 lanes has ≤ RED_SLOTS of them.
+// reduces write alternate halves of `red`, as the tree's do.
 
-const RED_SLOTS: u32 = 64u;
+//! include workgroup_lane_sg
 
-struct Lane {
-  @builtin(local_invocation_index) index: u32,
-  @builtin(subgroup_id) sg: u32,
-  @builtin(num_subgroups) count: u32,
-}
-
-var<private> laneSg: u32;
-var<private> laneSubgroups: u32;
 var<private> redHalf: u32;
-
-/** This lane's index in the workgroup; keeps its subgroup's for reduce. */
-fn enterLane(lane: Lane) -> u32 {
-  laneSg = min(lane.sg, RED_SLOTS - 1u);
-  laneSubgroups = min(lane.count, RED_SLOTS);
-  return lane.index;
-}
 
 var<workgroup> red: array<f32, 2u * RED_SLOTS>;
 

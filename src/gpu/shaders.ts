@@ -54,16 +54,17 @@ export function registerShaderTwins(ts: Readonly<Record<string, ShaderTwin>>): v
 export const SUBGROUP_TWIN = "_sg";
 
 /**
- * Registers NAME_sg for each NAME: its workgroup sums and maxima (shaders/workgroup_reduce.wgsl)
- * through subgroup operations (workgroup_reduce_sg.wgsl). Returns the names given.
+ * Registers NAME_sg for each NAME: its workgroup sums and maxima (by default
+ * shaders/workgroup_reduce.wgsl; `swap` names other reduction includes and their subgroup forms,
+ * e.g. loss_reduce → loss_reduce_sg) through subgroup operations (workgroup_reduce_sg.wgsl).
+ * Returns the names given.
  */
-export function registerSubgroupTwins<T extends string>(bases: readonly T[]): readonly T[] {
+export function registerSubgroupTwins<T extends string>(
+  bases: readonly T[],
+  swap: Readonly<Record<string, string>> = { workgroup_reduce: "workgroup_reduce_sg" },
+): readonly T[] {
   for (const base of bases) {
-    twins.set(base + SUBGROUP_TWIN, {
-      base,
-      swap: { workgroup_reduce: "workgroup_reduce_sg" },
-      enable: ["subgroups"],
-    });
+    twins.set(base + SUBGROUP_TWIN, { base, swap, enable: ["subgroups"] });
   }
   return bases;
 }

@@ -12,6 +12,7 @@ import { KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Kernel } from "../gpu/pipelines.ts";
 import type { Recorder } from "../gpu/recorder.ts";
+import { registerSubgroupTwins, SUBGROUP_TWIN } from "../gpu/shaders.ts";
 import { uniformStruct } from "../gpu/uniforms.ts";
 import { grid1d } from "../ops/grid.ts";
 import { isPow2In32To256, tunedLossWorkgroupSize } from "../ops/tuned_picks.ts";
@@ -32,6 +33,12 @@ import {
  * adapter a workgroup runs on one core, where more lanes only add reduction work.
  */
 export const LOSS_WG = { cpu: 64, gpu: 256 } as const;
+/**
+ * The heads' shader, and its subgroup twin (losses_sg): the reductions of loss_reduce.wgsl
+ * through subgroup operations (loss_reduce_sg.wgsl).
+ */
+const LOSS_SHADER = "losses";
+registerSubgroupTwins([LOSS_SHADER], { loss_reduce: "loss_reduce_sg" });
 /** Dual clip "off": larger than any −A·c that matters, finite so f32 arithmetic stays defined. */
 const NO_DUAL_CLIP = 3e38;
 
@@ -90,6 +97,12 @@ export interface LossHeadOptions {
    * vocabulary, src/train/loss_tune.ts, else LOSS_WG of the adapter's class).
    */
   readonly workgroupSize?: number;
+  /**
+   * Run the heads' subgroup twin (shaders/losses_sg: the workgroup reductions through subgroup
+   * operations, one barrier each instead of log2(WG) + 1); default: where the adapter has
+   * subgroups (Gpu.subgroups, Chrome's WebGPU). True on an adapter without them is an error.
+   */
+  readonly subgroups?: boolean;
 }
 
 /** What both heads are made of: kernels, per-row stats and totals. */
@@ -102,6 +115,8 @@ interface HeadParts {
   readonly temperature: number;
   /** Lanes a row. */
   readonly workgroupSize: number;
+  /** Whether the kernels are the subgroup twins. */
+  readonly subgroups: boolean;
   /** Per-row stats [maxRows, 8]; see shaders/losses.wgsl for the columns. */
   readonly rowStats: GPUBuffer;
   /** [8] column sums. */
@@ -132,16 +147,24 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
   if (!isPow2In32To256(WG)) {
     throw new TrainConfigError("workgroupSize", `${WG} must be a power of two in [32, 256]`);
   }
+  const subgroups = o.subgroups ?? gpu.subgroups;
+  if (subgroups && !gpu.subgroups) {
+    throw new TrainConfigError(
+      "subgroups",
+      "true, but this adapter has no subgroup operations (Gpu.subgroups); leave it unset",
+    );
+  }
+  const shader = subgroups ? LOSS_SHADER + SUBGROUP_TWIN : LOSS_SHADER;
   const constants = { WG };
   const [kernel, totalsKernel] = await Promise.all([
     gpu.kernel({
-      shader: "losses",
+      shader,
       entry,
       bindings: ["uniform", "read-only-storage", "storage", "storage", "storage"],
       constants,
     }),
     gpu.kernel({
-      shader: "losses",
+      shader,
       entry: "loss_totals",
       bindings: ["uniform", "read-only-storage", "storage"],
       constants,
@@ -155,6 +178,7 @@ async function buildHead(gpu: Gpu, entry: string, o: LossHeadOptions): Promise<H
     vocabSize: o.vocabSize,
     temperature,
     workgroupSize: WG,
+    subgroups,
     rowStats: gpu.zeros(o.maxRows * ROW_FLOATS, "loss:row-stats"),
     totals: gpu.zeros(8, "loss:totals"),
     dummy: gpu.zeros(4, "loss:no-dlogits"),
@@ -176,6 +200,11 @@ abstract class LossHead {
   /** Lanes a row (the option, else this adapter's tuned pick at this vocabulary, else LOSS_WG). */
   get workgroupSize(): number {
     return this.parts.workgroupSize;
+  }
+
+  /** Whether the heads run their subgroup twin (losses_sg). */
+  get subgroups(): boolean {
+    return this.parts.subgroups;
   }
 
   /** Per-row stats [maxRows, 8] of the last encode (column 7: log-prob of the target). */

@@ -17,6 +17,7 @@ import { createOps } from "../../src/ops/mod.ts";
 import { SoftmaxParams } from "../../src/ops/softmax.ts";
 import "../../src/model/sampling.ts"; // declares the Shape the lane sampler includes
 import "../../src/model/model_kernels.ts"; // the attention's parameters and subgroup twins
+import "../../src/train/losses.ts"; // the loss heads' parameters and subgroup twin
 
 Deno.test("classifyAdapter: software rasterisers are CPU-class", () => {
   const base = { vendor: "", architecture: "", device: "", description: "", isFallback: false };
@@ -127,6 +128,15 @@ Deno.test("GPU layer on the real adapter", async (t) => {
           "a subgroup twin",
         );
         assertEquals(sg.match(/\nfn reduce\(/g)?.length, 1);
+        // The loss heads' twin (losses.ts) swaps their own reduction include: one mergeRow, the
+        // subgroup one, and one Lane with the subgroup builtins.
+        const loss = await shaderSource("losses_sg");
+        assert(
+          loss.startsWith("enable subgroups;\n") && loss.includes("subgroupMax("),
+          "loss twin",
+        );
+        assertEquals(loss.match(/\nfn mergeRow\(/g)?.length, 1);
+        assertEquals(loss.match(/@builtin\(subgroup_id\)/g)?.length, 1);
       },
     );
 

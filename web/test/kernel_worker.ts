@@ -8,6 +8,7 @@ import { type CaseResult, kernelCases, runCases } from "../../test/ops/cases.ts"
 import { samplingCases } from "../../test/model/sampling_cases.ts";
 import { decodeCases, gpuClassCases } from "../../test/model/decode_cases.ts";
 import { normCases } from "../../test/model/norm_cases.ts";
+import { lossCases } from "../../test/train/loss_cases.ts";
 import { runtimeKind } from "../../src/runtime.ts";
 
 /** The sampling cases also run at 256 threads a workgroup (names containing one of these). */
@@ -52,6 +53,8 @@ const api = {
       results.push(...await run(samplingCases(), "sampling: ", gpu));
       results.push(...await run(decodeCases().filter((c) => !c.textures), "decode: ", gpu));
       results.push(...await run(normCases(), "norm: ", gpu));
+      // The loss heads: SwiftShader's subgroups take their subgroup twin (losses_sg).
+      results.push(...await run(lossCases(), "loss: ", gpu));
       // The GPU class's kernels on this adapter: what a laptop's browser runs (SwiftShader's
       // subgroups take the subgroup twins).
       const gpuClass = await Gpu.create({ adapterClass: "gpu" });
