@@ -539,3 +539,31 @@ Deno.test("search copy drills: copies of random letters or names, or the name a 
     "compact",
   );
 });
+
+Deno.test("math randomMove: a wrong answer of the right form; explored demonstrations reach turn 2", () => {
+  const env = getEnv("math_v1");
+  const difficulty = { level: 1, maxNumber: 20, maxTurns: 2 };
+  const rng = new Rng(11);
+  for (let seed = 0; seed < 40; seed++) {
+    const s = env.reset(env.generate(seed, { split: "train", difficulty }));
+    for (const agent of ["tool", "reasoner"]) {
+      const m = env.randomMove!(s, agent, rng);
+      const p = env.parseAction(agent, m.text);
+      assert(p.ok, m.text);
+      // The reasoner's boxed answer, or the tool's printed one, is never the task's.
+      const said = agent === "tool"
+        ? (m.action as { execution: { stdout: string } }).execution.stdout.trim()
+        : (p.action as { canonical: string }).canonical;
+      assert(said !== "" && said !== s.task.answer, `${agent} said ${said}: the answer`);
+    }
+  }
+  // With the reasoner's turn explored, the oracle's turn-2 records quote its wrong answer.
+  const d = demonstrations(env, { episodes: 60, explore: 0.5, difficulty });
+  const turn2 = d.records.filter((r) => r.meta.turn === 1);
+  assert(d.explored > 0 && turn2.length > 0, "no turn-2 records");
+  assert(
+    turn2.some((r) => /\nyou:\d+ tool:\d+\n/.test((r as { prompt: string }).prompt)) &&
+      turn2.some((r) => /\nyou:\d+ rs:\d+\n/.test((r as { prompt: string }).prompt)),
+    "turn-2 prompts quote no numeric answers",
+  );
+});

@@ -21,6 +21,7 @@ import {
   oracleRollout,
 } from "../api.ts";
 import { NotExecutedError } from "../errors.ts";
+import type { Rng } from "../rng.ts";
 import { buildPrompt } from "../prompt.ts";
 import {
   type CodeAction,
@@ -373,6 +374,30 @@ function oracle(s: MathState, agent: string): { text: string; action: MathAction
   return { text, action: parsed.action };
 }
 
+/**
+ * A wrong answer of the right form (demonstrations' exploration, DemoOptions.explore, so the
+ * turn-2 prompts of the demonstrations show a partner that disagreed): an integer within 5 of the
+ * task's (integer) answer or anywhere in [0, 40], never the answer itself; the reasoner boxes it,
+ * the tool prints it.
+ */
+function randomMove(s: MathState, agent: string, rng: Rng): { text: string; action: MathAction } {
+  const n = Number(s.task.display);
+  let wrong = "";
+  do {
+    const near = Number.isInteger(n) && rng.float() < 0.5;
+    wrong = String(near ? n + (rng.int(10) - 5 || 6) : rng.int(41));
+  } while (normalizeAnswer(wrong) === s.task.answer);
+  if (agent === "tool") {
+    const code = `console.log(${wrong});\n`;
+    const action: CodeAction = { kind: "code", code, execution: nativeExecution(wrong + "\n") };
+    return { text: "```javascript\n" + code + "```", action };
+  }
+  const text = `\\boxed{${wrong}}`;
+  const parsed = parseReasoner(text);
+  if (!parsed.ok) throw new Error(`${ENV_ID}: "${text}" does not parse`);
+  return { text, action: parsed.action };
+}
+
 function render(s: MathState): Rendered {
   const status = s.agreed
     ? `agreed, ${s.correct ? "correct" : "wrong"}`
@@ -409,6 +434,7 @@ export const math: EnvDefinition<MathTask, MathState, MathAction, MathDifficulty
   step,
   success: (s) => s.correct,
   oracle,
+  randomMove,
   solve: (task) => oracleRollout(math, task),
   render,
 };
