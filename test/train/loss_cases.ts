@@ -90,6 +90,12 @@ export function maxAbs(x: ArrayLike<number>): number {
   return m;
 }
 
+/** |got − want| over tol · max(1, |want|): ≤ 1 passes. */
+function metricRatio(got: number, want: number, tol: number): number {
+  return Math.abs(got - want) / (tol * Math.max(1, Math.abs(want)));
+}
+
+/** |got − want| ≤ tol · max(1, |want|) (tol 0: exactly equal, where metricRatio is 0/0). */
 export function near(got: number, want: number, tol: number, what: string): void {
   assert(
     Math.abs(got - want) <= tol * Math.max(1, Math.abs(want)),
@@ -135,11 +141,6 @@ export const CONFIGS: Array<[string, PolicyLossConfig]> = [
 export interface LossCase {
   name: string;
   run(gpu: Gpu): Promise<number>;
-}
-
-/** |got − want| over tol · max(1, |want|): ≤ 1 passes. */
-function metricRatio(got: number, want: number, tol: number): number {
-  return Math.abs(got - want) / (tol * Math.max(1, Math.abs(want)));
 }
 
 /** Lanes a row the cases run at: the smallest, CPU adapters' 64 and GPUs' 256. */
