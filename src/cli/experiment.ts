@@ -26,6 +26,7 @@ import {
   ExperimentMergeError,
   type ExperimentSpec,
   hasSolo,
+  keepMethods,
   lrFragment,
   markdownTable,
   mergeExperiments,
@@ -44,6 +45,7 @@ import {
   withStepZero,
 } from "../rl/experiment.ts";
 import { taskPlots } from "../rl/experiment_plots.ts";
+import { COMPARE_CLI, compareCommand, readSaved } from "./experiment_compare.ts";
 import type { EvalResult } from "../rl/evaluate.ts";
 import { loadBase, train } from "../rl/train.ts";
 
@@ -106,12 +108,13 @@ export const EXPERIMENT_CLI = defineCli({
 export const MERGE_CLI = defineCli({
   command: "npx deno task experiment merge",
   summary:
-    "Several paper-table invocations (seeds run apart with --first-seed, on other machines or side by side) as one: results.json, table.md and plots over every seed, paired tests on the pooled seeds. Refuses a (task, method, seed) measured twice and runs of different budgets.",
+    "Several paper-table invocations (seeds run apart with --first-seed, on other machines or side by side) as one: results.json, table.md and plots over every seed, paired tests on the pooled seeds. Refuses a (task, method, seed) measured twice and runs of different budgets; DIR:m1+m2 takes only those methods from DIR (e.g. to replace a method measured again with its lr swept).",
   flags: {
     from: {
       type: "string",
       metavar: "DIR1,DIR2",
-      help: "the invocations' output folders (each with its results.json) (required)",
+      help:
+        "the invocations' output folders (each with its results.json); DIR:m1+m2 takes only methods m1 and m2 from DIR (required)",
     },
     out: {
       type: "string",
@@ -126,7 +129,7 @@ export const MERGE_CLI = defineCli({
   },
 });
 
-const EXPERIMENTS = ["paper-table", "merge"];
+const EXPERIMENTS = ["paper-table", "merge", "compare"];
 
 function list(s: string | undefined, all: readonly string[], what: string): string[] {
   if (!s) return [...all];
@@ -447,26 +450,31 @@ async function mergeCommand(args: { from?: string; out?: string; json?: boolean 
     throw new UsageError("merge: name the invocations' output folders with --from DIR1,DIR2");
   }
   if (!args.out) throw new UsageError("merge: name the merged output folder with --out DIR");
-  const dirs = args.from.split(",").map((d) => d.trim()).filter(Boolean);
+  const sources = args.from.split(",").map((d) => d.trim()).filter(Boolean);
   const saved: SavedExperiment[] = [];
   const specs: string[] = [];
-  for (const d of dirs) {
-    const file = joinPath(d, "results.json");
-    let text: string;
+  for (const source of sources) {
+    // DIR:m1+m2 takes only those methods' runs and sweeps from DIR.
+    const m = /^(.*):([a-z0-9_]+(?:\+[a-z0-9_]+)*)$/.exec(source);
+    const dir = m ? m[1] : source;
+    const s = await readSaved(dir, "merge");
     try {
-      text = await Deno.readTextFile(file);
+      saved.push(
+        m
+          ? keepMethods(
+            s,
+            m[2].split("+").map((x) => x === "ablation" ? "ablation_swapped" : x),
+            dir,
+          )
+          : s,
+      );
     } catch (e) {
-      if (e instanceof Deno.errors.NotFound) {
-        throw new UsageError(
-          `merge: ${file} is not there; --from takes paper-table output folders`,
-        );
-      }
+      if (e instanceof ExperimentMergeError) throw new UsageError(`merge: ${e.message}`);
       throw e;
     }
-    const s = JSON.parse(text) as SavedExperiment & { spec?: string };
-    saved.push(s);
     if (s.spec && !specs.includes(s.spec)) specs.push(s.spec);
   }
+  const dirs = sources;
   let merged: SavedExperiment;
   try {
     merged = mergeExperiments(saved, dirs);
@@ -517,12 +525,16 @@ if (import.meta.main) {
     const margs = parseArgsOrExit(MERGE_CLI, argv);
     await runMain(() => mergeCommand(margs));
   }
+  if (name === "compare") {
+    const cargs = parseArgsOrExit(COMPARE_CLI, argv);
+    await runMain(() => compareCommand(cargs));
+  }
   const args = parseArgsOrExit(EXPERIMENT_CLI, argv);
   if (!name || !EXPERIMENTS.includes(name)) {
     console.error(
       `error: name the experiment first (one of ${
         EXPERIMENTS.join(", ")
-      }), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1, or experiment merge --from A,B --out DIR`,
+      }), e.g. npx deno task experiment paper-table --tasks plan_path --seeds 1, experiment merge --from A,B --out DIR, or experiment compare --from DIR --a mas_l1 --b mas_l1_ppo`,
     );
     Deno.exit(2);
   }

@@ -30,6 +30,7 @@ import type { ModelWeights } from "../model/weights.ts";
 import type { LoadedCheckpoint } from "../train/checkpoint.ts";
 import { type Level, parseConfig, type RunConfig } from "./config.ts";
 import type { EvalResult } from "./evaluate.ts";
+import { bySeed, pairSeeds } from "./experiment_compare.ts";
 import { type PairedTest, pairedTest } from "./experiment_stats.ts";
 import { policyMapFor } from "./policy_map.ts";
 import { RlSession } from "./session.ts";
@@ -238,8 +239,6 @@ const LABELS: Record<string, string> = {
   ablation_swapped: "ablation: L2 role adapters swapped (the paper's, on Plan-Path)",
 };
 
-const bySeed = (rs: readonly RunResult[]) => [...rs].sort((a, b) => a.seed - b.seed);
-
 /**
  * The paired test of a method's runs against a comparator's on the per-task held-out outcomes:
  * seed s pairs with the comparator's seed s, or with its first seed where it has no seed s; all
@@ -247,10 +246,12 @@ const bySeed = (rs: readonly RunResult[]) => [...rs].sort((a, b) => a.seed - b.s
  */
 export function compareRuns(rs: readonly RunResult[], cs: readonly RunResult[]): PairedTest | null {
   if (!rs.length || !cs.length) return null;
-  const first = bySeed(cs)[0];
-  const a = bySeed(rs), b = a.map((r) => cs.find((c) => c.seed === r.seed) ?? first);
-  if (a.some((r, i) => r.eval.successes.length !== b[i].eval.successes.length)) return null;
-  return pairedTest(a.map((r) => r.eval.successes), b.map((c) => c.eval.successes));
+  const pairs = pairSeeds(rs, cs);
+  if (pairs.some((p) => p.run.eval.successes.length !== p.other.eval.successes.length)) return null;
+  return pairedTest(
+    pairs.map((p) => p.run.eval.successes),
+    pairs.map((p) => p.other.eval.successes),
+  );
 }
 
 /**
@@ -525,6 +526,31 @@ export interface SavedExperiment {
 /** Two invocations that cannot be merged: a (task, method, seed) measured twice, or different budgets. */
 export class ExperimentMergeError extends Error {
   override name = "ExperimentMergeError";
+}
+
+/**
+ * One invocation narrowed to some of its methods (`experiment merge --from DIR:m1+m2`): their
+ * runs and sweeps only, so that a method measured again elsewhere (e.g. with its lr swept) can
+ * replace this invocation's. A method that did not run there is an ExperimentMergeError.
+ */
+export function keepMethods(
+  saved: SavedExperiment,
+  methods: readonly string[],
+  source: string,
+): SavedExperiment {
+  const ran = [...new Set(saved.results.map((r) => r.method as string))];
+  for (const m of methods) {
+    if (!ran.includes(m)) {
+      throw new ExperimentMergeError(
+        `${source}: ${m} did not run there; these did: ${ran.join(", ")}`,
+      );
+    }
+  }
+  return {
+    ...saved,
+    results: saved.results.filter((r) => methods.includes(r.method)),
+    sweeps: saved.sweeps?.filter((w) => methods.includes(w.method)),
+  };
 }
 
 /**

@@ -31,6 +31,7 @@ import {
   withStepZero,
 } from "../../src/rl/experiment.ts";
 import { mcnemarExact } from "../../src/rl/experiment_stats.ts";
+import { result } from "./experiment_fixtures.ts";
 import type { LoadedCheckpoint } from "../../src/train/checkpoint.ts";
 
 const spec: ExperimentSpec = {
@@ -145,35 +146,6 @@ Deno.test("the CLI's usage names --first-seed and --no-sweep", () => {
     assert(u.includes(f), `${f}: ${u}`);
   }
 });
-
-const result = (
-  method: RunResult["method"],
-  seed: number,
-  successes: number[],
-  extra: Partial<RunResult> = {},
-): RunResult => {
-  const successRate = successes.reduce((a, b) => a + b, 0) / successes.length;
-  return {
-    task: "plan_path",
-    method,
-    seed,
-    successRate,
-    samples: 0,
-    steps: 1,
-    runDir: null,
-    eval: {
-      episodes: successes.length,
-      successRate,
-      avgTurns: 1,
-      rewardByAgent: {},
-      temperature: 0,
-      split: "test",
-      successes,
-      clippedPrompts: 0,
-    },
-    ...extra,
-  };
-};
 
 Deno.test("aggregate: per-seed successes and exact McNemar p-values against single_grpo and mas", () => {
   const rs = [
