@@ -105,7 +105,8 @@ Deno.test("sampler tuner: refuses a wrong split, picks the fastest of the rest, 
       candidates: [1],
       workgroupSizes: [32, 256],
       minMs: 1,
-      sampler: { ...OPTIONS, capacity: 1 << 20 },
+      // The built-in pick at 32 threads on every class (a GPU's default, 64, would be timed too).
+      sampler: { ...OPTIONS, capacity: 1 << 20, workgroupSize: 32 },
       samplerFor: (g, p) =>
         p.workgroupSize === 256
           ? Sampler.create(g, { ...OPTIONS, capacity: 1 << 20, ...p, lazy: true })
