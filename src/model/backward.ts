@@ -264,7 +264,7 @@ export class ModelBackward {
       a = m.acts[l],
       g = this.g,
       lv = m.weights.layout.layerView(l);
-    const C = c.hiddenSize, NH = c.numHeads, D = c.headDim, s = m.scratch;
+    const C = c.hiddenSize, NH = c.numHeads, D = c.headDim;
     // MLP: res[l+1] = xmid + c_proj(gelu_new(c_fc(xn2))),  xn2 = ln_2(xmid)
     this.linearBwd(rec, N, g.dX, a.h, lv.down, lv.downBias, g.dh, false);
     m.gpt2!.geluBwd(rec, N * c.intermediateSize, g.dh, a.gate, g.dgate);
@@ -284,24 +284,7 @@ export class ModelBackward {
     );
     // Attention: xmid = res[l] + c_proj(attn(split(c_attn(ln_1(res[l])))))
     this.linearBwd(rec, N, g.dXmid, a.att, lv.o, lv.oBias, g.datt, false);
-    this.k.attention(rec, N, NH, NH, D, {
-      meta: s.meta,
-      rowOf: g.rowOf,
-      seqLen: g.seqLen,
-      q: a.q,
-      kc: m.kCache[l],
-      vc: m.vCache[l],
-      out: a.att,
-      dout: g.datt,
-      lse: a.lse,
-      delta: g.delta,
-      dq: g.dq,
-      dkc: g.dkc,
-      dvc: g.dvc,
-      grid: this.attnGrid,
-    });
-    this.k.kvGather(rec, N, NH, D, s.meta, g.dkc, g.dk);
-    this.k.kvGather(rec, N, NH, D, s.meta, g.dvc, g.dv);
+    this.attentionBwd(rec, l, N, NH, NH, D, a.q);
     const sp = m.split!; // no RoPE to undo: q, k, v were c_attn's columns
     sp.copyCols(rec, N, C, 3 * C, 0, g.dq, g.dqkv);
     sp.copyCols(rec, N, C, 3 * C, C, g.dk, g.dqkv);
@@ -320,6 +303,40 @@ export class ModelBackward {
       g.dX,
       true,
     );
+  }
+
+  /**
+   * Layer l's attention backward: dq into g.dq, and dK / dV gathered from the cache's slots into
+   * g.dk / g.dv (K and V were read from the layer's cache; q is the rotated query).
+   */
+  private attentionBwd(
+    rec: Recorder,
+    l: number,
+    N: number,
+    heads: number,
+    kvHeads: number,
+    D: number,
+    q: GPUBuffer,
+  ) {
+    const m = this.model, a = m.acts[l], g = this.g, meta = m.scratch.meta;
+    this.k.attention(rec, N, heads, kvHeads, D, {
+      meta,
+      rowOf: g.rowOf,
+      seqLen: g.seqLen,
+      q,
+      kc: m.kCache[l],
+      vc: m.vCache[l],
+      out: a.att,
+      dout: g.datt,
+      lse: a.lse,
+      delta: g.delta,
+      dq: g.dq,
+      dkc: g.dkc,
+      dvc: g.dvc,
+      grid: this.attnGrid,
+    });
+    this.k.kvGather(rec, N, kvHeads, D, meta, g.dkc, g.dk);
+    this.k.kvGather(rec, N, kvHeads, D, meta, g.dvc, g.dv);
   }
 
   private normBwd(
@@ -355,24 +372,7 @@ export class ModelBackward {
     this.linearBwd(rec, N, g.dXmid, a.att, lv.o, lv.oBias, g.datt, false);
     const { q } = m.qkUsed(l); // K and V come from the layer's cache
     const s = m.scratch;
-    this.k.attention(rec, N, NH, KV, D, {
-      meta: s.meta,
-      rowOf: g.rowOf,
-      seqLen: g.seqLen,
-      q,
-      kc: m.kCache[l],
-      vc: m.vCache[l],
-      out: a.att,
-      dout: g.datt,
-      lse: a.lse,
-      delta: g.delta,
-      dq: g.dq,
-      dkc: g.dkc,
-      dvc: g.dvc,
-      grid: this.attnGrid,
-    });
-    this.k.kvGather(rec, N, KV, D, s.meta, g.dkc, g.dk);
-    this.k.kvGather(rec, N, KV, D, s.meta, g.dvc, g.dv);
+    this.attentionBwd(rec, l, N, NH, KV, D, q);
     m.kernels.ropeInverse(rec, N, NH, D, m.maxLen, g.dq, s.meta, m.cos, m.sin);
     m.kernels.ropeInverse(rec, N, KV, D, m.maxLen, g.dk, s.meta, m.cos, m.sin);
     let dq: GPUBuffer = g.dq, dk: GPUBuffer = g.dk;
