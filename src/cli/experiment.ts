@@ -411,7 +411,7 @@ function tableMarkdown(x: TableInput, tasks: readonly string[], plots: readonly 
     "",
     markdownTable(aggs, tasks),
     "",
-    "Per seed, and paired tests: two-sided exact McNemar test on the per-task held-out outcomes, each seed against the comparator's same seed (its first seed where it has no such seed), all (seed, task) pairs pooled; (x:y) = tasks only this method solved : tasks only the comparator solved.",
+    "Per seed, and paired tests: two-sided exact McNemar test on the per-task held-out outcomes, each seed against the comparator's same seed (its first seed where it has no such seed), all (seed, task) pairs pooled; (x:y) = tasks only this method solved : tasks only the comparator solved; then the difference in held-out success (points) with a 95% interval from a bootstrap over seeds, then tasks, which counts the spread between seeds that the pooled test leaves out.",
     "",
     pairedTable(aggs, tasks),
     ...(x.sweeps.length

@@ -30,7 +30,14 @@ import type { ModelWeights } from "../model/weights.ts";
 import type { LoadedCheckpoint } from "../train/checkpoint.ts";
 import { type Level, parseConfig, type RunConfig } from "./config.ts";
 import type { EvalResult } from "./evaluate.ts";
-import { bySeed, pairSeeds } from "./experiment_compare.ts";
+import {
+  type BootstrapDiff,
+  bootstrapDiff,
+  bySeed,
+  pairDifferences,
+  pairSeeds,
+  signedPoints,
+} from "./experiment_compare.ts";
 import { type PairedTest, pairedTest } from "./experiment_stats.ts";
 import { policyMapFor } from "./policy_map.ts";
 import { RlSession } from "./session.ts";
@@ -232,6 +239,11 @@ export interface Aggregate {
   pVsMas: number | null;
   /** The paired tests behind the p-values: b = tasks only this method solved, c = only the comparator. */
   tests: { single_grpo: PairedTest | null; mas: PairedTest | null };
+  /**
+   * This method's success minus the comparator's, with a 95% interval from a bootstrap over
+   * seeds, then tasks (bootstrapDiff); null where the test is.
+   */
+  diffs: { single_grpo: BootstrapDiff | null; mas: BootstrapDiff | null };
 }
 
 const LABELS: Record<string, string> = {
@@ -245,13 +257,27 @@ const LABELS: Record<string, string> = {
  * (seed, task) pairs are pooled. Null where the comparator did not run or the tasks differ.
  */
 export function compareRuns(rs: readonly RunResult[], cs: readonly RunResult[]): PairedTest | null {
-  if (!rs.length || !cs.length) return null;
-  const pairs = pairSeeds(rs, cs);
-  if (pairs.some((p) => p.run.eval.successes.length !== p.other.eval.successes.length)) return null;
+  const pairs = comparablePairs(rs, cs);
+  if (!pairs) return null;
   return pairedTest(
     pairs.map((p) => p.run.eval.successes),
     pairs.map((p) => p.other.eval.successes),
   );
+}
+
+/** compareRuns' pairs, or null where the comparator did not run or the tasks differ. */
+function comparablePairs(rs: readonly RunResult[], cs: readonly RunResult[]) {
+  if (!rs.length || !cs.length) return null;
+  const pairs = pairSeeds(rs, cs);
+  if (pairs.some((p) => p.run.eval.successes.length !== p.other.eval.successes.length)) return null;
+  return pairs;
+}
+
+/** The bootstrap interval of the success difference over compareRuns' pairs (null likewise). */
+export function diffRuns(rs: readonly RunResult[], cs: readonly RunResult[]): BootstrapDiff | null {
+  const pairs = comparablePairs(rs, cs);
+  if (!pairs || pairs.some((p) => !p.run.eval.successes.length)) return null;
+  return bootstrapDiff(pairs.map(({ run, other }) => pairDifferences(run, other)));
 }
 
 /**
@@ -265,6 +291,8 @@ export function aggregate(results: readonly RunResult[]): Aggregate[] {
   }
   const test = (rs: RunResult[], vs: MethodId) =>
     rs[0].method === vs ? null : compareRuns(rs, by.get(`${rs[0].task}|${vs}`) ?? []);
+  const diff = (rs: RunResult[], vs: MethodId) =>
+    rs[0].method === vs ? null : diffRuns(rs, by.get(`${rs[0].task}|${vs}`) ?? []);
   return [...by.values()].map((rs) => {
     const xs = rs.map((r) => r.successRate), n = xs.length;
     const mean = xs.reduce((a, b) => a + b, 0) / n;
@@ -282,6 +310,7 @@ export function aggregate(results: readonly RunResult[]): Aggregate[] {
       pVsSingleGrpo: tests.single_grpo?.p ?? null,
       pVsMas: tests.mas?.p ?? null,
       tests,
+      diffs: { single_grpo: diff(rs, "single_grpo"), mas: diff(rs, "mas") },
     };
   });
 }
@@ -300,8 +329,12 @@ export function markdownTable(aggs: readonly Aggregate[], tasks: readonly string
 }
 
 const pct = (x: number) => (x * 100).toFixed(1);
-const pCell = (t: PairedTest | null) =>
-  t ? `${t.p < 0.001 ? "<0.001" : t.p.toFixed(3)} (${t.b}:${t.c})` : "—";
+const pCell = (t: PairedTest | null, d: BootstrapDiff | null) =>
+  t
+    ? `${t.p < 0.001 ? "<0.001" : t.p.toFixed(3)} (${t.b}:${t.c})${
+      d ? `; ${signedPoints(d.mean)} [${signedPoints(d.lo)}, ${signedPoints(d.hi)}]` : ""
+    }`
+    : "—";
 
 /**
  * Rows = (task, method): each seed's held-out success (%) and the paired tests' p-values against
@@ -317,9 +350,9 @@ export function pairedTable(aggs: readonly Aggregate[], tasks: readonly string[]
       order.indexOf(a.method) - order.indexOf(b.method)
     ).map((a) => {
       const seeds = a.perSeed.map((s) => `s${s.seed} ${pct(s.successRate)}`).join(", ");
-      return `| ${t} | ${a.label} | ${seeds} | ${pCell(a.tests.single_grpo)} | ${
-        pCell(a.tests.mas)
-      } |`;
+      return `| ${t} | ${a.label} | ${seeds} | ${
+        pCell(a.tests.single_grpo, a.diffs.single_grpo)
+      } | ${pCell(a.tests.mas, a.diffs.mas)} |`;
     })
   );
   return [head, "|---|---|---|---|---|", ...rows].join("\n");

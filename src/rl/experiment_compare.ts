@@ -4,6 +4,7 @@
 // (seed s against the comparator's seed s, or its first seed where it has no seed s), for pairs
 // the table does not show (AT-GRPO L1 against PPO, L2 against L3, ...). Pure functions, no GPU.
 
+import { Rng } from "../envs/rng.ts";
 import type { RunResult } from "./experiment.ts";
 import { type PairedTest, pairedTest } from "./experiment_stats.ts";
 
@@ -46,6 +47,58 @@ export interface MethodComparison {
   pooled: PairedTest;
   meanA: number;
   meanB: number;
+  /**
+   * meanA − meanB over the paired runs, with a 95% percentile interval from a two-level
+   * bootstrap (seeds with replacement, then each drawn seed's tasks with replacement), so the
+   * spread between seeds counts, which the pooled McNemar test, treating every (seed, task) pair
+   * as independent, leaves out. With few seeds the interval is wide: that is the point.
+   */
+  diff: BootstrapDiff;
+}
+
+/** A mean difference with its bootstrap interval (bootstrapDiff). */
+export interface BootstrapDiff {
+  mean: number;
+  lo: number;
+  hi: number;
+  resamples: number;
+}
+
+/** Per task, run's outcome minus other's (−1, 0 or 1), in the held-out tasks' order. */
+export const pairDifferences = (run: RunResult, other: RunResult): number[] =>
+  run.eval.successes.map((x, t) => x - other.eval.successes[t]);
+
+/** Bootstrap resamples of `diff` (seeded: the same results give the same interval). */
+export const BOOTSTRAP_RESAMPLES = 10000;
+
+/**
+ * The two-level bootstrap of the mean paired difference: `units` are the pairing units (a seed
+ * of each method), each a list of per-task differences a − b in {−1, 0, 1}.
+ */
+export function bootstrapDiff(
+  units: readonly (readonly number[])[],
+  resamples = BOOTSTRAP_RESAMPLES,
+  rng = new Rng(0x5eed),
+): BootstrapDiff {
+  if (!units.length || units.some((u) => !u.length)) {
+    throw new RangeError("bootstrapDiff: every pairing unit needs at least one task");
+  }
+  const meanOf = (u: readonly number[]) => u.reduce((a, b) => a + b, 0) / u.length;
+  const mean = units.reduce((a, u) => a + meanOf(u), 0) / units.length;
+  const stats = new Float64Array(resamples);
+  for (let r = 0; r < resamples; r++) {
+    let total = 0;
+    for (let i = 0; i < units.length; i++) {
+      const u = units[rng.int(units.length)];
+      let sum = 0;
+      for (let t = 0; t < u.length; t++) sum += u[rng.int(u.length)];
+      total += sum / u.length;
+    }
+    stats[r] = total / units.length;
+  }
+  stats.sort();
+  const at = (q: number) => stats[Math.min(resamples - 1, Math.floor(q * resamples))];
+  return { mean, lo: at(0.025), hi: at(0.975), resamples };
 }
 
 /** Method `a` against method `b` on `task`: per seed and pooled exact McNemar tests. */
@@ -91,11 +144,15 @@ export function compareMethods(
     ),
     meanA: mean(pairs.map((p) => p.run.successRate)),
     meanB: mean(of(b).map((r) => r.successRate)),
+    diff: bootstrapDiff(pairs.map(({ run, other }) => pairDifferences(run, other))),
   };
 }
 
 const pct = (x: number) => (x * 100).toFixed(1);
 const pText = (p: number) => (p < 0.001 ? "<0.001" : p.toFixed(3));
+/** A difference of success rates in signed percentage points: "+4.7", "−0.5". */
+export const signedPoints = (x: number): string =>
+  `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)}`;
 
 /** Comparisons of one pair of methods as a markdown table: a row per seed, then each task's pooled row. */
 export function comparisonTable(cs: readonly MethodComparison[]): string {
@@ -114,9 +171,22 @@ export function comparisonTable(cs: readonly MethodComparison[]): string {
       pct(c.meanB)
     } (mean) | ${c.pooled.b}:${c.pooled.c} | ${pText(c.pooled.p)} |`,
   ]);
+  const diffs = cs.map((c) =>
+    `| ${c.task} | ${signedPoints(c.diff.mean)} | [${signedPoints(c.diff.lo)}, ${
+      signedPoints(c.diff.hi)
+    }] | ${c.perSeed.length} |`
+  );
   return [
     `| task | seed | ${a} % | ${b} % | ${a} only : ${b} only | p (exact McNemar) |`,
     "|---|---|---|---|---|---|",
     ...rows,
+    "",
+    `${a} − ${b}, points of held-out success, with a 95% interval from a bootstrap over seeds and then tasks (${
+      cs[0].diff.resamples
+    } resamples; it counts the spread between seeds, which the pooled test does not):`,
+    "",
+    "| task | difference | 95% interval | seeds |",
+    "|---|---|---|---|",
+    ...diffs,
   ].join("\n");
 }

@@ -6,7 +6,12 @@ import { usage } from "../../src/cli/cli_args.ts";
 import { COMPARE_CLI } from "../../src/cli/experiment_compare.ts";
 import { MERGE_CLI } from "../../src/cli/experiment.ts";
 import { keepMethods, type SavedExperiment } from "../../src/rl/experiment.ts";
-import { compareMethods, comparisonTable, pairSeeds } from "../../src/rl/experiment_compare.ts";
+import {
+  bootstrapDiff,
+  compareMethods,
+  comparisonTable,
+  pairSeeds,
+} from "../../src/rl/experiment_compare.ts";
 import { mcnemarExact } from "../../src/rl/experiment_stats.ts";
 import { result } from "./experiment_fixtures.ts";
 
@@ -31,6 +36,8 @@ Deno.test("compareMethods: per seed against the same seed, pooled over every (se
   assertEquals(c.perSeed[1].test.p, mcnemarExact(5, 0));
   assertEquals([c.pooled.b, c.pooled.c, c.pooled.n, c.pooled.p], [7, 2, 12, mcnemarExact(7, 2)]);
   assertEquals([c.meanA, c.meanB], [(4 / 6 + 1) / 2, (4 / 6 + 1 / 6) / 2]);
+  assert(Math.abs(c.diff.mean - (c.meanA - c.meanB)) < 1e-12);
+  assert(c.diff.lo <= c.diff.mean && c.diff.mean <= c.diff.hi, JSON.stringify(c.diff));
   // Against the untrained team (one seed): both seeds pair with its seed 0.
   const m = compareMethods(rs, "plan_path", "mas_l1", "mas");
   assertEquals(m.perSeed.map((s) => [s.seed, s.otherSeed, s.test.b, s.test.c]), [
@@ -47,9 +54,29 @@ Deno.test("compareMethods: per seed against the same seed, pooled over every (se
   );
   assert(table.includes("| plan_path | s1 | 100.0 | 16.7 | 5:0 | 0.063 |"), table);
   assert(table.includes("| plan_path | pooled | 83.3 (mean) | 41.7 (mean) | 7:2 | 0.180 |"), table);
+  assert(table.includes(`| plan_path | +41.7 | [`), table);
   const vsMas = comparisonTable([m]);
   assert(vsMas.includes("| plan_path | s1 (vs s0) | 100.0 | 33.3 | 4:0 | 0.125 |"), vsMas);
   assertThrows(() => comparisonTable([c, m]), "RangeError", "one pair of methods");
+});
+
+Deno.test("bootstrapDiff: seeds resampled, then tasks; the interval counts the spread between seeds", () => {
+  // Every task +1 on every seed: no spread at all.
+  assertEquals(bootstrapDiff([[1, 1, 1], [1, 1]], 500), { mean: 1, lo: 1, hi: 1, resamples: 500 });
+  // One seed all +1, the other all 0: the mean is 0.5, but a resample that draws one seed twice
+  // is 0 or 1, so the interval is the whole [0, 1]. Resampling tasks alone would give 0.5 ± 0.
+  const split = bootstrapDiff([[1, 1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0, 0]], 2000);
+  assertEquals([split.mean, split.lo, split.hi], [0.5, 0, 1]);
+  // One seed of 1,000 tasks, 30% of them +1: the normal interval 0.3 ± 1.96·√(0.21/1000) ≈ ±0.028.
+  const one = bootstrapDiff([Array.from({ length: 1000 }, (_, t) => (t % 10 < 3 ? 1 : 0))], 4000);
+  assert(
+    Math.abs(one.lo - (0.3 - 0.028)) < 0.008 && Math.abs(one.hi - (0.3 + 0.028)) < 0.008,
+    JSON.stringify(one),
+  );
+  // Seeded: the same units give the same interval.
+  const units = [[1, 0, -1, 1], [0, 0, 1, 1], [-1, 0, 0, 1]];
+  assertEquals(bootstrapDiff(units, 300), bootstrapDiff(units, 300));
+  assertThrows(() => bootstrapDiff([[1], []]), "RangeError", "at least one task");
 });
 
 Deno.test("compareMethods: a method that did not run, and runs on other tasks, are named errors", () => {

@@ -192,12 +192,19 @@ Deno.test("aggregate: per-seed successes and exact McNemar p-values against sing
   const md = pairedTable(aggs, ["plan_path"]);
   assert(
     md.includes(
-      "| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 | 0.063 (5:0) | 0.125 (4:0) |",
+      "| plan_path | MAS + AT-GRPO, shared (L1) | s0 75.0, s1 100.0 | 0.063 (5:0); +62.5 [+25.0, +100.0] | 0.125 (4:0); +50.0 [+12.5, +87.5] |",
     ),
     md,
   );
   // mas vs single_grpo: both mas seeds pair with grpo's seed 0: 1:1 and 2:1.
-  assert(md.includes("| plan_path | MAS (untrained) | s0 25.0, s1 50.0 | 1.000 (3:2) | — |"), md);
+  assert(
+    md.includes(
+      "| plan_path | MAS (untrained) | s0 25.0, s1 50.0 | 1.000 (3:2); +12.5 [−37.5, +62.5] | — |",
+    ),
+    md,
+  );
+  assertEquals(otherTasks.diffs.mas, null, "no interval where there is no test");
+  assertEquals([l1.diffs.mas!.mean, l1.diffs.single_grpo!.mean], [0.5, 0.625]);
   const rows = md.split("\n").slice(2).map((l) => l.split(" | ")[1]);
   assertEquals(
     rows,
