@@ -100,7 +100,7 @@ export const EXPERIMENT_CLI = defineCli({
     json: {
       type: "boolean",
       help:
-        "last stdout line: {out, aggregates (mean, std as fractions, perSeed, pVsSingleGrpo, pVsMas), sweeps, notes} as JSON",
+        "last stdout line: {out, aggregates (mean, std as fractions, perSeed, pVsSingleGrpo, pVsMas, tests, diffs: the bootstrap intervals), sweeps, notes} as JSON",
     },
   },
 });
