@@ -46,6 +46,7 @@ import {
 } from "../rl/experiment.ts";
 import { taskPlots } from "../rl/experiment_plots.ts";
 import { COMPARE_CLI, compareCommand, readSaved } from "./experiment_compare.ts";
+import { resultMethod } from "../rl/experiment_compare.ts";
 import type { EvalResult } from "../rl/evaluate.ts";
 import { loadBase, train } from "../rl/train.ts";
 
@@ -463,7 +464,7 @@ async function mergeCommand(args: { from?: string; out?: string; json?: boolean 
         m
           ? keepMethods(
             s,
-            m[2].split("+").map((x) => x === "ablation" ? "ablation_swapped" : x),
+            m[2].split("+").map(resultMethod),
             dir,
           )
           : s,
@@ -474,10 +475,9 @@ async function mergeCommand(args: { from?: string; out?: string; json?: boolean 
     }
     if (s.spec && !specs.includes(s.spec)) specs.push(s.spec);
   }
-  const dirs = sources;
   let merged: SavedExperiment;
   try {
-    merged = mergeExperiments(saved, dirs);
+    merged = mergeExperiments(saved, sources);
   } catch (e) {
     if (e instanceof ExperimentMergeError) throw new UsageError(`merge: ${e.message}`);
     throw e;
@@ -492,7 +492,11 @@ async function mergeCommand(args: { from?: string; out?: string; json?: boolean 
   const aggregates = aggregate(merged.results);
   await writeFileAtomic(
     joinPath(out, "results.json"),
-    JSON.stringify({ spec: specs.join(", "), mergedFrom: dirs, ...merged, aggregates }, null, 1) +
+    JSON.stringify(
+      { spec: specs.join(", "), mergedFrom: sources, ...merged, aggregates },
+      null,
+      1,
+    ) +
       "\n",
   );
   const md = tableMarkdown(
@@ -502,14 +506,14 @@ async function mergeCommand(args: { from?: string; out?: string; json?: boolean 
   );
   await writeFileAtomic(
     joinPath(out, "table.md"),
-    `Merged from ${dirs.join(", ")}.\n\n` + md + "\n",
+    `Merged from ${sources.join(", ")}.\n\n` + md + "\n",
   );
   console.log("\n" + md);
   if (args.json) {
     console.log(
       JSON.stringify({
         out,
-        mergedFrom: dirs,
+        mergedFrom: sources,
         aggregates,
         sweeps: merged.sweeps,
         notes: merged.notes,

@@ -11,6 +11,7 @@ import {
   comparisonTable,
   ExperimentCompareError,
   type MethodComparison,
+  resultMethod,
 } from "../rl/experiment_compare.ts";
 
 export const COMPARE_CLI = defineCli({
@@ -67,12 +68,10 @@ export async function readSaved(
   }
 }
 
-const ABLATION: Record<string, string> = { ablation: "ablation_swapped" };
-
 export async function compareCommand(
   args: { from: string; a: string; b: string; tasks?: string; json?: boolean },
 ) {
-  const a = ABLATION[args.a] ?? args.a, b = ABLATION[args.b] ?? args.b;
+  const a = resultMethod(args.a), b = resultMethod(args.b);
   if (a === b) throw new UsageError(`compare: --a and --b are both ${a}; name two methods`);
   const saved = await readSaved(args.from, "compare");
   const tasks = args.tasks

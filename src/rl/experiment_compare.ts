@@ -13,6 +13,10 @@ export class ExperimentCompareError extends Error {
   override name = "ExperimentCompareError";
 }
 
+/** The method id results.json uses for a CLI name (`ablation` is stored as `ablation_swapped`). */
+export const resultMethod = (name: string): string =>
+  name === "ablation" ? "ablation_swapped" : name;
+
 /** Runs in seed order. */
 export const bySeed = (rs: readonly RunResult[]): RunResult[] =>
   [...rs].sort((a, b) => a.seed - b.seed);
@@ -45,6 +49,7 @@ export interface MethodComparison {
   perSeed: SeedComparison[];
   /** Every (seed, task) pair pooled. */
   pooled: PairedTest;
+  /** Each method's success averaged over the pairs (diff.mean is meanA − meanB). */
   meanA: number;
   meanB: number;
   /**
@@ -143,7 +148,7 @@ export function compareMethods(
       pairs.map((p) => p.other.eval.successes),
     ),
     meanA: mean(pairs.map((p) => p.run.successRate)),
-    meanB: mean(of(b).map((r) => r.successRate)),
+    meanB: mean(pairs.map((p) => p.other.successRate)),
     diff: bootstrapDiff(pairs.map(({ run, other }) => pairDifferences(run, other))),
   };
 }

@@ -37,6 +37,14 @@ Deno.test("compareMethods: per seed against the same seed, pooled over every (se
   assertEquals([c.pooled.b, c.pooled.c, c.pooled.n, c.pooled.p], [7, 2, 12, mcnemarExact(7, 2)]);
   assertEquals([c.meanA, c.meanB], [(4 / 6 + 1) / 2, (4 / 6 + 1 / 6) / 2]);
   assert(Math.abs(c.diff.mean - (c.meanA - c.meanB)) < 1e-12);
+  // A comparator seed nothing pairs with is left out of its mean, as of the difference.
+  const extra = compareMethods(
+    [...rs, result("mas_l1_ppo", 2, [1, 1, 1, 1, 1, 1])],
+    "plan_path",
+    "mas_l1",
+    "mas_l1_ppo",
+  );
+  assertEquals([extra.meanB, extra.diff.mean], [c.meanB, c.diff.mean]);
   assert(c.diff.lo <= c.diff.mean && c.diff.mean <= c.diff.hi, JSON.stringify(c.diff));
   // Against the untrained team (one seed): both seeds pair with its seed 0.
   const m = compareMethods(rs, "plan_path", "mas_l1", "mas");
