@@ -10,7 +10,7 @@ import type { BufferRef } from "../gpu/buffers.ts";
 import { GpuLimitError, KernelArgumentError } from "../gpu/errors.ts";
 import type { Gpu } from "../gpu/mod.ts";
 import type { Recorder } from "../gpu/recorder.ts";
-import { bucketsForShapes, createModelOps, type ModelOps } from "../ops/mod.ts";
+import type { ModelOps } from "../ops/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import {
   chooseDecodeBackend,
@@ -19,11 +19,11 @@ import {
   fusedDecodeOptions,
 } from "./decode_backend.ts";
 import { type BufferRange, type GpuParams, uploadParams } from "./gpu_params.ts";
-import { foldableParams } from "./attention_fold.ts";
-import { ModelKernels } from "./model_kernels.ts";
+import type { ModelKernels } from "./model_kernels.ts";
+import { compileModelKernels } from "./model_compile.ts";
 import { type Projections, StorageProjections } from "./projections.ts";
 import { allocateModelBuffers, type LayerActs, type Scratch } from "./model_buffers.ts";
-import { SplitKernels } from "./split_kernels.ts";
+import type { SplitKernels } from "./split_kernels.ts";
 import {
   checkModelOptions,
   type GpuModelOptions,
@@ -32,8 +32,9 @@ import {
 } from "./gpu_model_options.ts";
 import type { ModelWeights, ParamTensor } from "./weights.ts";
 import type { LoraAdapters } from "./lora.ts";
-import { Gpt2Kernels } from "./gpt2_kernels.ts";
+import type { Gpt2Kernels } from "./gpt2_kernels.ts";
 import { encodeGpt2Block } from "./gpt2_block.ts";
+import { encodeDecoderBlock } from "./decoder_block.ts";
 
 let nextModelId = 1;
 
@@ -164,49 +165,16 @@ export class GpuModel {
     );
     try {
       const fused = fusedDecodeOptions(gpu, c, params, opts); // before compiling: may refuse
-      const gpt2 = c.modelType === "gpt2";
-      const [ops, kernels, split, gpt2Kernels] = await Promise.all([
-        createModelOps(gpu, {
-          matmulBuckets: bucketsForShapes(
-            Math.max(opts.chunkRows ?? 256, opts.slots),
-            weights.layout.tensors.map((t) => t.shape),
-          ),
-          halfB: opts.halfBase,
-        }),
-        ModelKernels.create(gpu, opts.maxLen, {
-          normVariant: opts.normVariant,
-          headDim: weights.config.headDim,
-          attentionVariant: opts.attentionVariant,
-          attentionSplit: opts.attentionSplit,
-          queryGroup: weights.config.numHeads / weights.config.numKvHeads,
-          halfGather: opts.halfBase,
-          normPair: weights.config.qkNorm,
-          attentionFold: c.modelType === "gpt2" ? "none" : opts.attentionFold ?? "qk-norm",
-          // The fold binds each layer's norms, and its biases, as one range of the parameters.
-          qkNorm: c.qkNorm &&
-            foldableParams(params, weights.layout, gpu.maxBindingBytes, (lv) => [
-              lv.qNorm,
-              lv.kNorm,
-            ]),
-          qkvBias: c.qkvBias &&
-            foldableParams(params, weights.layout, gpu.maxBindingBytes, (lv) => [
-              lv.qBias,
-              lv.kBias,
-              lv.vBias,
-            ]),
-        }),
-        params.anySplit || gpt2 ? SplitKernels.create(gpu, opts.halfBase) : null,
-        gpt2 ? Gpt2Kernels.create(gpu) : null,
-      ]);
+      const k = await compileModelKernels(gpu, weights, params, opts);
       return new GpuModel(
         gpu,
         weights,
         params,
-        ops,
-        kernels,
-        split,
-        gpt2Kernels,
-        chooseDecodeBackend(weights, ops, fused, opts),
+        k.ops,
+        k.kernels,
+        k.split,
+        k.gpt2,
+        chooseDecodeBackend(weights, k.ops, fused, opts),
         opts.slots,
         opts.maxLen,
         opts,
@@ -275,54 +243,6 @@ export class GpuModel {
   qkUsed(l: number): { q: GPUBuffer; k: GPUBuffer } {
     const a = this.acts[l];
     return this.weights.layout.layerView(l).qNorm ? { q: a.qn, k: a.kn } : { q: a.q, k: a.k };
-  }
-
-  /**
-   * One decoder layer: res[l] → res[l+1]. Input RMSNorm → q, k, v → (Qwen3 q/k norms) → RoPE,
-   * k and v into the cache → causal attention → o_proj + residual; post-attention RMSNorm → gate,
-   * up → SwiGLU → down_proj + residual. `P` does the projections (a decode backend's own on its
-   * steps, else the storage ones).
-   */
-  private encodeLayer(
-    rec: Recorder,
-    l: number,
-    N: number,
-    P: Projections,
-    context: number,
-    decode: boolean,
-  ) {
-    const c = this.config, a = this.acts[l], lv = this.weights.layout.layerView(l);
-    const fold = decode ? this.kernels.attentionFold : "none";
-    P.attentionInput(rec, l, N, fold);
-    const { q, k } = fold === "qk-norm" ? a : this.qkUsed(l);
-    const norms = fold === "qk-norm"
-      ? { q: this.p(lv.qNorm), k: this.p(lv.kNorm), eps: c.rmsNormEps }
-      : undefined;
-    const biases = fold === "rope-bias"
-      ? { q: this.p(lv.qBias), k: this.p(lv.kBias), v: this.p(lv.vBias) }
-      : undefined;
-    this.kernels.attn.attention(rec, {
-      N,
-      NH: c.numHeads,
-      KV: c.numKvHeads,
-      D: c.headDim,
-      meta: this.scratch.meta,
-      q,
-      kc: this.kCache[l],
-      vc: this.vCache[l],
-      out: a.att,
-      lse: a.lse,
-      parts: this.scratch.attnParts,
-      context,
-      fold: fold === "none"
-        ? undefined
-        : { k, v: a.v, cos: this.cos, sin: this.sin, norms, biases },
-    });
-    // Training keeps the layer's input, middle and output apart for the backward; inference has
-    // one residual stream (res[l] = xmid = res[l+1]) updated in place.
-    const xmid = this.savesForBackward ? a.xmid : this.res[l];
-    P.residual(rec, N, a.att, lv.o, lv.oBias, this.res[l], xmid);
-    P.mlp(rec, l, N, xmid, this.res[l + 1]);
   }
 
   /**
@@ -463,7 +383,7 @@ export class GpuModel {
       g2.addPosEmbed(rec, N, C, s.meta, this.p(lay.posEmbed), this.res[0]);
       for (let l = 0; l < L; l++) encodeGpt2Block(this, rec, l, N, context);
     } else {
-      for (let l = 0; l < L; l++) this.encodeLayer(rec, l, N, P, context, decode);
+      for (let l = 0; l < L; l++) encodeDecoderBlock(this, rec, l, N, P, context, decode);
     }
   }
 

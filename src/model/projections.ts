@@ -15,7 +15,7 @@ import type { ParamTensor } from "./weights.ts";
 /** One linear of a group: its weight, bias (or null) and output [N, out]. */
 export type LinearPart = [ParamTensor, ParamTensor | null, BufferRef];
 
-/** What a Llama-family layer and the LM head ask of a path (GpuModel.encodeLayer). */
+/** What a Llama-family layer and the LM head ask of a path (encodeDecoderBlock, decoder_block.ts). */
 export interface Projections {
   /**
    * Attention's inputs of layer l: input RMSNorm of res[l] → q, k, v (+ biases, LoRA) → the
