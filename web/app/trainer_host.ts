@@ -13,17 +13,16 @@
 import * as Comlink from "comlink";
 import type { Gpu } from "../../src/gpu/mod.ts";
 import { runtimeDescription } from "../../src/runtime.ts";
-import { parseConfig, type RunConfig } from "../../src/rl/config.ts";
+import type { RunConfig } from "../../src/rl/config.ts";
 import {
   type BestCheckpoint,
-  RlSession,
+  type RlSession,
   runSession,
   type RunSink,
   type SessionInit,
   type StepMetrics,
   type StepOutcome,
 } from "../../src/rl/session.ts";
-import { readCheckpoint } from "../../src/train/checkpoint.ts";
 import type { CheckpointContents } from "../../src/train/checkpoint.ts";
 import { loadPeftAdapter } from "../../src/train/peft.ts";
 import type { CodeExecutor } from "../../src/envs/types.ts";
@@ -44,6 +43,13 @@ import type { LoadedBase } from "./model_source.ts";
 import { PhaseReporter } from "./phase_reporter.ts";
 import { TUNE_HINT, tuneForRun, useStoredPicks } from "./kernel_tuning.ts";
 import { completionLogprobs, promptLogits, TicTacToeDemo } from "./trainer_demos.ts";
+import {
+  describeBase,
+  named,
+  openSession,
+  readLatestCheckpoint,
+  resolveConfig,
+} from "./run_loading.ts";
 import { checkpointAdapterNames, checkpointZip } from "../../src/browser/checkpoint_export.ts";
 import type {
   ErrorInfo,
@@ -90,19 +96,7 @@ const errorInfo = (e: unknown): ErrorInfo => ({
   name: (e as Error)?.name ?? "Error",
   message: (e as Error)?.message ?? String(e),
 });
-const named = (name: string, message: string) => Object.assign(new Error(message), { name });
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function resolveConfig(raw: Record<string, unknown>): RunConfig {
-  const c = parseConfig(raw);
-  if (c.warmStart.path !== null && !c.warmStart.path.startsWith("upload:")) {
-    throw named(
-      "ConfigError",
-      `warmStart.path: "${c.warmStart.path}" is a path on disk, which a browser cannot read; upload a PEFT adapter instead, or set it to null`,
-    );
-  }
-  return c;
-}
 
 export class TrainerHost implements TrainerService {
   readonly #deps: TrainerHostDeps;
@@ -331,20 +325,10 @@ export class TrainerHost implements TrainerService {
     this.#gpu = null;
     try {
       const gpu = await this.#ensureGpu(), id = this.#runId!, base = this.#base!;
-      const infos = (await this.#runs.checkpoints(id)).filter((x) => x.name !== "best");
-      const latest = infos[infos.length - 1];
-      const resume = latest
-        ? await readCheckpoint(this.#runs.checkpointFolder(id, latest.name), {
-          base: base.weights.config,
-        })
-        : undefined;
-      this.#session = await RlSession.create(this.#cfg!, {
-        gpu,
-        weights: base.weights,
-        tokenizer: base.tokenizer,
-        executor: this.#executor,
-        resume,
-        warmStart: resume ? undefined : this.#warmStart,
+      const latest = await readLatestCheckpoint(this.#runs, id, base);
+      this.#session = await openSession(this.#cfg!, gpu, base, this.#executor, {
+        resume: latest?.checkpoint,
+        warmStart: this.#warmStart,
       });
       const lines = metricsUpTo(await this.#runs.readMetrics(id), this.#session.step);
       this.#emit({ type: "history", runId: id, lines });
@@ -375,22 +359,11 @@ export class TrainerHost implements TrainerService {
     await this.#ensureGpu();
     const base = this.#base = await this.#deps.models.load(spec, c.run.seed, local);
     this.#baseSpec = spec;
-    const w = base.weights;
-    let sum = 0;
-    for (const v of w.data) sum += v;
-    this.#baseInfo = {
-      label: base.label,
-      params: w.layout.numParams,
-      layers: w.config.numLayers,
-      hidden: w.config.hiddenSize,
-      vocab: w.config.vocabSize,
-      tokenizer: base.tokenizer.kind,
-      weightsSum: sum,
-    };
+    this.#baseInfo = describeBase(base);
     this.#warmStart = uploaded
       ? {
         kind: "peft-adapter",
-        adapter: await loadPeftAdapter(this.#runs.runFolder(id, "warm_start"), w.config),
+        adapter: await loadPeftAdapter(this.#runs.runFolder(id, "warm_start"), base.weights.config),
       }
       : undefined;
     const env = getEnv(c.env.id);
@@ -486,11 +459,7 @@ export class TrainerHost implements TrainerService {
       };
       await this.#runs.writeMeta(meta);
       this.#phase.set("compiling");
-      this.#session = await RlSession.create(c, {
-        gpu,
-        weights: base.weights,
-        tokenizer: base.tokenizer,
-        executor: this.#executor,
+      this.#session = await openSession(c, gpu, base, this.#executor, {
         warmStart: this.#warmStart,
       });
       this.#emit({
@@ -522,25 +491,16 @@ export class TrainerHost implements TrainerService {
     try {
       await this.#prepare(c, meta.model, local, id, !!meta.warmStartUpload);
       const gpu = this.#gpu!, base = this.#base!;
-      const infos = (await this.#runs.checkpoints(id)).filter((x) => x.name !== "best");
-      const latest = infos[infos.length - 1];
+      const latest = await readLatestCheckpoint(this.#runs, id, base);
       if (!latest) {
         throw named(
           "CheckpointNotFoundError",
           `run "${id}" has no complete checkpoint to resume from`,
         );
       }
-      const resume = await readCheckpoint(this.#runs.checkpointFolder(id, latest.name), {
-        base: base.weights.config,
-      });
+      const resume = latest.checkpoint;
       this.#phase.set("compiling");
-      const s = this.#session = await RlSession.create(c, {
-        gpu,
-        weights: base.weights,
-        tokenizer: base.tokenizer,
-        executor: this.#executor,
-        resume,
-      });
+      const s = this.#session = await openSession(c, gpu, base, this.#executor, { resume });
       const lines = metricsUpTo(await this.#runs.readMetrics(id), s.step);
       this.#emit({ type: "history", runId: id, lines });
       this.#emit({
