@@ -35,7 +35,6 @@ override WG: u32 = 64u;
 override CAP: u32 = 1024u;      // candidates held in workgroup memory
 override KSLOTS: u32 = 32u;     // split rows: top-k candidates a chunk hands on (chunks ≤ CAP / KSLOTS)
 const CHUNK_HEAD = 8u;
-const TABLE_ROWS = 16u;         // a split pass reduces its 64 accumulators 16 at a time
 
 @group(0) @binding(0) var<uniform> shape: Shape;
 @group(0) @binding(1) var<storage, read> X4: array<vec4<f32>>;          // logits
@@ -49,8 +48,15 @@ const TABLE_ROWS = 16u;         // a split pass reduces its 64 accumulators 16 a
 // Stats, its candidate count, its top-k threshold key) then KSLOTS candidate z bits and ids.
 @group(0) @binding(8) var<storage, read_write> chunk_out: array<u32>;
 
-// ws: gathered z bits at [0, CAP), their ids at [CAP, 2·CAP), reduction table after 2·CAP.
-var<workgroup> ws: array<u32, 2u * CAP + TABLE_ROWS * WG>;
+// Workgroup memory is declared in as few elements as it can be: Deno's GL backend (naga's GLSL
+// writer) zero-initializes it element by element in one block, and llvmpipe compiles that block
+// in a time that grows faster than its length (one array of 4096 u32 took 100 s, the same bytes
+// as 1024 vec4 15 s). So each candidate is one vec2 and the reduction table is vec4s, each
+// written whole by one thread (a write to one component may touch the whole vector).
+// cand: gathered candidates, (z bits, id) in token order.
+var<workgroup> cand: array<vec2<u32>, CAP>;
+// table: reduce16's 16 values per thread, thread-major: thread t's at [4t, 4t + 4).
+var<workgroup> table: array<vec4<u32>, 4u * WG>;
 var<workgroup> red: array<Stats, WG>;
 var<workgroup> chunk_w: array<f32, WG>;
 var<workgroup> offs: array<u32, WG>;
@@ -279,7 +285,7 @@ fn storageUnit(acc: ptr<function, Acc>, t: Unit, sp: Splits, lo: u32, hi: u32, m
 fn memoryPass(lid: u32, n: u32, sp: Splits, lo: u32, hi: u32, m: f32, need_mass: bool) -> Acc {
   var acc = newAcc();
   for (var i = lid; i < n; i += WG) {
-    let z = bitcast<f32>(ws[i]);
+    let z = bitcast<f32>(cand[i].x);
     let k = keyOf(z);
     if (k >= lo && k <= hi) { accAdd(&acc, sp, k, select(0.0, weight(z, m), need_mass)); }
   }
@@ -289,21 +295,19 @@ fn memoryPass(lid: u32, n: u32, sp: Splits, lo: u32, hi: u32, m: f32, need_mass:
 // Folds 16 values over the workgroup (kind 0: f32 sum, 1: u32 min, 2: u32 max); threads 0..15
 // each fold one row of the table, which costs fewer loads and barriers than a tree.
 fn reduce16(lid: u32, a: vec4<u32>, b: vec4<u32>, c: vec4<u32>, d: vec4<u32>, kind: u32) -> u32 {
-  let t = 2u * CAP;
-  for (var i = 0u; i < 4u; i++) {
-    ws[t + i * WG + lid] = a[i];
-    ws[t + (4u + i) * WG + lid] = b[i];
-    ws[t + (8u + i) * WG + lid] = c[i];
-    ws[t + (12u + i) * WG + lid] = d[i];
-  }
+  table[4u * lid] = a;
+  table[4u * lid + 1u] = b;
+  table[4u * lid + 2u] = c;
+  table[4u * lid + 3u] = d;
   workgroupBarrier();
   var v = 0u;
   if (lid < 16u) {
-    let row = t + lid * WG;
+    let q = lid / 4u;
+    let j = lid % 4u;
     var f = 0.0;
     v = select(0u, NONE, kind == 1u);
     for (var i = 0u; i < WG; i++) {
-      let x = ws[row + i];
+      let x = table[4u * i + q][j];
       if (kind == 0u) { f += bitcast<f32>(x); }
       else if (kind == 1u) { v = min(v, x); }
       else { v = max(v, x); }
@@ -317,7 +321,7 @@ fn reduce16(lid: u32, a: vec4<u32>, b: vec4<u32>, c: vec4<u32>, d: vec4<u32>, ki
 // res_f[0..16): counts ≥ s_j; res_f[16..32): masses ≥ s_j; res_u[0..16): min key ≥ s_j;
 // res_u[16..32): max key < s_j.
 fn reduceAcc(acc: Acc, lid: u32) {
-  workgroupBarrier(); // ws may still be read by the previous broadcast
+  workgroupBarrier(); // the table may still be read by the previous broadcast
   let c = reduce16(lid, bitcast<vec4<u32>>(acc.ca), bitcast<vec4<u32>>(acc.cb),
                    bitcast<vec4<u32>>(acc.cc), bitcast<vec4<u32>>(acc.cd), 0u);
   let w = reduce16(lid, bitcast<vec4<u32>>(acc.wa), bitcast<vec4<u32>>(acc.wb),
@@ -337,11 +341,11 @@ fn pick16(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>, j: u32) -> f32
 }
 
 // ---------------------------------------------------------------------------------------------
-// Gather: copy the candidates with lo ≤ key ≤ hi to ws in token order. Each thread writes at
+// Gather: copy the candidates with lo ≤ key ≤ hi to cand in token order. Each thread writes at
 // the exclusive prefix of the per-thread counts its last storage pass left (`mine`), so the
 // copy is deterministic and needs no atomics. The caller guarantees at most CAP candidates.
 
-struct Mem { on: bool, n: u32, lo: u32, hi: u32 } // ws holds every candidate in [lo, hi]
+struct Mem { on: bool, n: u32, lo: u32, hi: u32 } // cand holds every candidate in [lo, hi]
 
 fn gather(r: Row, lid: u32, lo: u32, hi: u32, mine: u32) -> Mem {
   offs[lid] = mine;
@@ -366,14 +370,13 @@ fn gather(r: Row, lid: u32, lo: u32, hi: u32, mine: u32) -> Mem {
   return Mem(true, n, lo, hi);
 }
 
-// One unit of the gather, in token order: its candidates into ws from *slot on.
+// One unit of the gather, in token order: its candidates into cand from *slot on.
 fn gatherUnit(t: Unit, lo: u32, hi: u32, slot: ptr<function, u32>) {
   let k = keyOf4(t.z);
   let inside = t.ok & (k >= vec4(lo)) & (k <= vec4(hi));
   for (var c = 0u; c < 4u; c++) {
     if (inside[c] && *slot < CAP) {
-      ws[*slot] = bitcast<u32>(t.z[c]);
-      ws[CAP + *slot] = t.id0 + c;
+      cand[*slot] = vec2(bitcast<u32>(t.z[c]), t.id0 + c);
       *slot += 1u;
     }
   }
@@ -478,21 +481,21 @@ fn finish(row: u32, p: Pick, m: f32, log_z: f32, log_zt: f32) {
   }
 }
 
-// Thread 0, when ws holds every kept token (key ≥ tau) in token order: the draw is a walk.
+// Thread 0, when cand holds every kept token (key ≥ tau) in token order: the draw is a walk.
 fn drawMemory(row: u32, n: u32, tau: u32, u: f32, m: f32, log_z: f32) {
   var zt = 0.0;
   for (var i = 0u; i < n; i++) {
-    let z = bitcast<f32>(ws[i]);
+    let z = bitcast<f32>(cand[i].x);
     if (keyOf(z) >= tau) { zt += weight(z, m); }
   }
   let goal = u * zt;
   var acc = 0.0;
   var pick = Pick(0u, ninf()); // every kept logit −inf: id 0, log-prob NaN
   for (var i = 0u; i < n; i++) {
-    let z = bitcast<f32>(ws[i]);
+    let z = bitcast<f32>(cand[i].x);
     let w = select(0.0, weight(z, m), keyOf(z) >= tau);
     if (w > 0.0) {
-      pick = Pick(ws[CAP + i], z); // rounding past the end keeps the last kept token
+      pick = Pick(cand[i].y, z); // rounding past the end keeps the last kept token
       acc += w;
       if (acc > goal) { break; }
     }
@@ -711,12 +714,12 @@ fn sample_chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     mem = f.mem;
   }
   if (!(mem.on && mem.lo <= tau && mem.hi == NONE)) { mem = gather(r, lid, tau, NONE, countAtLeast(r, tau)); }
-  // Hand on ws's tokens with key ≥ τ, in order: each thread counts a slice, offsets by prefix.
+  // Hand on cand's tokens with key ≥ τ, in order: each thread counts a slice, offsets by prefix.
   let per = (mem.n + WG - 1u) / WG;
   let i0 = min(lid * per, mem.n);
   let i1 = min(i0 + per, mem.n);
   var mine = 0u;
-  for (var i = i0; i < i1; i++) { mine += select(0u, 1u, keyOf(bitcast<f32>(ws[i])) >= tau); }
+  for (var i = i0; i < i1; i++) { mine += select(0u, 1u, keyOf(bitcast<f32>(cand[i].x)) >= tau); }
   workgroupBarrier(); // gather's offsets may still be read
   offs[lid] = mine;
   workgroupBarrier();
@@ -729,11 +732,11 @@ fn sample_chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
   workgroupBarrier();
   var slot = offs[lid];
   for (var i = i0; i < i1; i++) {
-    let z = ws[i];
-    if (keyOf(bitcast<f32>(z)) >= tau) {
+    let z = cand[i];
+    if (keyOf(bitcast<f32>(z.x)) >= tau) {
       if (slot < KSLOTS) {
-        chunk_out[o + CHUNK_HEAD + slot] = z;
-        chunk_out[o + CHUNK_HEAD + KSLOTS + slot] = ws[CAP + i];
+        chunk_out[o + CHUNK_HEAD + slot] = z.x;
+        chunk_out[o + CHUNK_HEAD + KSLOTS + slot] = z.y;
       }
       slot += 1u;
     }
@@ -823,14 +826,13 @@ fn sample_merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         let o = o0 + lid * stride;
         lo = chunk_out[o + 6u];
         for (var i = 0u; i < n_c; i++) {
-          ws[offs[lid] + i] = chunk_out[o + CHUNK_HEAD + i];
-          ws[CAP + offs[lid] + i] = chunk_out[o + CHUNK_HEAD + KSLOTS + i];
+          cand[offs[lid] + i] = vec2(chunk_out[o + CHUNK_HEAD + i], chunk_out[o + CHUNK_HEAD + KSLOTS + i]);
         }
       }
       workgroupBarrier();
       // The candidates' lowest key and their mass (top-p's goal when the top-k stage is done at once).
       var w = 0.0;
-      for (var i = lid; i < n_all; i += WG) { w += weight(bitcast<f32>(ws[i]), m); }
+      for (var i = lid; i < n_all; i += WG) { w += weight(bitcast<f32>(cand[i].x), m); }
       red[lid] = Stats(0.0, w, 0u, lo, 0u);
       workgroupBarrier();
       if (lid == 0u) {
