@@ -55,9 +55,9 @@ const CHUNK_HEAD = 8u;
 // written whole by one thread (a write to one component may touch the whole vector).
 // cand: gathered candidates, (z bits, id) in token order.
 var<workgroup> cand: array<vec2<u32>, CAP>;
-// table: reduce16's 16 values per thread, thread-major: thread t's at [4t, 4t + 4).
+// table: reduce16's 16 values per thread, thread-major: thread t's at [4t, 4t + 4); also the
+// Stats of reduceStats's tree (putStats).
 var<workgroup> table: array<vec4<u32>, 4u * WG>;
-var<workgroup> red: array<Stats, WG>;
 var<workgroup> chunk_w: array<f32, WG>;
 var<workgroup> offs: array<u32, WG>;
 var<workgroup> res_f: array<f32, 32>;
@@ -175,14 +175,26 @@ fn statsMerge(a: Stats, b: Stats) -> Stats {
   return Stats(m, s, arg, min(a.kmin, b.kmin), max(a.kmax, b.kmax));
 }
 
+// Thread t's Stats in the table: (m, s, arg, kmin) at 4t, kmax at 4t + 1.
+fn putStats(t: u32, st: Stats) {
+  table[4u * t] = vec4(bitcast<u32>(st.m), bitcast<u32>(st.s), st.arg, st.kmin);
+  table[4u * t + 1u] = vec4(st.kmax, 0u, 0u, 0u);
+}
+fn statsOf(a: vec4<u32>, b: vec4<u32>) -> Stats {
+  return Stats(bitcast<f32>(a.x), bitcast<f32>(a.y), a.z, a.w, b.x);
+}
+fn getStats(t: u32) -> Stats { return statsOf(table[4u * t], table[4u * t + 1u]); }
+
 fn reduceStats(st: Stats, lid: u32) -> Stats {
-  red[lid] = st;
+  workgroupBarrier(); // the table may still be read by an earlier reduce
+  putStats(lid, st);
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] = statsMerge(red[lid], red[lid + s]); }
+    if (lid < s) { putStats(lid, statsMerge(getStats(lid), getStats(lid + s))); }
     workgroupBarrier();
   }
-  return workgroupUniformLoad(&red[0]);
+  let a = workgroupUniformLoad(&table[0]);
+  return statsOf(a, workgroupUniformLoad(&table[1]));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -833,11 +845,11 @@ fn sample_merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
       // The candidates' lowest key and their mass (top-p's goal when the top-k stage is done at once).
       var w = 0.0;
       for (var i = lid; i < n_all; i += WG) { w += weight(bitcast<f32>(cand[i].x), m); }
-      red[lid] = Stats(0.0, w, 0u, lo, 0u);
+      putStats(lid, Stats(0.0, w, 0u, lo, 0u));
       workgroupBarrier();
       if (lid == 0u) {
         var tw = 0.0; var tl = NONE;
-        for (var t = 0u; t < WG; t++) { tw += red[t].s; tl = min(tl, red[t].kmin); }
+        for (var t = 0u; t < WG; t++) { let st = getStats(t); tw += st.s; tl = min(tl, st.kmin); }
         sh_f[0] = tw; sh_u[1] = tl;
       }
       let lo_all = workgroupUniformLoad(&sh_u[1]);

@@ -349,8 +349,8 @@ export class Sampler {
         `Sampler: rowChunks ${rowChunks} must be "auto" or an integer ≥ 1 (1 = never split)`,
       );
     }
-    // cand (2·CAP words), table (16·WG), red (5 words per thread), chunk_w and offs, res_f/res_u, sh_*.
-    const bytes = 4 * (2 * cap + 16 * wg) + 28 * wg + 256 + 40;
+    // cand (2·CAP words), table (16·WG), chunk_w and offs, res_f/res_u, sh_*.
+    const bytes = 4 * (2 * cap + 16 * wg) + 8 * wg + 256 + 40;
     const limit = gpu.device.limits.maxComputeWorkgroupStorageSize;
     if (bytes > limit) {
       throw new GpuLimitError(
