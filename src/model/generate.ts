@@ -117,8 +117,13 @@ export class Generator {
 
   static async create(model: GpuModel, opts: GeneratorOptions = {}): Promise<Generator> {
     const fuse = opts.fuseSampling ?? true;
-    const [sampler, advance] = await Promise.all([
-      Sampler.create(model.gpu, { vocab: model.config.vocabSize, ...opts.sampler, lazy: true }),
+    // Lazy: compiles nothing, so the decode step below can ask which variant it will take.
+    const sampler = await Sampler.create(model.gpu, {
+      vocab: model.config.vocabSize,
+      ...opts.sampler,
+      lazy: true,
+    });
+    const [advance] = await Promise.all([
       model.gpu.kernel({
         shader: "decode",
         entry: "advance",
@@ -135,7 +140,9 @@ export class Generator {
       }),
       // The decode step's kernels for the adapters attached now (generate prepares again for
       // adapters attached later, and the sampler's kernel where the step does not sample itself).
-      model.prepareDecode({ sample: fuse }),
+      model.prepareDecode({
+        sample: fuse && sampler.variantFor(model.config.vocabSize) === "lane",
+      }),
     ]);
     return new Generator(model, sampler, advance, fuse);
   }
@@ -230,9 +237,15 @@ export class Generator {
     const prefixes = copiesOf(false), repeats = copiesOf(true);
     const rests = prefixes.flatMap((q) => rowsOf(q.to, q.n));
     // Once per model and adapter rank: the fused decode step, where it applies; else the sampler.
-    await m.prepareDecode({ sample: this.fuseSampling });
-    const fused = this.fuseSampling && m.canSampleInStep && this.sampler.variantFor(V) === "lane";
-    if (!fused) await this.sampler.prepare(V);
+    // Steps sample inside the fused decode step where the model has one and the sampler would take
+    // its lane kernel; else the plain decode step (fused or per op), then the sampler's kernel.
+    const sampleInStep = this.fuseSampling && this.sampler.variantFor(V) === "lane";
+    await m.prepareDecode({ sample: sampleInStep });
+    const fused = sampleInStep && m.canSampleInStep;
+    if (!fused) {
+      if (sampleInStep) await m.prepareDecode({ sample: false });
+      await this.sampler.prepare(V);
+    }
     const t0 = performance.now();
     if (roots.length) await m.forward(roots, []);
     const copy = (pairs: { from: number; to: number; n: number }[]) => {

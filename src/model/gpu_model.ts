@@ -197,8 +197,8 @@ export class GpuModel {
   /**
    * Makes what decode steps use, for the LoRA adapters attached now (DecodeBackend.prepare; the
    * CPU-adapter backend compiles its fused step here, so models that never decode never pay for
-   * it). Until then decode steps take the per-op path. `sample`: also the step that samples
-   * inside (encodeSampleStep).
+   * it). Until then decode steps take the per-op path. `sample`: the step that samples inside
+   * (encodeSampleStep) where it applies, instead of the plain one (encodeForward's decode).
    */
   prepareDecode(opts: { sample?: boolean } = {}): Promise<void> {
     return this.decode.prepare(this, opts);

@@ -11,6 +11,7 @@ import { initModel } from "../../src/model/init.ts";
 import { referenceGreedy, referenceLogprobs } from "../../src/model/reference.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { LoraAdapters } from "../../src/model/lora.ts";
+import { CpuAdapterDecode } from "../../src/model/cpu_adapter/decode.ts";
 import { LORA_MODULES, LoraLayout } from "../../src/model/lora_layout.ts";
 
 async function tiny(name: string): Promise<ModelWeights> {
@@ -312,15 +313,24 @@ Deno.test("generation", async (t) => {
               const chunked = await gen.generate(reqs, { stepsPerSync: 3 });
               assertEquals(chunked, all, "chained steps per readback do not change the samples");
               // On CPU adapters (where the fused decode runs) the fused variant must really be used.
+              const variants = model.decode instanceof CpuAdapterDecode
+                ? model.decode.fusedVariants
+                : [];
               if (fuseSampling && gpu.adapterClass === "cpu") {
                 assert(model.canSampleInStep, "the sampling step was compiled");
+                // The plain fused forward never runs in a generation that samples inside the
+                // step: only the sampling variant is compiled (it is tens of seconds on llvmpipe).
+                assertEquals(variants, [withLora ? "1:sample" : "0:sample"]);
                 // 9-13 steps in one dispatch, or 3 per dispatch when chained 3 per readback.
                 assert(
                   model.sampleStepsPerDispatch >= 13,
                   `${model.sampleStepsPerDispatch} steps per dispatch`,
                 );
               }
-              if (!fuseSampling) assert(!model.canSampleInStep);
+              if (!fuseSampling) {
+                assert(!model.canSampleInStep);
+                assert(variants.every((v) => !v.endsWith(":sample")), variants.join(", "));
+              }
               runs.push(all);
             } finally {
               model.destroy();

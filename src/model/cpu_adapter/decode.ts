@@ -100,14 +100,17 @@ export class CpuAdapterDecode implements DecodeBackend {
 
   /**
    * Compiles the fused step, for the LoRA adapters attached now (once per variant); until then
-   * decode steps take the per-op path: the kernel is large (seconds to compile on llvmpipe the
-   * first time), so models that never decode never pay for it. `sample`: also the variant that
-   * samples inside the step, where the lane sampler's loops fit beside the forward's. Steps the
-   * fused kernel does not take read weight textures where the adapter wants them.
+   * decode steps take the per-op path: the kernel is large (llvmpipe compiles it at its first
+   * dispatch: tens of seconds with a cold shader cache), so models that never decode never pay
+   * for it. `sample`: the variant that samples inside the step, where the lane sampler's loops fit
+   * beside the forward's; then only that one, since a generation whose steps sample inside never
+   * runs the plain forward (Generator asks for it, with `sample` false, when a generation does not
+   * sample inside). Steps the fused kernel does not take read weight textures where the adapter
+   * wants them.
    */
   async prepare(m: GpuModel, opts: { sample?: boolean }): Promise<void> {
-    await this.prepareFused(m, opts);
-    if (this.useTextures && !this.texturesTried && !this.kernel?.readyFor(m.lora)) {
+    const fused = await this.prepareFused(m, opts);
+    if (this.useTextures && !this.texturesTried && !fused) {
       this.texturesTried = true;
       const rows = Math.min(m.slots, m.chunkRows);
       const mm = m.ops.matmul;
@@ -118,8 +121,9 @@ export class CpuAdapterDecode implements DecodeBackend {
     }
   }
 
-  private async prepareFused(m: GpuModel, opts: { sample?: boolean }): Promise<void> {
-    if (!this.fused) return;
+  /** Compiles the variant the request will run; false where the fused step does not apply. */
+  private async prepareFused(m: GpuModel, opts: { sample?: boolean }): Promise<boolean> {
+    if (!this.fused) return false;
     const k = this.kernel ??= DecodeForwardKernel.create(
       m.gpu,
       m.config,
@@ -133,12 +137,9 @@ export class CpuAdapterDecode implements DecodeBackend {
       ? m.lora.layout
       : null;
     // Adapters the fused step does not take decode per op: no variant of it would run.
-    if (m.lora && !lora) return;
-    // Only the variants that will run, compiled side by side (each is seconds on a CPU adapter).
-    await Promise.all([
-      k.prepare(lora),
-      opts.sample && k.stepsPerDispatch(lora) > 0 ? k.prepare(lora, true) : null,
-    ]);
+    if (m.lora && !lora) return false;
+    await k.prepare(lora, Boolean(opts.sample) && k.stepsPerDispatch(lora) > 0);
+    return true;
   }
 
   encodeStep(m: GpuModel, rec: Recorder, N: number): boolean {
@@ -186,6 +187,11 @@ export class CpuAdapterDecode implements DecodeBackend {
       sample,
       this.paramsVersion,
     );
+  }
+
+  /** The fused step's variants compiled so far (DecodeForwardKernel.variants; for tests). */
+  get fusedVariants(): string[] {
+    return this.kernel?.variants ?? [];
   }
 
   /** Whether the fused step (once prepared) reads its weights from the parameter atlas. */

@@ -433,6 +433,11 @@ export class DecodeForwardKernel {
 
   private ready = new Map<string, Kernel>();
 
+  /** The variants compiled or being compiled ("RANK4" or "RANK4:sample"; for tests). */
+  get variants(): string[] {
+    return [...this.kernels.keys()];
+  }
+
   /** Whether `prepare` has finished for these adapters (and for sampling steps, `sample`). */
   readyFor(lora: LoraAdapters | null, sample = false): boolean {
     return this.ready.has(variantKey(lora ? lora.layout.cfg.rank / 4 : 0, sample));
