@@ -19,6 +19,7 @@ import {
   adapterKey,
   kernelSetId,
   parseTunedPicks,
+  type TunedPicksEntry,
   tunedPicksPath,
   withEntry,
 } from "../ops/tuned_picks.ts";
@@ -210,6 +211,23 @@ if (import.meta.main) {
       if (r.refused.length) {
         console.log(`refused (wrong against the float64 reference): ${r.refused.join(", ")}`);
       }
+      const tunedFor = `${args.model} (decode rows ${decodeRows.join(",")}${
+        prefillRows.length ? `, prefill rows ${prefillRows.join(",")}` : ""
+      }, train rows ${args.trainRows}${args.full ? ", full" : ""}${half ? ", half base" : ""})`;
+      const matmulEntry = {
+        adapter: adapterKey(gpu.ctx.info),
+        kernels: kernelSetId(),
+        picks: r.picks,
+        tunedFor,
+        date: new Date().toISOString(),
+        buckets: r.buckets,
+      };
+      // The matmul picks are kept as soon as they are measured: a run stopped (or cut off by a
+      // time limit) during the kernel tuners below keeps them, and the earlier picks of those.
+      if (!args.dryRun) {
+        await savePicks(out!, matmulEntry);
+        console.log(`matmul picks written to ${out}; the kernel tuners next`);
+      }
       const tuned = await runKernelTuners(gpu, {
         config: cfg,
         decodeRows,
@@ -227,30 +245,10 @@ if (import.meta.main) {
       });
       for (const line of tunerTables(tuned)) console.log(line);
       console.log(`\n${(r.seconds + tuned.seconds).toFixed(1)} s`);
-      const entry = {
-        adapter: adapterKey(gpu.ctx.info),
-        kernels: kernelSetId(),
-        picks: r.picks,
-        tunedFor: `${args.model} (decode rows ${decodeRows.join(",")}${
-          prefillRows.length ? `, prefill rows ${prefillRows.join(",")}` : ""
-        }, train rows ${args.trainRows}${args.full ? ", full" : ""}${half ? ", half base" : ""})`,
-        date: new Date().toISOString(),
-        buckets: r.buckets,
-        ...tuned.entry,
-      };
+      const entry = { ...matmulEntry, date: new Date().toISOString(), ...tuned.entry };
       if (!args.dryRun) {
-        const path = out!;
-        const existing = await Deno.readTextFile(path).then(
-          (t) => parseTunedPicks(t, path),
-          (e) => {
-            if (e instanceof Deno.errors.NotFound) return null;
-            throw e;
-          },
-        );
-        const dir = path.slice(0, Math.max(0, path.lastIndexOf("/")));
-        if (dir) await Deno.mkdir(dir, { recursive: true });
-        await writeFileAtomic(path, JSON.stringify(withEntry(existing, entry), null, 2) + "\n");
-        console.log(`picks written to ${path}: later runs on this adapter use them`);
+        await savePicks(out!, entry);
+        console.log(`picks written to ${out}: later runs on this adapter use them`);
       }
       if (args.json) {
         console.log(
@@ -269,4 +267,18 @@ if (import.meta.main) {
       gpu.destroy();
     }
   });
+}
+
+/** Writes `entry` into the picks file at `path` (withEntry: this adapter's entry replaced, per-kernel picks it lacks kept). */
+async function savePicks(path: string, entry: TunedPicksEntry): Promise<void> {
+  const existing = await Deno.readTextFile(path).then(
+    (t) => parseTunedPicks(t, path),
+    (e) => {
+      if (e instanceof Deno.errors.NotFound) return null;
+      throw e;
+    },
+  );
+  const dir = path.slice(0, Math.max(0, path.lastIndexOf("/")));
+  if (dir) await Deno.mkdir(dir, { recursive: true });
+  await writeFileAtomic(path, JSON.stringify(withEntry(existing, entry), null, 2) + "\n");
 }

@@ -89,6 +89,49 @@ Deno.test("tune CLI: writes this adapter's picks; a later process runs them; a b
   }
 });
 
+Deno.test("tune CLI: the matmul picks are in the file before the kernel tuners start, so a run stopped there keeps them", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "tune_cli_early_" });
+  try {
+    const file = `${dir}/picks.json`, model = `${dir}/config.json`;
+    const config = JSON.parse(await Deno.readTextFile(`${repo}configs/models/tiny-llama.json`));
+    await Deno.writeTextFile(model, JSON.stringify({ ...config, vocab_size: 5000 }));
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "src/cli/tune.ts",
+        ...["--model", model, "--decode-rows", "1", "--train-rows", "0"],
+        ...["--variants", "^r8c8_wg8x1$", "--min-ms", "5", "--out", file, "--sampler", "on"],
+      ],
+      cwd: repo,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    let out = "", saved = null;
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      out += chunk;
+      if (out.includes("matmul picks written to")) {
+        // Read at once: the sampler tuner (seconds) has not finished, so nothing else wrote it.
+        saved = JSON.parse(await Deno.readTextFile(file));
+        child.kill("SIGKILL");
+        break;
+      }
+    }
+    await child.status;
+    assert(saved, `no "matmul picks written" line before the end:\n${out}`);
+    assertEquals(saved.entries.length, 1);
+    assertEquals(Object.keys(saved.entries[0].picks), ["nt:vector"]);
+    assertEquals(saved.entries[0].samplerPicks, undefined);
+    // Stopped in the sampler tuner: the file still holds the matmul picks, whole.
+    const after = JSON.parse(await Deno.readTextFile(file));
+    assertEquals(after.entries[0].picks, saved.entries[0].picks);
+    assert(!out.includes("picks written to " + file + ": later runs"), out);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 // A fresh process's Sampler on the same adapter, made for the tuned vocabulary: its split and
 // its workgroup size.
 const SAMPLER_PROBE = `
