@@ -104,6 +104,16 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
   const r = await ctx.gpuJob(() =>
     tuneMatmuls(gpu, workload, { variants, minMs: req.minMs, log: tuneLog })
   );
+  const matmulEntry: TunedPicksEntry = {
+    adapter: adapterKey(gpu.ctx.info),
+    kernels: kernelSetId(),
+    picks: r.picks,
+    tunedFor,
+    date: new Date(ctx.now()).toISOString(),
+    buckets: r.buckets,
+  };
+  // Kept as soon as measured: a page closed during the kernel tuners keeps the matmul picks.
+  await storePicks(ctx, matmulEntry);
   // On GPUs, the sampler's row split at the rollout's batch sizes, the fused LoRA forward's
   // column split at the run's rank, decode attention's split at the rollout's longest context
   // (a prompt and every turn's new tokens) and the loss heads at the update's logit rows.
@@ -118,23 +128,11 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     log: tuneLog,
     gpuJob: ctx.gpuJob,
   });
-  const entry: TunedPicksEntry = {
-    adapter: adapterKey(gpu.ctx.info),
-    kernels: kernelSetId(),
-    picks: r.picks,
-    tunedFor,
+  await storePicks(ctx, {
+    ...matmulEntry,
     date: new Date(ctx.now()).toISOString(),
-    buckets: r.buckets,
     ...tuned.entry,
-  };
-  // The stored entry keeps the sampler splits of vocabularies tuned before, and the fused LoRA
-  // target where this tuning had none (withEntry).
-  const file = withEntry(await readStoredPicks(store, log), entry);
-  useTunedPicks(
-    file.entries.filter((e) => e.adapter === entry.adapter && e.kernels === entry.kernels),
-    `${store.name}/${PICKS_FILE}`,
-  );
-  await store.write(PICKS_FILE, new TextEncoder().encode(JSON.stringify(file, null, 2) + "\n"));
+  });
   log(`${describeTunedPicks(gpu.ctx.info)}: the next start or resume runs them`);
   return {
     buckets: r.buckets,
@@ -146,4 +144,18 @@ export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<Tu
     seconds: r.seconds + tuned.seconds,
     tunedFor,
   };
+}
+
+/**
+ * Writes `entry` into the store's picks file and registers this adapter's entry for the next
+ * start or resume. The stored entry keeps the sampler splits of vocabularies tuned before, and
+ * the fused LoRA target and attention split where this tuning had none (withEntry).
+ */
+async function storePicks(ctx: TuneContext, entry: TunedPicksEntry): Promise<void> {
+  const file = withEntry(await readStoredPicks(ctx.store, ctx.log), entry);
+  useTunedPicks(
+    file.entries.filter((e) => e.adapter === entry.adapter && e.kernels === entry.kernels),
+    `${ctx.store.name}/${PICKS_FILE}`,
+  );
+  await ctx.store.write(PICKS_FILE, new TextEncoder().encode(JSON.stringify(file, null, 2) + "\n"));
 }
