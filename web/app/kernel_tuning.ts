@@ -71,7 +71,7 @@ export interface TuneContext {
  * base where the run has one; writes the store's picks file and registers its entry.
  */
 export async function tuneForRun(ctx: TuneContext, req: TuneRequest): Promise<TuneReport> {
-  const { gpu, base, config: c, store, log } = ctx;
+  const { gpu, base, config: c, log } = ctx;
   let variants: RegExp | undefined;
   try {
     variants = req.variants === undefined ? undefined : new RegExp(req.variants);
