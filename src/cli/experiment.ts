@@ -59,7 +59,9 @@ export const EXPERIMENT_CLI = defineCli({
     methods: {
       type: "string",
       metavar: "a,b",
-      help: `methods: ${METHODS.join(", ")}, ablation (default: all but mas_l1_ppo)`,
+      help: `methods: ${
+        METHODS.join(", ")
+      }, ablation (default: all but mas_l1_grpo and mas_l1_ppo)`,
     },
     seeds: {
       type: "number",

@@ -7,6 +7,10 @@
 //   mas_l1        MAS + AT-GRPO, one shared policy (L1)
 //   mas_l2        MAS + AT-GRPO, one LoRA adapter per role on a frozen base (L2)
 //   mas_l3        MAS + AT-GRPO, one full model per role (L3)
+//   mas_l1_grpo   MAS + plain GRPO, one shared policy (L1): K whole trajectories per task, one
+//                 group per task, every action credited with its trajectory's return (the
+//                 paper's "no grouping (standard GRPO)" ablation of AT-GRPO's agent- and
+//                 turn-wise groups and tree sampling); not run by default
 //   mas_l1_ppo    MAS + PPO with a critic and GAE instead of AT-GRPO's group baselines, one
 //                 shared policy (L1), whole-trajectory rollouts (docs/ppo.md); not run by default
 // plus the paper's Plan-Path ablation: the L2 run's two role adapters swapped at evaluation.
@@ -49,11 +53,14 @@ export const METHODS = [
   "mas_l1",
   "mas_l2",
   "mas_l3",
+  "mas_l1_grpo",
   "mas_l1_ppo",
 ] as const;
 export type MethodId = typeof METHODS[number];
 /** What `experiment paper-table` runs without --methods: the paper's table. */
-export const DEFAULT_METHODS: readonly MethodId[] = METHODS.filter((m) => m !== "mas_l1_ppo");
+export const DEFAULT_METHODS: readonly MethodId[] = METHODS.filter((m) =>
+  m !== "mas_l1_grpo" && m !== "mas_l1_ppo"
+);
 
 export interface MethodSpec {
   readonly id: MethodId;
@@ -84,6 +91,15 @@ export const METHOD_SPECS: Readonly<Record<MethodId, MethodSpec>> = {
   mas_l1: { id: "mas_l1", label: "MAS + AT-GRPO, shared (L1)", level: "L1", train: true },
   mas_l2: { id: "mas_l2", label: "MAS + AT-GRPO, per-role LoRA (L2)", level: "L2", train: true },
   mas_l3: { id: "mas_l3", label: "MAS + AT-GRPO, per-role full (L3)", level: "L3", train: true },
+  // AT-GRPO's L1 with its groups and tree taken away: the same samples per step (K whole
+  // trajectories per task against K candidates per agent turn), the same loss and settings.
+  mas_l1_grpo: {
+    id: "mas_l1_grpo",
+    label: "MAS + plain GRPO, shared (L1)",
+    level: "L1",
+    train: true,
+    config: { rollout: { mode: "independent" } },
+  },
   mas_l1_ppo: {
     id: "mas_l1_ppo",
     label: "MAS + PPO with critic, shared (L1)",
@@ -458,6 +474,7 @@ export const BASELINE_OF: Partial<Record<MethodId, MethodId>> = {
   mas_l1: "mas",
   mas_l2: "mas",
   mas_l3: "mas",
+  mas_l1_grpo: "mas",
   mas_l1_ppo: "mas",
 };
 

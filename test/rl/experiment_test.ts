@@ -82,6 +82,20 @@ Deno.test("method configs differ only in what the method is", () => {
   assertEquals(cfgs.mas_l1_ppo.update.optimizer, cfgs.mas_l1.update.optimizer);
   assertEquals(BASELINE_OF.mas_l1_ppo, "mas");
   assert(!DEFAULT_METHODS.includes("mas_l1_ppo") && DEFAULT_METHODS.includes("mas_l1"));
+  // Plain GRPO: L1 with whole trajectories and group baselines; everything else as AT-GRPO's L1.
+  assertEquals(
+    [cfgs.mas_l1_grpo.level, cfgs.mas_l1_grpo.rollout.mode, cfgs.mas_l1_grpo.update.advantage],
+    ["L1", "independent", "grpo"],
+  );
+  const { rollout: gr, ...grpoRest } = cfgs.mas_l1_grpo;
+  const { rollout: lr, ...l1Rest } = cfgs.mas_l1;
+  assertEquals({ ...grpoRest, run: { ...grpoRest.run, name: "" } }, {
+    ...l1Rest,
+    run: { ...l1Rest.run, name: "" },
+  });
+  assertEquals({ ...gr, mode: "tree" }, lr);
+  assertEquals(BASELINE_OF.mas_l1_grpo, "mas");
+  assert(!DEFAULT_METHODS.includes("mas_l1_grpo"));
   // Budget: the single agent plays both of the team's agent slots, so twice the envs per step.
   assertEquals(cfgs.single_grpo.rollout.envsPerStep, 2 * cfgs.mas_l1.rollout.envsPerStep);
   for (const c of Object.values(cfgs)) {
