@@ -85,7 +85,8 @@ const hasCheckpoint = (dir: string | null) => latestStep(dir) > 0;
 /**
  * Waits for `moment` in `p`, then SIGKILLs its process group. For "sandbox" and "checkpoint" the
  * group is first stopped (SIGSTOP) and the moment checked again, so the kill surely lands in it.
- * Returns what was hit, or null when the run ended first.
+ * A "random" moment is up to `randomMs` after the start. Returns what was hit, or null when the
+ * run ended first.
  */
 async function killAt(
   p: Proc,
@@ -93,6 +94,7 @@ async function killAt(
   after: number,
   stale: Set<string>,
   rand: () => number,
+  randomMs: number,
 ): Promise<string | null> {
   let ended = false;
   p.done.then(() => ended = true);
@@ -100,7 +102,7 @@ async function killAt(
   const deadline = () =>
     assert(Date.now() - t0 < 90_000, `no ${moment} moment within 90 s:\n${p.text()}`);
   if (moment === "random") {
-    const ms = Math.round(rand() * 5000);
+    const ms = Math.round(rand() * randomMs);
     await sleep(ms);
     if (ended) return null;
     p.signal("SIGKILL");
@@ -152,7 +154,11 @@ Deno.test({
     const rand = mulberry32(SEED);
     const story: string[] = [`seed ${SEED}`];
     let p: Proc | null = null;
+    // The uninterrupted run, beside the chaos; its wall time bounds the random moment.
+    const tRef = Date.now();
+    let refMs = 0;
     const ref = runTrain(args(`${root}/ref`)).then((r) => {
+      refMs = Date.now() - tRef;
       assertEquals(r.code, 0, r.text);
       return runDirOf(r.text);
     });
@@ -161,8 +167,12 @@ Deno.test({
       for (const { moment, after } of PLAN) {
         const resume = hasCheckpoint(dir), from = latestStep(dir);
         const stale = new Set(resume ? checkpointTemps(dir!) : []);
+        // A random moment lands within the first 30% of a whole run's time (at most 5 s): a resume
+        // with steps left takes longer than that, however fast the machine (a quiet one ran the
+        // whole test in 7 s, and a fixed 5 s window let the resumed run end first).
+        if (moment === "random") await ref;
         p = spawnTrain(resume ? ["--resume", dir!] : args(`${root}/chaos`));
-        const hit = await killAt(p, moment, after, stale, rand);
+        const hit = await killAt(p, moment, after, stale, rand, Math.min(5000, 0.3 * refMs));
         const { code, text } = await p.done;
         dir = text.match(/(?:run directory|resuming run): (\S+)/)?.[1] ?? (resume ? dir : null);
         story.push(
