@@ -14,6 +14,7 @@ import { getEnv } from "../envs/registry.ts";
 import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { writingTo } from "../io/errors.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
+import type { LoadedCheckpoint } from "../train/checkpoint.ts";
 import { latestCheckpoint, loadCheckpoint } from "../train/checkpoint_dir.ts";
 import type { RunConfig } from "../rl/config.ts";
 import { envForConfig } from "../rl/env_for.ts";
@@ -25,7 +26,6 @@ import {
   evaluateWith,
   ExperimentMergeError,
   type ExperimentSpec,
-  hasSolo,
   keepMethods,
   lrFragment,
   markdownTable,
@@ -33,20 +33,23 @@ import {
   METHOD_SPECS,
   methodConfig,
   type MethodId,
+  methodRunsOn,
   METHODS,
   pairedTable,
   runLrSweep,
   type RunResult,
   type SavedExperiment,
   seedLabel,
+  soloAgentOf,
   swapRoleAdapters,
   type SweepRecord,
   sweepTable,
+  teamOfSoloRuns,
   withStepZero,
 } from "../rl/experiment.ts";
 import { taskPlots } from "../rl/experiment_plots.ts";
 import { COMPARE_CLI, compareCommand, readSaved } from "./experiment_compare.ts";
-import { resultMethod } from "../rl/experiment_compare.ts";
+import { DERIVED, resultMethod } from "../rl/experiment_compare.ts";
 import type { EvalResult } from "../rl/evaluate.ts";
 import { loadBase, train } from "../rl/train.ts";
 
@@ -59,9 +62,9 @@ export const EXPERIMENT_CLI = defineCli({
     methods: {
       type: "string",
       metavar: "a,b",
-      help: `methods: ${
-        METHODS.join(", ")
-      }, ablation (default: all but mas_l1_grpo and mas_l1_ppo)`,
+      help: `methods: ${METHODS.join(", ")}, ablation, sa_team (default: all but ${
+        METHODS.filter((m) => !DEFAULT_METHODS.includes(m)).join(", ")
+      })`,
     },
     seeds: {
       type: "number",
@@ -260,6 +263,40 @@ async function ablationRun(gpu: Gpu, l2: RunResult, cfg: RunConfig): Promise<Run
   };
 }
 
+/**
+ * The paper's "trained in single-agent mode, evaluated in the MAS" ablation: single_grpo's
+ * adapter (the plan agent alone) and single_tool_grpo's (the tool agent alone) of one seed, played
+ * as the L2 team (`cfg`: mas_l2's config of that seed).
+ */
+async function saTeamRun(
+  gpu: Gpu,
+  solo: { plan: RunResult; tool: RunResult },
+  cfg: RunConfig,
+): Promise<RunResult> {
+  const { weights, tokenizer } = await loadBase(cfg);
+  const byRole: Record<string, LoadedCheckpoint> = {};
+  for (const [role, run] of Object.entries(solo)) {
+    const ckDir = await latestCheckpoint(joinPath(run.runDir!, "checkpoints"));
+    if (!ckDir) throw new Error(`${run.runDir} has no checkpoint for the ${role} role`);
+    byRole[role] = await loadCheckpoint(ckDir, { base: weights.config });
+  }
+  const ck = teamOfSoloRuns(byRole, cfg);
+  const ev = await withExecutor(
+    cfg,
+    (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck),
+  );
+  return {
+    task: solo.plan.task,
+    method: "ablation_sa_team",
+    seed: solo.plan.seed,
+    successRate: ev.successRate,
+    samples: solo.plan.samples + solo.tool.samples,
+    steps: 0,
+    runDir: null,
+    eval: withoutSamples(ev),
+  };
+}
+
 /** What one invocation is doing: its settings, and what it has measured so far. */
 interface Experiment {
   spec: ExperimentSpec;
@@ -287,7 +324,11 @@ async function record(x: Experiment, r: RunResult, t0: number) {
   }
   x.results.push(r);
   await x.save();
-  const what = r.method === "ablation_swapped" ? "ablation (L2 adapters swapped)" : r.method;
+  const what = r.method === "ablation_swapped"
+    ? "ablation (L2 adapters swapped)"
+    : r.method === "ablation_sa_team"
+    ? "ablation (roles trained alone, played as the team)"
+    : r.method;
   console.log(
     `${r.task} ${what} seed ${r.seed}: held-out success ${
       (r.successRate * 100).toFixed(1)
@@ -335,21 +376,26 @@ async function sweepTask(
 /** One task: the sweep, every method of every seed, the ablation, then its plots. */
 async function runTask(x: Experiment, task: string) {
   const envId = (x.spec.tasks[task].env as { id: string }).id;
-  const solo = hasSolo(envId);
+  const own = x.methods.filter((m) => !(m in DERIVED)) as MethodId[];
   // Each trained method with a sweep in the spec (and, at L0, a single-agent variant) first.
   const swept = new Map<MethodId, { lr: number; run: RunResult; seed: number }>();
-  for (const method of x.methods.filter((m) => m !== "ablation") as MethodId[]) {
-    const wanted = x.sweep && METHOD_SPECS[method].train &&
-      (METHOD_SPECS[method].level !== "L0" || solo) &&
+  for (const method of own) {
+    const wanted = x.sweep && METHOD_SPECS[method].train && methodRunsOn(method, envId) &&
       (x.spec.sweep?.[method]?.lrs.length ?? 0) > 0;
     if (wanted) swept.set(method, await sweepTask(x, task, method));
   }
   for (let seed = x.firstSeed; seed < x.firstSeed + x.seeds; seed++) {
     let l2: { run: RunResult; cfg: RunConfig } | null = null;
-    for (const method of x.methods.filter((m) => m !== "ablation") as MethodId[]) {
-      if (METHOD_SPECS[method].level === "L0" && !solo) {
+    const ran = new Map<MethodId, RunResult>();
+    for (const method of own) {
+      if (!methodRunsOn(method, envId)) {
         if (seed === x.firstSeed) {
-          x.notes.push(`${task}: no single-agent variant of ${envId}; ${method} skipped`);
+          const who = soloAgentOf(method);
+          x.notes.push(
+            `${task}: no single-agent variant of ${envId}${
+              who === null ? "" : ` for its ${who} agent`
+            }; ${method} skipped`,
+          );
         }
         continue;
       }
@@ -369,7 +415,22 @@ async function runTask(x: Experiment, task: string) {
       else if (METHOD_SPECS[method].train) r = await trainedRun(cfg, task, method, lr);
       else r = await untrainedRun(x.gpu, cfg, task, method);
       if (method === "mas_l2") l2 = { run: r, cfg };
+      ran.set(method, r);
       await record(x, r, t0);
+    }
+    if (x.methods.includes("sa_team")) {
+      const plan = ran.get("single_grpo"), tool = ran.get("single_tool_grpo");
+      if (!plan || !tool) {
+        if (seed === x.firstSeed) {
+          x.notes.push(
+            `${task}: sa_team needs single_grpo and single_tool_grpo run in the same invocation; skipped`,
+          );
+        }
+      } else {
+        const cfg = methodConfig(x.spec, task, "mas_l2", seed, x.steps, joinPath(x.out, "runs"));
+        const t0 = performance.now();
+        await record(x, await saTeamRun(x.gpu, { plan, tool }, cfg), t0);
+      }
     }
     if (!x.methods.includes("ablation")) continue;
     if (!l2) {
@@ -548,7 +609,7 @@ if (import.meta.main) {
     const spec = JSON.parse(await Deno.readTextFile(args.spec)) as ExperimentSpec;
     const tasks = list(args.tasks, Object.keys(spec.tasks), "tasks");
     const methods = args.methods
-      ? list(args.methods, [...METHODS, "ablation"], "methods")
+      ? list(args.methods, [...METHODS, ...Object.keys(DERIVED)], "methods")
       : [...DEFAULT_METHODS, "ablation"];
     const seeds = args.seeds ?? spec.seeds,
       steps = args.steps ?? spec.steps,

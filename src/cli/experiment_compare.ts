@@ -30,7 +30,7 @@ export const COMPARE_CLI = defineCli({
       required: true,
       metavar: "METHOD",
       help:
-        "the first method, as results.json names it (single, single_grpo, mas, mas_l1, mas_l2, mas_l3, mas_l1_ppo, ablation_swapped)",
+        "the first method (single, single_grpo, mas, mas_l1, mas_l2, mas_l3, mas_l1_ppo, ..., ablation, sa_team; results.json's names, e.g. ablation_swapped, work too)",
     },
     b: {
       type: "string",

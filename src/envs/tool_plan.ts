@@ -10,6 +10,13 @@
 // multi-agent env's, and `finalRewards` names "plan" only. Its id is the game's with `_solo`
 // before the version (plan_path_v1 → plan_path_solo_v1) and it shares the game's tasks and splits.
 //
+// The tool agent alone is a second single-agent variant, `defineSoloToolEnv` (the paper's Plan-Path
+// ablation trains each role in single-agent mode, then evaluates them as a team): the "tool" agent
+// with its team prompt unchanged (so an adapter trained for the role carries over), its program
+// run in the sandbox and its printed answer committed as the plan agent would commit it. Its id
+// is the game's with `_tool_solo` (plan_path_v1 → plan_path_tool_solo_v1); config env.soloAgent
+// "tool" selects it at level L0.
+//
 // Credit assignment: the tool's step changes nothing in the game; its local reward is what its
 // proposal would earn if the plan agent committed it (plus the fail penalty if it would not solve
 // the task), so its K candidates get distinct rewards. The plan agent's commit earns the team
@@ -136,12 +143,18 @@ const failOf = <T, G, Ans, D extends Difficulty>(g: ToolPlanGame<T, G, Ans, D>, 
 
 const AGENTS = ["tool", "plan"] as const;
 const SOLO_AGENTS = ["plan"] as const;
+const TOOL_SOLO_AGENTS = ["tool"] as const;
 
 /** plan_path_v1 → plan_path_solo_v1. */
 export function soloIdOf(id: string): string {
   const m = /^(.*)_v(\d+)$/.exec(id);
   if (!m) throw new Error(`"${id}" is not a versioned env id like plan_path_v1`);
   return `${m[1]}_solo_v${m[2]}`;
+}
+
+/** plan_path_v1 → plan_path_tool_solo_v1. */
+export function toolSoloIdOf(id: string): string {
+  return soloIdOf(id).replace(/_solo_v(\d+)$/, "_tool_solo_v$1");
 }
 
 function reset<T, G, Ans, D extends Difficulty>(
@@ -264,13 +277,17 @@ function stepTool<T, G, Ans, D extends Difficulty>(
   };
 }
 
-/** `agents`: the env's agents (the clock's turn length, and who gets finalRewards). */
+/**
+ * A commit of the answer in `a`. `agents`: the env's agents (the clock's turn length, and who
+ * gets finalRewards); `role`: who commits ("plan"; "tool" when it works alone).
+ */
 function stepPlan<T, G, Ans, D extends Difficulty>(
   g: ToolPlanGame<T, G, Ans, D>,
   s: ToolPlanState<T, G, Ans>,
   a: ToolPlanAction<Ans> | Invalid,
   agents: readonly string[],
   k: RewardKnobs,
+  role = "plan",
 ): StepResult<ToolPlanState<T, G, Ans>> {
   const answer = !isInvalid(a) && a.kind === "answer" ? a.answer : null;
   const e = answer === null ? null : g.evaluate(s.task, s.game, answer);
@@ -282,9 +299,11 @@ function stepPlan<T, G, Ans, D extends Difficulty>(
   if (answer === null) {
     info.invalid = isInvalid(a)
       ? a
-      : invalid("malformed", "the plan agent must send an answer", "");
+      : invalid("malformed", `the ${role} agent must send an answer`, "");
   }
-  const line = e ? `plan: ${g.formatAnswer(answer!)} -> ${e.summary}` : "plan sent no valid answer";
+  const line = e
+    ? `${role}: ${g.formatAnswer(answer!)} -> ${e.summary}`
+    : `${role} sent no valid answer`;
   const state: ToolPlanState<T, G, Ans> = {
     ...s,
     ...clock,
@@ -450,6 +469,56 @@ export function defineSoloPlanEnv<T, G, Ans, D extends Difficulty>(
     solve: (task) => oracleRollout(env, task),
     render: g.render,
     rewardKnobs: rewardKnobsOf(g, (k) => defineSoloPlanEnv(g, k)),
+  };
+  return env;
+}
+
+/**
+ * The tool agent alone (level L0 with env.soloAgent "tool"): each turn its program runs and its
+ * printed answer is committed, with the rewards, fail penalty and turn limit of
+ * `defineToolPlanEnv(g)`; unusable code or output scores the format penalty and uses the turn.
+ */
+export function defineSoloToolEnv<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  knobs: RewardKnobs = PAPER_REWARDS,
+): EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> {
+  const id = toolSoloIdOf(g.id);
+  const short = g.id.replace(/_v\d+$/, "");
+  const env: EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> = {
+    id,
+    description: `Single agent (L0) ${short}: the tool agent alone; its program's printed ` +
+      `answer is committed, with no plan agent`,
+    possibleAgents: TOOL_SOLO_AGENTS,
+    turnOrder: TOOL_SOLO_AGENTS,
+    parallel: false,
+    symmetric: false,
+    toolAgents: ["tool"],
+    defaultDifficulty: g.defaultDifficulty,
+    testFraction: g.testFraction,
+    soloOf: g.id,
+    generate: g.generate,
+    taskKey: g.taskKey,
+    reset: (task) => reset(g, task, id),
+    // The team's tool prompt, unchanged: what the role learns alone carries over to the team.
+    observe: (s, _agent, style) => observe(g, s, "tool", style),
+    parseAction: (_agent, text) => parseAction(g, "tool", text),
+    execute: (s, _agent, a, executor) => execute(g, s, "tool", a, executor),
+    step: (s, agent, a) => {
+      assertTurn(env, s, agent);
+      const report = readTool(g, a);
+      const commit: ToolPlanAction<Ans> | Invalid = report.answer !== null
+        ? { kind: "answer", answer: report.answer }
+        : isInvalid(a)
+        ? a
+        : invalid("exec_error", report.problem ?? "no output", report.stdout);
+      const r = stepPlan(g, s, commit, TOOL_SOLO_AGENTS, knobs, "tool");
+      return { ...r, state: { ...r.state, tool: report }, info: { ...r.info, tool: report } };
+    },
+    success: (s) => s.solved,
+    oracle: (s) => oracle(g, s, "tool"),
+    solve: (task) => oracleRollout(env, task),
+    render: g.render,
+    rewardKnobs: rewardKnobsOf(g, (k) => defineSoloToolEnv(g, k)),
   };
   return env;
 }

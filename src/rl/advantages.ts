@@ -9,7 +9,7 @@
 // raw reward (mean 0, std 1), but with nothing to compare against there is no relative signal.
 
 import type { AgentId } from "../envs/types.ts";
-import type { GroupFilterKind, Normalization, RolloutMode } from "./config.ts";
+import type { GroupFilterKind, Grouping, Normalization, RolloutMode } from "./config.ts";
 
 /** Identifies one environment instance of a step (its index in the batch, or a seed string). */
 export type EnvKey = string | number;
@@ -74,13 +74,14 @@ export function groupId(k: GroupKey): string {
 }
 
 /**
- * How each rollout mode groups: tree and single-agent by (env, agent, turn); independent (plain
- * GRPO) by env alone, its members whole trajectories (`trajectoryMembers`, agent TEAM).
+ * A sample's group key: tree and single-agent rollouts by (env, agent, turn), or coarser by
+ * `groupBy` (agent: every turn of an agent, turn null; turn: every agent of a turn, agent TEAM);
+ * independent (plain GRPO) by env alone, its members whole trajectories (`trajectoryMembers`).
  */
-const KEY_OF: { readonly [M in RolloutMode]: (s: GroupKey) => GroupKey } = {
-  "tree": (s) => ({ env: s.env, agent: s.agent, turn: s.turn }),
-  "single-agent": (s) => ({ env: s.env, agent: s.agent, turn: s.turn }),
-  "independent": (s) => ({ env: s.env, agent: TEAM, turn: null }),
+const KEY_OF: { readonly [G in Grouping]: (s: GroupKey) => GroupKey } = {
+  "agent-turn": (s) => ({ env: s.env, agent: s.agent, turn: s.turn }),
+  "agent": (s) => ({ env: s.env, agent: s.agent, turn: null }),
+  "turn": (s) => ({ env: s.env, agent: TEAM, turn: s.turn }),
 };
 
 /** The agent name of a whole-trajectory member: every agent of the team acted in it. */
@@ -135,18 +136,27 @@ export function expandTrajectories<T extends Scored>(
   }));
 }
 
-export function groupKeyFor(mode: RolloutMode, sample: GroupKey): GroupKey {
-  return KEY_OF[mode](sample);
+export function groupKeyFor(
+  mode: RolloutMode,
+  sample: GroupKey,
+  groupBy: Grouping = "agent-turn",
+): GroupKey {
+  if (mode === "independent") return { env: sample.env, agent: TEAM, turn: null };
+  if (!(groupBy in KEY_OF)) {
+    throw new AdvantageInputError(`groupBy "${groupBy}": use agent-turn, agent or turn`);
+  }
+  return KEY_OF[groupBy](sample);
 }
 
 /** Buckets members by their mode's key, groups in order of first appearance, members in input order. */
 export function buildGroups<T extends Scored>(
   members: readonly T[],
   mode: RolloutMode = "tree",
+  groupBy: Grouping = "agent-turn",
 ): Group<T>[] {
   const byId = new Map<string, { key: GroupKey; members: T[] }>();
   for (const m of members) {
-    const key = groupKeyFor(mode, m), id = groupId(key);
+    const key = groupKeyFor(mode, m, groupBy), id = groupId(key);
     const g = byId.get(id) ?? byId.set(id, { key, members: [] }).get(id)!;
     g.members.push(m);
   }
@@ -170,7 +180,10 @@ function checkGroup(g: Group<Scored>, seen: Set<string>): void {
         }: a group must never span environments (different tasks have different reward scales)`,
       );
     }
-    if (m.agent !== g.key.agent || (g.key.turn !== null && m.turn !== g.key.turn)) {
+    if (
+      (g.key.agent !== TEAM && m.agent !== g.key.agent) ||
+      (g.key.turn !== null && m.turn !== g.key.turn)
+    ) {
       throw new AdvantageInputError(
         `group ${id} holds a member of agent ${m.agent}, turn ${m.turn}; build groups with buildGroups`,
       );
@@ -302,11 +315,12 @@ export function rewardStats(groups: readonly GroupResult<Scored>[]): RewardStats
   >();
   let total = 0, n = 0, absAdv = 0;
   for (const g of groups) {
-    const a = sums.get(g.key.agent) ??
-      sums.set(g.key.agent, { sum: 0, n: 0, turns: new Map() }).get(g.key.agent)!;
-    const turn = g.key.turn === null ? "all" : String(g.key.turn);
-    const t = a.turns.get(turn) ?? a.turns.set(turn, { sum: 0, n: 0 }).get(turn)!;
+    // By each member's own agent and turn: a coarser group (rewards.groupBy) pools several.
     g.members.forEach((m, i) => {
+      const a = sums.get(m.agent) ??
+        sums.set(m.agent, { sum: 0, n: 0, turns: new Map() }).get(m.agent)!;
+      const turn = m.turn === null ? "all" : String(m.turn);
+      const t = a.turns.get(turn) ?? a.turns.set(turn, { sum: 0, n: 0 }).get(turn)!;
       a.sum += m.reward, a.n++, t.sum += m.reward, t.n++;
       total += m.reward, n++, absAdv += Math.abs(g.advantages[i]);
     });

@@ -8,7 +8,7 @@
 // working directory (the repository root for `deno task train`).
 
 import type { Difficulty } from "../envs/types.ts";
-import { envIds, getEnv, soloEnvFor } from "../envs/registry.ts";
+import { envIds, getEnv, soloAgentsOf, soloEnvFor } from "../envs/registry.ts";
 import { type PolicyLossConfig } from "../train/losses.ts";
 import type { LrSchedule } from "../train/schedule.ts";
 import type { ValueHeadSettings } from "../train/trainer.ts";
@@ -163,6 +163,18 @@ const RULES: readonly Rule[] = [
       )
       : null,
   (c) =>
+    c.rewards.groupBy !== "agent-turn" &&
+      (c.rollout.mode === "independent" || c.update.advantage === "gae")
+      ? issue(
+        "rewards.groupBy",
+        `"${c.rewards.groupBy}" regroups a tree rollout's candidates; ${
+          c.update.advantage === "gae"
+            ? `update.advantage "gae" takes no groups`
+            : `independent rollouts group each env's whole trajectories`
+        }; use "agent-turn" or rollout.mode "tree"`,
+      )
+      : null,
+  (c) =>
     c.rollout.k < 2 && c.update.advantage === "grpo"
       ? issue(
         "rollout.k",
@@ -269,6 +281,24 @@ function envIssues(c: RunConfig): ConfigIssue[] {
     } catch (e) {
       out.push(issue("level", (e as Error).message));
     }
+    if (c.env.soloAgent !== null && !soloAgentsOf(c.env.id).includes(c.env.soloAgent)) {
+      const roles = soloAgentsOf(c.env.id);
+      out.push(
+        issue(
+          "env.soloAgent",
+          `no "${c.env.soloAgent}" works alone in ${c.env.id}${
+            didYouMean(c.env.soloAgent, roles)
+          }; roles with a single-agent variant: ${roles.join(", ") || "none"}`,
+        ),
+      );
+    }
+  } else if (c.env.soloAgent !== null) {
+    out.push(
+      issue(
+        "env.soloAgent",
+        `"${c.env.soloAgent}" names the role that works alone at level L0; level ${c.level} plays the whole team, so leave it null`,
+      ),
+    );
   }
   for (const [k, v] of Object.entries(c.env.difficulty)) {
     if (!(k in defaults)) {
@@ -300,7 +330,7 @@ function envIssues(c: RunConfig): ConfigIssue[] {
     }
   }
   const agents = c.level === "L0" && env.soloOf === undefined
-    ? safeSoloAgents(c.env.id)
+    ? safeSoloAgents(c.env.id, c.env.soloAgent)
     : env.possibleAgents;
   out.push(...agentGenerationIssues(c, agents));
   for (const a of Object.keys(c.model.endpoints)) {
@@ -328,9 +358,9 @@ function envIssues(c: RunConfig): ConfigIssue[] {
   return [];
 }
 
-function safeSoloAgents(id: string): readonly string[] {
+function safeSoloAgents(id: string, agent: string | null): readonly string[] {
   try {
-    return soloEnvFor(id).possibleAgents;
+    return soloEnvFor(id, agent ?? undefined).possibleAgents;
   } catch {
     return getEnv(id).possibleAgents;
   }

@@ -25,6 +25,12 @@ export const ADVANTAGE_ESTIMATORS = ["grpo", "gae"] as const;
 /** grpo: group-normalised rewards (the paper); gae: PPO with a critic (src/rl/critic.ts, docs/ppo.md). */
 export type AdvantageEstimator = typeof ADVANTAGE_ESTIMATORS[number];
 export const NORMALIZATIONS = ["std", "mean-only"] as const;
+/**
+ * What a tree rollout's group pools (within one env): agent-turn, AT-GRPO's (env, agent, turn);
+ * agent, an agent's candidates of every turn; turn, every agent's candidates of a turn.
+ */
+export const GROUPINGS = ["agent-turn", "agent", "turn"] as const;
+export type Grouping = typeof GROUPINGS[number];
 export type Normalization = typeof NORMALIZATIONS[number];
 /** The presets in configs/models/ (a test keeps this list equal to the folder's files). */
 export const MODEL_PRESETS = [
@@ -123,6 +129,14 @@ export const SCHEMA = {
       "Base seed of validation tasks (test split): every validation sees the same tasks.",
       { min: 0, max: 2 ** 32 - 1 },
     ),
+    soloAgent: nullable(
+      text(
+        "",
+        "Level L0 only: which of the team's roles works alone, where more than one can (the tool → plan games: " +
+          "\"tool\", its program's printed answer committed; the paper's each-agent-trained-alone ablation). null: the " +
+          "env's default single agent (the plan agent).",
+      ),
+    ),
   },
   level: oneOf(
     LEVELS,
@@ -206,6 +220,14 @@ export const SCHEMA = {
       NORMALIZATIONS,
       "std",
       "std: A = (r − mean)/(std + eps) per group (GRPO). mean-only: A = r − mean (Dr. GRPO), keeps reward scale.",
+    ),
+    groupBy: oneOf(
+      GROUPINGS,
+      "agent-turn",
+      "What a group of a tree rollout pools, always within one env: agent-turn, the K candidates of one agent at one turn " +
+        "(AT-GRPO); agent, an agent's candidates of every turn (the paper's agent-wise-only ablation); turn, every agent's " +
+        "candidates of one turn (turn-wise only). Independent rollouts group whole trajectories per env and take agent-turn.",
+      { paper: "agent-turn" },
     ),
     eps: num(1e-6, "Added to the group std so near-constant groups do not blow up (verl's 1e-6).", {
       min: 0,

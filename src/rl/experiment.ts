@@ -11,9 +11,21 @@
 //                 group per task, every action credited with its trajectory's return (the
 //                 paper's "no grouping (standard GRPO)" ablation of AT-GRPO's agent- and
 //                 turn-wise groups and tree sampling); not run by default
+//   mas_l1_agent_groups, mas_l1_turn_groups
+//                 MAS + AT-GRPO at L1 with coarser groups (rewards.groupBy): an agent's
+//                 candidates of every turn, or every agent's of a turn, pooled in one group
+//                 per env (the paper's agent-wise-only and turn-wise-only ablations); not run
+//                 by default
+//   single_tool, single_tool_grpo
+//                 the team's tool agent alone (L0, env.soloAgent "tool": its program's printed
+//                 answer committed), untrained and + GRPO at the single agent's budget; not run
+//                 by default
 //   mas_l1_ppo    MAS + PPO with a critic and GAE instead of AT-GRPO's group baselines, one
 //                 shared policy (L1), whole-trajectory rollouts (docs/ppo.md); not run by default
-// plus the paper's Plan-Path ablation: the L2 run's two role adapters swapped at evaluation.
+// plus the paper's Plan-Path ablations: the L2 run's two role adapters swapped at evaluation
+// ("ablation"), and each role trained alone, then played as a team ("sa_team": the adapters of
+// single_grpo, the plan agent alone, and single_tool_grpo, the tool agent alone, of the same seed,
+// evaluated as the L2 team).
 // Budget: a MAS step samples K candidates for each of its A agents' turns per environment; the
 // single agent has one agent, so it gets A× the environments per step. The samples each run
 // actually trained on are recorded beside its result (episodes end early when solved).
@@ -27,7 +39,7 @@
 // untrained method's result of the same seed (single for single_grpo, mas for the MAS methods).
 
 import type { Gpu } from "../gpu/mod.ts";
-import { getEnv, soloEnvFor } from "../envs/registry.ts";
+import { getEnv, soloAgentsOf, soloEnvFor } from "../envs/registry.ts";
 import type { CodeExecutor } from "../envs/types.ts";
 import type { Tokenizer } from "../model/tokenizer.ts";
 import type { ModelWeights } from "../model/weights.ts";
@@ -38,12 +50,14 @@ import {
   type BootstrapDiff,
   bootstrapDiff,
   bySeed,
+  DERIVED,
+  type DerivedMethod,
   pairDifferences,
   pairSeeds,
   signedPoints,
 } from "./experiment_compare.ts";
 import { type PairedTest, pairedTest } from "./experiment_stats.ts";
-import { policyMapFor } from "./policy_map.ts";
+import { buildPolicyMap, policyMapFor } from "./policy_map.ts";
 import { RlSession } from "./session.ts";
 
 export const METHODS = [
@@ -54,13 +68,25 @@ export const METHODS = [
   "mas_l2",
   "mas_l3",
   "mas_l1_grpo",
+  "mas_l1_agent_groups",
+  "mas_l1_turn_groups",
   "mas_l1_ppo",
+  "single_tool",
+  "single_tool_grpo",
 ] as const;
 export type MethodId = typeof METHODS[number];
 /** What `experiment paper-table` runs without --methods: the paper's table. */
 export const DEFAULT_METHODS: readonly MethodId[] = METHODS.filter((m) =>
-  m !== "mas_l1_grpo" && m !== "mas_l1_ppo"
+  ![
+    "mas_l1_grpo",
+    "mas_l1_agent_groups",
+    "mas_l1_turn_groups",
+    "mas_l1_ppo",
+    "single_tool",
+    "single_tool_grpo",
+  ].includes(m)
 );
+const DERIVED_IDS: readonly DerivedMethod[] = Object.values(DERIVED);
 
 export interface MethodSpec {
   readonly id: MethodId;
@@ -100,6 +126,22 @@ export const METHOD_SPECS: Readonly<Record<MethodId, MethodSpec>> = {
     train: true,
     config: { rollout: { mode: "independent" } },
   },
+  // AT-GRPO's L1 with its tree and samples, its groups coarser: one baseline per (env, agent)
+  // over every turn, or per (env, turn) over both agents.
+  mas_l1_agent_groups: {
+    id: "mas_l1_agent_groups",
+    label: "MAS + AT-GRPO, agent-wise groups only (L1)",
+    level: "L1",
+    train: true,
+    config: { rewards: { groupBy: "agent" } },
+  },
+  mas_l1_turn_groups: {
+    id: "mas_l1_turn_groups",
+    label: "MAS + AT-GRPO, turn-wise groups only (L1)",
+    level: "L1",
+    train: true,
+    config: { rewards: { groupBy: "turn" } },
+  },
   mas_l1_ppo: {
     id: "mas_l1_ppo",
     label: "MAS + PPO with critic, shared (L1)",
@@ -107,7 +149,35 @@ export const METHOD_SPECS: Readonly<Record<MethodId, MethodSpec>> = {
     train: true,
     config: PPO_FRAGMENT,
   },
+  // The team's other role alone: the paper's "tool agent trained in SA, evaluated in SA".
+  single_tool: {
+    id: "single_tool",
+    label: "tool agent alone",
+    level: "L0",
+    train: false,
+    config: { env: { soloAgent: "tool" } },
+  },
+  single_tool_grpo: {
+    id: "single_tool_grpo",
+    label: "tool agent alone + GRPO",
+    level: "L0",
+    train: true,
+    config: { env: { soloAgent: "tool" } },
+  },
 };
+
+/** The role a single-agent method's agent plays alone (null: the env's default solo agent). */
+export function soloAgentOf(method: MethodId): string | null {
+  const env = METHOD_SPECS[method].config?.env as { soloAgent?: string } | undefined;
+  return env?.soloAgent ?? null;
+}
+
+/** Whether a method can run on a task's env (an L0 method needs its single-agent variant). */
+export function methodRunsOn(method: MethodId, envId: string): boolean {
+  if (METHOD_SPECS[method].level !== "L0") return true;
+  const agent = soloAgentOf(method);
+  return agent === null ? hasSolo(envId) : soloAgentsOf(envId).includes(agent);
+}
 
 /** configs/experiments/paper_table.json: a base config and one override object per task. */
 export interface ExperimentSpec {
@@ -213,7 +283,7 @@ export const lrFragment = (lr: number): Record<string, unknown> => ({
 
 export interface RunResult {
   task: string;
-  method: MethodId | "ablation_swapped";
+  method: MethodId | DerivedMethod;
   seed: number;
   successRate: number;
   /** Training samples (completions) the run used; 0 for untrained methods. */
@@ -265,6 +335,7 @@ export interface Aggregate {
 const LABELS: Record<string, string> = {
   ...Object.fromEntries(METHODS.map((m) => [m, METHOD_SPECS[m].label])),
   ablation_swapped: "ablation: L2 role adapters swapped (the paper's, on Plan-Path)",
+  ablation_sa_team: "ablation: each role trained alone (L0 + GRPO), played as the L2 team",
 };
 
 /**
@@ -333,7 +404,7 @@ export function aggregate(results: readonly RunResult[]): Aggregate[] {
 
 /** Rows = methods, columns = tasks; cells "mean ± std" held-out success in %. */
 export function markdownTable(aggs: readonly Aggregate[], tasks: readonly string[]): string {
-  const methods = [...METHODS, "ablation_swapped"].filter((m) => aggs.some((a) => a.method === m));
+  const methods = [...METHODS, ...DERIVED_IDS].filter((m) => aggs.some((a) => a.method === m));
   const cell = (t: string, m: string) => {
     const a = aggs.find((x) => x.task === t && x.method === m);
     return a ? `${(a.mean * 100).toFixed(1)} ± ${(a.std * 100).toFixed(1)}` : "—";
@@ -358,7 +429,7 @@ const pCell = (t: PairedTest | null, d: BootstrapDiff | null) =>
  * only : the comparator only).
  */
 export function pairedTable(aggs: readonly Aggregate[], tasks: readonly string[]): string {
-  const order = [...METHODS, "ablation_swapped"];
+  const order: string[] = [...METHODS, ...DERIVED_IDS];
   const head =
     `| task | method | success per seed (%) | p vs ${LABELS.single_grpo} | p vs ${LABELS.mas} |`;
   const rows = tasks.flatMap((t) =>
@@ -471,10 +542,13 @@ export function sweepTable(sweeps: readonly SweepRecord[]): string {
 /** The untrained method whose result is a trained method's step 0 (same base, same tasks). */
 export const BASELINE_OF: Partial<Record<MethodId, MethodId>> = {
   single_grpo: "single",
+  single_tool_grpo: "single_tool",
   mas_l1: "mas",
   mas_l2: "mas",
   mas_l3: "mas",
   mas_l1_grpo: "mas",
+  mas_l1_agent_groups: "mas",
+  mas_l1_turn_groups: "mas",
   mas_l1_ppo: "mas",
 };
 
@@ -511,6 +585,38 @@ export function withStepZero(
 ): CurvePoint[] {
   if (!baseline || curve.some((p) => p.step === 0)) return [...curve];
   return [{ step: 0, successRate: baseline.successRate }, ...curve];
+}
+
+/**
+ * The L2 team's checkpoint from single-agent runs (the paper's "trained in SA, evaluated in MAS"
+ * ablation): each role's adapter is the L0 run's in which that role worked alone. `byRole` maps
+ * every agent of the team to its L0 run's checkpoint; `cfg` is the team's L2 config.
+ */
+export function teamOfSoloRuns(
+  byRole: Readonly<Record<string, LoadedCheckpoint>>,
+  cfg: RunConfig,
+): LoadedCheckpoint {
+  const map = policyMapFor(cfg);
+  if (map.level !== "L2" || map.trainers.length !== 1) {
+    throw new RangeError(`a team of single-agent adapters is an L2 team (got ${map.level})`);
+  }
+  const [t] = map.trainers;
+  const solo = buildPolicyMap("L0", "lora", ["x"]).trainers[0];
+  const key = `${solo.name}.${solo.adapters[0]}`;
+  const adapters: Record<string, LoadedCheckpoint["adapters"][string]> = {};
+  for (const role of t.adapters) {
+    const ck = byRole[role];
+    if (!ck?.adapters[key]) {
+      throw new RangeError(
+        `no single-agent LoRA checkpoint for role "${role}" (have ${
+          Object.keys(byRole).join(", ") || "none"
+        }; each needs adapter "${key}")`,
+      );
+    }
+    adapters[`${t.name}.${role}`] = ck.adapters[key];
+  }
+  const first = byRole[t.adapters[0]];
+  return { state: first.state, adapters, models: {}, optimizers: {}, valueHeads: {} };
 }
 
 /** A checkpoint with two role adapters exchanged (the paper's "role policies swapped" ablation). */

@@ -13,9 +13,20 @@ export class ExperimentCompareError extends Error {
   override name = "ExperimentCompareError";
 }
 
+/**
+ * Results derived from other methods' runs of the same seed, with no training of their own, by
+ * their CLI names: `ablation` (mas_l2's role adapters exchanged) and `sa_team` (single_grpo's and
+ * single_tool_grpo's adapters as the L2 team's plan and tool adapters).
+ */
+export const DERIVED = {
+  ablation: "ablation_swapped",
+  sa_team: "ablation_sa_team",
+} as const;
+export type DerivedMethod = typeof DERIVED[keyof typeof DERIVED];
+
 /** The method id results.json uses for a CLI name (`ablation` is stored as `ablation_swapped`). */
 export const resultMethod = (name: string): string =>
-  name === "ablation" ? "ablation_swapped" : name;
+  (DERIVED as Record<string, string>)[name] ?? name;
 
 /** Runs in seed order. */
 export const bySeed = (rs: readonly RunResult[]): RunResult[] =>

@@ -366,7 +366,7 @@ export class RlSession {
         rewardStats(g),
       ];
     } else {
-      groups = groupAdvantages(buildGroups(members, cfg.rollout.mode), adv);
+      groups = groupAdvantages(buildGroups(members, cfg.rollout.mode, cfg.rewards.groupBy), adv);
       [kept, stats] = [filterGroups(groups, filter).kept, rewardStats(groups)];
     }
     // Each policy trains on the union of its agents' samples; an endpoint agent's (a frozen

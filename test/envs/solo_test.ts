@@ -11,7 +11,7 @@ import { act, currentAgent, FORMAT_PENALTY, splitOfTask } from "../../src/envs/a
 import { codeSolo, type CodeSoloState } from "../../src/envs/code/solo.ts";
 import { demoJsonl, demonstrations } from "../../src/envs/demonstrations.ts";
 import { mathSolo, type MathSoloState } from "../../src/envs/math/solo.ts";
-import { envIds, ENVS, getEnv, soloEnvFor } from "../../src/envs/registry.ts";
+import { envIds, ENVS, getEnv, soloAgentsOf, soloEnvFor } from "../../src/envs/registry.ts";
 import { Rng } from "../../src/envs/rng.ts";
 import {
   bestVsRandom,
@@ -39,13 +39,19 @@ const SOLO: Record<string, [string, string, RegExp | null]> = {
   tic_tac_toe_solo_v1: ["tic_tac_toe_v1", "player", null],
 };
 const TOOL_PLAN = ["plan_path_solo_v1", "sokoban_solo_v1", "sudoku4_solo_v1"];
+/** The tool agent alone (env.soloAgent "tool"): tool solo id → its MAS id. */
+const TOOL_SOLO: Record<string, string> = {
+  plan_path_tool_solo_v1: "plan_path_v1",
+  sokoban_tool_solo_v1: "sokoban_v1",
+  sudoku4_tool_solo_v1: "sudoku4_v1",
+};
 
 const compact = (p: Prompt) => (p.style === "compact" ? p.text : "");
 
 Deno.test("soloEnvFor: each MAS env maps to its variant, a variant to itself", () => {
   assertEquals(
     ENVS.filter((e) => e.soloOf !== undefined).map((e) => e.id).sort(),
-    Object.keys(SOLO).sort(),
+    [...Object.keys(SOLO), ...Object.keys(TOOL_SOLO)].sort(),
     "the registered single-agent variants",
   );
   for (const [solo, [mas, agent]] of Object.entries(SOLO)) {
@@ -60,6 +66,26 @@ Deno.test("soloEnvFor: each MAS env maps to its variant, a variant to itself", (
     }
     assert(envIds().includes(solo));
   }
+});
+
+Deno.test("soloEnvFor by role: the tool agent alone where the tool → plan games have it", () => {
+  for (const [toolSolo, mas] of Object.entries(TOOL_SOLO)) {
+    const plain = soloEnvFor(mas).id;
+    assertEquals(soloEnvFor(mas, "tool").id, toolSolo);
+    assertEquals(soloEnvFor(mas, "plan").id, plain, "the plan agent's variant stays the default");
+    // From either variant's id, by role.
+    assertEquals(soloEnvFor(toolSolo).id, toolSolo);
+    assertEquals(soloEnvFor(toolSolo, "plan").id, plain);
+    assertEquals(soloEnvFor(plain, "tool").id, toolSolo);
+    assertEquals(soloAgentsOf(mas), ["plan", "tool"]);
+    assertEquals(getEnv(toolSolo).soloOf, mas);
+    assertEquals(getEnv(toolSolo).possibleAgents, ["tool"]);
+    assertEquals(getEnv(toolSolo).toolAgents, ["tool"]);
+  }
+  assertThrows(() => soloEnvFor("plan_path_v1", "critic"), "NoSoloVariantError", "plan, tool");
+  assertThrows(() => soloEnvFor("math_v1", "tool"), "NoSoloVariantError", "reasoner");
+  assertEquals(soloAgentsOf("math_v1"), ["reasoner"]);
+  assertEquals(soloAgentsOf("hanabi_v1"), []);
 });
 
 Deno.test("soloEnvFor: hanabi and search have none and say why; unknown ids are unknown", () => {
@@ -173,6 +199,71 @@ for (const id of TOOL_PLAN) {
       solo.transcript.map((t) => [t.text, t.teamReward]),
       masPlan.map((t) => [t.text, t.teamReward]),
     );
+  });
+}
+
+for (const [id, masId] of Object.entries(TOOL_SOLO)) {
+  const env = getEnv(id), mas = getEnv(masId);
+
+  Deno.test(`${id}: the same tasks as ${masId}, and the team's tool prompt unchanged`, () => {
+    assertEquals(env.defaultDifficulty, mas.defaultDifficulty);
+    assertEquals(env.testFraction, mas.testFraction);
+    for (const split of ["train", "test"] as const) {
+      for (let seed = 0; seed < 20; seed++) {
+        const task = env.generate(seed, { split });
+        assertEquals(task, mas.generate(seed, { split }));
+        for (const style of ["compact", "chat"] as const) {
+          assertEquals(
+            env.observe(env.reset(task), "tool", style),
+            mas.observe(mas.reset(task), "tool", style),
+            `${split} ${seed} ${style}`,
+          );
+        }
+      }
+    }
+  });
+
+  Deno.test(`${id}: its printed answer is committed with the MAS plan agent's reward`, async () => {
+    for (let seed = 0; seed < 8; seed++) {
+      const task = env.generate(seed, { split: "train" });
+      // The oracle's program, really run: one step, solved, the reward the MAS plan gets.
+      const code = "```javascript\n" + (env.oracle(env.reset(task), "tool").action as {
+        code: string;
+      }).code + "```";
+      const r = await act(env, env.reset(task), "tool", code, trustedExecutor);
+      const both = mas.solve(task);
+      const masPlan = both.transcript.find((t) => t.agent === "plan")!;
+      assert(r.terminated && env.success(r.state), `${id} seed ${seed}: the oracle program solves`);
+      assertEquals([r.teamReward, r.localReward], [masPlan.teamReward, 0]);
+      assertEquals(r.info.finalRewards, { tool: 1 });
+      assertEquals(env.solve(task).transcript.length, 1);
+    }
+  });
+
+  Deno.test(`${id}: a program that prints no answer costs the format penalty and a turn`, async () => {
+    const task = env.generate(3, { split: "train", difficulty: { maxTurns: 2 } });
+    let s: EnvState = env.reset(task);
+    const bad = "```javascript\nconsole.log('no idea');\n```";
+    const crash = "```javascript\nthrow new Error('boom');\n```";
+    const teams: number[] = [];
+    for (const [i, text] of [bad, crash].entries()) {
+      assertEquals([s.turn, s.cursor], [i, 0]);
+      const r = await act(env, s, "tool", text, trustedExecutor);
+      assertEquals(r.localReward, FORMAT_PENALTY, text);
+      assertEquals((r.info.invalid as Invalid).code, "exec_error");
+      teams.push(r.teamReward);
+      s = r.state;
+    }
+    assertEquals([s.truncated, currentAgent(env, s)], [true, null]);
+    const fail = { plan_path_tool_solo_v1: -1, sokoban_tool_solo_v1: -5, sudoku4_tool_solo_v1: 0 }[
+      id
+    ]!;
+    assertEquals(teams, [0, fail], "the MAS env's fail penalty at the last turn");
+    // An empty message never runs.
+    const none = env.parseAction("tool", "");
+    assert(!none.ok);
+    assertEquals(none.invalid.code, "empty");
+    assertEquals(env.step(env.reset(task), "tool", none.invalid).localReward, FORMAT_PENALTY);
   });
 }
 

@@ -164,6 +164,63 @@ Deno.test("group keys per rollout mode", () => {
   );
 });
 
+Deno.test("rewards.groupBy: agent pools an agent's turns, turn pools a turn's agents, never envs", () => {
+  const samples = [
+    ...cands(0, "tool", 0, [0, 1]),
+    ...cands(0, "plan", 0, [1, 1]),
+    ...cands(0, "tool", 1, [2, 2]),
+    ...cands(1, "tool", 0, [5, 6]),
+  ];
+  assertEquals(groupKeyFor("tree", samples[0], "agent"), { env: 0, agent: "tool", turn: null });
+  assertEquals(groupKeyFor("tree", samples[0], "turn"), { env: 0, agent: TEAM, turn: 0 });
+  // Independent rollouts always group per env, whatever groupBy says.
+  assertEquals(groupKeyFor("independent", samples[0], "turn"), { env: 0, agent: TEAM, turn: null });
+  assertThrows(
+    () => groupKeyFor("tree", samples[0], "env" as "agent"),
+    "AdvantageInputError",
+    "groupBy",
+  );
+  const byAgent = groupAdvantages(buildGroups(samples, "tree", "agent"), STD);
+  assertEquals(byAgent.map((g) => groupId(g.key)), [
+    '[0,"tool",null]',
+    '[0,"plan",null]',
+    '[1,"tool",null]',
+  ]);
+  // The tool's turns 0 and 1 share one baseline: its turn-1 ties score above the turn-0 mean.
+  assertEquals(byAgent[0].members.map((m) => m.reward), [0, 1, 2, 2]);
+  assertEquals(byAgent[0].advantages, one(cands(0, "tool", 0, [0, 1, 2, 2])).advantages);
+  assert(byAgent[0].advantages[2] > 0, "a turn-1 tie gains against the pooled baseline");
+  assert(byAgent[1].zeroVariance, "the plan's ties stay ties");
+  const byTurn = groupAdvantages(buildGroups(samples, "tree", "turn"), STD);
+  assertEquals(byTurn.map((g) => groupId(g.key)), ['[0,"*",0]', '[0,"*",1]', '[1,"*",0]']);
+  // Turn 0 pools the tool's [0, 1] with the plan's [1, 1]: the plan's ties now carry advantages.
+  assertEquals(byTurn[0].members.map((m) => `${m.agent}:${m.reward}`), [
+    "tool:0",
+    "tool:1",
+    "plan:1",
+    "plan:1",
+  ]);
+  assert(byTurn[0].advantages[2] > 0 && byTurn[0].advantages[3] > 0, "plan ties above the mean");
+  assert(byTurn[1].zeroVariance, "turn 1 is one tool tie");
+  // Env 1 stays apart under both.
+  assertEquals(byTurn[2].advantages, one(cands(1, "tool", 0, [5, 6])).advantages);
+  // Statistics stay per member's agent and turn whatever the grouping.
+  const stats = rewardStats(byTurn);
+  assertEquals(stats.byAgent.plan.byTurn, { "0": 1 });
+  assertEquals(stats.byAgent.tool.byTurn, { "0": (0 + 1 + 5 + 6) / 4, "1": 2 });
+  assertEquals(rewardStats(byAgent).byAgent, stats.byAgent);
+  // A coarse group still refuses a member of another env or, keyed by turn, of another turn.
+  assertThrows(
+    () =>
+      groupAdvantages([{
+        key: { env: 0, agent: TEAM, turn: 0 },
+        members: [...cands(0, "tool", 0, [1]), ...cands(0, "plan", 1, [0])],
+      }], STD),
+    "AdvantageInputError",
+    "turn 1",
+  );
+});
+
 Deno.test("independent mode: one group per task over its trajectories' returns, whatever their lengths", () => {
   // Task 0: trajectory 0 takes three actions by two agents and returns 1; trajectories 1 and 2
   // take one action each and return 0. Task 1: two trajectories returning 2.

@@ -18,6 +18,7 @@ import {
   presetPath,
   type RunConfig,
 } from "../../src/rl/config.ts";
+import { envForConfig } from "../../src/rl/env_for.ts";
 import { LORA_MODULES } from "../../src/model/lora_layout.ts";
 import { lrAt } from "../../src/train/schedule.ts";
 
@@ -186,6 +187,16 @@ Deno.test("impossible combinations say why", () => {
     "warmStart.kind",
     "LoRA",
   );
+  rejects(
+    { rollout: { mode: "independent" }, rewards: { groupBy: "agent" } },
+    "rewards.groupBy",
+    "whole trajectories",
+  );
+  rejects(
+    { rewards: { groupBy: "env" } },
+    "rewards.groupBy",
+    `one of "agent-turn", "agent", "turn"`,
+  );
   rejects({ run: { name: "a/b" } }, "run.name", "folder name");
   rejects(
     { level: "L0", rollout: { mode: "single-agent" }, env: { id: "hanabi_v1" } },
@@ -193,10 +204,32 @@ Deno.test("impossible combinations say why", () => {
     "hanabi_v1",
   );
   rejects({ env: { id: "plan_path_solo_v1" } }, "env.id", `name the team's env ("plan_path_v1")`);
+  rejects({ env: { soloAgent: "tool" } }, "env.soloAgent", "level L2 plays the whole team");
+  rejects(
+    { level: "L0", rollout: { mode: "single-agent" }, env: { soloAgent: "tol" } },
+    "env.soloAgent",
+    `did you mean "tool"`,
+  );
+  rejects(
+    { level: "L0", rollout: { mode: "single-agent" }, env: { id: "math_v1", soloAgent: "tool" } },
+    "env.soloAgent",
+    "roles with a single-agent variant: reasoner",
+  );
+  assertEquals(
+    envForConfig(
+      parseConfig({ level: "L0", rollout: { mode: "single-agent" }, env: { soloAgent: "tool" } }),
+    ).id,
+    "plan_path_tool_solo_v1",
+  );
+  assertEquals(
+    envForConfig(parseConfig({ level: "L0", rollout: { mode: "single-agent" } })).id,
+    "plan_path_solo_v1",
+  );
   // The same settings in a legal combination pass.
   parseConfig({ level: "L0", rollout: { mode: "single-agent" } });
   parseConfig({ level: "L3", update: { mode: "full" } });
   parseConfig({ level: "L1", update: { mode: "full" } });
+  parseConfig({ rewards: { groupBy: "turn" } });
   parseConfig({ run: { steps: 5 }, update: { schedule: { kind: "constant" } } });
   parseConfig({ run: { steps: 0 } });
   parseConfig({ model: { preset: null, folder: "models/x" } });

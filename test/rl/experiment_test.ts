@@ -19,6 +19,7 @@ import {
   markdownTable,
   mergeExperiments,
   methodConfig,
+  methodRunsOn,
   METHODS,
   pairedTable,
   runLrSweep,
@@ -28,6 +29,7 @@ import {
   swapRoleAdapters,
   type SweepRecord,
   sweepTable,
+  teamOfSoloRuns,
   withStepZero,
 } from "../../src/rl/experiment.ts";
 import { mcnemarExact } from "../../src/rl/experiment_stats.ts";
@@ -96,6 +98,19 @@ Deno.test("method configs differ only in what the method is", () => {
   assertEquals({ ...gr, mode: "tree" }, lr);
   assertEquals(BASELINE_OF.mas_l1_grpo, "mas");
   assert(!DEFAULT_METHODS.includes("mas_l1_grpo"));
+  // The grouping ablations: AT-GRPO's L1 (tree, its samples) with only rewards.groupBy changed.
+  for (
+    const [m, by] of [["mas_l1_agent_groups", "agent"], ["mas_l1_turn_groups", "turn"]] as const
+  ) {
+    const { rewards, run, ...rest } = cfgs[m];
+    const { rewards: l1Rewards, run: l1Run, ...l1Others } = cfgs.mas_l1;
+    assertEquals(rest, l1Others);
+    assertEquals({ ...run, name: "" }, { ...l1Run, name: "" });
+    assertEquals(rewards, { ...l1Rewards, groupBy: by });
+    assertEquals(l1Rewards.groupBy, "agent-turn");
+    assertEquals(BASELINE_OF[m], "mas");
+    assert(!DEFAULT_METHODS.includes(m));
+  }
   // Budget: the single agent plays both of the team's agent slots, so twice the envs per step.
   assertEquals(cfgs.single_grpo.rollout.envsPerStep, 2 * cfgs.mas_l1.rollout.envsPerStep);
   for (const c of Object.values(cfgs)) {
@@ -439,6 +454,130 @@ Deno.test("the ablation swaps the two role adapters and nothing else", () => {
     err = e as Error;
   }
   assert(err?.message.includes("needs an L2 run"), String(err));
+});
+
+Deno.test("sa_team: each role's single-agent adapter becomes that role's adapter of the L2 team", () => {
+  const cfg = methodConfig(spec, "plan_path", "mas_l2", 0, 1, "/tmp/x");
+  const adapter = () => ({ settings: {} as never, modules: [] });
+  const soloCk = (a: unknown) =>
+    ({
+      state: { step: 1, rng: {} },
+      adapters: { "single.single": a },
+      models: {},
+      optimizers: {},
+    }) as unknown as LoadedCheckpoint;
+  const tool = adapter(), plan = adapter();
+  const team = teamOfSoloRuns({ plan: soloCk(plan), tool: soloCk(tool) }, cfg);
+  assertEquals(Object.keys(team.adapters).sort(), ["base.plan", "base.tool"]);
+  assert(team.adapters["base.tool"] === tool && team.adapters["base.plan"] === plan);
+  assertThrows(
+    () => teamOfSoloRuns({ plan: soloCk(plan) }, cfg),
+    "RangeError",
+    `role "tool"`,
+  );
+  assertThrows(
+    () =>
+      teamOfSoloRuns(
+        { plan: soloCk(plan), tool: soloCk(tool) },
+        methodConfig(spec, "plan_path", "mas_l1", 0, 1, "/tmp/x"),
+      ),
+    "RangeError",
+    "L2 team",
+  );
+  // The methods it is made of: the default single agent (the plan agent) and the tool alone, at
+  // the same budget and settings; only env.soloAgent differs.
+  const a = methodConfig(spec, "plan_path", "single_grpo", 0, 1, "/tmp/x");
+  const b = methodConfig(spec, "plan_path", "single_tool_grpo", 0, 1, "/tmp/x");
+  assertEquals([a.env.soloAgent, b.env.soloAgent, b.level, b.run.steps], [null, "tool", "L0", 1]);
+  assertEquals(
+    { ...b, env: { ...b.env, soloAgent: null }, run: { ...b.run, name: "" } },
+    { ...a, run: { ...a.run, name: "" } },
+  );
+  assertEquals(methodConfig(spec, "plan_path", "single_tool", 0, 1, "/tmp/x").run.steps, 0);
+  assertEquals(BASELINE_OF.single_tool_grpo, "single_tool");
+  assert(
+    methodRunsOn("single_tool_grpo", "plan_path_v1") && !methodRunsOn("single_tool", "math_v1"),
+  );
+  assert(!DEFAULT_METHODS.includes("single_tool") && !DEFAULT_METHODS.includes("single_tool_grpo"));
+});
+
+Deno.test("deno task experiment paper-table: the opt-in ablations run (each role alone, played as a team; coarser groups)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const two: ExperimentSpec = {
+      ...spec,
+      tasks: {
+        plan_path: {
+          ...spec.tasks.plan_path,
+          env: { id: "plan_path_v1", difficulty: { size: 5, wallDensity: 0.2, maxTurns: 2 } },
+          rollout: { maxTurns: 2 },
+        },
+      },
+    };
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(two));
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "src/cli/experiment.ts",
+        "paper-table",
+        "--spec",
+        `${dir}/spec.json`,
+        "--out",
+        `${dir}/out`,
+        "--methods",
+        "single_tool,single_grpo,single_tool_grpo,sa_team,mas_l1_turn_groups",
+        "--json",
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(out.stdout);
+    assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
+    const saved = JSON.parse(await Deno.readTextFile(`${dir}/out/results.json`));
+    const results = saved.results as RunResult[];
+    const of = (m: string) => results.find((r) => r.method === m)!;
+    // In --methods order, the derived result after the seed's runs.
+    assertEquals(results.map((r) => r.method), [
+      "single_tool",
+      "single_grpo",
+      "single_tool_grpo",
+      "mas_l1_turn_groups",
+      "ablation_sa_team",
+    ]);
+    for (const r of results) assertEquals(r.eval.episodes, 3, r.method);
+    // The tool trained alone, in its own env, on the single agent's budget.
+    const toolCfg = JSON.parse(
+      await Deno.readTextFile(`${of("single_tool_grpo").runDir}/config.json`),
+    ) as RunConfig;
+    assertEquals([toolCfg.level, toolCfg.env.soloAgent], ["L0", "tool"]);
+    assert(of("single_tool_grpo").samples > 0 && of("single_grpo").samples > 0);
+    assertEquals(
+      of("ablation_sa_team").samples,
+      of("single_grpo").samples + of("single_tool_grpo").samples,
+    );
+    // Its curve starts from the untrained tool alone; the team's episodes are the team's (two
+    // agents a turn), the solo ones one agent a turn.
+    assertEquals(of("single_tool_grpo").curve![0], {
+      step: 0,
+      successRate: of("single_tool").successRate,
+    });
+    assert(
+      Object.keys(of("single_tool_grpo").rewardCurve![0].byAgent).every((a) => a === "tool"),
+      JSON.stringify(of("single_tool_grpo").rewardCurve),
+    );
+    const turns = await Deno.readTextFile(`${of("mas_l1_turn_groups").runDir}/config.json`);
+    assertEquals((JSON.parse(turns) as RunConfig).rewards.groupBy, "turn");
+    const table = await Deno.readTextFile(`${dir}/out/table.md`);
+    assert(
+      table.includes("| tool agent alone + GRPO |") &&
+        table.includes("each role trained alone (L0 + GRPO), played as the L2 team") &&
+        table.includes("turn-wise groups only"),
+      table,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("deno task experiment paper-table: a tiny run of every method writes the table, tests and plots", async () => {

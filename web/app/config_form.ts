@@ -161,8 +161,9 @@ export class ConfigForm {
     this.preview = root.querySelector("#f-preview")!;
     this.editNote = root.querySelector(".edit-note")!;
     // Short names in the menu (a long option widens the select past a phone's width); the
-    // description goes under it.
-    for (const e of ENVS) {
+    // description goes under it. Team envs only: a single-agent variant is level L0 of its team's
+    // env (config env.id names the team's env; parseConfig refuses a variant's id).
+    for (const e of ENVS.filter((x) => x.soloOf === undefined)) {
       this.task.add(new Option(e.id.replace(/_v\d+$/, "").replaceAll("_", " "), e.id));
     }
     for (const l of LEVELS) this.level.add(new Option(LEVEL_NAMES[l] ?? l, l));

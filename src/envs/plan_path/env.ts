@@ -6,6 +6,7 @@
 import { bfsPath, type Move, parseMoves, type Pos, samePos } from "../grid.ts";
 import {
   defineSoloPlanEnv,
+  defineSoloToolEnv,
   defineToolPlanEnv,
   type Evaluation,
   type ToolPlanAction,
@@ -133,3 +134,5 @@ End your reply with \`#### \` followed by the moves, e.g. \`#### U R R D\`.`,
 export const planPath = defineToolPlanEnv(GAME);
 /** plan_path_solo_v1: the plan agent alone (single-agent level L0). */
 export const planPathSolo = defineSoloPlanEnv(GAME);
+/** plan_path_tool_solo_v1: the tool agent alone (level L0, env.soloAgent "tool"). */
+export const planPathToolSolo = defineSoloToolEnv(GAME);

@@ -6,6 +6,7 @@
 import { type Move, parseMoves, type Pos, samePos } from "../grid.ts";
 import {
   defineSoloPlanEnv,
+  defineSoloToolEnv,
   defineToolPlanEnv,
   type Evaluation,
   type ToolPlanAction,
@@ -135,3 +136,5 @@ End your reply with \`#### \` followed by the moves, e.g. \`#### L U R\`.`,
 export const sokoban = defineToolPlanEnv(GAME);
 /** sokoban_solo_v1: the plan agent alone (single-agent level L0). */
 export const sokobanSolo = defineSoloPlanEnv(GAME);
+/** sokoban_tool_solo_v1: the tool agent alone (level L0, env.soloAgent "tool"). */
+export const sokobanToolSolo = defineSoloToolEnv(GAME);

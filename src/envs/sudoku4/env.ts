@@ -4,6 +4,7 @@
 
 import {
   defineSoloPlanEnv,
+  defineSoloToolEnv,
   defineToolPlanEnv,
   type Evaluation,
   type ToolPlanAction,
@@ -114,3 +115,5 @@ End your reply with \`#### \` and the grid as four rows, e.g. \`#### 1234 3412 2
 export const sudoku4 = defineToolPlanEnv(GAME);
 /** sudoku4_solo_v1: the plan agent alone (single-agent level L0). */
 export const sudoku4Solo = defineSoloPlanEnv(GAME);
+/** sudoku4_tool_solo_v1: the tool agent alone (level L0, env.soloAgent "tool"). */
+export const sudoku4ToolSolo = defineSoloToolEnv(GAME);
