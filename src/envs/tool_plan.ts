@@ -432,6 +432,30 @@ function observeSolo<T, G, Ans, D extends Difficulty>(
   });
 }
 
+const shortOf = <T, G, Ans, D extends Difficulty>(g: ToolPlanGame<T, G, Ans, D>) =>
+  g.id.replace(/_v\d+$/, "");
+
+/** What both single-agent variants share: one agent, the game's tasks and splits, its own id. */
+function soloBase<T, G, Ans, D extends Difficulty>(
+  g: ToolPlanGame<T, G, Ans, D>,
+  id: string,
+  agents: readonly string[],
+) {
+  return {
+    id,
+    possibleAgents: agents,
+    turnOrder: agents,
+    parallel: false,
+    symmetric: false,
+    defaultDifficulty: g.defaultDifficulty,
+    testFraction: g.testFraction,
+    soloOf: g.id,
+    generate: g.generate,
+    taskKey: g.taskKey,
+    reset: (task: T) => reset(g, task, id),
+  };
+}
+
 /**
  * The single-agent (L0) variant of a tool → plan game: the "plan" agent alone, no tool, no
  * executor. Same tasks, splits, rewards, fail penalty and turn limit as `defineToolPlanEnv(g)`.
@@ -441,22 +465,11 @@ export function defineSoloPlanEnv<T, G, Ans, D extends Difficulty>(
   knobs: RewardKnobs = PAPER_REWARDS,
 ): EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> {
   const id = soloIdOf(g.id);
-  const short = g.id.replace(/_v\d+$/, "");
   const env: EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> = {
-    id,
-    description: `Single agent (L0) ${short}: the plan agent alone answers after \`####\` ` +
-      `from the board, with no tool agent`,
-    possibleAgents: SOLO_AGENTS,
-    turnOrder: SOLO_AGENTS,
-    parallel: false,
-    symmetric: false,
+    ...soloBase(g, id, SOLO_AGENTS),
+    description: `Single agent (L0) ${shortOf(g)}: the plan agent alone answers after ` +
+      `\`####\` from the board, with no tool agent`,
     toolAgents: [],
-    defaultDifficulty: g.defaultDifficulty,
-    testFraction: g.testFraction,
-    soloOf: g.id,
-    generate: g.generate,
-    taskKey: g.taskKey,
-    reset: (task) => reset(g, task, id),
     observe: (s, _agent, style) => observeSolo(g, s, style),
     // Every message is the plan agent's answer: code is not an answer here.
     parseAction: (_agent, text) => parseAction(g, "plan", text),
@@ -483,22 +496,11 @@ export function defineSoloToolEnv<T, G, Ans, D extends Difficulty>(
   knobs: RewardKnobs = PAPER_REWARDS,
 ): EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> {
   const id = toolSoloIdOf(g.id);
-  const short = g.id.replace(/_v\d+$/, "");
   const env: EnvDefinition<T, ToolPlanState<T, G, Ans>, ToolPlanAction<Ans>, D> = {
-    id,
-    description: `Single agent (L0) ${short}: the tool agent alone; its program's printed ` +
-      `answer is committed, with no plan agent`,
-    possibleAgents: TOOL_SOLO_AGENTS,
-    turnOrder: TOOL_SOLO_AGENTS,
-    parallel: false,
-    symmetric: false,
+    ...soloBase(g, id, TOOL_SOLO_AGENTS),
+    description: `Single agent (L0) ${shortOf(g)}: the tool agent alone; its program's ` +
+      `printed answer is committed, with no plan agent`,
     toolAgents: ["tool"],
-    defaultDifficulty: g.defaultDifficulty,
-    testFraction: g.testFraction,
-    soloOf: g.id,
-    generate: g.generate,
-    taskKey: g.taskKey,
-    reset: (task) => reset(g, task, id),
     // The team's tool prompt, unchanged: what the role learns alone carries over to the team.
     observe: (s, _agent, style) => observe(g, s, "tool", style),
     parseAction: (_agent, text) => parseAction(g, "tool", text),

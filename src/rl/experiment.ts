@@ -60,32 +60,20 @@ import { type PairedTest, pairedTest } from "./experiment_stats.ts";
 import { buildPolicyMap, policyMapFor } from "./policy_map.ts";
 import { RlSession } from "./session.ts";
 
-export const METHODS = [
-  "single",
-  "single_grpo",
-  "mas",
-  "mas_l1",
-  "mas_l2",
-  "mas_l3",
+/** The paper's table: what `experiment paper-table` runs without --methods. */
+const TABLE_METHODS = ["single", "single_grpo", "mas", "mas_l1", "mas_l2", "mas_l3"] as const;
+/** Run only when named in --methods: the other comparators and the ablations. */
+const OPT_IN_METHODS = [
+  "single_tool",
+  "single_tool_grpo",
   "mas_l1_grpo",
   "mas_l1_agent_groups",
   "mas_l1_turn_groups",
   "mas_l1_ppo",
-  "single_tool",
-  "single_tool_grpo",
 ] as const;
+export const METHODS = [...TABLE_METHODS, ...OPT_IN_METHODS] as const;
 export type MethodId = typeof METHODS[number];
-/** What `experiment paper-table` runs without --methods: the paper's table. */
-export const DEFAULT_METHODS: readonly MethodId[] = METHODS.filter((m) =>
-  ![
-    "mas_l1_grpo",
-    "mas_l1_agent_groups",
-    "mas_l1_turn_groups",
-    "mas_l1_ppo",
-    "single_tool",
-    "single_tool_grpo",
-  ].includes(m)
-);
+export const DEFAULT_METHODS: readonly MethodId[] = TABLE_METHODS;
 const DERIVED_IDS: readonly DerivedMethod[] = Object.values(DERIVED);
 
 export interface MethodSpec {

@@ -456,6 +456,30 @@ Deno.test("the ablation swaps the two role adapters and nothing else", () => {
   assert(err?.message.includes("needs an L2 run"), String(err));
 });
 
+/** `experiment paper-table` on `spec` (written to dir/spec.json) into dir/out; its stdout. */
+async function paperTable(dir: string, spec: ExperimentSpec, args: string[]): Promise<string> {
+  await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(spec));
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "src/cli/experiment.ts",
+      "paper-table",
+      "--spec",
+      `${dir}/spec.json`,
+      "--out",
+      `${dir}/out`,
+      ...args,
+      "--json",
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
+  return stdout;
+}
+
 Deno.test("sa_team: each role's single-agent adapter becomes that role's adapter of the L2 team", () => {
   const cfg = methodConfig(spec, "plan_path", "mas_l2", 0, 1, "/tmp/x");
   const adapter = () => ({ settings: {} as never, modules: [] });
@@ -514,26 +538,10 @@ Deno.test("deno task experiment paper-table: the opt-in ablations run (each role
         },
       },
     };
-    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(two));
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "src/cli/experiment.ts",
-        "paper-table",
-        "--spec",
-        `${dir}/spec.json`,
-        "--out",
-        `${dir}/out`,
-        "--methods",
-        "single_tool,single_grpo,single_tool_grpo,sa_team,mas_l1_turn_groups",
-        "--json",
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stdout = new TextDecoder().decode(out.stdout);
-    assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
+    await paperTable(dir, two, [
+      "--methods",
+      "single_tool,single_grpo,single_tool_grpo,sa_team,mas_l1_turn_groups",
+    ]);
     const saved = JSON.parse(await Deno.readTextFile(`${dir}/out/results.json`));
     const results = saved.results as RunResult[];
     const of = (m: string) => results.find((r) => r.method === m)!;
@@ -584,26 +592,7 @@ Deno.test("deno task experiment paper-table: a tiny run of every method writes t
   const dir = await Deno.makeTempDir();
   try {
     const e2e: ExperimentSpec = { ...spec, sweep: { single_grpo: { lrs: [0.004, 0.002] } } };
-    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(e2e));
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "src/cli/experiment.ts",
-        "paper-table",
-        "--spec",
-        `${dir}/spec.json`,
-        "--out",
-        `${dir}/out`,
-        "--first-seed",
-        "3",
-        "--json",
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stdout = new TextDecoder().decode(out.stdout);
-    assertEquals(out.code, 0, new TextDecoder().decode(out.stderr) + stdout);
+    const stdout = await paperTable(dir, e2e, ["--first-seed", "3"]);
     const last = JSON.parse(stdout.trim().split("\n").pop()!);
     const methods = last.aggregates.map((a: { method: string }) => a.method).sort();
     assertEquals(methods, [...DEFAULT_METHODS, "ablation_swapped"].sort());
