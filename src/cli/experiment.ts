@@ -15,6 +15,7 @@ import { joinPath, writeFileAtomic } from "../io/deno_files.ts";
 import { writingTo } from "../io/errors.ts";
 import { SandboxPool } from "../sandbox/mod.ts";
 import type { LoadedCheckpoint } from "../train/checkpoint.ts";
+import type { ModelWeights } from "../model/weights.ts";
 import { latestCheckpoint, loadCheckpoint } from "../train/checkpoint_dir.ts";
 import type { RunConfig } from "../rl/config.ts";
 import { envForConfig } from "../rl/env_for.ts";
@@ -41,15 +42,14 @@ import {
   type SavedExperiment,
   seedLabel,
   soloAgentOf,
-  swapRoleAdapters,
   type SweepRecord,
   sweepTable,
-  teamOfSoloRuns,
   withStepZero,
 } from "../rl/experiment.ts";
+import { swapRoleAdapters, teamOfSoloRuns } from "../rl/experiment_ablations.ts";
 import { taskPlots } from "../rl/experiment_plots.ts";
 import { COMPARE_CLI, compareCommand, readSaved } from "./experiment_compare.ts";
-import { DERIVED, resultMethod } from "../rl/experiment_compare.ts";
+import { DERIVED, type DerivedMethod, resultMethod } from "../rl/experiment_compare.ts";
 import type { EvalResult } from "../rl/evaluate.ts";
 import { loadBase, train } from "../rl/train.ts";
 
@@ -206,11 +206,7 @@ async function untrainedRun(
   task: string,
   method: MethodId,
 ): Promise<RunResult> {
-  const { weights, tokenizer } = await loadBase(cfg);
-  const ev = await withExecutor(
-    cfg,
-    (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }),
-  );
+  const ev = await evaluateFrom(gpu, cfg, () => Promise.resolve(undefined));
   return {
     task,
     method,
@@ -223,6 +219,28 @@ async function untrainedRun(
   };
 }
 
+/** A run's latest checkpoint, checked against the base model's shapes. */
+async function runCheckpoint(runDir: string, base: ModelWeights): Promise<LoadedCheckpoint> {
+  const ckDir = await latestCheckpoint(joinPath(runDir, "checkpoints"));
+  if (!ckDir) throw new Error(`${runDir} has no checkpoint`);
+  return await loadCheckpoint(ckDir, { base: base.config });
+}
+
+/** The policies of `cfg` started from `makeCk(base)` (the base model when null), evaluated. */
+async function evaluateFrom(
+  gpu: Gpu,
+  cfg: RunConfig,
+  makeCk: (base: ModelWeights) => Promise<LoadedCheckpoint | undefined>,
+  opts: { split?: "train" | "test"; episodes?: number } = {},
+): Promise<EvalResult> {
+  const { weights, tokenizer } = await loadBase(cfg);
+  const ck = await makeCk(weights);
+  return await withExecutor(
+    cfg,
+    (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck, opts),
+  );
+}
+
 /** A trained run's final checkpoint evaluated on `episodes` train-split tasks (the sweep's score). */
 async function trainSplitSuccess(
   gpu: Gpu,
@@ -230,71 +248,60 @@ async function trainSplitSuccess(
   runDir: string,
   episodes: number,
 ): Promise<number> {
-  const { weights, tokenizer } = await loadBase(cfg);
-  const ckDir = await latestCheckpoint(joinPath(runDir, "checkpoints"));
-  if (!ckDir) throw new Error(`${runDir} has no checkpoint to score`);
-  const ck = await loadCheckpoint(ckDir, { base: weights.config });
-  const ev = await withExecutor(
-    cfg,
-    (executor) =>
-      evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck, { split: "train", episodes }),
-  );
+  const ev = await evaluateFrom(gpu, cfg, (base) => runCheckpoint(runDir, base), {
+    split: "train",
+    episodes,
+  });
   return ev.successRate;
+}
+
+/** A derived result (DERIVED): a team evaluated from other runs' checkpoints, trained on nothing itself. */
+function derivedResult(
+  of: RunResult,
+  method: DerivedMethod,
+  ev: EvalResult,
+  extra: Pick<RunResult, "samples" | "runDir">,
+): RunResult {
+  return {
+    task: of.task,
+    method,
+    seed: of.seed,
+    successRate: ev.successRate,
+    steps: 0,
+    eval: withoutSamples(ev),
+    ...extra,
+  };
 }
 
 /** The paper's ablation: the L2 run's final checkpoint with its two role adapters swapped. */
 async function ablationRun(gpu: Gpu, l2: RunResult, cfg: RunConfig): Promise<RunResult> {
-  const { weights, tokenizer } = await loadBase(cfg);
-  const ckDir = await latestCheckpoint(joinPath(l2.runDir!, "checkpoints"));
-  const ck = swapRoleAdapters(await loadCheckpoint(ckDir!, { base: weights.config }), cfg);
-  const ev = await withExecutor(
+  const ev = await evaluateFrom(
+    gpu,
     cfg,
-    (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck),
+    async (base) => swapRoleAdapters(await runCheckpoint(l2.runDir!, base), cfg),
   );
-  return {
-    task: l2.task,
-    method: "ablation_swapped",
-    seed: l2.seed,
-    successRate: ev.successRate,
-    samples: 0,
-    steps: 0,
-    runDir: l2.runDir,
-    eval: withoutSamples(ev),
-  };
+  return derivedResult(l2, "ablation_swapped", ev, { samples: 0, runDir: l2.runDir });
 }
 
 /**
  * The paper's "trained in single-agent mode, evaluated in the MAS" ablation: single_grpo's
  * adapter (the plan agent alone) and single_tool_grpo's (the tool agent alone) of one seed, played
- * as the L2 team (`cfg`: mas_l2's config of that seed).
+ * as the L2 team (`cfg`: mas_l2's config of that seed). Its samples are both runs' together.
  */
 async function saTeamRun(
   gpu: Gpu,
   solo: { plan: RunResult; tool: RunResult },
   cfg: RunConfig,
 ): Promise<RunResult> {
-  const { weights, tokenizer } = await loadBase(cfg);
-  const byRole: Record<string, LoadedCheckpoint> = {};
-  for (const [role, run] of Object.entries(solo)) {
-    const ckDir = await latestCheckpoint(joinPath(run.runDir!, "checkpoints"));
-    if (!ckDir) throw new Error(`${run.runDir} has no checkpoint for the ${role} role`);
-    byRole[role] = await loadCheckpoint(ckDir, { base: weights.config });
-  }
-  const ck = teamOfSoloRuns(byRole, cfg);
-  const ev = await withExecutor(
-    cfg,
-    (executor) => evaluateWith(cfg, { gpu, weights, tokenizer, executor }, ck),
-  );
-  return {
-    task: solo.plan.task,
-    method: "ablation_sa_team",
-    seed: solo.plan.seed,
-    successRate: ev.successRate,
+  const ev = await evaluateFrom(gpu, cfg, async (base) =>
+    teamOfSoloRuns({
+      plan: await runCheckpoint(solo.plan.runDir!, base),
+      tool: await runCheckpoint(solo.tool.runDir!, base),
+    }, cfg));
+  return derivedResult(solo.plan, "ablation_sa_team", ev, {
     samples: solo.plan.samples + solo.tool.samples,
-    steps: 0,
     runDir: null,
-    eval: withoutSamples(ev),
-  };
+  });
 }
 
 /** What one invocation is doing: its settings, and what it has measured so far. */
@@ -313,6 +320,12 @@ interface Experiment {
   save(): Promise<void>;
 }
 
+/** How the log names a derived result. */
+const DERIVED_LOG: Record<DerivedMethod, string> = {
+  ablation_swapped: "ablation (L2 adapters swapped)",
+  ablation_sa_team: "ablation (roles trained alone, played as the team)",
+};
+
 /** Adds a result (a trained curve gets its step 0 from the untrained method of the same seed) and saves. */
 async function record(x: Experiment, r: RunResult, t0: number) {
   const base = BASELINE_OF[r.method as MethodId];
@@ -324,11 +337,7 @@ async function record(x: Experiment, r: RunResult, t0: number) {
   }
   x.results.push(r);
   await x.save();
-  const what = r.method === "ablation_swapped"
-    ? "ablation (L2 adapters swapped)"
-    : r.method === "ablation_sa_team"
-    ? "ablation (roles trained alone, played as the team)"
-    : r.method;
+  const what = DERIVED_LOG[r.method as DerivedMethod] ?? r.method;
   console.log(
     `${r.task} ${what} seed ${r.seed}: held-out success ${
       (r.successRate * 100).toFixed(1)

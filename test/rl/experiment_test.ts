@@ -26,12 +26,11 @@ import {
   type RunResult,
   type SavedExperiment,
   seedLabel,
-  swapRoleAdapters,
   type SweepRecord,
   sweepTable,
-  teamOfSoloRuns,
   withStepZero,
 } from "../../src/rl/experiment.ts";
+import { swapRoleAdapters, teamOfSoloRuns } from "../../src/rl/experiment_ablations.ts";
 import { mcnemarExact } from "../../src/rl/experiment_stats.ts";
 import { result } from "./experiment_fixtures.ts";
 import type { LoadedCheckpoint } from "../../src/train/checkpoint.ts";
