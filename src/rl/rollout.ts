@@ -141,6 +141,16 @@ export interface RolloutResult {
   /** Prompts cut to RolloutOptions.maxPromptTokens. */
   clippedPrompts: number;
   seconds: { generate: number; env: number };
+  /**
+   * Tool agents' steps that ran their program (`run`), and those that shared the step of an
+   * identical message on the same state instead (`shared`; see sampleAndAct).
+   */
+  toolRuns: ToolRuns;
+}
+
+export interface ToolRuns {
+  run: number;
+  shared: number;
 }
 
 export interface RolloutDeps {
@@ -190,6 +200,14 @@ function branch(env: AnyEnvDefinition, task: unknown, e: number, traj: number): 
  * proceed (in the executor's worker pool) while the GPU decodes the longer candidates. Each
  * candidate's step runs on its branch's state. Seconds: `generate` until the last sequence ends,
  * `env` the wait for the steps still running after that.
+ *
+ * A tool agent's candidates that wrote the same message on equal states (the same branch, or
+ * branches whose states are equal as data) share one step, so a program runs once however many
+ * candidates wrote it: at low temperature the K candidates are often one program, and at the
+ * paper's 32 envs × 8 candidates that is up to 256 sandbox processes a turn. Steps are pure, so
+ * this is exact for programs whose output depends only on their input; a program that draws
+ * Math.random or reads the clock gets one draw for all its copies (as identical texts share one
+ * lookahead credit: poolIdentical).
  */
 async function sampleAndAct(
   deps: RolloutDeps,
@@ -198,6 +216,7 @@ async function sampleAndAct(
   agent: string,
   K: number,
   secs: { generate: number; env: number },
+  tools: ToolRuns,
 ) {
   const pol = deps.policyOf(agent);
   const agentIdx = deps.env.possibleAgents.indexOf(agent);
@@ -225,9 +244,27 @@ async function sampleAndAct(
     : undefined;
   const texts: string[] = new Array(reqs.length);
   const stepping: Promise<StepResult<EnvState>>[] = new Array(reqs.length);
+  const runsCode = deps.env.execute !== undefined && deps.env.toolAgents.includes(agent);
+  const stateKeys = new Map<EnvState, string>();
+  const shared = new Map<string, Promise<StepResult<EnvState>>>();
   const start = (j: number, r: GenerateResult) => {
     texts[j] = deps.tokenizer.decode(r.ids, { skipSpecialTokens: true });
-    stepping[j] = act(deps.env, branches[Math.floor(j / K)].state, agent, texts[j], deps.executor);
+    const state = branches[Math.floor(j / K)].state;
+    let key: string | null = null;
+    if (runsCode) {
+      let sk = stateKeys.get(state);
+      if (sk === undefined) stateKeys.set(state, sk = JSON.stringify(state));
+      key = `${sk}\u0000${texts[j]}`;
+      const same = shared.get(key);
+      if (same) {
+        tools.shared++;
+        stepping[j] = same;
+        return;
+      }
+      tools.run++;
+    }
+    stepping[j] = act(deps.env, state, agent, texts[j], deps.executor);
+    if (key !== null) shared.set(key, stepping[j]);
     // A step that fails while the GPU still decodes is reported by the Promise.all below, not as
     // an unhandled rejection in between.
     stepping[j].catch(() => {});
@@ -258,6 +295,7 @@ async function lookaheadTeam(
   steps: StepResult<EnvState>[],
   K: number,
   secs: { generate: number; env: number },
+  tools: ToolRuns,
 ) {
   const { env } = deps;
   const team = steps.map((s) => s.teamReward);
@@ -275,7 +313,7 @@ async function lookaheadTeam(
       const b = bs[Math.floor(j / K)];
       return { env: b.env, state: steps[j].state, traj: 512 + (j % K), startTurn: b.startTurn };
     });
-    const r = await sampleAndAct(deps, o, look, agent, 1, secs);
+    const r = await sampleAndAct(deps, o, look, agent, 1, secs, tools);
     js.forEach((j, i) => (team[j] = r.steps[i].teamReward));
     tokens += r.results.reduce((a, x) => a + x.ids.length, 0);
   }
@@ -318,6 +356,7 @@ export async function rolloutTree(
     transcript: [],
   }));
   const secs = { generate: 0, env: 0 };
+  const tools: ToolRuns = { run: 0, shared: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
   // K = 1 lookahead credit: the tool sample of each env waiting for its partner's real step.
   const creditLater = o.toolCredit === "lookahead" && o.K === 1 && !env.parallel;
@@ -340,13 +379,14 @@ export async function rolloutTree(
         agent,
         o.K,
         secs,
+        tools,
       );
       clippedPrompts += clipped;
       let team = steps.map((s) => s.teamReward);
       if (
         o.toolCredit === "lookahead" && o.K > 1 && !env.parallel && env.toolAgents.includes(agent)
       ) {
-        const look = await lookaheadTeam(deps, o, bs, steps, o.K, secs);
+        const look = await lookaheadTeam(deps, o, bs, steps, o.K, secs, tools);
         team = poolIdentical(look.team, texts, o.K);
         generatedTokens += look.tokens;
       }
@@ -405,7 +445,7 @@ export async function rolloutTree(
     episodes[b.env].success = env.success(b.state);
     episodes[b.env].turns = b.state.turn + (b.state.cursor > 0 ? 1 : 0);
   }
-  return { groups, episodes, generatedTokens, clippedPrompts, seconds: secs };
+  return { groups, episodes, generatedTokens, clippedPrompts, seconds: secs, toolRuns: tools };
 }
 
 /** Plain GRPO: K independent trajectories per task, one group per task, return-credited. */
@@ -420,6 +460,7 @@ export async function rolloutIndependent(
   );
   const perTraj: Sample[][] = branches.map(() => []);
   const secs = { generate: 0, env: 0 };
+  const tools: ToolRuns = { run: 0, shared: 0 };
   let generatedTokens = 0, clippedPrompts = 0;
   for (let guard = 0; guard < 10_000; guard++) {
     const active = branches.map((b, i) => ({ b, i })).filter(({ b }) => moving(env, b, o));
@@ -439,6 +480,7 @@ export async function rolloutIndependent(
         agent,
         1,
         secs,
+        tools,
       );
       clippedPrompts += clipped;
       xs.forEach(({ b, i }, j) => {
@@ -495,5 +537,5 @@ export async function rolloutIndependent(
       }
     }
   });
-  return { groups, episodes, generatedTokens, clippedPrompts, seconds: secs };
+  return { groups, episodes, generatedTokens, clippedPrompts, seconds: secs, toolRuns: tools };
 }

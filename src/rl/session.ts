@@ -432,6 +432,8 @@ export class RlSession {
       /** Samples of agents served by an endpoint (frozen partners), left out of the update. */
       endpointSamples: frozenSamples,
       clippedPrompts: r.clippedPrompts,
+      /** Tool programs run, and tool candidates that shared an identical candidate's run. */
+      toolRuns: r.toolRuns,
       skippedUpdates: skipped,
       /** Policies that took no optimizer step: none of their samples had a non-zero advantage. */
       idlePolicies: idle,

@@ -450,3 +450,67 @@ Deno.test("tool credit by lookahead: candidates that wrote the same text share o
     "identical proposals get identical rewards (a zero-variance group)",
   );
 });
+
+Deno.test("tool candidates that wrote the same program on equal states share one run (tree and independent)", async () => {
+  // K 4 tool candidates, three of them one program: the sandbox runs two programs, and the
+  // three copies get the step (and reward) of one run. In independent mode the K trajectories of
+  // one task start from equal states, so their identical first programs run once too.
+  const { planPath } = await import("../../src/envs/plan_path/env.ts");
+  const { trustedExecutor } = await import("../envs/trusted_executor.ts");
+  const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
+  const task = {
+    size: 3,
+    grid: ["...", ".#.", "..."],
+    start: [0, 0] as [number, number],
+    goal: [2, 2] as [number, number],
+    shortest: 4,
+    maxTurns: 1,
+  };
+  const path = '```javascript\nconsole.log("R R D D")\n```';
+  const short = '```javascript\nconsole.log("D")\n```';
+  const programs: string[] = [];
+  const counting = {
+    run(code: string, opts: { globals?: Record<string, unknown>; timeoutMs?: number }) {
+      programs.push(code);
+      return trustedExecutor.run(code, opts);
+    },
+  };
+  const copier = scripted(["#### R R D D"]);
+  const opts = {
+    K: 4,
+    alpha: 1,
+    maxNewTokens: 16,
+    sampling: { temperature: 1 },
+    style: "compact" as const,
+    seed: 0,
+    step: 0,
+    toolCredit: "none" as const,
+  };
+  const deps = (tool: string[]) => ({
+    env: pp,
+    tokenizer: tok,
+    executor: counting,
+    policyOf: (a: string) => ({ generator: a === "tool" ? scripted(tool) : copier }),
+  });
+  const tree = await rolloutTree(deps([path, path, short, path]), [task], {
+    ...opts,
+    mode: "tree",
+  });
+  assertEquals(programs.length, 2, "one run per distinct program");
+  assertEquals(tree.toolRuns, { run: 2, shared: 2 });
+  const tool = tree.groups.find((g) => g.agent === "tool")!.samples;
+  // Each candidate's reward is what its own step earns: the copies' equal the first run's.
+  for (const [c, text] of [[0, path], [1, path], [2, short], [3, path]] as const) {
+    const own = await act(pp, pp.reset(task), "tool", text, trustedExecutor);
+    near(tool[c].local, own.localReward, `candidate ${c}'s local reward`);
+  }
+  assert(tool[0].local !== tool[2].local, "the two programs earn different rewards");
+
+  programs.length = 0;
+  const ind = await rolloutIndependent(deps([path]), [task], { ...opts, mode: "independent" });
+  assertEquals(ind.toolRuns, { run: 1, shared: 3 });
+  assertEquals(programs.length, 1);
+  assertEquals(ind.episodes.length, 1);
+  assertEquals(ind.groups.length, 1);
+  assert(ind.groups[0].samples.every((s) => s.reward === ind.groups[0].samples[0].reward));
+});
