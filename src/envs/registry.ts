@@ -14,6 +14,7 @@ import { math } from "./math/env.ts";
 import { mathSolo } from "./math/solo.ts";
 import { planPath, planPathSolo, planPathToolSolo } from "./plan_path/env.ts";
 import { search } from "./search/env.ts";
+import { searchSolo } from "./search/solo.ts";
 import { sokoban, sokobanSolo, sokobanToolSolo } from "./sokoban/env.ts";
 import { sudoku4, sudoku4Solo, sudoku4ToolSolo } from "./sudoku4/env.ts";
 import { ticTacToe } from "./tic_tac_toe/env.ts";
@@ -36,6 +37,7 @@ export const ENVS: readonly AnyEnvDefinition[] = [
   sudoku4Solo,
   mathSolo,
   codeSolo,
+  searchSolo,
   // The other role alone, for the paper's "each agent trained alone" ablation.
   planPathToolSolo,
   sokobanToolSolo,
@@ -47,9 +49,6 @@ const NO_SOLO: Readonly<Record<string, string>> = {
   hanabi_v1:
     "Hanabi is cooperative play with hidden information: each player sees only its partner's " +
     "cards, so the game needs two players (one agent holding both seats would see every card)",
-  search_v1:
-    "the answer is in documents that only the search agent's tool (BM25 over the corpus) can " +
-    "retrieve; a reasoner alone never sees them",
 };
 
 const BY_ID = new Map<string, AnyEnvDefinition>();
@@ -79,7 +78,7 @@ export function getEnv(id: string): AnyEnvDefinition {
  * The single-agent (level L0) variant of a multi-agent env id (plan_path_v1 →
  * plan_path_solo_v1), or the variant itself when given its id. `agent` picks the variant in which
  * that role works alone (plan_path_v1, "tool" → plan_path_tool_solo_v1); without it, the default.
- * Throws NoSoloVariantError for envs that have none (hanabi_v1, search_v1; the message says why)
+ * Throws NoSoloVariantError for envs that have none (hanabi_v1; the message says why)
  * or no variant for that role, and UnknownEnvError for ids not registered.
  */
 export function soloEnvFor(id: string, agent?: string): AnyEnvDefinition {

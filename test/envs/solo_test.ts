@@ -11,6 +11,9 @@ import { act, currentAgent, FORMAT_PENALTY, splitOfTask } from "../../src/envs/a
 import { codeSolo, type CodeSoloState } from "../../src/envs/code/solo.ts";
 import { demoJsonl, demonstrations } from "../../src/envs/demonstrations.ts";
 import { mathSolo, type MathSoloState } from "../../src/envs/math/solo.ts";
+import type { SearchTask } from "../../src/envs/search/corpus.ts";
+import type { SearchState } from "../../src/envs/search/env.ts";
+import { searchSolo, soloTurns } from "../../src/envs/search/solo.ts";
 import { envIds, ENVS, getEnv, soloAgentsOf, soloEnvFor } from "../../src/envs/registry.ts";
 import { Rng } from "../../src/envs/rng.ts";
 import {
@@ -37,6 +40,8 @@ const SOLO: Record<string, [string, string, RegExp | null]> = {
   math_solo_v1: ["math_v1", "reasoner", /tool agent|tool:|program|javascript/i],
   code_solo_v1: ["code_v1", "coder", /the tester|tester's|tests:|assert/i],
   tic_tac_toe_solo_v1: ["tic_tac_toe_v1", "player", null],
+  // One agent doing both roles with the team's search engine: no partner to leave out.
+  search_solo_v1: ["search_v1", "agent", null],
 };
 const TOOL_PLAN = ["plan_path_solo_v1", "sokoban_solo_v1", "sudoku4_solo_v1"];
 /** The tool agent alone (env.soloAgent "tool"): tool solo id → its MAS id. */
@@ -60,8 +65,9 @@ Deno.test("soloEnvFor: each MAS env maps to its variant, a variant to itself", (
     assertEquals(getEnv(solo).soloOf, mas);
     assertEquals(getEnv(solo).possibleAgents, [agent]);
     // The role's name carries over (a policy or adapter trained for it can be reused); self-play
-    // tic-tac-toe has no single role to reuse (player_x / player_o).
-    if (solo !== "tic_tac_toe_solo_v1") {
+    // tic-tac-toe has no single role to reuse (player_x / player_o), and Search's single agent
+    // does both roles (search and answer).
+    if (solo !== "tic_tac_toe_solo_v1" && solo !== "search_solo_v1") {
       assert(getEnv(mas).possibleAgents.includes(agent), `${solo}: "${agent}" is a role of ${mas}`);
     }
     assert(envIds().includes(solo));
@@ -88,13 +94,12 @@ Deno.test("soloEnvFor by role: the tool agent alone where the tool → plan game
   assertEquals(soloAgentsOf("hanabi_v1"), []);
 });
 
-Deno.test("soloEnvFor: hanabi and search have none and say why; unknown ids are unknown", () => {
+Deno.test("soloEnvFor: hanabi has none and says why; unknown ids are unknown", () => {
   const h = assertThrows(() => soloEnvFor("hanabi_v1"), "NoSoloVariantError", "hidden information");
   for (const mas of ["plan_path_v1", "math_v1", "code_v1", "tic_tac_toe_v1"]) {
     assert(h.message.includes(mas), `the message lists ${mas}: ${h.message}`);
   }
   assert(h.message.includes('"hanabi_v1"'), h.message);
-  assertThrows(() => soloEnvFor("search_v1"), "NoSoloVariantError", "search agent");
   assertThrows(() => soloEnvFor("plan_path"), "UnknownEnvError");
   assertThrows(() => soloEnvFor("chess_v1"), "UnknownEnvError");
 });
@@ -266,6 +271,65 @@ for (const [id, masId] of Object.entries(TOOL_SOLO)) {
     assertEquals(env.step(env.reset(task), "tool", none.invalid).localReward, FORMAT_PENALTY);
   });
 }
+
+Deno.test("search_solo_v1: queries and answers in one agent's messages, twice the team's turns, the team's rewards", () => {
+  const mas = getEnv("search_v1");
+  for (let seed = 0; seed < 20; seed++) {
+    const task = searchSolo.generate(seed, { split: "train" }) as SearchTask;
+    // The oracle searches the same chain as the team's search agent, then answers once.
+    const solo = searchSolo.solve(task), team = mas.solve(task);
+    assert(solo.success && team.success, `seed ${seed}`);
+    const teamQueries = team.transcript.filter((t) => t.agent === "search").map((t) => t.text);
+    assertEquals(
+      solo.transcript.map((t) => t.text),
+      [
+        ...teamQueries.map((q) => q.replace("#### ", "#### search ")),
+        `#### answer ${task.answer}`,
+      ],
+    );
+    assertEquals(solo.transcript.at(-1)!.teamReward, 1);
+  }
+  const task = searchSolo.generate(7, { split: "train" }) as SearchTask;
+  const s0 = searchSolo.reset(task) as SearchState;
+  // Parsing: the kind word decides; the team's bare form is not enough.
+  const q = searchSolo.parseAction("agent", `I need the first hop.\n#### search ${task.chain[0]}`);
+  assert(q.ok && q.action.kind === "query" && q.action.query === task.chain[0]);
+  const a = searchSolo.parseAction("agent", "#### Answer: Velmar");
+  assert(a.ok && a.action.kind === "answer" && a.action.answer === "Velmar");
+  for (const text of [`#### ${task.chain[0]}`, "#### search", "#### answer  "]) {
+    const p = searchSolo.parseAction("agent", text);
+    assert(!p.ok && p.invalid.code === "malformed", text);
+  }
+  // A query earns the share of the needed documents it newly found, as the team's search agent.
+  const r1 = searchSolo.step(s0, "agent", q.action);
+  const m1 = mas.step(mas.reset(task), "search", { kind: "query", query: task.chain[0] });
+  assertEquals([r1.teamReward, r1.localReward], [0, m1.localReward]);
+  assert(r1.localReward > 0);
+  assertEquals((r1.state as SearchState).retrieved, (m1.state as SearchState).retrieved);
+  assertEquals([r1.state.turn, r1.state.cursor], [1, 0], "one agent: every step is a turn");
+  // A wrong answer costs the turn and nothing else; the prompt lists it; a right one ends it.
+  const w = searchSolo.step(r1.state, "agent", { kind: "answer", answer: "Nobody" });
+  assertEquals([w.teamReward, w.localReward, w.terminated, w.truncated], [0, 0, false, false]);
+  assert(
+    promptText(searchSolo.observe(w.state, "agent", "chat")).includes("Rejected answers: Nobody"),
+  );
+  const ok = searchSolo.step(w.state, "agent", { kind: "answer", answer: task.answer });
+  assertEquals([ok.teamReward, ok.terminated], [1, true]);
+  assertEquals(ok.info.finalRewards, { agent: 1 });
+  // Out of turns after twice the team's turns, unusable messages at −2 each.
+  assertEquals(soloTurns(task), 2 * task.maxTurns);
+  let s: SearchState = s0;
+  const junk = searchSolo.parseAction("agent", "no idea");
+  assert(!junk.ok);
+  for (let i = 0; i < soloTurns(task); i++) {
+    assertEquals(s.truncated, false);
+    const r = searchSolo.step(s, "agent", junk.invalid);
+    assertEquals(r.localReward, FORMAT_PENALTY);
+    assertEquals(r.info.finalRewards, i === soloTurns(task) - 1 ? { agent: 0 } : undefined);
+    s = r.state;
+  }
+  assertEquals([s.truncated, currentAgent(searchSolo, s)], [true, null]);
+});
 
 Deno.test("math_solo_v1: the first answer ends the episode; unusable messages retry until the turns run out", () => {
   const task = mathSolo.generate(3, { split: "train" });

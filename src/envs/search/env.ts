@@ -65,12 +65,15 @@ function reset(task: SearchTask): SearchState {
   };
 }
 
-function parseAction(agent: string, text: string): ParseResult<SearchAction> {
+/** The text after the last `####` (its first line), or why there is none; `what` names it. */
+export function bodyAfterMarker(
+  text: string,
+  what: string,
+): { ok: true; body: string } | { ok: false; invalid: Invalid } {
   if (text.trim() === "") {
     return { ok: false, invalid: invalid("empty", "the message is empty", text) };
   }
   const i = text.lastIndexOf("####");
-  const what = agent === "search" ? "query" : "answer";
   if (i < 0) {
     return { ok: false, invalid: invalid("no_answer", `no \`####\` before the ${what}`, text) };
   }
@@ -87,13 +90,21 @@ function parseAction(agent: string, text: string): ParseResult<SearchAction> {
       invalid: invalid("malformed", `the ${what} is over ${MAX_QUERY} characters`, text),
     };
   }
+  return { ok: true, body };
+}
+
+function parseAction(agent: string, text: string): ParseResult<SearchAction> {
+  const b = bodyAfterMarker(text, agent === "search" ? "query" : "answer");
+  if (!b.ok) return b;
   return {
     ok: true,
-    action: agent === "search" ? { kind: "query", query: body } : { kind: "answer", answer: body },
+    action: agent === "search"
+      ? { kind: "query", query: b.body }
+      : { kind: "answer", answer: b.body },
   };
 }
 
-function coverage(t: SearchTask, retrieved: readonly number[]): number {
+export function coverage(t: SearchTask, retrieved: readonly number[]): number {
   return t.gold.filter((g) => retrieved.includes(g)).length / t.gold.length;
 }
 
@@ -110,23 +121,34 @@ function stepSearch(s: SearchState, a: SearchAction | Invalid): StepResult<Searc
       info: { invalid: why },
     };
   }
-  const hits = bm25(s.task.docs, a.query, s.task.topK).map((h) => h.id);
-  const retrieved = [...s.retrieved, ...hits.filter((h) => !s.retrieved.includes(h))];
-  const gain = round6(coverage(s.task, retrieved) - coverage(s.task, s.retrieved));
-  const state: SearchState = {
-    ...s,
-    ...clock,
-    queries: [...s.queries, { query: a.query, hits }],
-    retrieved,
-  };
+  const r = runQuery(s, a.query);
   return {
-    state,
+    state: { ...s, ...clock, queries: r.queries, retrieved: r.retrieved },
     teamReward: 0,
-    localReward: gain,
+    localReward: r.gain,
     terminated: false,
     truncated: clock.truncated,
-    info: { hits, coverage: coverage(s.task, retrieved) },
+    info: { hits: r.hits, coverage: coverage(s.task, r.retrieved) },
   };
+}
+
+/**
+ * A query against the task's documents: the top-K hits, the notes with the new ones added, and
+ * the share of the needed documents it newly found (the search agent's local reward).
+ */
+export function runQuery(
+  s: Pick<SearchState, "task" | "queries" | "retrieved">,
+  query: string,
+): {
+  hits: number[];
+  queries: SearchState["queries"];
+  retrieved: number[];
+  gain: number;
+} {
+  const hits = bm25(s.task.docs, query, s.task.topK).map((h) => h.id);
+  const retrieved = [...s.retrieved, ...hits.filter((h) => !s.retrieved.includes(h))];
+  const gain = round6(coverage(s.task, retrieved) - coverage(s.task, s.retrieved));
+  return { hits, queries: [...s.queries, { query, hits }], retrieved, gain };
 }
 
 function stepReasoner(s: SearchState, a: SearchAction | Invalid): StepResult<SearchState> {
@@ -165,7 +187,7 @@ function step(s: SearchState, agent: string, a: SearchAction | Invalid): StepRes
   return agent === "search" ? stepSearch(s, a) : stepReasoner(s, a);
 }
 
-function docsText(s: SearchState): string {
+export function docsText(s: Pick<SearchState, "task" | "retrieved">): string {
   if (s.retrieved.length === 0) return "(no documents yet)";
   return s.retrieved.map((id) => `[${id}] ${s.task.docs[id].text}`).join("\n");
 }
@@ -220,7 +242,8 @@ function oracle(s: SearchState, agent: string): { text: string; action: SearchAc
   return { text: `#### ${answer}`, action: { kind: "answer", answer } };
 }
 
-function render(s: SearchState): Rendered {
+/** The notes as the app's search view draws them; `who` heads the text form. */
+export function renderSearch(s: SearchState, who = "search"): Rendered {
   const t = s.task;
   const status = s.correct
     ? "answered correctly"
@@ -228,7 +251,7 @@ function render(s: SearchState): Rendered {
     ? "out of turns"
     : `turn ${s.turn + 1}`;
   const lines = [
-    `search: ${status}`,
+    `${who}: ${status}`,
     `Q: ${t.question}  (gold: ${t.answer})`,
     ...s.queries.map((q, i) => `query ${i + 1}: ${q.query} -> docs ${q.hits.join(",")}`),
     ...s.answers.map((a, i) => `answer ${i + 1}: ${a}`),
@@ -273,5 +296,5 @@ export const search: EnvDefinition<SearchTask, SearchState, SearchAction, Search
   success: (s) => s.correct,
   oracle,
   solve: (task) => oracleRollout(search, task),
-  render,
+  render: (s) => renderSearch(s),
 };
