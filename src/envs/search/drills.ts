@@ -2,7 +2,7 @@
 // of search_v1 is a name copied from the question or a retrieved document: names are syllables
 // generated per task, so nothing but copying predicts them. A 115k-parameter byte model trained
 // on oracle play alone learns the names' look (syllables) rather than the copy, and blends
-// syllables of different names (models/search_warm/README.md). These drills make copying the
+// syllables of different names (models/search_warm_team/README.md). These drills make copying the
 // only way to lower the loss, on short records, so the copy mechanism (an induction circuit:
 // find the earlier occurrence of what was just written, continue from there) forms first:
 //   letters  "copy\n<random letters and spaces>\n"       → "#### <the same>"
