@@ -301,10 +301,8 @@ Deno.test("an env step that fails while the GPU still decodes fails the rollout,
   );
 });
 
-Deno.test("tool credit by lookahead: each tool candidate gets the team reward of its partner's next step", async () => {
-  // One-turn 3×3 Plan-Path: tool candidate 0 prints the shortest path, candidate 1 a move that
-  // stops short. The plan agent copies whatever the tool printed, so its step on candidate 0's
-  // state solves the task (team reward at the config's weights) and on candidate 1's fails.
+/** One-turn 3×3 Plan-Path (shortest path R R D D) at shaping 0.1, and the trusted executor. */
+async function tinyPlanPath() {
   const { planPath } = await import("../../src/envs/plan_path/env.ts");
   const { trustedExecutor } = await import("../envs/trusted_executor.ts");
   const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
@@ -316,6 +314,14 @@ Deno.test("tool credit by lookahead: each tool candidate gets the team reward of
     shortest: 4,
     maxTurns: 1,
   };
+  return { pp, task, trustedExecutor };
+}
+
+Deno.test("tool credit by lookahead: each tool candidate gets the team reward of its partner's next step", async () => {
+  // One-turn 3×3 Plan-Path: tool candidate 0 prints the shortest path, candidate 1 a move that
+  // stops short. The plan agent copies whatever the tool printed, so its step on candidate 0's
+  // state solves the task (team reward at the config's weights) and on candidate 1's fails.
+  const { pp, task, trustedExecutor } = await tinyPlanPath();
   const toolTexts = [
     '```javascript\nconsole.log("R R D D")\n```',
     '```javascript\nconsole.log("D")\n```',
@@ -401,17 +407,7 @@ function near(a: number, b: number, what: string) {
 Deno.test("tool credit by lookahead: candidates that wrote the same text share one credit (the mean of their lookaheads)", async () => {
   // Both tool candidates print the shortest path; the partner copies it on its first call and
   // stops short on its second, so the two identical proposals' lookaheads differ (solve, short).
-  const { planPath } = await import("../../src/envs/plan_path/env.ts");
-  const { trustedExecutor } = await import("../envs/trusted_executor.ts");
-  const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
-  const task = {
-    size: 3,
-    grid: ["...", ".#.", "..."],
-    start: [0, 0] as [number, number],
-    goal: [2, 2] as [number, number],
-    shortest: 4,
-    maxTurns: 1,
-  };
+  const { pp, task, trustedExecutor } = await tinyPlanPath();
   const same = '```javascript\nconsole.log("R R D D")\n```';
   let calls = 0;
   const flaky: CompletionSampler = {
@@ -455,17 +451,7 @@ Deno.test("tool candidates that wrote the same program on equal states share one
   // K 4 tool candidates, three of them one program: the sandbox runs two programs, and the
   // three copies get the step (and reward) of one run. In independent mode the K trajectories of
   // one task start from equal states, so their identical first programs run once too.
-  const { planPath } = await import("../../src/envs/plan_path/env.ts");
-  const { trustedExecutor } = await import("../envs/trusted_executor.ts");
-  const pp = planPath.rewardKnobs!.withRewards({ shaping: 0.1, success: "shaped" });
-  const task = {
-    size: 3,
-    grid: ["...", ".#.", "..."],
-    start: [0, 0] as [number, number],
-    goal: [2, 2] as [number, number],
-    shortest: 4,
-    maxTurns: 1,
-  };
+  const { pp, task, trustedExecutor } = await tinyPlanPath();
   const path = '```javascript\nconsole.log("R R D D")\n```';
   const short = '```javascript\nconsole.log("D")\n```';
   const programs: string[] = [];

@@ -50,9 +50,10 @@ export interface SearchState extends EnvState {
 const AGENTS = ["search", "reasoner"] as const;
 const MAX_QUERY = 200;
 
-function reset(task: SearchTask): SearchState {
+/** A fresh episode's state under `envId` (the team's, or its single-agent variant's). */
+export function initialState(envId: string, task: SearchTask): SearchState {
   return {
-    envId: ENV_ID,
+    envId,
     turn: 0,
     cursor: 0,
     terminated: false,
@@ -192,6 +193,22 @@ export function docsText(s: Pick<SearchState, "task" | "retrieved">): string {
   return s.retrieved.map((id) => `[${id}] ${s.task.docs[id].text}`).join("\n");
 }
 
+/** The notes the chat prompts show: past queries, rejected answers (with its newline), documents. */
+export function notesText(s: SearchState): { past: string; wrong: string; docs: string } {
+  return {
+    past: s.queries.length
+      ? `Queries so far: ${s.queries.map((q) => q.query).join(" | ")}`
+      : "No queries yet.",
+    wrong: s.answers.length ? `\nRejected answers: ${s.answers.join(" | ")}` : "",
+    docs: docsText(s),
+  };
+}
+
+/** The first needed document not yet retrieved (its index in the chain), or −1 when all are in. */
+export function missingHop(s: SearchState): number {
+  return s.task.gold.findIndex((g) => !s.retrieved.includes(g));
+}
+
 const SYSTEM_SEARCH =
   `You are the search agent of a two-agent team answering a multi-hop question about a
 fictional world; nothing about it is known in advance, everything must be found in the documents. Each turn
@@ -208,11 +225,7 @@ End your reply with \`#### \` and the short answer (a name), e.g. \`#### Velmar\
 function observe(s: SearchState, agent: string, style: PromptStyle): Prompt {
   const t = s.task;
   const head = `Turn ${s.turn + 1} of ${t.maxTurns}. Question: ${t.question}`;
-  const past = s.queries.length
-    ? `Queries so far: ${s.queries.map((q) => q.query).join(" | ")}`
-    : "No queries yet.";
-  const wrong = s.answers.length ? `\nRejected answers: ${s.answers.join(" | ")}` : "";
-  const docs = docsText(s);
+  const { past, wrong, docs } = notesText(s);
   if (agent === "search") {
     return buildPrompt(style, {
       system: SYSTEM_SEARCH,
@@ -234,11 +247,11 @@ function observe(s: SearchState, agent: string, style: PromptStyle): Prompt {
 function oracle(s: SearchState, agent: string): { text: string; action: SearchAction } {
   const t = s.task;
   if (agent === "search") {
-    const hop = t.gold.findIndex((g) => !s.retrieved.includes(g));
+    const hop = missingHop(s);
     const query = t.chain[hop < 0 ? t.chain.length - 1 : hop];
     return { text: `#### ${query}`, action: { kind: "query", query } };
   }
-  const answer = t.gold.every((g) => s.retrieved.includes(g)) ? t.answer : "unknown";
+  const answer = missingHop(s) < 0 ? t.answer : "unknown";
   return { text: `#### ${answer}`, action: { kind: "answer", answer } };
 }
 
@@ -289,7 +302,7 @@ export const search: EnvDefinition<SearchTask, SearchState, SearchAction, Search
   testFraction: TEST_FRACTION,
   generate,
   taskKey,
-  reset,
+  reset: (task) => initialState(ENV_ID, task),
   observe,
   parseAction,
   step,

@@ -41,7 +41,9 @@ import {
 import {
   bodyAfterMarker,
   coverage,
-  docsText,
+  initialState,
+  missingHop,
+  notesText,
   renderSearch,
   runQuery,
   type SearchAction,
@@ -54,21 +56,6 @@ const AGENTS = ["agent"] as const;
 
 /** The single agent's turns: one message each, as many as the team's messages. */
 export const soloTurns = (t: SearchTask): number => 2 * t.maxTurns;
-
-function reset(task: SearchTask): SearchState {
-  return {
-    envId: SOLO_ID,
-    turn: 0,
-    cursor: 0,
-    terminated: false,
-    truncated: false,
-    task,
-    queries: [],
-    retrieved: [],
-    answers: [],
-    correct: false,
-  };
-}
 
 const KIND = /^(search|answer)\b[\s:]*/i;
 
@@ -159,11 +146,7 @@ and the short answer (a name), e.g. \`#### answer Velmar\`. A wrong answer costs
 function observe(s: SearchState, _agent: string, style: PromptStyle): Prompt {
   const t = s.task;
   const head = `Turn ${s.turn + 1} of ${soloTurns(t)}. Question: ${t.question}`;
-  const past = s.queries.length
-    ? `Queries so far: ${s.queries.map((q) => q.query).join(" | ")}`
-    : "No queries yet.";
-  const wrong = s.answers.length ? `\nRejected answers: ${s.answers.join(" | ")}` : "";
-  const docs = docsText(s);
+  const { past, wrong, docs } = notesText(s);
   return buildPrompt(style, {
     system: SYSTEM_SOLO,
     user: `${head}\n${past}${wrong}\nDocuments found:\n${docs}\nSearch or answer?`,
@@ -178,7 +161,7 @@ function observe(s: SearchState, _agent: string, style: PromptStyle): Prompt {
  */
 function oracle(s: SearchState): { text: string; action: SearchAction } {
   const t = s.task;
-  const hop = t.gold.findIndex((g) => !s.retrieved.includes(g));
+  const hop = missingHop(s);
   if (hop < 0) {
     return { text: `#### answer ${t.answer}`, action: { kind: "answer", answer: t.answer } };
   }
@@ -200,7 +183,7 @@ export const searchSolo: EnvDefinition<SearchTask, SearchState, SearchAction, Se
   soloOf: MAS_ID,
   generate,
   taskKey,
-  reset,
+  reset: (task) => initialState(SOLO_ID, task),
   observe,
   parseAction,
   step,
