@@ -228,6 +228,13 @@ export interface EnvDefinition<
    * train/test splits (hashed under that id: use `splitOfTask`, not `splitOfKey(env.id, ...)`).
    */
   readonly soloOf?: EnvId;
+  /**
+   * Single-agent variants only: how many of its turns the variant takes for each of the team's
+   * turns (default 1). search_solo_v1 takes 2, a message for each of the team's two roles, so its
+   * one agent already fills every agent slot of the team's turns; the paper table then gives it
+   * the team's environments per step (A / 2 × them, A the team's agents) rather than A×.
+   */
+  readonly turnsPerTeamTurn?: number;
 
   /**
    * Envs with reward knobs: the shaping weight under which success dominates (what a config's

@@ -27,7 +27,8 @@
 // single_grpo, the plan agent alone, and single_tool_grpo, the tool agent alone, of the same seed,
 // evaluated as the L2 team).
 // Budget: a MAS step samples K candidates for each of its A agents' turns per environment; the
-// single agent has one agent, so it gets A× the environments per step. The samples each run
+// single agent has one agent, so it gets A× the environments per step (A / turnsPerTeamTurn× for a
+// variant that takes a turn for each role: search_solo_v1 gets the team's). The samples each run
 // actually trained on are recorded beside its result (episodes end early when solved).
 // Reported: held-out success after the last step (not the best step: choosing the best on the
 // same held-out tasks would flatter every trained method), mean ± std over seeds, each seed's
@@ -242,8 +243,9 @@ export function methodConfig(
     level: m.level,
     rollout: {
       mode: m.level === "L0" ? "single-agent" : "tree",
-      // Same samples per step: the single agent plays every one of the team's agent slots.
-      envsPerStep: m.level === "L0" ? envsPerStep * mas.possibleAgents.length : envsPerStep,
+      envsPerStep: m.level === "L0"
+        ? soloEnvsPerStep(env.id, soloAgentOf(method), envsPerStep, mas.possibleAgents.length)
+        : envsPerStep,
     },
     update: { mode: m.level === "L3" ? "full" : "lora" },
     run: {
@@ -261,6 +263,22 @@ export function methodConfig(
   };
   const withMethod = merge(merge(raw, overrides), m.config ?? {});
   return parseConfig(merge(merge(withMethod, spec.methods?.[method] ?? {}), extra));
+}
+
+/**
+ * The single agent's environments per step for the team's `teamEnvs`: the same samples per step,
+ * the single agent playing every one of the team's `agents` slots. A variant that already takes a
+ * turn for each role (`turnsPerTeamTurn`, search_solo_v1's 2) fills them in its own turns, so it
+ * gets `agents / turnsPerTeamTurn` × the environments (Search: the team's), not `agents` ×.
+ */
+export function soloEnvsPerStep(
+  envId: string,
+  agent: string | null,
+  teamEnvs: number,
+  agents: number,
+): number {
+  const solo = soloEnvFor(envId, agent ?? undefined);
+  return Math.max(1, Math.round((teamEnvs * agents) / (solo.turnsPerTeamTurn ?? 1)));
 }
 
 /** A RunConfig fragment setting the optimizer's learning rate. */

@@ -139,6 +139,42 @@ Deno.test("method configs differ only in what the method is", () => {
   );
 });
 
+Deno.test("a single agent that takes a turn for each role gets the team's envs, not A×", () => {
+  // search_solo_v1 takes 2 messages for each of the team's turns (one per role), so at the team's
+  // envs per step it already samples in every agent slot the team does.
+  const search: ExperimentSpec = {
+    ...spec,
+    common: {
+      ...spec.common,
+      rollout: { k: 2, envsPerStep: 8, maxTurns: 6, maxPromptTokens: 128, maxNewTokens: 40 },
+    },
+    tasks: {
+      search: {
+        model: { preset: null, folder: "models/search_warm" },
+        env: { id: "search_v1", difficulty: { hops: 2, topK: 1, extraTurns: 1 } },
+      },
+    },
+  };
+  assertEquals(soloEnvFor("search_v1").turnsPerTeamTurn, 2);
+  const l1 = methodConfig(search, "search", "mas_l1", 0, 5, "/tmp/x");
+  const single = methodConfig(search, "search", "single_grpo", 0, 5, "/tmp/x");
+  assertEquals([l1.rollout.envsPerStep, single.rollout.envsPerStep], [8, 8]);
+  assertEquals(single.level, "L0");
+  // Variants that take the team's turns (one message a turn) get A× the envs.
+  for (const id of ["plan_path_v1", "sudoku4_v1", "sokoban_v1", "math_v1", "code_v1"]) {
+    assertEquals(soloEnvFor(id).turnsPerTeamTurn ?? 1, 1, id);
+  }
+  const pp = methodConfig(
+    { ...spec, common: search.common },
+    "plan_path",
+    "single_grpo",
+    0,
+    5,
+    "/tmp/x",
+  );
+  assertEquals(pp.rollout.envsPerStep, 16);
+});
+
 Deno.test("evalEvery sets the trained runs' validation interval; extra fragments apply last", () => {
   const every = {
     ...spec,

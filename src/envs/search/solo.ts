@@ -55,7 +55,9 @@ export const SOLO_ID = "search_solo_v1";
 const AGENTS = ["agent"] as const;
 
 /** The single agent's turns: one message each, as many as the team's messages. */
-export const soloTurns = (t: SearchTask): number => 2 * t.maxTurns;
+/** The single agent's messages for each of the team's turns: one for each of its two roles. */
+const TURNS_PER_TEAM_TURN = 2;
+export const soloTurns = (t: SearchTask): number => TURNS_PER_TEAM_TURN * t.maxTurns;
 
 const KIND = /^(search|answer)\b[\s:]*/i;
 
@@ -181,6 +183,7 @@ export const searchSolo: EnvDefinition<SearchTask, SearchState, SearchAction, Se
   defaultDifficulty: DEFAULT_DIFFICULTY,
   testFraction: TEST_FRACTION,
   soloOf: MAS_ID,
+  turnsPerTeamTurn: TURNS_PER_TEAM_TURN,
   generate,
   taskKey,
   reset: (task) => initialState(SOLO_ID, task),
