@@ -25,12 +25,9 @@ import {
   curvesFromMetrics,
   DEFAULT_METHODS,
   evaluateWith,
-  ExperimentMergeError,
   type ExperimentSpec,
-  keepMethods,
   lrFragment,
   markdownTable,
-  mergeExperiments,
   METHOD_SPECS,
   methodConfig,
   type MethodId,
@@ -39,13 +36,18 @@ import {
   pairedTable,
   runLrSweep,
   type RunResult,
-  type SavedExperiment,
   seedLabel,
   soloAgentOf,
   type SweepRecord,
   sweepTable,
   withStepZero,
 } from "../rl/experiment.ts";
+import {
+  ExperimentMergeError,
+  keepMethods,
+  mergeExperiments,
+  type SavedExperiment,
+} from "../rl/experiment_merge.ts";
 import { swapRoleAdapters, teamOfSoloRuns } from "../rl/experiment_ablations.ts";
 import { taskPlots } from "../rl/experiment_plots.ts";
 import { COMPARE_CLI, compareCommand, readSaved } from "./experiment_compare.ts";

@@ -5,7 +5,7 @@
 
 import { defineCli, UsageError } from "./cli_args.ts";
 import { joinPath } from "../io/deno_files.ts";
-import type { SavedExperiment } from "../rl/experiment.ts";
+import type { SavedExperiment } from "../rl/experiment_merge.ts";
 import {
   compareMethods,
   comparisonTable,

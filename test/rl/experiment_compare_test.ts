@@ -5,7 +5,7 @@ import { assert, assertEquals, assertThrows } from "../assert.ts";
 import { usage } from "../../src/cli/cli_args.ts";
 import { COMPARE_CLI } from "../../src/cli/experiment_compare.ts";
 import { MERGE_CLI } from "../../src/cli/experiment.ts";
-import { keepMethods, type SavedExperiment } from "../../src/rl/experiment.ts";
+import { keepMethods, type SavedExperiment } from "../../src/rl/experiment_merge.ts";
 import {
   bootstrapDiff,
   compareMethods,

@@ -17,19 +17,18 @@ import {
   DEFAULT_METHODS,
   type ExperimentSpec,
   markdownTable,
-  mergeExperiments,
   methodConfig,
   methodRunsOn,
   METHODS,
   pairedTable,
   runLrSweep,
   type RunResult,
-  type SavedExperiment,
   seedLabel,
   type SweepRecord,
   sweepTable,
   withStepZero,
 } from "../../src/rl/experiment.ts";
+import { mergeExperiments, type SavedExperiment } from "../../src/rl/experiment_merge.ts";
 import { swapRoleAdapters, teamOfSoloRuns } from "../../src/rl/experiment_ablations.ts";
 import { mcnemarExact } from "../../src/rl/experiment_stats.ts";
 import { result } from "./experiment_fixtures.ts";
